@@ -1,0 +1,367 @@
+"""The sidecar, wired: one place where the pipeline stages meet.
+
+``records/<agent>.jsonl`` → :mod:`collector` (rename, read) → :mod:`parse` → :mod:`scrub` →
+:mod:`normalize` → :mod:`exclude` → :mod:`detector` → :mod:`checkstate` → :mod:`exporter`.
+
+:class:`Sidecar` owns the per-agent state (detector, counters) and the loop that drives it;
+the exporter reads :meth:`Sidecar.snapshot` and owns nothing. Wall-clock time comes from an
+injectable ``clock`` so tests drive windows without sleeping.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+from prometheus_client import CollectorRegistry, Histogram
+
+from sidecar import hook
+from sidecar.checkstate import Row, build_row
+from sidecar.collector import Batch, Collector, Watcher
+from sidecar.config import AgentSpec, Config, ConfigError, load_config
+from sidecar.detector import Detector, ExitKey, NoteCleared, NoteRaised, StateError
+from sidecar.exclude import Exclusions
+from sidecar.normalize import normalize
+from sidecar.parse import RecordError, parse_line
+from sidecar.scrub import scrub
+
+log = logging.getLogger("repeat_failure")
+
+#: After an inotify wake, wait this long for more writes so a burst is collected in one pass.
+DEBOUNCE_S = 0.02
+STATE_FILE_VERSION = 1
+
+SUCCESS, FAILURE, EXCLUDED = "success", "failure", "excluded"
+
+
+@dataclass
+class AgentState:
+    """Everything the sidecar keeps for one agent. Counters are Prometheus counters: they
+    start at zero with the process."""
+
+    spec: AgentSpec
+    detector: Detector
+    records: Counter = field(default_factory=Counter)  # (backend, route, outcome) -> n
+    rejected: Counter = field(default_factory=Counter)  # reason -> n
+    notes_raised: int = 0
+    last_record_ts: float | None = None
+    dirty: bool = False
+
+
+@dataclass(frozen=True)
+class AgentView:
+    """A consistent copy of one agent's state for the exporter. ``row`` is ``None`` while the
+    check is off (C14: no check state, no note)."""
+
+    agent: str
+    backend: str
+    row: Row | None
+    failures: tuple[tuple[str, ExitKey, int], ...]
+    records: dict
+    rejected: dict
+    notes_raised: int
+    last_record_ts: float | None
+
+
+class Sidecar:
+    """The repeat-failure sidecar for one pod.
+
+    ``agents`` are watched under ``shared_dir``; ``config_path`` (or ``None`` for defaults) is
+    re-read when it changes; ``chain_bash_env`` is baked into rendered hooks. ``clock`` returns
+    seconds since the epoch. ``registry`` receives the collection-duration histogram.
+    """
+
+    def __init__(self, shared_dir: str | os.PathLike[str], agents: list[AgentSpec],
+                 config_path: str | os.PathLike[str] | None = None,
+                 chain_bash_env: str | None = None,
+                 clock: Callable[[], float] = time.time,
+                 registry: CollectorRegistry | None = None) -> None:
+        if not agents:
+            raise ConfigError("no agent to watch: pass --agent/--backend or list "
+                              "repeat_failure.agents in the config")
+        self.shared_dir = Path(shared_dir)
+        self.config_path = config_path
+        self.chain_bash_env = chain_bash_env
+        self.clock = clock
+        self.registry = registry or CollectorRegistry()
+        self.config = load_config(config_path)
+        self._config_stamp = self._stamp()
+        self._lock = threading.RLock()
+        self._exclusions = Exclusions(self.config.exclude)
+        self.agents = {
+            spec.name: AgentState(spec, Detector(self.config.threshold, self.config.window_s))
+            for spec in agents
+        }
+        self.collect_duration = Histogram(
+            "hive_repeat_failure_collect_duration_seconds",
+            "Time per collection pass over all agents.",
+            registry=self.registry,
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+        )
+        hook.prepare_shared_dir(self.shared_dir)
+        self.collector = Collector(self.shared_dir / hook.RECORDS_DIR, self.config.collect_grace_s)
+        self._apply_enabled()
+        for state in self.agents.values():
+            self._load_state(state)
+
+    # -- config and hook files -----------------------------------------------------------------
+
+    def _stamp(self) -> tuple | None:
+        if self.config_path is None:
+            return None
+        try:
+            st = os.stat(self.config_path)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+    def _apply_enabled(self) -> None:
+        for name, state in self.agents.items():
+            if self.config.enabled:
+                hook.render(self.shared_dir, name, state.spec.backend, self.chain_bash_env)
+            else:
+                if hook.remove(self.shared_dir, name):
+                    log.info("check off: hook removed", extra={"agent": name})
+                state.detector = Detector(self.config.threshold, self.config.window_s)
+                _unlink(self._state_path(name))
+
+    def reload_config(self, force: bool = False) -> bool:
+        """Re-read the config file if it changed on disk (or ``force``). A file that does not
+        validate is logged and ignored; the last good config stays. Returns True on a change."""
+        stamp = self._stamp()
+        if not force and stamp == self._config_stamp:
+            return False
+        self._config_stamp = stamp
+        try:
+            new = load_config(self.config_path)
+        except ConfigError as exc:
+            log.error("config change refused, keeping the previous config",
+                      extra={"error": str(exc)})
+            return False
+        if new == self.config:
+            return False
+        with self._lock:
+            self.config = new
+            self._exclusions = Exclusions(new.exclude)
+            self.collector.grace_s = new.collect_grace_s
+            for state in self.agents.values():
+                state.detector.reconfigure(new.threshold, new.window_s)
+            self._apply_enabled()
+        log.info("config reloaded", extra={"enabled": new.enabled})
+        return True
+
+    # -- state file ----------------------------------------------------------------------------
+
+    def _state_path(self, agent: str) -> Path:
+        return self.shared_dir / hook.STATE_DIR / f"{agent}.json"
+
+    def _load_state(self, state: AgentState) -> None:
+        if not self.config.enabled:
+            return
+        path = self._state_path(state.spec.name)
+        try:
+            data = orjson.loads(path.read_bytes())
+        except FileNotFoundError:
+            return
+        except (OSError, orjson.JSONDecodeError) as exc:
+            log.warning("state file ignored: unreadable or not JSON",
+                        extra={"agent": state.spec.name, "error": exc.__class__.__name__})
+            return
+        try:
+            if not isinstance(data, dict) or data.get("version") != STATE_FILE_VERSION:
+                raise StateError(f"not a version {STATE_FILE_VERSION} state file")
+            state.detector.load_dict(data.get("detector"))
+            last = data.get("last_record_ts")
+            state.last_record_ts = float(last) if isinstance(last, (int, float)) else None
+        except StateError as exc:
+            log.warning("state file ignored", extra={"agent": state.spec.name, "error": str(exc)})
+
+    def _save_state(self, state: AgentState) -> None:
+        path = self._state_path(state.spec.name)
+        data = {"version": STATE_FILE_VERSION, "agent": state.spec.name,
+                "last_record_ts": state.last_record_ts, "detector": state.detector.to_dict()}
+        tmp = path.with_name(f".{path.name}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, orjson.dumps(data))
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        state.dirty = False
+
+    # -- the pipeline --------------------------------------------------------------------------
+
+    def _process_line(self, state: AgentState, line: bytes | str, now: float) -> None:
+        if isinstance(line, str):  # a rejection reason from the collector
+            state.rejected[line] += 1
+            return
+        try:
+            record = parse_line(line, state.spec.name)
+        except RecordError as exc:
+            state.rejected[exc.reason] += 1
+            return
+        command = normalize(scrub(record.cmd), record.backend, now)
+        if not command or self._exclusions.matches(command):
+            outcome = EXCLUDED
+        else:
+            outcome = FAILURE if record.failed else SUCCESS
+        state.records[(record.backend, record.route, outcome)] += 1
+        if state.last_record_ts is None or record.ts > state.last_record_ts:
+            state.last_record_ts = record.ts
+        state.dirty = True
+        if outcome == EXCLUDED:
+            return
+        events = state.detector.record(command, record.exit, record.failed, record.ts, now)
+        self._report(state, events)
+
+    def _report(self, state: AgentState, events: list) -> None:
+        for event in events:
+            state.dirty = True
+            if isinstance(event, NoteRaised):
+                state.notes_raised += 1
+                note = event.note
+                log.warning("repeating failure note raised", extra={
+                    "event": "note_raised", "agent": state.spec.name,
+                    "backend": state.spec.backend, "command": note.command, "exit": note.exit,
+                    "count": note.count, "minutes": note.minutes, "note": note.message})
+            elif isinstance(event, NoteCleared):
+                log.info("repeating failure note cleared", extra={
+                    "event": "note_cleared", "agent": state.spec.name,
+                    "backend": state.spec.backend, "command": event.command,
+                    "reason": event.reason})
+
+    def _handle(self, state: AgentState, batch: Batch, now: float) -> None:
+        enabled = self.config.enabled
+        for line in batch.lines:
+            if enabled:
+                self._process_line(state, line, now)
+        if state.dirty:
+            self._save_state(state)
+        self.collector.release(batch)
+
+    def run_once(self) -> None:
+        """One collection pass over every agent, then expiry. Thread-safe against readers."""
+        started = time.perf_counter()
+        now = self.clock()
+        with self._lock:
+            for state in self.agents.values():
+                self._handle(state, self.collector.collect(state.spec.name), now)
+            self.expire(now)
+        self.collect_duration.observe(time.perf_counter() - started)
+
+    def expire(self, now: float | None = None) -> None:
+        """Clear notes whose last failure left the window (uses the current time)."""
+        now = self.clock() if now is None else now
+        with self._lock:
+            for state in self.agents.values():
+                events = state.detector.expire(now)
+                self._report(state, events)
+                if state.dirty and self.config.enabled:
+                    self._save_state(state)
+
+    def run_forever(self, stop: threading.Event) -> None:
+        """Collect on inotify wakes and at least every ``collect_interval_s`` until ``stop``;
+        expire notes on time; reload the config when its file changes. Drains held files on
+        the way out."""
+        watcher = Watcher(self.shared_dir / hook.RECORDS_DIR, self.config_path)
+        try:
+            self.run_once()
+            next_pass = time.monotonic() + self.config.collect_interval_s
+            while not stop.is_set():
+                deadlines = [next_pass]
+                grace = self.collector.next_deadline()
+                if grace is not None:
+                    deadlines.append(grace)
+                soonest = min((c for s in self.agents.values()
+                               if (c := s.detector.next_change()) is not None), default=None)
+                if soonest is not None:
+                    deadlines.append(time.monotonic() + max(0.0, soonest - self.clock()) + 0.001)
+                timeout = max(0.0, min(min(deadlines) - time.monotonic(), 1.0))
+                records_changed, config_changed = watcher.wait(timeout)
+                if stop.is_set():
+                    break
+                if config_changed or self._config_stamp != self._stamp():
+                    self.reload_config()
+                if records_changed:
+                    stop.wait(DEBOUNCE_S)
+                if records_changed or time.monotonic() >= min(deadlines) - 0.0005:
+                    try:
+                        self.run_once()
+                    except Exception:  # a bug must not stop monitoring; the next pass retries
+                        log.exception("collection pass failed")
+                    if time.monotonic() >= next_pass:
+                        next_pass = time.monotonic() + self.config.collect_interval_s
+        finally:
+            watcher.close()
+            with self._lock:
+                now = self.clock()
+                for state in self.agents.values():
+                    leftover = Batch(state.spec.name, self.collector.flush(state.spec.name))
+                    self._handle(state, leftover, now)
+
+    # -- views ---------------------------------------------------------------------------------
+
+    def rows(self) -> list[Row]:
+        """Each agent's dashboard row; empty while the check is off (C14)."""
+        return [v.row for v in self.snapshot() if v.row is not None]
+
+    def snapshot(self) -> list[AgentView]:
+        """A consistent copy of every agent's state, for the exporter."""
+        now = self.clock()
+        views = []
+        with self._lock:
+            on = self.config.enabled
+            for name, state in self.agents.items():
+                row = build_row(name, state.spec.backend, state.detector.notes(now)) if on else None
+                views.append(AgentView(
+                    agent=name, backend=state.spec.backend, row=row,
+                    failures=tuple(state.detector.failures(now, self.config.top_commands)) if on else (),
+                    records=dict(state.records), rejected=dict(state.rejected),
+                    notes_raised=state.notes_raised, last_record_ts=state.last_record_ts,
+                ))
+        return views
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per log line: ts, level, msg and the record's ``extra`` fields.
+
+    Everything passed in ``extra`` is already scrubbed by the pipeline; the formatter adds
+    nothing raw."""
+
+    _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        data = {"ts": round(record.created, 6), "level": record.levelname.lower(),
+                "msg": record.getMessage()}
+        for key, value in vars(record).items():
+            if key not in self._STANDARD:
+                data[key] = value
+        if record.exc_info:
+            data["exc"] = self.formatException(record.exc_info)
+        return json.dumps(data, ensure_ascii=False, default=str)
+
+
+def configure_logging(stream=None) -> None:
+    """Send the ``repeat_failure`` logger's records to ``stream`` (default stderr) as JSON lines."""
+    import sys
+
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    log.handlers[:] = [handler]
+    log.setLevel(logging.INFO)
+    log.propagate = False

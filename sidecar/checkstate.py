@@ -1,0 +1,75 @@
+"""Check state: what each agent's dashboard row shows (spec C11, C12, C-AC9).
+
+A row has the agent's check state and, separately, its note: a row can be
+``not_receiving_data`` and still carry a note. States: ``on``; ``not_available`` (the backend is
+not covered, :mod:`sidecar.coverage`); ``not_receiving_data`` (C12: fed by the session readers,
+which a later stage adds). With the check off there are no rows at all (C14).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sidecar.coverage import is_covered
+from sidecar.detector import Note
+
+ON = "on"
+NOT_AVAILABLE = "not_available"
+NOT_RECEIVING_DATA = "not_receiving_data"
+STATES = (ON, NOT_AVAILABLE, NOT_RECEIVING_DATA)
+STATE_TEXT = {
+    ON: "",
+    NOT_AVAILABLE: "repeat-failure check not available for this backend",
+    NOT_RECEIVING_DATA: "repeat-failure check not receiving data",
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One agent's row: ``notes`` newest first; ``message`` is the newest note's message plus
+    `` (+K others)`` when K more notes are raised, or ``""``."""
+
+    agent: str
+    backend: str
+    state: str
+    notes: tuple[Note, ...] = field(default_factory=tuple)
+
+    @property
+    def state_text(self) -> str:
+        """The state's text; empty for ``on``."""
+        return STATE_TEXT[self.state]
+
+    @property
+    def message(self) -> str:
+        """The note message the row shows, or ``""`` when no note is raised."""
+        if not self.notes:
+            return ""
+        others = len(self.notes) - 1
+        return self.notes[0].message + (f" (+{others} others)" if others else "")
+
+    def to_json(self) -> dict:
+        """The row as ``GET /status`` returns it (DESIGN.md "Metrics")."""
+        return {
+            "agent": self.agent,
+            "backend": self.backend,
+            "state": self.state,
+            "state_text": self.state_text,
+            "message": self.message,
+            "notes": [
+                {"command": n.command, "exit": n.exit, "count": n.count, "minutes": n.minutes,
+                 "first_ts": n.first_ts, "last_ts": n.last_ts, "message": n.message}
+                for n in self.notes
+            ],
+        }
+
+
+def agent_state(backend: str, receiving_data: bool = True) -> str:
+    """The check state of an agent on ``backend`` while the check is on."""
+    if not is_covered(backend):
+        return NOT_AVAILABLE
+    return ON if receiving_data else NOT_RECEIVING_DATA
+
+
+def build_row(agent: str, backend: str, notes: list[Note], receiving_data: bool = True) -> Row:
+    """The row for one agent, from its raised notes (newest first, as the detector gives them)."""
+    return Row(agent, backend, agent_state(backend, receiving_data), tuple(notes))

@@ -1,0 +1,173 @@
+"""``repeat-failure`` command line: run, demo, hook env, check-config, coverage.
+
+Flags of ``run`` and ``hook env`` may also come from environment variables
+(``REPEAT_FAILURE_CONFIG``, ``REPEAT_FAILURE_SHARED_DIR``, ``REPEAT_FAILURE_AGENT``,
+``REPEAT_FAILURE_BACKEND``, ``REPEAT_FAILURE_LISTEN``, ``REPEAT_FAILURE_CHAIN_BASH_ENV``) so a pod
+can set them from the Downward API. Exit codes: 0 success, 2 bad usage or invalid config,
+1 a runtime failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shlex
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+from sidecar import hook
+from sidecar.app import configure_logging
+from sidecar.config import AgentSpec, ConfigError, load_config
+
+DEFAULT_SHARED_DIR = "/var/run/repeat-failure"
+DEFAULT_LISTEN = "0.0.0.0:9466"
+
+
+def _env(name: str, default: str | None = None) -> str | None:
+    return os.environ.get(f"REPEAT_FAILURE_{name}", default)
+
+
+def _agents(args: argparse.Namespace) -> list[AgentSpec]:
+    config = load_config(args.config)
+    if config.agents:
+        return list(config.agents)
+    if not args.agent or not args.backend:
+        raise ConfigError("name the agent: --agent NAME --backend NAME (or REPEAT_FAILURE_AGENT "
+                          "and REPEAT_FAILURE_BACKEND), or list repeat_failure.agents in the config")
+    return [AgentSpec(args.agent, args.backend)]
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``repeat-failure run``: collect, detect and serve /metrics until SIGTERM or SIGINT."""
+    from sidecar.app import Sidecar
+    from sidecar.exporter import Server
+
+    configure_logging()
+    sidecar = Sidecar(args.shared_dir, _agents(args), args.config, args.chain_bash_env)
+    server = Server(sidecar, args.listen).start()
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    logging.getLogger("repeat_failure").info(
+        "sidecar started", extra={"listen": args.listen, "port": server.port,
+                                  "enabled": sidecar.config.enabled,
+                                  "agents": sorted(sidecar.agents)})
+    try:
+        sidecar.run_forever(stop)
+    finally:
+        server.stop()
+    return 0
+
+
+def cmd_hook_env(args: argparse.Namespace) -> int:
+    """``repeat-failure hook env``: print ``export`` lines for the agent's launch environment;
+    nothing when the check is off (C14)."""
+    config = load_config(args.config)
+    if not config.enabled:
+        return 0
+    agent = args.agent or (config.agents[0].name if config.agents else None)
+    if not agent:
+        raise ConfigError("name the agent: --agent NAME (or REPEAT_FAILURE_AGENT)")
+    env = hook.launch_env(args.shared_dir, agent)
+    if not hook.hook_path(args.shared_dir, agent).is_file():
+        print(f"repeat-failure: note: {env['BASH_ENV']} does not exist yet; it appears when "
+              "`repeat-failure run` starts with the check on", file=sys.stderr)
+    for key, value in env.items():
+        print(f"export {key}={shlex.quote(value)}")
+    return 0
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    """``repeat-failure check-config FILE``: exit 0 when valid, 2 with the reason when not."""
+    config = load_config(args.file)
+    print(f"{args.file}: valid (check {'on' if config.enabled else 'off'}, threshold "
+          f"{config.threshold}, window {config.window_s:g} s)")
+    return 0
+
+
+def cmd_coverage(args: argparse.Namespace) -> int:
+    """``repeat-failure coverage``: print the coverage table (spec C13) as Markdown."""
+    from sidecar.coverage import TABLE_HEADER, table_rows
+
+    print("| " + " | ".join(TABLE_HEADER) + " |")
+    print("|" + "---|" * len(TABLE_HEADER))
+    for row in table_rows():
+        print("| " + " | ".join(row) + " |")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """``repeat-failure demo``: the main job on real bash commands on this machine."""
+    from sidecar.demo import run_demo
+
+    configure_logging()
+    return run_demo(serve=args.serve, listen=args.listen, window_s=args.window)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="repeat-failure",
+        description="Notice an AI coding agent running the same failing shell command again "
+                    "and again, and export it as Prometheus metrics. Monitor only.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser, agent: bool = True) -> None:
+        p.add_argument("--config", default=_env("CONFIG"),
+                       help="YAML config file (default: built-in defaults, check off)")
+        p.add_argument("--shared-dir", default=_env("SHARED_DIR", DEFAULT_SHARED_DIR),
+                       help=f"shared volume (default {DEFAULT_SHARED_DIR})")
+        if agent:
+            p.add_argument("--agent", default=_env("AGENT"), help="agent name")
+
+    run = sub.add_parser("run", help="run the sidecar", description=cmd_run.__doc__)
+    common(run)
+    run.add_argument("--backend", default=_env("BACKEND"), help="the agent's backend, e.g. claude")
+    run.add_argument("--listen", default=_env("LISTEN", DEFAULT_LISTEN),
+                     help=f"HOST:PORT for /metrics and /status (default {DEFAULT_LISTEN})")
+    run.add_argument("--chain-bash-env", default=_env("CHAIN_BASH_ENV"),
+                     help="the agent's original BASH_ENV, sourced by the rendered hook")
+    run.set_defaults(func=cmd_run)
+
+    demo = sub.add_parser("demo", help="watch a note appear and clear on real bash commands",
+                          description=cmd_demo.__doc__)
+    demo.add_argument("--serve", action="store_true",
+                      help="keep /metrics up after the demo until Ctrl-C")
+    demo.add_argument("--listen", default="127.0.0.1:0",
+                      help="HOST:PORT for the demo's endpoint (default: a free loopback port)")
+    demo.add_argument("--window", type=float, default=15.0,
+                      help="the demo's window in seconds (default 15; production default 600)")
+    demo.set_defaults(func=cmd_demo)
+
+    hook_p = sub.add_parser("hook", help="the neutral route's hook")
+    hook_sub = hook_p.add_subparsers(dest="hook_command", required=True)
+    env = hook_sub.add_parser("env", help="print the export lines for an agent's environment",
+                              description=cmd_hook_env.__doc__)
+    common(env)
+    env.set_defaults(func=cmd_hook_env)
+
+    check = sub.add_parser("check-config", help="validate a config file",
+                           description=cmd_check_config.__doc__)
+    check.add_argument("file")
+    check.set_defaults(func=cmd_check_config)
+
+    cov = sub.add_parser("coverage", help="print the backend coverage table",
+                         description=cmd_coverage.__doc__)
+    cov.set_defaults(func=cmd_coverage)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``repeat-failure`` console script; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ConfigError, hook.HookError, ValueError) as exc:
+        print(f"repeat-failure: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"repeat-failure: {exc}", file=sys.stderr)
+        return 1

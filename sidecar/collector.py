@@ -1,0 +1,278 @@
+"""Collector: take raw record files from the shared volume by rename-then-read.
+
+Contract (DESIGN.md "Pipeline", spec Constraints):
+
+* ``records/<agent>.jsonl`` is renamed to ``records/<agent>.jsonl.collecting.<n>`` first, so new
+  records go to a fresh file and none are torn by the collection itself.
+* The renamed file is read, its lines handed on (the caller parses and scrubs them), and then
+  deleted by :meth:`Collector.release`. Its descriptor stays open for ``grace_s`` seconds: a
+  writer that opened the old name just before the rename still lands in that inode, and what it
+  appends is read on the next passes ("grace" files).
+* Leftover ``.collecting.*`` files (a sidecar that died mid-pass) are read on the next pass.
+* A line longer than 4095 bytes is rejected as ``oversized`` without being held in memory; a last
+  line with no newline when the grace period ends is ``torn``; a path that is a symlink, a FIFO
+  or anything but a regular file is ``unreadable`` and removed without being followed.
+
+:class:`Watcher` wakes the caller on writes (inotify) and on config changes; the caller's timer
+guarantees a pass at least every ``collect_interval_s``.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import os
+import stat
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import inotify_simple
+
+from sidecar.parse import MAX_LINE_BYTES, OVERSIZED, TORN, UNREADABLE
+
+_CHUNK = 1 << 16
+COLLECTING = ".collecting."
+
+
+class _Lines:
+    """Splits a byte stream into lines, dropping (and reporting) lines over the size limit."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._discarding = False
+
+    def feed(self, data: bytes) -> Iterator[bytes | str]:
+        """Yield each complete line (bytes, without newline) or the reason string ``oversized``."""
+        start = 0
+        while True:
+            nl = data.find(b"\n", start)
+            if nl < 0:
+                break
+            if self._discarding:
+                self._discarding = False
+                self._buf.clear()
+            else:
+                if len(self._buf) + nl - start >= MAX_LINE_BYTES:
+                    self._buf.clear()
+                    yield OVERSIZED
+                else:
+                    self._buf += data[start:nl]
+                    yield bytes(self._buf)
+                    self._buf.clear()
+            start = nl + 1
+        rest = len(data) - start
+        if self._discarding:
+            return
+        if len(self._buf) + rest >= MAX_LINE_BYTES:
+            self._buf.clear()
+            self._discarding = True
+            yield OVERSIZED
+        else:
+            self._buf += data[start:]
+
+    def finish(self) -> Iterator[str]:
+        """End of stream: a partial last line is ``torn``."""
+        if self._buf:
+            self._buf.clear()
+            yield TORN
+        self._discarding = False
+
+
+@dataclass
+class _Held:
+    """A collected file: read, maybe already unlinked, its descriptor kept for late writers."""
+
+    agent: str
+    path: Path
+    fd: int
+    deadline: float
+    lines: _Lines = field(default_factory=_Lines)
+    unlinked: bool = False
+
+
+@dataclass
+class Batch:
+    """What one pass read for one agent: ``lines`` are raw record lines (bytes, may hold
+    secrets) or rejection reasons (str). Hand the batch back to :meth:`Collector.release`
+    once its records are processed and saved, so the raw files are deleted only then."""
+
+    agent: str
+    lines: list[bytes | str] = field(default_factory=list)
+    _to_unlink: list[_Held] = field(default_factory=list)
+
+
+class Collector:
+    """Collects ``<records_dir>/<agent>.jsonl`` files.
+
+    ``grace_s`` is how long a collected file's descriptor stays open after it is read;
+    ``clock`` returns monotonic seconds (injectable for tests).
+    """
+
+    def __init__(self, records_dir: str | os.PathLike[str], grace_s: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.records_dir = Path(records_dir)
+        self.grace_s = grace_s
+        self._clock = clock
+        self._held: list[_Held] = []
+        self._seq = itertools.count()
+
+    # -- one pass ------------------------------------------------------------------------------
+
+    def collect(self, agent: str) -> Batch:
+        """Run one pass for ``agent``: read late writes to held files, leftover ``.collecting.*``
+        files, then rename the live file away and read it. Never raises for file trouble; it
+        becomes an ``unreadable`` rejection in the batch."""
+        batch = Batch(agent)
+        now = self._clock()
+        for held in [h for h in self._held if h.agent == agent]:
+            self._read(held, batch)
+            if now >= held.deadline:
+                batch.lines.extend(held.lines.finish())
+                os.close(held.fd)
+                self._held.remove(held)
+        live = self.records_dir / f"{agent}.jsonl"
+        held_paths = {h.path for h in self._held}
+        for path in sorted(self.records_dir.glob(f"{agent}.jsonl{COLLECTING}*")):
+            if path not in held_paths:
+                self._take(agent, path, batch, now)
+        target = live.with_name(f"{live.name}{COLLECTING}{time.time_ns()}-{next(self._seq)}")
+        try:
+            os.rename(live, target)
+        except FileNotFoundError:
+            return batch
+        except OSError:
+            batch.lines.append(UNREADABLE)
+            return batch
+        self._take(agent, target, batch, now)
+        return batch
+
+    def _take(self, agent: str, path: Path, batch: Batch, now: float) -> None:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            batch.lines.append(UNREADABLE)
+            if exc.errno in (errno.ELOOP, errno.ENXIO):
+                _unlink(path)
+            return
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            batch.lines.append(UNREADABLE)
+            _unlink(path)
+            return
+        held = _Held(agent, path, fd, now + self.grace_s)
+        self._held.append(held)
+        self._read(held, batch)
+        batch._to_unlink.append(held)
+
+    def _read(self, held: _Held, batch: Batch) -> None:
+        while True:
+            try:
+                data = os.read(held.fd, _CHUNK)
+            except OSError:
+                batch.lines.append(UNREADABLE)
+                return
+            if not data:
+                return
+            batch.lines.extend(held.lines.feed(data))
+
+    def release(self, batch: Batch) -> None:
+        """Delete the raw files the batch read (their descriptors stay open until the grace
+        period ends). Call after the batch's records are processed and saved."""
+        for held in batch._to_unlink:
+            if not held.unlinked:
+                _unlink(held.path)
+                held.unlinked = True
+        if self.grace_s <= 0:
+            self.flush(batch.agent)
+
+    def flush(self, agent: str | None = None) -> list[bytes | str]:
+        """Read and close every held file (of ``agent``, or all): end their grace now.
+        Returns what arrived since the last read, with ``torn`` for a partial last line."""
+        out: list[bytes | str] = []
+        batch = Batch(agent or "")
+        for held in [h for h in self._held if agent is None or h.agent == agent]:
+            self._read(held, batch)
+            batch.lines.extend(held.lines.finish())
+            os.close(held.fd)
+            if not held.unlinked:
+                _unlink(held.path)
+            self._held.remove(held)
+        out.extend(batch.lines)
+        return out
+
+    def next_deadline(self) -> float | None:
+        """The monotonic time the earliest grace period ends, or ``None``."""
+        return min((h.deadline for h in self._held), default=None)
+
+    def holding(self) -> int:
+        """How many collected files are still held open for late writers."""
+        return len(self._held)
+
+
+def _unlink(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+class Watcher:
+    """inotify on the records directory (and the config file's directory, if any).
+
+    :meth:`wait` blocks until a write, a config change, or ``timeout_s`` and says which. A
+    queue overflow (``IN_Q_OVERFLOW``) or a watched directory that vanished counts as "records
+    may have changed": the caller then collects, and the timer pass covers anything missed.
+    """
+
+    _RECORD_MASK = (inotify_simple.flags.CLOSE_WRITE | inotify_simple.flags.MODIFY
+                    | inotify_simple.flags.CREATE | inotify_simple.flags.MOVED_TO)
+    _CONFIG_MASK = (inotify_simple.flags.CLOSE_WRITE | inotify_simple.flags.MOVED_TO
+                    | inotify_simple.flags.CREATE | inotify_simple.flags.DELETE)
+
+    def __init__(self, records_dir: str | os.PathLike[str],
+                 config_path: str | os.PathLike[str] | None = None) -> None:
+        self._inotify = inotify_simple.INotify()
+        self._records_dir = Path(records_dir)
+        self._config_dir = Path(config_path).resolve().parent if config_path else None
+        self._records_wd: int | None = None
+        self._config_wd: int | None = None
+        self._arm()
+
+    def _arm(self) -> None:
+        if self._records_wd is None:
+            try:
+                self._records_wd = self._inotify.add_watch(self._records_dir, self._RECORD_MASK)
+            except OSError:
+                self._records_wd = None
+        if self._config_dir is not None and self._config_wd is None:
+            try:
+                self._config_wd = self._inotify.add_watch(self._config_dir, self._CONFIG_MASK)
+            except OSError:
+                self._config_wd = None
+
+    def wait(self, timeout_s: float) -> tuple[bool, bool]:
+        """Wait up to ``timeout_s`` seconds; return (records may have changed, config may have
+        changed)."""
+        self._arm()
+        events = self._inotify.read(timeout=max(0, int(timeout_s * 1000)))
+        records = config = False
+        for event in events:
+            if event.mask & inotify_simple.flags.Q_OVERFLOW:
+                records = config = True
+            elif event.mask & inotify_simple.flags.IGNORED:
+                # The watched directory went away; re-arm on the next wait.
+                if event.wd == self._records_wd:
+                    self._records_wd, records = None, True
+                if event.wd == self._config_wd:
+                    self._config_wd, config = None, True
+            elif event.wd == self._records_wd:
+                records = records or COLLECTING not in event.name
+            elif event.wd == self._config_wd:
+                config = True
+        return records, config
+
+    def close(self) -> None:
+        """Release the inotify descriptor."""
+        self._inotify.close()

@@ -1,0 +1,171 @@
+"""Configuration: the ``repeat_failure:`` YAML section, validated against a JSON Schema.
+
+Contract (DESIGN.md "Config"): one YAML file, usually mounted from a ConfigMap. Unknown keys,
+wrong types and out-of-range values are rejected with one message that names the key. The file
+is re-read when it changes; a change that does not validate is refused and the last good
+configuration stays in force, so a typo in a ConfigMap never turns the check off or on by itself.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+#: Agent names become file names under the shared directory and JSON text baked into the hook.
+AGENT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+#: Backend names are baked into the hook's JSON prefix.
+BACKEND_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
+
+DEFAULT_EXCLUDE = ("gh pr checks", "gh run watch")
+MAX_COLLECT_INTERVAL_S = 30
+
+_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "repeat_failure": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "enabled": {"type": "boolean"},
+                "threshold": {"type": "integer", "minimum": 1, "maximum": 10000},
+                "window_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 7 * 86400},
+                "no_data_after_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 7 * 86400},
+                "exclude": {
+                    "type": "array",
+                    "items": {"type": "string", "minLength": 1, "pattern": r"\S"},
+                },
+                "collect_interval_s": {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "maximum": MAX_COLLECT_INTERVAL_S,
+                },
+                "collect_grace_s": {"type": "number", "minimum": 0, "maximum": 300},
+                "top_commands": {"type": "integer", "minimum": 1, "maximum": 1000},
+                "agents": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["name", "backend"],
+                        "properties": {
+                            "name": {"type": "string", "pattern": AGENT_NAME_RE.pattern},
+                            "backend": {"type": "string", "pattern": BACKEND_NAME_RE.pattern},
+                        },
+                    },
+                },
+            },
+        }
+    },
+}
+
+
+class ConfigError(ValueError):
+    """The configuration file cannot be used; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """One agent the sidecar watches: its name (file names under the shared dir) and backend."""
+
+    name: str
+    backend: str
+
+
+@dataclass(frozen=True)
+class Config:
+    """The validated ``repeat_failure:`` section. Durations are in seconds.
+
+    ``exclude`` holds the entries with whitespace collapsed, so they compare against normalized
+    commands. ``agents`` is empty unless the file lists them (multi-agent pods).
+    """
+
+    enabled: bool = False
+    threshold: int = 5
+    window_s: float = 600.0
+    no_data_after_s: float = 900.0
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    collect_interval_s: float = 30.0
+    collect_grace_s: float = 5.0
+    top_commands: int = 20
+    agents: tuple[AgentSpec, ...] = field(default_factory=tuple)
+
+
+def _key_path(error: jsonschema.ValidationError) -> str:
+    parts = [str(p) if not isinstance(p, int) else f"[{p}]" for p in error.absolute_path]
+    text = ".".join(parts).replace(".[", "[")
+    if error.validator == "additionalProperties":
+        # jsonschema reports the parent; name the offending key itself.
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        text = ".".join(filter(None, [text, extra[0] if extra else ""]))
+        return text
+    return text or "(top level)"
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    key = _key_path(error)
+    if error.validator == "additionalProperties":
+        return f"{key}: unknown key"
+    if error.validator == "pattern" and isinstance(error.instance, str):
+        return f"{key}: {error.instance!r} is not allowed (must match {error.validator_value})"
+    return f"{key}: {error.message}"
+
+
+def parse_config(data: Any, source: str = "<config>") -> Config:
+    """Validate a parsed YAML document and return a :class:`Config`.
+
+    ``data`` is what ``yaml.safe_load`` returned (``None`` for an empty file means all defaults).
+    Raises :class:`ConfigError` naming ``source`` and the first bad key, e.g.
+    ``"config.yaml: repeat_failure.threshold: 0 is less than the minimum of 1"``.
+    """
+    if data is None:
+        data = {}
+    validator = jsonschema.Draft202012Validator(_SCHEMA)
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        raise ConfigError(f"{source}: {_describe(errors[0])}")
+    section = data.get("repeat_failure") or {}
+    for key in ("threshold", "top_commands"):
+        # JSON Schema's "integer" accepts 5.0; a count written as a float is a mistake.
+        if isinstance(section.get(key), float):
+            raise ConfigError(f"{source}: repeat_failure.{key}: must be a whole number")
+    exclude = section.get("exclude")
+    agents = tuple(AgentSpec(a["name"], a["backend"]) for a in section.get("agents", ()))
+    names = [a.name for a in agents]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{source}: repeat_failure.agents: agent names must be unique")
+    return Config(
+        enabled=section.get("enabled", False),
+        threshold=section.get("threshold", 5),
+        window_s=float(section.get("window_s", 600)),
+        no_data_after_s=float(section.get("no_data_after_s", 900)),
+        exclude=DEFAULT_EXCLUDE if exclude is None else tuple(" ".join(e.split()) for e in exclude),
+        collect_interval_s=float(section.get("collect_interval_s", 30)),
+        collect_grace_s=float(section.get("collect_grace_s", 5)),
+        top_commands=section.get("top_commands", 20),
+        agents=agents,
+    )
+
+
+def load_config(path: str | os.PathLike[str] | None) -> Config:
+    """Read and validate the YAML file at ``path``; ``None`` means all defaults (check off).
+
+    Raises :class:`ConfigError` when the file is missing, unreadable, not YAML, or invalid.
+    """
+    if path is None:
+        return Config()
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read config file: {exc}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    return parse_config(data, str(path))

@@ -1,0 +1,110 @@
+"""Coverage table (spec C4, C5, C12, C13): which backends the check covers, and how.
+
+A backend is covered only when its real CLI produced a correct record in the committed,
+re-runnable harness (C4); the row then names its route, the shell-activity signal the
+"not receiving data" safeguard uses (or "safeguard unavailable"), the evidence file and the CLI
+version. Every other backend is listed as not covered with the reason and the follow-up issue,
+and its agent rows say "repeat-failure check not available for this backend" (C5, C-AC9).
+
+``docs/backend-support.md`` carries the same table for people; ``tests/test_coverage.py`` fails
+when a backend is missing here or the two tables differ (C-AC11).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+
+SAFEGUARD_UNAVAILABLE = "safeguard unavailable"
+
+
+@dataclass(frozen=True)
+class CoverageRow:
+    """One backend's row. ``kind`` is ``cli``, ``inference`` (runs through the Claude Code
+    route) or ``pseudo`` (``bash``: any program that runs commands with ``bash -c``).
+
+    Covered rows carry ``route``, ``shell_activity`` and ``evidence`` (a path under
+    ``harness/evidence/``, or the test module for ``bash``) and ``version``; rows not covered
+    carry ``reason`` and ``follow_up`` (an issue reference).
+    """
+
+    backend: str
+    name: str
+    kind: str
+    covered: bool
+    route: str = ""
+    shell_activity: str = ""
+    evidence: str = ""
+    version: str = ""
+    reason: str = ""
+    follow_up: str = ""
+
+    @property
+    def status(self) -> str:
+        """``covered`` or ``not covered``, as the docs table writes it."""
+        return "covered" if self.covered else "not covered"
+
+
+_NO_EVIDENCE = "no real-run evidence yet: the real-CLI harness has not produced a record"
+_HARNESS_ISSUE = "#4 (real-CLI harness)"
+_NOT_INSTALLABLE = "CLI not installable from a package registry on the harness machine"
+
+
+def _not_covered(backend: str, name: str, kind: str = "cli", reason: str = _NO_EVIDENCE,
+                 follow_up: str = _HARNESS_ISSUE) -> CoverageRow:
+    return CoverageRow(backend, name, kind, False, reason=reason, follow_up=follow_up)
+
+
+_ROWS = (
+    CoverageRow(
+        "bash", "bash -c (pseudo-backend: any program that runs commands with bash -c)", "pseudo",
+        True, route="bash_env", shell_activity=SAFEGUARD_UNAVAILABLE,
+        evidence="tests/test_hook.py", version="GNU bash 5.2",
+    ),
+    _not_covered("claude", "Claude Code"),
+    _not_covered("codex", "OpenAI Codex CLI"),
+    _not_covered("gemini", "Gemini CLI"),
+    _not_covered("copilot", "GitHub Copilot CLI"),
+    _not_covered("opencode", "opencode"),
+    _not_covered("pi", "pi"),
+    _not_covered("omp", "Oh My Pi"),
+    _not_covered("kilo", "Kilo Code CLI"),
+    _not_covered("aider", "aider"),
+    _not_covered("goose", "Block Goose", reason=_NOT_INSTALLABLE),
+    _not_covered("agy", "Google Antigravity CLI", reason=_NOT_INSTALLABLE),
+    _not_covered("bob", "IBM Bob shell", reason=_NOT_INSTALLABLE),
+    _not_covered("muse", "Meta Muse Code", reason="CLI not public"),
+    _not_covered("vllm", "vLLM (through the Claude Code route)", "inference",
+                 reason="runs through the Claude Code route, which is not covered yet"),
+    _not_covered("llm-d", "llm-d (through the Claude Code route)", "inference",
+                 reason="runs through the Claude Code route, which is not covered yet"),
+    _not_covered("litellm", "LiteLLM (through the Claude Code route)", "inference",
+                 reason="runs through the Claude Code route, which is not covered yet"),
+    _not_covered("watsonx", "watsonx (through the Claude Code route)", "inference",
+                 reason="runs through the Claude Code route, which is not covered yet"),
+)
+
+#: backend name -> row, for every backend the product knows (read-only).
+COVERAGE: MappingProxyType[str, CoverageRow] = MappingProxyType({r.backend: r for r in _ROWS})
+
+
+def is_covered(backend: str) -> bool:
+    """True when ``backend`` has a covered row; unknown backends are not covered."""
+    row = COVERAGE.get(backend)
+    return row is not None and row.covered
+
+
+def table_rows() -> list[list[str]]:
+    """The table as text cells (backend, route, status, evidence, follow-up), the same columns as
+    ``docs/backend-support.md``; used by ``repeat-failure coverage`` and the docs test."""
+    rows = []
+    for r in _ROWS:
+        detail = r.evidence if r.covered else r.reason
+        rows.append([r.backend, r.route or "-", r.status,
+                     f"{detail} ({r.version})" if r.version else detail,
+                     r.shell_activity or "-", r.follow_up or "-"])
+    return rows
+
+
+TABLE_HEADER = ["backend", "route", "status", "evidence / reason", "shell-activity signal",
+                "follow-up issue"]

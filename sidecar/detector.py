@@ -1,0 +1,302 @@
+"""Detector: the same command failing the same way ``threshold`` times within ``window_s`` (C6).
+
+Rules (DESIGN.md "Pipeline", spec C6, C10, C11, C-AC2, C-AC3, C-AC8):
+
+* Failures are counted per (normalized command, exit) — "the same result". ``exit`` is the exit
+  number, or ``"failed"`` where the route gives none.
+* A note is raised for a command when one of its keys has ``threshold`` failures whose record
+  times span less than ``window_s``. One note per distinct command.
+* Counting uses each record's own ``ts``; expiry uses ``now``, passed in by the caller (the
+  detector never reads a clock, so tests never sleep). A failure is in the window while
+  ``ts > now - window_s``.
+* A success of the command forgets its failures up to the success and clears its note (unless
+  later failures still qualify). A note also clears when its last failure leaves the window; until
+  then it stays, even if its count drops below the threshold. It can be raised again later.
+* If two exits qualify, the note shows the one whose last failure is newest. An empty command
+  never counts.
+
+Monitor only (C10): the detector returns events; nothing here touches the agent.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+ExitKey = Union[int, str]
+FAILED = "failed"
+#: Distinct commands tracked per agent; beyond it the command whose last failure is oldest goes.
+MAX_COMMANDS = 10_000
+#: Failures kept per (command, exit) key: far above any useful threshold, bounds memory.
+MAX_FAILURES_PER_KEY = 10_000
+STATE_VERSION = 1
+
+
+class StateError(ValueError):
+    """A saved detector state that cannot be loaded (torn, wrong shape, future version)."""
+
+
+@dataclass(frozen=True)
+class Note:
+    """A raised note as the dashboard shows it.
+
+    ``count`` is the failures of the shown key now in the window; ``minutes`` is the time from
+    the first to the last of them, rounded up, at least 1.
+    """
+
+    command: str
+    exit: ExitKey
+    count: int
+    minutes: int
+    first_ts: float
+    last_ts: float
+
+    @property
+    def message(self) -> str:
+        """``Repeating failure: <command> failed N times in M min (exit S)`` (spec C11)."""
+        result = "(failed)" if self.exit == FAILED else f"(exit {self.exit})"
+        return (
+            f"Repeating failure: {self.command} failed {self.count} times "
+            f"in {self.minutes} min {result}"
+        )
+
+
+@dataclass(frozen=True)
+class NoteRaised:
+    """Event: a note was raised (log it once, count it)."""
+
+    note: Note
+
+
+@dataclass(frozen=True)
+class NoteCleared:
+    """Event: a note cleared; ``reason`` is ``success``, ``expired`` or ``evicted``."""
+
+    command: str
+    reason: str
+
+
+Event = Union[NoteRaised, NoteCleared]
+
+
+@dataclass
+class _Command:
+    failures: dict[ExitKey, list[float]] = field(default_factory=dict)
+    qualified: set[ExitKey] = field(default_factory=set)
+    raised: bool = False
+
+    def last_ts(self) -> float:
+        return max((ts[-1] for ts in self.failures.values() if ts), default=-math.inf)
+
+
+def exit_key(exit_status: int | None) -> ExitKey:
+    """The detector key for a record's exit: the number, or ``"failed"`` when there is none."""
+    return FAILED if exit_status is None else exit_status
+
+
+class Detector:
+    """Sliding-window repeat detector for one agent.
+
+    ``threshold`` is N (>= 1); ``window_s`` the window in seconds (> 0).
+    """
+
+    def __init__(self, threshold: int, window_s: float) -> None:
+        self.threshold = threshold
+        self.window_s = window_s
+        self._commands: dict[str, _Command] = {}
+
+    def reconfigure(self, threshold: int, window_s: float) -> None:
+        """Apply new thresholds; takes effect at the next record or expiry."""
+        self.threshold = threshold
+        self.window_s = window_s
+
+    # -- feeding -------------------------------------------------------------------------------
+
+    def record(self, command: str, exit_status: int | None, failed: bool, ts: float,
+               now: float) -> list[Event]:
+        """Feed one record: ``command`` normalized, ``ts`` its time, ``now`` the current time.
+
+        Returns the events it caused (a note raised or cleared). A failure already outside the
+        window (``ts <= now - window_s``) and an empty command change nothing.
+        """
+        if not command:
+            return []
+        if not failed:
+            return self._success(command, ts)
+        if ts <= now - self.window_s:
+            return []
+        events: list[Event] = []
+        state = self._commands.get(command)
+        if state is None:
+            if len(self._commands) >= MAX_COMMANDS:
+                events.extend(self._evict_one())
+            state = self._commands[command] = _Command()
+        key = exit_key(exit_status)
+        times = state.failures.setdefault(key, [])
+        pos = bisect.bisect_right(times, ts)
+        times.insert(pos, ts)
+        if len(times) > MAX_FAILURES_PER_KEY:
+            del times[0]
+            pos = max(0, pos - 1)
+        if self._qualifies(times, pos):
+            state.qualified.add(key)
+            if not state.raised:
+                state.raised = True
+                note = self._note(command, state, now)
+                if note is not None:
+                    events.append(NoteRaised(note))
+        return events
+
+    def _qualifies(self, times: list[float], pos: int) -> bool:
+        """Whether some run of ``threshold`` failures that includes ``times[pos]`` spans < window."""
+        n = self.threshold
+        for start in range(max(0, pos - n + 1), min(pos, len(times) - n) + 1):
+            if times[start + n - 1] - times[start] < self.window_s:
+                return True
+        return False
+
+    def _success(self, command: str, ts: float) -> list[Event]:
+        state = self._commands.get(command)
+        if state is None:
+            return []
+        for key in list(state.failures):
+            times = state.failures[key]
+            del times[: bisect.bisect_right(times, ts)]
+            if not times:
+                del state.failures[key]
+        state.qualified = {
+            k for k, times in state.failures.items()
+            if any(self._qualifies(times, i) for i in range(len(times)))
+        }
+        events: list[Event] = []
+        if state.raised and not state.qualified:
+            state.raised = False
+            events.append(NoteCleared(command, "success"))
+        if not state.failures:
+            del self._commands[command]
+        return events
+
+    def _evict_one(self) -> list[Event]:
+        command = min(self._commands, key=lambda c: self._commands[c].last_ts())
+        state = self._commands.pop(command)
+        return [NoteCleared(command, "evicted")] if state.raised else []
+
+    def expire(self, now: float) -> list[Event]:
+        """Forget failures that left the window (``ts <= now - window_s``); clear notes whose
+        last failure is among them. Returns the cleared events."""
+        horizon = now - self.window_s
+        events: list[Event] = []
+        for command in list(self._commands):
+            state = self._commands[command]
+            for key in list(state.failures):
+                times = state.failures[key]
+                del times[: bisect.bisect_right(times, horizon)]
+                if not times:
+                    del state.failures[key]
+            state.qualified &= set(state.failures)
+            if state.raised and not state.qualified:
+                state.raised = False
+                events.append(NoteCleared(command, "expired"))
+            if not state.failures:
+                del self._commands[command]
+        return events
+
+    def next_change(self) -> float | None:
+        """The earliest time at which :meth:`expire` would change something, or ``None``."""
+        oldest = min(
+            (times[0] for s in self._commands.values() for times in s.failures.values()),
+            default=None,
+        )
+        return None if oldest is None else oldest + self.window_s
+
+    # -- views ---------------------------------------------------------------------------------
+
+    def _note(self, command: str, state: _Command, now: float) -> Note | None:
+        horizon = now - self.window_s
+        best: tuple[float, ExitKey, list[float]] | None = None
+        for key in state.qualified:
+            times = [t for t in state.failures.get(key, ()) if t > horizon]
+            if times and (best is None or times[-1] > best[0]):
+                best = (times[-1], key, times)
+        if best is None:
+            return None
+        last, key, times = best
+        minutes = max(1, math.ceil((last - times[0]) / 60.0 - 1e-9))
+        return Note(command, key, len(times), minutes, times[0], last)
+
+    def notes(self, now: float) -> list[Note]:
+        """Raised notes, the one whose last failure is newest first."""
+        found = [
+            note for command, state in self._commands.items() if state.raised
+            if (note := self._note(command, state, now)) is not None
+        ]
+        found.sort(key=lambda n: (-n.last_ts, n.command))
+        return found
+
+    def failures(self, now: float, limit: int) -> list[tuple[str, ExitKey, int]]:
+        """The ``limit`` (command, exit, count) keys with the most failures now in the window."""
+        horizon = now - self.window_s
+        rows: list[tuple[int, float, str, ExitKey]] = []
+        for command, state in self._commands.items():
+            for key, times in state.failures.items():
+                count = len(times) - bisect.bisect_right(times, horizon)
+                if count:
+                    rows.append((count, times[-1], command, key))
+        rows.sort(key=lambda r: (-r[0], -r[1], r[2], str(r[3])))
+        return [(command, key, count) for count, _, command, key in rows[:limit]]
+
+    # -- persistence ---------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready snapshot (commands are already scrubbed and normalized)."""
+        return {
+            "version": STATE_VERSION,
+            "commands": [
+                {
+                    "command": command,
+                    "raised": state.raised,
+                    "qualified": sorted(str(k) for k in state.qualified),
+                    "failures": {str(k): list(v) for k, v in state.failures.items()},
+                }
+                for command, state in self._commands.items()
+            ],
+        }
+
+    def load_dict(self, data: Any) -> None:
+        """Replace the current state with a snapshot from :meth:`to_dict`.
+
+        Raises :class:`StateError` (and changes nothing) when ``data`` has another version or
+        the wrong shape.
+        """
+        if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
+            raise StateError(f"not a version {STATE_VERSION} detector state")
+        commands: dict[str, _Command] = {}
+        try:
+            for item in data["commands"]:
+                state = _Command(raised=bool(item["raised"]))
+                for key_text, times in item["failures"].items():
+                    values = sorted(float(t) for t in times)
+                    if not all(math.isfinite(t) for t in values):
+                        raise StateError("a failure time is not finite")
+                    if values:
+                        state.failures[_parse_key(key_text)] = values[-MAX_FAILURES_PER_KEY:]
+                state.qualified = {_parse_key(k) for k in item["qualified"]} & set(state.failures)
+                command = item["command"]
+                if not isinstance(command, str) or not command:
+                    raise StateError("a command is not a non-empty string")
+                if state.failures:
+                    commands[command] = state
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise StateError(f"detector state has the wrong shape: {exc.__class__.__name__}") from None
+        self._commands = commands
+
+
+def _parse_key(text: str) -> ExitKey:
+    if text == FAILED:
+        return FAILED
+    value = int(text)
+    if not 0 <= value <= 255:
+        raise ValueError("exit outside 0-255")
+    return value

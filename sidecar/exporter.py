@@ -1,0 +1,157 @@
+"""Exporter: ``GET /metrics`` (Prometheus text format) and ``GET /status`` (JSON rows).
+
+A custom collector in the style of prometheus/client_python: :meth:`MetricsCollector.collect`
+builds every family fresh from :meth:`sidecar.app.Sidecar.snapshot` at scrape time and owns no
+state, so a cleared note's series disappears by construction. Metric names and labels are
+DESIGN.md "Metrics". ``command`` label values are scrubbed and normalized upstream and cut here
+to 200 characters (ending in ``…``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING
+
+import orjson
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from sidecar.checkstate import STATES
+
+if TYPE_CHECKING:
+    from sidecar.app import Sidecar
+
+PREFIX = "hive_repeat_failure_"
+MAX_LABEL_CHARS = 200
+
+
+def command_label(command: str) -> str:
+    """``command`` cut to at most 200 characters, the last being ``…`` when cut."""
+    return command if len(command) <= MAX_LABEL_CHARS else command[: MAX_LABEL_CHARS - 1] + "…"
+
+
+class MetricsCollector(Collector):
+    """Yields the sidecar's metric families from a fresh snapshot at every scrape."""
+
+    def __init__(self, sidecar: "Sidecar") -> None:
+        self._sidecar = sidecar
+
+    def collect(self) -> Iterator[Metric]:
+        """Build every family of DESIGN.md's metrics table from the current snapshot."""
+        views = self._sidecar.snapshot()
+        state = GaugeMetricFamily(
+            PREFIX + "check_state",
+            "Check state per agent (state set): 1 for the current state, 0 for the others.",
+            labels=["agent", "backend", "state"])
+        note = GaugeMetricFamily(
+            PREFIX + "note",
+            "Failures in the window of a command whose repeating-failure note is raised.",
+            labels=["agent", "backend", "command", "exit"])
+        row_info = GaugeMetricFamily(
+            PREFIX + "row_info",
+            "What the agent's dashboard row shows: state, state text and note message.",
+            labels=["agent", "backend", "state", "state_text", "message"])
+        failures = GaugeMetricFamily(
+            PREFIX + "command_failures",
+            "Failures in the window for the agent's top failing commands.",
+            labels=["agent", "backend", "command", "exit"])
+        records = CounterMetricFamily(
+            PREFIX + "records", "Command records collected, by outcome.",
+            labels=["agent", "backend", "route", "outcome"])
+        rejected = CounterMetricFamily(
+            PREFIX + "records_rejected", "Record lines rejected, by reason.",
+            labels=["agent", "reason"])
+        raised = CounterMetricFamily(
+            PREFIX + "notes_raised", "Repeating-failure notes raised.", labels=["agent", "backend"])
+        last = GaugeMetricFamily(
+            PREFIX + "last_record_timestamp_seconds",
+            "Time of the newest record, seconds since the epoch.", labels=["agent", "backend"])
+        for v in views:
+            if v.row is not None:
+                for s in STATES:
+                    state.add_metric([v.agent, v.backend, s], 1.0 if s == v.row.state else 0.0)
+                row_info.add_metric(
+                    [v.agent, v.backend, v.row.state, v.row.state_text, v.row.message], 1.0)
+                for n in v.row.notes:
+                    note.add_metric([v.agent, v.backend, command_label(n.command), str(n.exit)],
+                                    float(n.count))
+                for command, exit_key, count in v.failures:
+                    failures.add_metric(
+                        [v.agent, v.backend, command_label(command), str(exit_key)], float(count))
+                raised.add_metric([v.agent, v.backend], float(v.notes_raised))
+            for (backend, route, outcome), n in sorted(v.records.items()):
+                records.add_metric([v.agent, backend, route, outcome], float(n))
+            for reason, n in sorted(v.rejected.items()):
+                rejected.add_metric([v.agent, reason], float(n))
+            if v.last_record_ts is not None:
+                last.add_metric([v.agent, v.backend], v.last_record_ts)
+        yield from (state, note, row_info, failures, records, rejected, raised, last)
+
+
+def status_json(sidecar: "Sidecar") -> bytes:
+    """The ``GET /status`` body: ``{"rows": [...]}`` as :meth:`Row.to_json` gives each row."""
+    return orjson.dumps({"rows": [row.to_json() for row in sidecar.rows()]})
+
+
+def _handler(sidecar: "Sidecar") -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "repeat-failure"
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                body, ctype = generate_latest(sidecar.registry), CONTENT_TYPE_LATEST
+            elif path == "/status":
+                body, ctype = status_json(sidecar), "application/json"
+            elif path in ("/healthz", "/readyz"):
+                body, ctype = b"ok\n", "text/plain; charset=utf-8"
+            else:
+                self.send_error(404, "not found: try /metrics, /status or /healthz")
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            pass  # scrapes every 15 s would drown the note log lines
+
+    return Handler
+
+
+class Server:
+    """The HTTP endpoint, served from a daemon thread.
+
+    ``listen`` is ``HOST:PORT`` (port 0 picks a free port; :attr:`port` tells which).
+    Raises ``ValueError`` for a malformed ``listen``, ``OSError`` if the port is taken.
+    """
+
+    def __init__(self, sidecar: "Sidecar", listen: str) -> None:
+        host, sep, port = listen.rpartition(":")
+        if not sep or not port.isdigit() or int(port) > 65535:
+            raise ValueError(f"--listen {listen!r}: expected HOST:PORT, e.g. 0.0.0.0:9466")
+        sidecar.registry.register(MetricsCollector(sidecar))
+        self._httpd = ThreadingHTTPServer((host.strip("[]") or "0.0.0.0", int(port)),
+                                          _handler(sidecar))
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="exporter",
+                                        daemon=True)
+
+    @property
+    def port(self) -> int:
+        """The TCP port actually bound."""
+        return self._httpd.server_address[1]
+
+    def start(self) -> "Server":
+        """Start serving in the background; returns self."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        self._httpd.shutdown()
+        self._httpd.server_close()

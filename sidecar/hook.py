@@ -1,0 +1,175 @@
+"""The neutral route's files on the shared volume: render, remove, and the launch environment.
+
+``hooks/bash_env.sh`` (and its slow path ``hooks/bash_env.slow.bash``) are templates. The sidecar
+renders them into ``<shared-dir>/hook/<agent>.sh`` and ``hook/<agent>.slow.bash`` with the record
+path, agent, backend and (optionally) the agent's original ``BASH_ENV`` baked in, so the agent's
+shells need only ``BASH_ENV`` in their environment. The files stay when the sidecar exits and are
+removed only when the check is turned off (spec C14): a hook file left behind after that does
+nothing because it no longer exists.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Mapping
+from pathlib import Path
+
+import orjson
+
+from sidecar.config import AGENT_NAME_RE, BACKEND_NAME_RE
+
+ROUTE = "bash_env"
+HOOK_DIR = "hook"
+RECORDS_DIR = "records"
+STATE_DIR = "state"
+#: records/ is shared by the agent's user and the sidecar only: setgid so new files take the
+#: directory's group; the hook creates record files 0660 (umask 007 inside its EXIT trap).
+RECORDS_DIR_MODE = 0o2770
+
+# Rendered paths are baked unquoted into the trap string, which is itself single-quoted; a
+# path with characters the shell would interpret is refused rather than escaped.
+_SAFE_PATH = re.compile(r"^/[A-Za-z0-9._/@+-]*$")
+
+
+class HookError(ValueError):
+    """The hook cannot be rendered for these names or paths; the message says which."""
+
+
+def _template_dir() -> Path:
+    """Where the hook templates are: ``hooks/`` in a source checkout, ``sidecar.hooks`` when
+    installed (pyproject maps the top-level ``hooks/`` folder to that package)."""
+    checkout = Path(__file__).resolve().parent.parent / "hooks"
+    if (checkout / "bash_env.sh").is_file():
+        return checkout
+    from importlib.resources import files
+
+    return Path(str(files("sidecar.hooks")))
+
+
+def hook_path(shared_dir: str | os.PathLike[str], agent: str) -> Path:
+    """``<shared-dir>/hook/<agent>.sh``: the file ``BASH_ENV`` names."""
+    return Path(shared_dir) / HOOK_DIR / f"{agent}.sh"
+
+
+def slow_path(shared_dir: str | os.PathLike[str], agent: str) -> Path:
+    """``<shared-dir>/hook/<agent>.slow.bash``: the hook's rarely used slow path."""
+    return Path(shared_dir) / HOOK_DIR / f"{agent}.slow.bash"
+
+
+def records_path(shared_dir: str | os.PathLike[str], agent: str) -> Path:
+    """``<shared-dir>/records/<agent>.jsonl``: where the hook appends raw records."""
+    return Path(shared_dir) / RECORDS_DIR / f"{agent}.jsonl"
+
+
+def _check(shared_dir: Path, agent: str, backend: str, chain: str | None) -> None:
+    if not AGENT_NAME_RE.match(agent):
+        raise HookError(f"agent name {agent!r} is not allowed (must match {AGENT_NAME_RE.pattern})")
+    if not BACKEND_NAME_RE.match(backend):
+        raise HookError(f"backend name {backend!r} is not allowed (must match {BACKEND_NAME_RE.pattern})")
+    if not _SAFE_PATH.match(str(shared_dir)):
+        raise HookError(f"shared dir {str(shared_dir)!r} must be an absolute path of letters, "
+                        "digits and ._/@+- only")
+    if chain is not None and not _SAFE_PATH.match(chain):
+        raise HookError(f"chained BASH_ENV {chain!r} must be an absolute path of letters, "
+                        "digits and ._/@+- only")
+
+
+def render_text(shared_dir: str | os.PathLike[str], agent: str, backend: str,
+                chain: str | None = None) -> tuple[str, str]:
+    """Return the text of (hook file, slow-path file) for one agent.
+
+    ``chain`` is the agent's original ``BASH_ENV`` (a path inside the agent's container); the
+    rendered hook sources it in every shell, after installing its own EXIT trap, so the original
+    keeps its effect and an error in it (say, an unset variable under ``set -u``) never stops the
+    record (C-AC16). Raises :class:`HookError` for names or paths that cannot be baked in safely.
+    """
+    shared = Path(shared_dir)
+    _check(shared, agent, backend, chain)
+    templates = _template_dir()
+    prefix = orjson.dumps({"agent": agent, "backend": backend, "route": ROUTE}).decode()[1:-1]
+    hook = (templates / "bash_env.sh").read_text(encoding="utf-8")
+    # Inside the single-quoted trap, a double-quoted JSON string needs its quotes escaped.
+    hook = (hook.replace("@AGENT@", agent)
+                .replace("@PREFIX@", prefix.replace('"', '\\"'))
+                .replace("@SLOW@", str(slow_path(shared, agent)))
+                .replace("@RECORDS@", str(records_path(shared, agent))))
+    if chain is not None:
+        hook += (f"# The agent's original BASH_ENV, chained (C-AC16).\n"
+                 f"if [ -r {shlex.quote(chain)} ]; then . {shlex.quote(chain)}; fi\n")
+    slow = (templates / "bash_env.slow.bash").read_text(encoding="utf-8")
+    return hook, slow
+
+
+def _write_atomic(path: Path, text: str, mode: int) -> None:
+    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
+    try:
+        os.write(fd, text.encode("utf-8"))
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def prepare_shared_dir(shared_dir: str | os.PathLike[str]) -> None:
+    """Create ``hook/`` (0755), ``records/`` (2770) and ``state/`` (0700) under ``shared_dir``.
+
+    Raises :class:`HookError` if ``records/`` exists as a symlink or a non-directory.
+    """
+    shared = Path(shared_dir)
+    for name, mode in ((HOOK_DIR, 0o755), (RECORDS_DIR, RECORDS_DIR_MODE), (STATE_DIR, 0o700)):
+        path = shared / name
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            raise HookError(f"{path} must be a directory, not a symlink or a file")
+        path.mkdir(parents=True, exist_ok=True)
+        os.chmod(path, mode)
+
+
+def render(shared_dir: str | os.PathLike[str], agent: str, backend: str,
+           chain: str | None = None) -> Path:
+    """Write the agent's hook and slow-path files (atomically, 0644) and return the hook path.
+
+    Creates the shared directory's folders as :func:`prepare_shared_dir` does. Raises
+    :class:`HookError` as :func:`render_text` does, ``OSError`` when the files cannot be written.
+    """
+    hook_text, slow_text = render_text(shared_dir, agent, backend, chain)
+    prepare_shared_dir(shared_dir)
+    _write_atomic(slow_path(shared_dir, agent), slow_text, 0o644)
+    path = hook_path(shared_dir, agent)
+    _write_atomic(path, hook_text, 0o644)
+    return path
+
+
+def remove(shared_dir: str | os.PathLike[str], agent: str) -> bool:
+    """Remove the agent's hook files; True if a hook file was there. Never raises for a missing
+    file (the check being off is the normal case)."""
+    removed = False
+    for path in (hook_path(shared_dir, agent), slow_path(shared_dir, agent)):
+        try:
+            path.unlink()
+            removed = removed or path.suffix == ".sh"
+        except FileNotFoundError:
+            pass
+    return removed
+
+
+def launch_env(shared_dir: str | os.PathLike[str], agent: str,
+               environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables an agent process needs so its shells load the hook.
+
+    ``BASH_ENV`` (the agent's rendered hook), ``SHELL=/bin/bash`` (backends that pick their shell
+    from ``$SHELL`` get bash, C2), and ``SHLVL=1`` unless ``environ`` already has it >= 1: bash
+    reads bashrc instead of ``BASH_ENV`` for ``bash -c`` when stdin is a socket and the shell
+    level is below 2 (HOOK-NOTES.md, seen with Claude Code).
+    """
+    environ = os.environ if environ is None else environ
+    env = {"BASH_ENV": str(hook_path(shared_dir, agent)), "SHELL": "/bin/bash"}
+    try:
+        level = int(environ.get("SHLVL", "0"))
+    except ValueError:
+        level = 0
+    if level < 1:
+        env["SHLVL"] = "1"
+    return env

@@ -1,0 +1,122 @@
+"""Parse: one raw record line (bytes) into a :class:`Record`, or a rejection with its reason.
+
+The raw record format is DESIGN.md "Raw record (C1)":
+``{"v":1,"ts":<seconds>,"agent":…,"backend":…,"route":…,"exit":<0-255>|null[,"failed":bool]
+[,"cut":true],"cmd":…}``, one line of at most 4096 bytes including the newline.
+
+The command text is still raw here (it may hold secrets): a Record must go through
+:func:`sidecar.scrub.scrub` before its text is stored, logged or exported. Rejection reasons
+never carry the line's text for the same reason.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import orjson
+
+MAX_LINE_BYTES = 4096
+RECORD_VERSION = 1
+
+# Rejection reasons, the values of records_rejected_total{reason}.
+MALFORMED = "malformed"
+TORN = "torn"
+OVERSIZED = "oversized"
+UNREADABLE = "unreadable"
+REASONS = (MALFORMED, TORN, OVERSIZED, UNREADABLE)
+
+
+class RecordError(ValueError):
+    """A line that is not a valid record; ``reason`` is one of :data:`REASONS`.
+
+    The message says which field is wrong, never what the line contained.
+    """
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One shell command an agent ran and how it ended (spec C1).
+
+    ``ts`` is seconds since the epoch. ``exit`` is the exit status 0-255, or ``None`` where the
+    route only knows failed/succeeded; ``failed`` is always set (``exit != 0`` when known).
+    ``cmd`` is raw until the scrub stage replaces the record. ``cut`` says the hook shortened
+    the command to fit one line.
+    """
+
+    ts: float
+    agent: str
+    backend: str
+    route: str
+    exit: int | None
+    failed: bool
+    cmd: str
+    cut: bool = False
+
+
+def _field(obj: dict, name: str, kinds: tuple[type, ...]) -> object:
+    value = obj.get(name)
+    # bool is an int subclass: a true/false where a number belongs is a wrong type.
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        raise RecordError(MALFORMED, f"field {name!r} missing or of the wrong type")
+    return value
+
+
+def parse_line(line: bytes, agent: str) -> Record:
+    """Parse one line (without its newline) from ``records/<agent>.jsonl``.
+
+    Invalid UTF-8 is decoded with U+FFFD replacement (bash passes any bytes through). The
+    record's ``agent`` must equal the file's ``agent``: the file's name and permissions, not the
+    text inside it, say whose command it was.
+
+    Raises :class:`RecordError` with reason ``oversized`` (longer than 4095 bytes) or
+    ``malformed`` (not JSON, not an object, wrong version, a field missing or of the wrong type,
+    a non-finite or negative ``ts``, an exit status outside 0-255, another agent's name).
+    """
+    if len(line) >= MAX_LINE_BYTES:
+        raise RecordError(OVERSIZED, f"line of {len(line) + 1} bytes exceeds {MAX_LINE_BYTES}")
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        try:
+            obj = orjson.loads(line.decode("utf-8", errors="replace"))
+        except orjson.JSONDecodeError:
+            raise RecordError(MALFORMED, "not valid JSON") from None
+    if not isinstance(obj, dict):
+        raise RecordError(MALFORMED, "not a JSON object")
+    if obj.get("v") != RECORD_VERSION or isinstance(obj.get("v"), bool):
+        raise RecordError(MALFORMED, f"field 'v' is not {RECORD_VERSION}")
+    ts = float(_field(obj, "ts", (int, float)))  # type: ignore[arg-type]
+    if not math.isfinite(ts) or ts < 0:
+        raise RecordError(MALFORMED, "field 'ts' is not a finite time")
+    rec_agent = _field(obj, "agent", (str,))
+    if rec_agent != agent:
+        raise RecordError(MALFORMED, "field 'agent' does not match the record file")
+    backend = _field(obj, "backend", (str,))
+    route = _field(obj, "route", (str,))
+    cmd = _field(obj, "cmd", (str,))
+    exit_status = obj.get("exit")
+    if exit_status is None:
+        failed = _field(obj, "failed", (bool,))
+    else:
+        exit_status = _field(obj, "exit", (int,))
+        if not 0 <= exit_status <= 255:  # type: ignore[operator]
+            raise RecordError(MALFORMED, "field 'exit' is outside 0-255")
+        failed = exit_status != 0
+    cut = obj.get("cut", False)
+    if not isinstance(cut, bool):
+        raise RecordError(MALFORMED, "field 'cut' is not a boolean")
+    return Record(
+        ts=ts,
+        agent=rec_agent,  # type: ignore[arg-type]
+        backend=backend,  # type: ignore[arg-type]
+        route=route,  # type: ignore[arg-type]
+        exit=exit_status,  # type: ignore[arg-type]
+        failed=bool(failed),
+        cmd=cmd,  # type: ignore[arg-type]
+        cut=cut,
+    )
