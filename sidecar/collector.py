@@ -162,9 +162,13 @@ class Collector:
             _unlink(path)
             return
         held = _Held(agent, path, fd, now + self.grace_s)
-        self._held.append(held)
         self._read(held, batch)
         batch._to_unlink.append(held)
+        if self.grace_s > 0:
+            self._held.append(held)
+        else:
+            batch.lines.extend(held.lines.finish())
+            os.close(fd)
 
     def _read(self, held: _Held, batch: Batch) -> None:
         while True:
@@ -184,8 +188,6 @@ class Collector:
             if not held.unlinked:
                 _unlink(held.path)
                 held.unlinked = True
-        if self.grace_s <= 0:
-            self.flush(batch.agent)
 
     def flush(self, agent: str | None = None) -> list[bytes | str]:
         """Read and close every held file (of ``agent``, or all): end their grace now.

@@ -16,12 +16,13 @@ says they carry a secret. A pattern errs towards redacting: a few harmless strin
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 REDACTED = "[REDACTED]"
 
 # (pattern, replacement) applied in order; a replacement keeps the non-secret context
 # (the scheme of a URL, the name of a variable) so the command stays recognisable.
-_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+_RULES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
     # PEM / OpenSSH / PGP private key blocks; a block cut short is redacted to the end.
     (
         re.compile(
@@ -55,8 +56,9 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         r"\1 " + REDACTED,
     ),
     (
-        re.compile(r"(?i)\b((?:proxy-)?authorization|x-api-key|private-token)(\s*:\s*)(?!bearer\b|basic\b)[^\s'\"]+"),
-        r"\1\2" + REDACTED,
+        re.compile(r"(?i)\b((?:proxy-)?authorization|x-api-key|private-token)(\s*:\s*)"
+                   r"(?!bearer\b|basic\b)(?:([A-Za-z-]+)\s+)?[^\s'\"]+"),
+        lambda m: f"{m[1]}{m[2]}{m[3] + ' ' if m[3] else ''}{REDACTED}",
     ),
     # user:password@ in URLs (RFC 3986 userinfo).
     (re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)[^\s/@:'\"]+:[^\s/@'\"]+@"), r"\1" + REDACTED + "@"),

@@ -1,0 +1,235 @@
+"""The wired pipeline (sidecar.app) on real files with an injected clock: exclusion, off means
+off, secrets, restarts, bad input, config reload."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from pathlib import Path
+
+import orjson
+import pytest
+from prometheus_client import generate_latest
+
+from sidecar import hook
+from sidecar.app import Sidecar, configure_logging
+from sidecar.config import AgentSpec
+from sidecar.exporter import MetricsCollector, status_json
+
+T0 = 1_800_000_000.0
+
+
+class Clock:
+    def __init__(self, t: float = T0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def write_config(path: Path, enabled: bool = True, extra: str = "") -> Path:
+    path.write_text(f"repeat_failure:\n  enabled: {str(enabled).lower()}\n"
+                    f"  collect_grace_s: 0\n{extra}")
+    return path
+
+
+def append(shared: Path, agent: str, cmd: str, exit_status: int, ts: float,
+           backend: str = "bash") -> None:
+    line = orjson.dumps({"v": 1, "ts": ts, "agent": agent, "backend": backend,
+                         "route": "bash_env", "exit": exit_status, "cmd": cmd})
+    with open(hook.records_path(shared, agent), "ab") as f:
+        f.write(line + b"\n")
+
+
+def make(tmp_path: Path, enabled: bool = True, backend: str = "bash", extra: str = "",
+         clock: Clock | None = None) -> Sidecar:
+    cfg = write_config(tmp_path / "config.yaml", enabled, extra)
+    sc = Sidecar(tmp_path / "shared", [AgentSpec("a1", backend)], cfg, clock=clock or Clock())
+    sc.registry.register(MetricsCollector(sc))
+    return sc
+
+
+def metrics(sc: Sidecar) -> str:
+    return generate_latest(sc.registry).decode()
+
+
+def series(sc: Sidecar, name: str) -> list[str]:
+    return [line for line in metrics(sc).splitlines() if line.startswith(name + "{")]
+
+
+def test_waiting_loops_raise_nothing(tmp_path: Path) -> None:
+    """C-AC6: gh pr checks and gh pr checks 123 --watch failing 10 times each → nothing."""
+    sc = make(tmp_path)
+    for i in range(10):
+        append(sc.shared_dir, "a1", "gh pr checks", 1, T0 - 20 + i)
+        append(sc.shared_dir, "a1", "gh  pr checks 123 --watch", 8, T0 - 20 + i)
+    sc.run_once()
+    assert sc.rows()[0].notes == ()
+    assert series(sc, "hive_repeat_failure_records_total") == [
+        'hive_repeat_failure_records_total{agent="a1",backend="bash",outcome="excluded",'
+        'route="bash_env"} 20.0']
+    assert series(sc, "hive_repeat_failure_command_failures") == []
+
+
+def test_note_metrics_and_row(tmp_path: Path) -> None:
+    """Five failures raise the note: note gauge, row_info, check state, counters, /status."""
+    clock = Clock()
+    sc = make(tmp_path, clock=clock)
+    for i in range(5):
+        append(sc.shared_dir, "a1", "ls /nonexistent", 2, T0 - 50 + i * 10)
+    sc.run_once()
+    msg = "Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)"
+    assert series(sc, "hive_repeat_failure_note") == [
+        'hive_repeat_failure_note{agent="a1",backend="bash",command="ls /nonexistent",exit="2"} 5.0']
+    assert series(sc, "hive_repeat_failure_row_info") == [
+        f'hive_repeat_failure_row_info{{agent="a1",backend="bash",message="{msg}",state="on",'
+        'state_text=""} 1.0']
+    assert series(sc, "hive_repeat_failure_check_state") == [
+        'hive_repeat_failure_check_state{agent="a1",backend="bash",state="on"} 1.0',
+        'hive_repeat_failure_check_state{agent="a1",backend="bash",state="not_available"} 0.0',
+        'hive_repeat_failure_check_state{agent="a1",backend="bash",state="not_receiving_data"} 0.0']
+    assert series(sc, "hive_repeat_failure_notes_raised_total") == [
+        'hive_repeat_failure_notes_raised_total{agent="a1",backend="bash"} 1.0']
+    assert series(sc, "hive_repeat_failure_last_record_timestamp_seconds") == [
+        'hive_repeat_failure_last_record_timestamp_seconds{agent="a1",backend="bash"} 1.79999999e+09']
+    status = json.loads(status_json(sc))
+    assert status == {"rows": [{
+        "agent": "a1", "backend": "bash", "state": "on", "state_text": "", "message": msg,
+        "notes": [{"command": "ls /nonexistent", "exit": 2, "count": 5, "minutes": 1,
+                   "first_ts": T0 - 50, "last_ts": T0 - 10, "message": msg}]}]}
+    # The series disappears with the note (expiry uses the clock).
+    clock.t = T0 - 10 + 600
+    sc.run_once()
+    assert series(sc, "hive_repeat_failure_note") == []
+    assert sc.rows()[0].message == ""
+
+
+def test_not_covered_backend_row(tmp_path: Path) -> None:
+    """C-AC9: an agent on a backend not covered shows the not-available state text."""
+    sc = make(tmp_path, backend="muse")
+    (row,) = sc.rows()
+    assert (row.state, row.state_text) == (
+        "not_available", "repeat-failure check not available for this backend")
+    assert 'state="not_available"} 1.0' in "\n".join(series(sc, "hive_repeat_failure_check_state"))
+
+
+def test_off_means_off(tmp_path: Path) -> None:
+    """C-AC12 (sidecar side): with the default config nothing is rendered or exported; on → off
+    removes the hook file and the check-state series; raw records are still deleted."""
+    sc = make(tmp_path, enabled=False)
+    shared = sc.shared_dir
+    assert sorted(p.name for p in (shared / "hook").iterdir()) == []
+    assert sc.rows() == []
+    text = metrics(sc)
+    assert "hive_repeat_failure_check_state{" not in text and "row_info{" not in text
+
+    cfg = write_config(tmp_path / "config.yaml", True)
+    assert sc.reload_config(force=True)
+    assert sorted(p.name for p in (shared / "hook").iterdir()) == ["a1.sh", "a1.slow.bash"]
+    for i in range(5):
+        append(shared, "a1", "false", 1, T0 - 5 + i)
+    sc.run_once()
+    assert len(series(sc, "hive_repeat_failure_check_state")) == 3
+    assert len(series(sc, "hive_repeat_failure_note")) == 1
+
+    write_config(cfg, False)
+    assert sc.reload_config(force=True)
+    assert sorted(p.name for p in (shared / "hook").iterdir()) == []
+    assert series(sc, "hive_repeat_failure_check_state") == []
+    assert series(sc, "hive_repeat_failure_note") == []
+    assert not (shared / "state" / "a1.json").exists()
+    append(shared, "a1", "false", 1, T0)  # a record left by a shell that started before "off"
+    sc.run_once()
+    assert list((shared / "records").iterdir()) == []
+    assert sc.rows() == []
+
+
+def test_secrets_scrubbed_everywhere(tmp_path: Path) -> None:
+    """C-AC13: a token-shaped command is scrubbed in /metrics, /status, the log and the state
+    file, and the raw file is gone after collection."""
+    token = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"  # built here: the shape of a GitHub token
+    stream = io.StringIO()
+    configure_logging(stream)
+    sc = make(tmp_path)
+    for i in range(5):
+        append(sc.shared_dir, "a1", f"gh api -H 'Authorization: token {token}' /user", 1, T0 - 9 + i)
+    sc.run_once()
+    scrubbed = "gh api -H 'Authorization: token [REDACTED]' /user"
+    outputs = {
+        "metrics": metrics(sc), "status": status_json(sc).decode(), "log": stream.getvalue(),
+        "state": (sc.shared_dir / "state" / "a1.json").read_text(),
+    }
+    for name, text in outputs.items():
+        assert token not in text, name
+        assert scrubbed in text, name
+    assert list((sc.shared_dir / "records").iterdir()) == []
+    (line,) = [json.loads(l) for l in stream.getvalue().splitlines() if "note_raised" in l]
+    assert (line["event"], line["command"], line["exit"], line["count"]) == (
+        "note_raised", scrubbed, 1, 5)
+    logging.getLogger("repeat_failure").handlers.clear()
+
+
+def test_restart_keeps_open_notes(tmp_path: Path) -> None:
+    """A restarted sidecar reads state/<agent>.json and keeps its open note."""
+    sc = make(tmp_path)
+    for i in range(5):
+        append(sc.shared_dir, "a1", "make", 2, T0 - 9 + i)
+    sc.run_once()
+    again = make(tmp_path)
+    assert again.rows()[0].message == "Repeating failure: make failed 5 times in 1 min (exit 2)"
+
+
+@pytest.mark.parametrize("content", [b"{torn", b"[]", b'{"version": 99}', b"\xff\xfe"])
+def test_bad_state_file_ignored(tmp_path: Path, content: bytes) -> None:
+    """A torn, wrong or future state file is ignored with a log line, never a crash."""
+    shared = tmp_path / "shared"
+    hook.prepare_shared_dir(shared)
+    (shared / "state" / "a1.json").write_bytes(content)
+    stream = io.StringIO()
+    configure_logging(stream)
+    sc = make(tmp_path)
+    assert sc.rows()[0].notes == ()
+    assert "state file ignored" in stream.getvalue()
+    logging.getLogger("repeat_failure").handlers.clear()
+
+
+def test_bad_input_counted_and_dropped(tmp_path: Path) -> None:
+    """Garbage, truncated JSON, a 10 MB line, non-UTF-8 bytes → counted, dropped, still running."""
+    sc = make(tmp_path)
+    good = orjson.dumps({"v": 1, "ts": T0 - 1, "agent": "a1", "backend": "bash",
+                         "route": "bash_env", "exit": 1, "cmd": "false \xff"})
+    bad_utf8 = good.replace("false \xff".encode(), b"false \xff\xfe")
+    data = (b"garbage\n" + good[:40] + b"\n" + b"x" * 10_000_000 + b"\n" + bad_utf8 + b"\n"
+            + b'{"v":1,"ts":1e400,"agent":"a1","backend":"bash","route":"r","exit":1,"cmd":"x"}\n'
+            + b'{"v":1,"ts":1,"agent":"a2","backend":"bash","route":"r","exit":1,"cmd":"x"}\n'
+            + b'{"v":1,"ts":1,"agent":"a1","backend":"bash","route":"r","exit":300,"cmd":"x"}\n'
+            + good + b"\n" + b"partial")
+    hook.records_path(sc.shared_dir, "a1").write_bytes(data)
+    sc.run_once()
+    assert series(sc, "hive_repeat_failure_records_rejected_total") == [
+        'hive_repeat_failure_records_rejected_total{agent="a1",reason="malformed"} 5.0',
+        'hive_repeat_failure_records_rejected_total{agent="a1",reason="oversized"} 1.0',
+        'hive_repeat_failure_records_rejected_total{agent="a1",reason="torn"} 1.0']
+    assert series(sc, "hive_repeat_failure_command_failures") == [
+        'hive_repeat_failure_command_failures{agent="a1",backend="bash",command="false \xff",exit="1"} 1.0',
+        'hive_repeat_failure_command_failures{agent="a1",backend="bash",command="false \ufffd\ufffd",exit="1"} 1.0']
+
+
+def test_invalid_config_change_keeps_last_good(tmp_path: Path) -> None:
+    """A config edit that does not validate is refused; the last good config stays in force."""
+    sc = make(tmp_path)
+    (tmp_path / "config.yaml").write_text("repeat_failure:\n  enabled: maybe\n")
+    assert sc.reload_config(force=True) is False
+    assert sc.config.enabled is True
+    assert hook.hook_path(sc.shared_dir, "a1").exists()
+
+
+def test_long_command_label_is_cut(tmp_path: Path) -> None:
+    """`command` labels are cut to 200 characters ending in …"""
+    sc = make(tmp_path, extra="  threshold: 1\n")
+    append(sc.shared_dir, "a1", "echo " + "x" * 400, 1, T0 - 1)
+    sc.run_once()
+    (line,) = series(sc, "hive_repeat_failure_note")
+    label = line.split('command="', 1)[1].split('"', 1)[0]
+    assert label == "echo " + "x" * 194 + "…" and len(label) == 200

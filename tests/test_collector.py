@@ -1,0 +1,145 @@
+"""Collector (DESIGN.md "Pipeline"): rename-then-read, grace for late writers, leftovers,
+bad files, and C-AC14a (records survive repeated collection)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from sidecar import hook
+from sidecar.collector import COLLECTING, Collector, _Lines
+
+
+class Clock:
+    """A settable monotonic clock."""
+
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def records_dir(tmp_path: Path) -> Path:
+    hook.prepare_shared_dir(tmp_path)
+    return tmp_path / "records"
+
+
+def leftovers(d: Path) -> list[str]:
+    return sorted(p.name for p in d.iterdir())
+
+
+def test_lines_split_and_reject() -> None:
+    """Complete lines pass; a line of 4096+ bytes is 'oversized' without being buffered;
+    a partial last line is 'torn'."""
+    lines = _Lines()
+    out = list(lines.feed(b'a\nbb\n' + b"x" * 5000))
+    out += list(lines.feed(b"y" * 10_000_000 + b"\nc\nd"))
+    out += list(lines.finish())
+    assert out == [b"a", b"bb", "oversized", b"c", "torn"]
+    exact = _Lines()
+    assert list(exact.feed(b"z" * 4096 + b"\n" + b"w" * 4095 + b"\n")) == ["oversized", b"w" * 4095]
+
+
+def test_rename_read_delete(tmp_path: Path) -> None:
+    """The live file is renamed away, read, and gone after release."""
+    d = records_dir(tmp_path)
+    (d / "a1.jsonl").write_bytes(b"one\ntwo\n")
+    col = Collector(d, grace_s=0)
+    batch = col.collect("a1")
+    assert batch.lines == [b"one", b"two"]
+    assert [n.startswith("a1.jsonl" + COLLECTING) for n in leftovers(d)] == [True]
+    col.release(batch)
+    assert leftovers(d) == []
+    assert col.collect("a1").lines == []
+
+
+def test_late_writer_is_read_during_grace(tmp_path: Path) -> None:
+    """A writer that opened the file before the rename still gets read (grace period)."""
+    d = records_dir(tmp_path)
+    clock = Clock()
+    live = d / "a1.jsonl"
+    live.write_bytes(b"early\n")
+    late = open(live, "ab", buffering=0)  # opened before the rename, like a slow hook
+    col = Collector(d, grace_s=5, clock=clock)
+    batch = col.collect("a1")
+    col.release(batch)
+    assert batch.lines == [b"early"] and leftovers(d) == []
+    late.write(b"late\npartial")
+    late.close()
+    clock.t += 1
+    assert col.collect("a1").lines == [b"late"]
+    assert col.holding() == 1
+    clock.t += 5
+    assert col.collect("a1").lines == ["torn"]
+    assert col.holding() == 0
+
+
+def test_leftover_collecting_files_are_read(tmp_path: Path) -> None:
+    """Leftover .collecting.* files (a sidecar that died mid-pass) are processed first."""
+    d = records_dir(tmp_path)
+    (d / f"a1.jsonl{COLLECTING}1-0").write_bytes(b"old\n")
+    (d / "a1.jsonl").write_bytes(b"new\n")
+    (d / f"a10.jsonl{COLLECTING}1-0").write_bytes(b"other agent\n")
+    col = Collector(d, grace_s=0)
+    batch = col.collect("a1")
+    assert batch.lines == [b"old", b"new"]
+    col.release(batch)
+    assert leftovers(d) == [f"a10.jsonl{COLLECTING}1-0"]
+
+
+def test_symlink_and_fifo_are_refused(tmp_path: Path) -> None:
+    """A record path that is a symlink or a FIFO is 'unreadable', removed, never followed."""
+    d = records_dir(tmp_path)
+    secret = tmp_path / "outside.txt"
+    secret.write_bytes(b"must not be read\n")
+    (d / "a1.jsonl").symlink_to(secret)
+    col = Collector(d, grace_s=0)
+    assert col.collect("a1").lines == ["unreadable"]
+    assert secret.read_bytes() == b"must not be read\n" and leftovers(d) == []
+    os.mkfifo(d / "a1.jsonl")
+    assert col.collect("a1").lines == ["unreadable"]
+    assert leftovers(d) == []
+
+
+def test_1000_failing_commands_survive_repeated_collection(tmp_path: Path) -> None:
+    """C-AC14a: 1,000 failing real `bash -c` commands while the collector runs repeatedly give
+    1,000 complete records, none torn; the collected files are gone afterwards."""
+    path = hook.render(tmp_path, "a1", "bash")
+    d = tmp_path / "records"
+    col = Collector(d, grace_s=0.05)
+    lines: list = []
+    done = threading.Event()
+
+    def collect_loop() -> None:
+        while not done.is_set():
+            batch = col.collect("a1")
+            lines.extend(batch.lines)
+            col.release(batch)
+        lines.extend(col.flush())
+
+    # The driver loop is not an agent command: only the inner `bash -c` gets BASH_ENV.
+    env = {"PATH": os.environ["PATH"], "HOOK": str(path), "HOME": str(tmp_path)}
+    script = ('for i in $(seq 250); do BASH_ENV=$HOOK bash -c "ls /nonexistent/$1-$i" 2>/dev/null;'
+              " done; true")
+    collector = threading.Thread(target=collect_loop)
+    collector.start()
+    writers = [subprocess.Popen(["bash", "-c", script, "x", str(w)], env=env) for w in range(4)]
+    assert [w.wait() for w in writers] == [0, 0, 0, 0]
+    done.set()
+    collector.join()
+    batch = col.collect("a1")  # whatever arrived after the last pass
+    lines.extend(batch.lines)
+    col.release(batch)
+    lines.extend(col.flush())
+    records = [json.loads(line) for line in lines]
+    assert len(records) == 1000
+    assert {r["exit"] for r in records} == {2}
+    assert sorted(r["cmd"] for r in records) == sorted(
+        f"ls /nonexistent/{w}-{i}" for w in range(4) for i in range(1, 251))
+    assert leftovers(d) == []

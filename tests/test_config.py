@@ -1,0 +1,79 @@
+"""Config validation (DESIGN.md "Config"): defaults, clear errors naming the key, CLI exit codes."""
+
+from __future__ import annotations
+
+import pytest
+
+from sidecar.cli import main
+from sidecar.config import DEFAULT_EXCLUDE, AgentSpec, Config, ConfigError, load_config, parse_config
+
+
+def test_defaults_are_off() -> None:
+    """C14: with no file, or an empty one, the check is off with the spec's defaults."""
+    assert parse_config(None) == Config()
+    cfg = Config()
+    assert (cfg.enabled, cfg.threshold, cfg.window_s, cfg.no_data_after_s) == (False, 5, 600.0, 900.0)
+    assert cfg.exclude == DEFAULT_EXCLUDE == ("gh pr checks", "gh run watch")
+    assert (cfg.collect_interval_s, cfg.collect_grace_s) == (30.0, 5.0)
+
+
+def test_full_config() -> None:
+    """Every key is read; exclude replaces the default list and is whitespace-collapsed."""
+    cfg = parse_config({"repeat_failure": {
+        "enabled": True, "threshold": 3, "window_s": 120, "no_data_after_s": 60,
+        "exclude": ["make   wait"], "collect_interval_s": 1, "collect_grace_s": 0,
+        "agents": [{"name": "a1", "backend": "claude"}]}})
+    assert cfg == Config(True, 3, 120.0, 60.0, ("make wait",), 1.0, 0.0, 20,
+                         (AgentSpec("a1", "claude"),))
+
+
+@pytest.mark.parametrize("section, message", [
+    ({"treshold": 5}, "repeat_failure.treshold: unknown key"),
+    ({"threshold": 0}, "repeat_failure.threshold: 0 is less than the minimum of 1"),
+    ({"threshold": "5"}, "repeat_failure.threshold: '5' is not of type 'integer'"),
+    ({"threshold": 5.0}, "repeat_failure.threshold: must be a whole number"),
+    ({"enabled": "yes"}, "repeat_failure.enabled: 'yes' is not of type 'boolean'"),
+    ({"window_s": 0}, "repeat_failure.window_s: 0 is less than or equal to the minimum of 0"),
+    ({"collect_interval_s": 31},
+     "repeat_failure.collect_interval_s: 31 is greater than the maximum of 30"),
+    ({"exclude": "gh pr checks"}, "repeat_failure.exclude: 'gh pr checks' is not of type 'array'"),
+    ({"exclude": [""]}, "repeat_failure.exclude[0]: '' should be non-empty"),
+    ({"agents": [{"name": "../x", "backend": "claude"}]},
+     "repeat_failure.agents[0].name: '../x' is not allowed"),
+    ({"agents": [{"name": "a", "backend": "b"}, {"name": "a", "backend": "c"}]},
+     "repeat_failure.agents: agent names must be unique"),
+])
+def test_invalid_values_name_the_key(section: dict, message: str) -> None:
+    """Unknown keys, wrong types and out-of-range values are rejected naming the key."""
+    with pytest.raises(ConfigError) as err:
+        parse_config({"repeat_failure": section}, "c.yaml")
+    assert str(err.value).startswith(f"c.yaml: {message}")
+
+
+def test_unknown_top_level_key() -> None:
+    """A misspelt section is not silently ignored."""
+    with pytest.raises(ConfigError, match=r"^c.yaml: repeat_failures: unknown key$"):
+        parse_config({"repeat_failures": {}}, "c.yaml")
+
+
+def test_file_errors(tmp_path) -> None:
+    """Missing files and broken YAML are errors naming the file."""
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_config(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("repeat_failure: [\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+
+
+def test_check_config_exit_codes(tmp_path, capsys) -> None:
+    """`repeat-failure check-config`: 0 valid, 2 invalid with the reason on stderr."""
+    good = tmp_path / "good.yaml"
+    good.write_text("repeat_failure:\n  enabled: true\n  threshold: 3\n")
+    assert main(["check-config", str(good)]) == 0
+    assert capsys.readouterr().out == f"{good}: valid (check on, threshold 3, window 600 s)\n"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("repeat_failure:\n  threshold: -1\n")
+    assert main(["check-config", str(bad)]) == 2
+    assert capsys.readouterr().err == (
+        f"repeat-failure: {bad}: repeat_failure.threshold: -1 is less than the minimum of 1\n")
