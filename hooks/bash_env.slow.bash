@@ -1,39 +1,78 @@
-# repeat-failure neutral route, slow path; sourced only from the EXIT trap of the hook
-# (hook/<agent>.sh) when the command has control characters or its record would not fit in one
-# 4096-byte line. Inputs: __rf_h (the record up to and including "exit"), BASH_EXECUTION_STRING.
-# Output: __rf_l, the whole record line without its newline. Runs with LC_ALL=C, so lengths and
-# cuts count bytes; the raw command is cut before escaping, never the escaped text.
-__rf_r=$BASH_EXECUTION_STRING
+# repeat-failure neutral route, slow path. Sourced only from the EXIT trap of the hook
+# (hook/<agent>.sh), with stdout and stderr on /dev/null, when the record has control characters
+# or would not fit in one 4096-byte line.
+#
+# The hook's contract (DESIGN.md "Raw record (C1)", HOOK-NOTES.md, spec C8 and C-AC14):
+#   * bash sources the hook before every non-interactive command (bash -c / -lc, scripts) with
+#     the caller's options (-e, -u, pipefail, -x, -v) already on, so its top level is one group
+#     with stderr on /dev/null (hides -x tracing), uses `${x-}` everywhere and cannot fail;
+#   * it records only in a shell with a non-empty $BASH_EXECUTION_STRING, once per agent
+#     command: REPEAT_FAILURE_MARK holds the PID of the shell that owns the agent command; a
+#     nested shell sees another PID and stays silent, an exec'd `bash -c` keeps the PID (the
+#     outer EXIT trap never fires) and takes over;
+#   * a shell that is PID 1 (a container's `command: [bash, -c, "agent ..."]`) or whose parent is
+#     outside the PID namespace (PPID 0: `kubectl exec ... bash -c`) launches the agent rather than
+#     running an agent command: it neither records nor sets the marker, which would otherwise make
+#     every shell the agent starts look nested;
+#   * nothing visible but the EXIT trap and that one variable: no functions, options, IFS or
+#     umask changes at the top level. What the trap sets (LC_ALL=C, umask 007, __rf_* variables,
+#     clearing the command's DEBUG/RETURN traps so they neither print nor log our steps) happens
+#     after the command is done;
+#   * never change stdout, stderr or the exit status: the trap's output goes to /dev/null, every
+#     step may fail (`|| :`; `[[ ]]`/`(( ))` so a command's IFS cannot split our numbers), and
+#     bash exits with the status the trap started with. The trap calls `builtin umask` etc.: by
+#     the time it runs, the command may have defined functions named like builtins;
+#   * one JSON line per record, at most 4096 bytes including the newline, appended by one
+#     `printf` (one write(2)); the record file is created 0660 (umask 007 inside the trap).
+#
+# Inputs: __rf_h (the record up to and including "exit"), __rf_r (the raw command).
+# Output: __rf_l, the whole record line without its newline. LC_ALL=C is on, so lengths and cuts
+# count bytes; the raw command is cut before escaping (never the escaped text), and a cut never
+# leaves a partial UTF-8 sequence at the end (a valid command stays valid UTF-8).
+
+# shellcheck disable=SC2154 # __rf_h is set by the hook's EXIT trap that sources this file
 __rf_k=
+# Room for the escaped command and ',"cut":true' (11 bytes): 4096 minus the newline, the
+# '"}' closing the line and the ',"cmd":"' before the command.
 __rf_b=$((4085 - ${#__rf_h}))
-if [ ${#__rf_r} -gt $__rf_b ]; then
+if ((${#__rf_r} > __rf_b)); then
   __rf_k=',"cut":true'
   __rf_b=$((__rf_b - 11))
   __rf_r=${__rf_r:0:__rf_b}
+  __rf_n=1
+else
+  __rf_n=
 fi
 while :; do
+  if [[ -n $__rf_n ]]; then
+    # Drop a UTF-8 sequence the cut left incomplete: a lead byte missing its continuation bytes.
+    case $__rf_r in
+      *[$'\xc0'-$'\xff']) __rf_r=${__rf_r%?} ;;
+      *[$'\xe0'-$'\xff'][$'\x80'-$'\xbf']) __rf_r=${__rf_r%??} ;;
+      *[$'\xf0'-$'\xff'][$'\x80'-$'\xbf'][$'\x80'-$'\xbf']) __rf_r=${__rf_r%???} ;;
+    esac
+  fi
   __rf_c=${__rf_r//\\/\\\\}
   __rf_c=${__rf_c//\"/\\\"}
   __rf_c=${__rf_c//$'\n'/\\n}
   __rf_c=${__rf_c//$'\t'/\\t}
   __rf_c=${__rf_c//$'\r'/\\r}
-  case $__rf_c in
-    *[$'\001'-$'\037']*)
-      for __rf_i in 1 2 3 4 5 6 7 8 11 12 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31; do
-        printf -v __rf_o %02x "$__rf_i"
-        printf -v __rf_y "\\x$__rf_o"
-        __rf_c=${__rf_c//"$__rf_y"/\\u00$__rf_o}
-      done
-      ;;
-  esac
-  [ ${#__rf_c} -le $__rf_b ] && break
-  if [ -z "$__rf_k" ]; then
+  if [[ $__rf_c == *[$'\001'-$'\037']* ]]; then
+    for __rf_i in 1 2 3 4 5 6 7 8 11 12 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31; do
+      builtin printf -v __rf_o %02x "$__rf_i"
+      builtin printf -v __rf_y %b "\\x$__rf_o"
+      __rf_c=${__rf_c//"$__rf_y"/\\u00$__rf_o}
+    done
+  fi
+  ((${#__rf_c} <= __rf_b)) && break
+  if [[ -z $__rf_k ]]; then
     __rf_k=',"cut":true'
     __rf_b=$((__rf_b - 11))
   fi
   # Shrink in proportion to how much escaping grew the text; always by at least one byte.
   __rf_i=$((${#__rf_r} * __rf_b / ${#__rf_c}))
-  [ $__rf_i -lt ${#__rf_r} ] || __rf_i=$((${#__rf_r} - 1))
+  ((__rf_i < ${#__rf_r})) || __rf_i=$((${#__rf_r} - 1))
   __rf_r=${__rf_r:0:__rf_i}
+  __rf_n=1
 done
 __rf_l="$__rf_h$__rf_k,\"cmd\":\"$__rf_c\"}"

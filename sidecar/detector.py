@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Union
 
 ExitKey = Union[int, str]
 FAILED = "failed"
-#: Distinct commands tracked per agent; beyond it the command whose last failure is oldest goes.
+#: Distinct commands tracked per agent; beyond it the command that failed least recently goes.
 MAX_COMMANDS = 10_000
 #: Failures kept per (command, exit) key: far above any useful threshold, bounds memory.
 MAX_FAILURES_PER_KEY = 10_000
@@ -87,9 +88,6 @@ class _Command:
     qualified: set[ExitKey] = field(default_factory=set)
     raised: bool = False
 
-    def last_ts(self) -> float:
-        return max((ts[-1] for ts in self.failures.values() if ts), default=-math.inf)
-
 
 def exit_key(exit_status: int | None) -> ExitKey:
     """The detector key for a record's exit: the number, or ``"failed"`` when there is none."""
@@ -105,7 +103,8 @@ class Detector:
     def __init__(self, threshold: int, window_s: float) -> None:
         self.threshold = threshold
         self.window_s = window_s
-        self._commands: dict[str, _Command] = {}
+        # Ordered by most recent failure last, so eviction takes the first entry in O(1).
+        self._commands: OrderedDict[str, _Command] = OrderedDict()
 
     def reconfigure(self, threshold: int, window_s: float) -> None:
         """Apply new thresholds; takes effect at the next record or expiry."""
@@ -133,6 +132,8 @@ class Detector:
             if len(self._commands) >= MAX_COMMANDS:
                 events.extend(self._evict_one())
             state = self._commands[command] = _Command()
+        else:
+            self._commands.move_to_end(command)
         key = exit_key(exit_status)
         times = state.failures.setdefault(key, [])
         pos = bisect.bisect_right(times, ts)
@@ -179,8 +180,7 @@ class Detector:
         return events
 
     def _evict_one(self) -> list[Event]:
-        command = min(self._commands, key=lambda c: self._commands[c].last_ts())
-        state = self._commands.pop(command)
+        command, state = self._commands.popitem(last=False)
         return [NoteCleared(command, "evicted")] if state.raised else []
 
     def expire(self, now: float) -> list[Event]:
@@ -272,7 +272,7 @@ class Detector:
         """
         if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
             raise StateError(f"not a version {STATE_VERSION} detector state")
-        commands: dict[str, _Command] = {}
+        commands: OrderedDict[str, _Command] = OrderedDict()
         try:
             for item in data["commands"]:
                 state = _Command(raised=bool(item["raised"]))

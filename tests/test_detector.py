@@ -172,3 +172,19 @@ def test_bad_state_is_refused_whole(data) -> None:
     with pytest.raises(StateError):
         det.load_dict(data)
     assert det.to_dict() == before
+
+
+def test_memory_bound_evicts_least_recent(monkeypatch) -> None:
+    """Past MAX_COMMANDS distinct commands, the one that failed least recently is dropped
+    (a raised note with it, reported as evicted)."""
+    import sidecar.detector as detector
+
+    monkeypatch.setattr(detector, "MAX_COMMANDS", 3)
+    det = Detector(1, 600)
+    assert [type(e) for e in feed(det, "a", [T0])] == [NoteRaised]
+    feed(det, "b", [T0 + 1])
+    feed(det, "c", [T0 + 2])
+    feed(det, "a", [T0 + 3])  # a is now the most recent
+    events = feed(det, "d", [T0 + 4])
+    assert events[0] == NoteCleared("b", "evicted")
+    assert sorted(n.command for n in det.notes(T0 + 5)) == ["a", "c", "d"]

@@ -1,0 +1,1 @@
+"""Benchmarks with their own runner: python -m benchmarks (see __main__.py)."""

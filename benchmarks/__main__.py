@@ -1,0 +1,153 @@
+"""Benchmark runner: ``python -m benchmarks [--records N] [--commands N] [--quick]``.
+
+Every figure is measured in one run next to a baseline measured in the same run, because the
+machines are noisy; the ratios are what to compare between runs:
+
+* hook overhead (spec C-AC15): median wall time of ``bash -c true`` with the rendered hook vs.
+  without, over ``--commands`` runs each, interleaved; target: added median < 5 ms;
+* pipeline throughput: records/s through collect → parse → scrub → normalize → detector, and the
+  ratio to bare ``orjson.loads`` of the same lines;
+* record → metric latency: a record appended to the live file until the exporter's snapshot shows
+  it, with the real inotify-driven loop (median and p95, ms);
+* memory: peak RSS of this process after the throughput run, and growth while 10,000 distinct
+  failing commands are tracked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import orjson
+
+from sidecar import hook
+from sidecar.app import Sidecar
+from sidecar.config import AgentSpec
+
+
+def _rss_mib() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _line(i: int, ts: float, distinct: int) -> bytes:
+    return orjson.dumps({
+        "v": 1, "ts": ts, "agent": "bench", "backend": "bash", "route": "bash_env",
+        "exit": 2 if i % 3 else 0,
+        "cmd": f"gh pr view {i % distinct} --json title,body --repo example/repo-{i % 7}",
+    }) + b"\n"
+
+
+def _sidecar(root: Path, window_s: float = 600) -> Sidecar:
+    config = root / "config.yaml"
+    config.write_text(f"repeat_failure:\n  enabled: true\n  window_s: {window_s}\n"
+                      "  collect_grace_s: 0.05\n  collect_interval_s: 5\n")
+    return Sidecar(root / "shared", [AgentSpec("bench", "bash")], config)
+
+
+def bench_hook(commands: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = hook.render(tmp, "bench", "bash")
+        base = {"PATH": os.environ["PATH"], "HOME": tmp}
+        envs = {"off": base, "on": {**base, "BASH_ENV": str(path)}}
+        times: dict[str, list[float]] = {"off": [], "on": []}
+        for _ in range(commands):
+            for name, env in envs.items():
+                t = time.perf_counter()
+                subprocess.run(["bash", "-c", "true"], env=env, check=True)
+                times[name].append(time.perf_counter() - t)
+        off, on = statistics.median(times["off"]), statistics.median(times["on"])
+        return {"commands": commands, "median_off_ms": off * 1e3, "median_on_ms": on * 1e3,
+                "added_median_ms": (on - off) * 1e3, "ratio_on_off": on / off}
+
+
+def bench_throughput(records: int, distinct: int) -> dict:
+    now = time.time()
+    lines = [_line(i, now - 60 + i * 1e-6, distinct) for i in range(records)]
+    data = b"".join(lines)
+    t = time.perf_counter()
+    for line in lines:
+        orjson.loads(line)
+    parse_s = time.perf_counter() - t
+    with tempfile.TemporaryDirectory() as tmp:
+        sc = _sidecar(Path(tmp))
+        rss_before = _rss_mib()
+        hook.records_path(sc.shared_dir, "bench").write_bytes(data)
+        t = time.perf_counter()
+        sc.run_once()
+        pipeline_s = time.perf_counter() - t
+        view = sc.snapshot()[0]
+        assert sum(view.records.values()) == records, view.records
+        return {"records": records, "distinct_commands": distinct,
+                "records_per_s": records / pipeline_s, "us_per_record": pipeline_s / records * 1e6,
+                "ratio_to_orjson_loads": pipeline_s / parse_s,
+                "rss_growth_mib": _rss_mib() - rss_before, "peak_rss_mib": _peak_rss_mib()}
+
+
+def bench_latency(samples: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        sc = _sidecar(Path(tmp))
+        stop = threading.Event()
+        loop = threading.Thread(target=sc.run_forever, args=(stop,), daemon=True)
+        loop.start()
+        time.sleep(0.2)
+        live = hook.records_path(sc.shared_dir, "bench")
+        lat = []
+        for i in range(samples):
+            before = sum(sc.snapshot()[0].records.values())
+            t = time.perf_counter()
+            with open(live, "ab") as f:
+                f.write(_line(i, time.time(), 50))
+            while sum(sc.snapshot()[0].records.values()) == before:
+                time.sleep(0.0005)
+            lat.append(time.perf_counter() - t)
+        stop.set()
+        loop.join(5)
+        lat.sort()
+        return {"samples": samples, "median_ms": statistics.median(lat) * 1e3,
+                "p95_ms": lat[int(len(lat) * 0.95) - 1] * 1e3}
+
+
+def main() -> int:
+    """Run every benchmark and print one line per figure (also JSON with ``--json FILE``)."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--commands", type=int, default=200, help="bash -c runs per hook arm")
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--json", type=Path, help="also write the results to this file")
+    args = parser.parse_args()
+    if args.quick:
+        args.records, args.commands = 20_000, 40
+    results = {
+        "hook": bench_hook(args.commands),
+        "throughput": bench_throughput(args.records, distinct=1000),
+        "distinct_10k": bench_throughput(min(args.records, 100_000), distinct=10_000),
+        "latency": bench_latency(50 if args.quick else 200),
+    }
+    for group, figures in results.items():
+        for key, value in figures.items():
+            shown = f"{value:,.3f}" if isinstance(value, float) else f"{value:,}"
+            print(f"{group:13} {key:24} {shown}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,732 @@
+"""The neutral route (``hooks/bash_env.sh``, rendered by ``sidecar.hook.render``) against its
+contract: DESIGN.md "Shared volume" and "Raw record (C1)", HOOK-NOTES.md, spec C8 / C-AC5
+(one record per agent command), C-AC14 (never changes the command) and C-AC14a (no torn records).
+
+Real bash, real files, exact values; no mocks. Every child process gets an environment built from
+scratch (``clean_env``), stdin on /dev/null (bash reads ~/.bashrc instead of BASH_ENV when stdin
+is a socket), and the hook through the sidecar's own ``launch_env``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from sidecar import hook as hook_mod
+
+REPO = Path(__file__).resolve().parent.parent
+PREFIX = b'"agent":"a1","backend":"bash","route":"bash_env"'
+#: The start of every record line this test's hook writes, up to and including "exit".
+HEAD_RE = re.compile(rb'^\{"v":1,"ts":(\d+\.\d{6}),' + re.escape(PREFIX) + rb',"exit":(\d+),')
+#: A record line without its command: its length fixes how long a command may be uncut (ts has
+#: 10 + 1 + 6 characters until the year 2286).
+EMPTY_LINE = b'{"v":1,"ts":1796032903.651072,' + PREFIX + b',"exit":0,"cmd":""}\n'
+MAX_LINE = 4096
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+def run(argv, env, *, cwd=None, umask=-1, timeout=60) -> subprocess.CompletedProcess:
+    """Run ``argv`` (str or bytes items) with exactly ``env``; capture bytes."""
+    return subprocess.run(argv, env=env, cwd=cwd, umask=umask, stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=timeout, check=False)
+
+
+def outcome(res: subprocess.CompletedProcess) -> tuple[int, bytes, bytes]:
+    return res.returncode, res.stdout, res.stderr
+
+
+def parse(line: bytes) -> dict:
+    """One record line as JSON. Bytes that are not UTF-8 (bash passes them through) are kept
+    as surrogates so the command round-trips byte for byte."""
+    assert line.endswith(b"\n") and line.count(b"\n") == 1, line[-80:]
+    assert not any(b < 0x20 for b in line[:-1]), "raw control character in the record"
+    return json.loads(line.decode("utf-8", "surrogateescape"))
+
+
+def cmd_bytes(record: dict) -> bytes:
+    return record["cmd"].encode("utf-8", "surrogateescape")
+
+
+def hook_escape(raw: bytes) -> bytes:
+    """The JSON string body the hook writes for ``raw``: backslash, quote, \\n \\t \\r, other
+    control characters as \\u00XX; every other byte (DEL, non-ASCII, invalid UTF-8) as is."""
+    out = raw.replace(b"\\", b"\\\\").replace(b'"', b'\\"')
+    out = out.replace(b"\n", b"\\n").replace(b"\t", b"\\t").replace(b"\r", b"\\r")
+    for i in range(1, 32):
+        out = out.replace(bytes([i]), b"\\u%04x" % i)
+    return out
+
+
+def one_record(hook) -> tuple[bytes, dict]:
+    lines = hook.lines()
+    assert len(lines) == 1, lines
+    return lines[0], parse(lines[0])
+
+
+def trap_text(hook) -> str:
+    """The EXIT trap string baked into the rendered hook."""
+    m = re.search(r"trap '([^']*)' EXIT", hook.path.read_text())
+    assert m, "no EXIT trap in the rendered hook"
+    return m.group(1)
+
+
+def as_nobody(argv: list) -> list:
+    """``argv`` run as user/group nobody (tests run as root, who can read any file)."""
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+
+
+@pytest.fixture
+def hooked(rendered_hook, clean_env):
+    """(hook, environment with the hook on, environment without BASH_ENV)."""
+    return rendered_hook, rendered_hook.env(clean_env), dict(clean_env)
+
+
+@pytest.fixture
+def public_hook(make_hook):
+    """A hook rendered under a world-traversable directory, for runs as user nobody."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv(1) to run commands as another user")
+    top = Path(tempfile.mkdtemp(prefix="rf-hook-", dir="/tmp"))
+    try:
+        top.chmod(0o755)
+        home = top / "home"
+        home.mkdir(mode=0o755)
+        hook = make_hook(top / "shared")
+        base = {"PATH": "/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
+                "SHELL": "/bin/bash", "SHLVL": "1"}
+        yield hook, hook.env(base), base
+    finally:
+        shutil.rmtree(top)
+
+
+# --- 1. records ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cmd,status", [
+    ("ls /nonexistent", 2), ("exit 255", 255), ("false", 1), ("true", 0), ("echo ok", 0),
+], ids=["ls-nonexistent", "exit-255", "false", "true", "echo"])
+def test_bash_c_writes_one_exact_record(hooked, cmd, status):
+    """C1: `bash -c CMD` appends exactly one record line with these fields, in this order."""
+    hook, env, _ = hooked
+    t0 = time.time()
+    res = run(["bash", "-c", cmd], env)
+    t1 = time.time()
+    assert res.returncode == status
+    line, record = one_record(hook)
+    ts = HEAD_RE.match(line).group(1)
+    assert line == (b'{"v":1,"ts":' + ts + b"," + PREFIX + b',"exit":%d,"cmd":"%s"}\n'
+                    % (status, cmd.encode()))
+    assert record == {"v": 1, "ts": float(ts), "agent": "a1", "backend": "bash",
+                      "route": "bash_env", "exit": status, "cmd": cmd}
+    assert isinstance(record["ts"], float)
+    assert t0 - 0.01 <= record["ts"] <= t1 + 0.01
+
+
+def test_login_shell_writes_one_record(hooked):
+    """C1: `bash -lc` (login profile /etc/profile runs first, HOME empty) gives one record."""
+    hook, env, _ = hooked
+    res = run(["bash", "-lc", "exit 9"], env)
+    assert res.returncode == 9
+    _, record = one_record(hook)
+    assert {k: v for k, v in record.items() if k != "ts"} == {
+        "v": 1, "agent": "a1", "backend": "bash", "route": "bash_env", "exit": 9,
+        "cmd": "exit 9"}
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known limitation: a login shell runs its profile before BASH_ENV, so a `bash -c` the "
+    "profile starts (this machine's ~/.bashrc runs pyenv helpers that way) finds no marker yet "
+    "and is recorded as a command of its own"))
+def test_login_profile_helpers_are_not_recorded(hooked):
+    """C8: a `bash -c` run by ~/.profile before the hook is sourced is not an agent command."""
+    hook, env, _ = hooked
+    Path(env["HOME"], ".profile").write_text("bash -c 'exit 0'\n")
+    assert run(["bash", "-lc", "exit 9"], env).returncode == 9
+    _, record = one_record(hook)
+    assert (record["cmd"], record["exit"]) == ("exit 9", 9)
+
+
+# --- 2. JSON for any command text ---------------------------------------------------------------
+
+def _at_limit(extra: int) -> bytes:
+    """A command whose record line is 4096 + ``extra`` bytes before any cut."""
+    return b": " + b"x" * (MAX_LINE - len(EMPTY_LINE) - 2 + extra)
+
+
+CTRL = bytes(range(1, 32))
+JSON_CASES = {
+    "double-quotes": b'echo "a \\"quoted\\" word" ""',
+    "backslashes": b"echo 'C:\\dir\\' \\\\ \\n \\",
+    "ampersand": b"true & wait; echo a&&echo b; echo '&' \\&",
+    "dollar": b"echo $HOME ${PATH%%:*} $((1+2)) \\$x '$y' $'z'",
+    "single-quotes": b"echo 'it'\\''s' \"it's\"",
+    "newlines": b"echo a\necho b\n\n",
+    "tab": b"echo a\tb\t",
+    "carriage-return": b"echo a\rb\r",
+    "every-control-char": b"printf %s '" + CTRL + b"' >/dev/null",
+    "del": b"printf %s '\x7f' >/dev/null",
+    "utf8": "echo é ü 中文 🎉".encode(),
+    "invalid-utf8": b"printf %s '\xff\xfe\xc3\x28 \xe2\x82' >/dev/null",
+    "line-exactly-4096": _at_limit(0),
+    "line-4097-before-cut": _at_limit(1),
+    "5000-chars": b"echo " + b"x" * 4995,
+    "1000-control-chars": b"printf %s '" + b"\x01" * 1000 + b"' >/dev/null",
+    "long-utf8": b"echo " + "é".encode() * 3000,
+    "long-emoji-after-odd-byte": b"echo x" + "🎉".encode() * 1500,
+    "long-backslashes": b": '" + b"\\" * 4000 + b"'",
+    "long-newlines": b":" + b"\n" * 3000,
+}
+
+
+def _locale_with_comma(tmp_dir: Path) -> dict[str, str] | None:
+    """Locale variables under which bash's EPOCHREALTIME has a comma: an installed locale if
+    `locale -a` lists one, else de_DE.UTF-8 compiled with localedef into ``tmp_dir``."""
+    def has_comma(env: dict[str, str]) -> bool:
+        res = run(["bash", "-c", 'printf %s "$EPOCHREALTIME"'],
+                  {"PATH": "/usr/bin:/bin", **env})
+        return res.returncode == 0 and b"," in res.stdout and not res.stderr
+
+    try:
+        names = run(["locale", "-a"], {"PATH": "/usr/bin:/bin"}).stdout.decode().split()
+    except OSError:
+        names = []
+    for name in names:
+        if has_comma({"LC_ALL": name}):
+            return {"LC_ALL": name}
+    if shutil.which("localedef"):
+        res = run(["localedef", "-i", "de_DE", "-f", "UTF-8", str(tmp_dir / "de_DE.UTF-8")],
+                  {"PATH": "/usr/bin:/bin"})
+        env = {"LC_ALL": "de_DE.UTF-8", "LOCPATH": str(tmp_dir)}
+        if res.returncode in (0, 1) and has_comma(env):
+            return env
+    return None
+
+
+@pytest.fixture(scope="session")
+def comma_locale(tmp_path_factory) -> dict[str, str]:
+    env = _locale_with_comma(tmp_path_factory.mktemp("locale"))
+    if env is None:
+        pytest.skip("no locale with a comma decimal separator is installed or can be compiled "
+                    "with localedef")
+    return env
+
+
+@pytest.fixture(params=["C", "C.UTF-8", "comma"])
+def locale_env(request) -> dict[str, str]:
+    if request.param == "comma":
+        return request.getfixturevalue("comma_locale")
+    return {"LC_ALL": request.param}
+
+
+@pytest.mark.parametrize("cmd", list(JSON_CASES.values()), ids=list(JSON_CASES))
+def test_record_is_valid_json_for_any_command(hooked, locale_env, cmd):
+    """C1: any command text gives one valid JSON line <= 4096 bytes whose cmd round-trips
+    (or is a prefix marked "cut":true), with ts written with a '.' in every locale."""
+    hook, env, _ = hooked
+    res = run([b"bash", b"-c", cmd], {**env, **locale_env})
+    line, record = one_record(hook)
+    assert len(line) <= MAX_LINE
+    m = HEAD_RE.match(line)
+    assert m, line[:120]
+    assert int(m.group(2)) == record["exit"] == res.returncode
+    assert isinstance(record["ts"], float)
+    got = cmd_bytes(record)
+    head = line[:m.end()]
+    if len(EMPTY_LINE) + len(hook_escape(cmd)) <= MAX_LINE:
+        assert "cut" not in record
+        assert got == cmd
+        assert line == head + b'"cmd":"' + hook_escape(cmd) + b'"}\n'
+    else:
+        assert record["cut"] is True
+        assert cmd.startswith(got) and len(got) < len(cmd)
+        assert line == head + b'"cut":true,"cmd":"' + hook_escape(got) + b'"}\n'
+        # The cut keeps most of the room (an escape is at most 6 bytes, a character 4).
+        assert len(line) > MAX_LINE - 12
+    try:
+        cmd.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    else:  # a valid UTF-8 command is never cut inside a character
+        line.decode("utf-8")
+
+
+def test_exact_cut_at_line_limit(hooked):
+    """C1: a command one byte too long is cut so the line is exactly 4096 bytes, "cut":true."""
+    hook, env, _ = hooked
+    cmd = _at_limit(1)
+    run([b"bash", b"-c", cmd], env)
+    line, record = one_record(hook)
+    assert len(line) == MAX_LINE
+    assert record["cut"] is True
+    kept = cmd[:len(cmd) - 1 - len(b',"cut":true')]
+    assert cmd_bytes(record) == kept
+    assert line == line[:HEAD_RE.match(line).end()] + b'"cut":true,"cmd":"' + kept + b'"}\n'
+
+
+def test_ts_uses_a_dot_in_a_comma_locale(hooked, comma_locale):
+    """C1: ts is written with '.' even where the command's EPOCHREALTIME has a comma."""
+    hook, env, _ = hooked
+    res = run(["bash", "-c", 'printf %s "$EPOCHREALTIME"; false'], {**env, **comma_locale})
+    assert res.returncode == 1
+    assert re.fullmatch(rb"\d+,\d{6}", res.stdout), res.stdout
+    line, record = one_record(hook)
+    assert HEAD_RE.match(line)
+    assert abs(record["ts"] - float(res.stdout.replace(b",", b"."))) < 1
+
+
+# --- 3. exactly one record per agent command (C8, C-AC5) ----------------------------------------
+
+SCRIPT = "ls /nonexistent\nfalse\nbash -c false\n"
+EXEC_SCRIPT = "false\nexec bash -c 'exit 6'\n"
+GH_WRAPPER = '#!/bin/bash\n# a Hive-style wrapper: runs the real gh (a script of its own)\n' \
+             '"$(dirname "$0")/../real/gh" "$@"\n'
+GH_REAL = '#!/bin/bash\necho "real gh: $*"\nbash -c "exit 4"\n'
+
+
+@pytest.mark.parametrize("cmd,status,recorded", [
+    ("bash ./script.sh", 1, "bash ./script.sh"),
+    ("./script.sh", 1, "./script.sh"),
+    ("bash ./exec-script.sh", 6, "bash ./exec-script.sh"),
+    ("bash -c false", 1, "bash -c false"),
+    ("bash -c 'bash -c \"exit 3\"'; false", 1, "bash -c 'bash -c \"exit 3\"'; false"),
+    ("gh pr view 123", 4, "gh pr view 123"),
+    ("exec /bin/bash -c 'exit 4'", 4, "exit 4"),
+    ("exec bash -c 'exec bash -c \"ls /nonexistent\"'", 2, "ls /nonexistent"),
+    ("sleep 0.1 & wait", 0, "sleep 0.1 & wait"),
+    ("(bash -c false); x=$(bash -c 'echo y; exit 2'); bash -lc false | cat; exit 5", 5,
+     "(bash -c false); x=$(bash -c 'echo y; exit 2'); bash -lc false | cat; exit 5"),
+], ids=["bash-script", "exec-bit-script", "script-ending-in-exec", "nested-bash-c",
+        "doubly-nested", "gh-wrapper", "codex-exec", "exec-twice", "background-job",
+        "subshells-and-pipes"])
+def test_one_record_per_agent_command(hooked, tmp_path, cmd, status, recorded):
+    """C8/C-AC5: scripts, nested shells and wrappers add no records; an exec'd `bash -c`
+    takes over and records its own command once."""
+    hook, env, _ = hooked
+    work = tmp_path / "work"
+    (work / "bin").mkdir(parents=True)
+    (work / "real").mkdir()
+    for path, text in ((work / "script.sh", SCRIPT), (work / "exec-script.sh", EXEC_SCRIPT),
+                       (work / "bin" / "gh", GH_WRAPPER), (work / "real" / "gh", GH_REAL)):
+        path.write_text(("#!/bin/bash\n" if path.suffix == ".sh" else "") + text)
+        path.chmod(0o755)
+    env = {**env, "PATH": f"{work / 'bin'}:{env['PATH']}"}
+    res = run(["bash", "-c", cmd], env, cwd=work)
+    assert res.returncode == status, res.stderr
+    if "gh" in cmd:
+        assert res.stdout == b"real gh: pr view 123\n"
+    _, record = one_record(hook)
+    assert (record["cmd"], record["exit"]) == (recorded, status)
+
+
+@pytest.mark.skipif(
+    shutil.which("unshare") is None
+    or subprocess.run(["unshare", "--pid", "--fork", "true"], capture_output=True).returncode,
+    reason="unshare --pid is not available here")
+def test_container_entrypoint_shell_is_not_an_agent_command(hooked):
+    """C8: a `bash -c` that is PID 1 (a container's `command: [bash, -c, "agent ..."]`) launches
+    the agent: it neither records nor sets the marker, so the agent's own `bash -c` is recorded."""
+    hook, env, _ = hooked
+    res = run(["unshare", "--pid", "--fork", "bash", "-c", "bash -c 'exit 3'; true"], env)
+    assert res.returncode == 0, res.stderr
+    _, record = one_record(hook)
+    assert (record["cmd"], record["exit"]) == ("exit 3", 3)
+
+
+def test_script_run_directly(hooked, tmp_path):
+    """C8: bash sources BASH_ENV for a script too, but a script is not a command; a `bash -c` a
+    script starts outside any agent command (a backend's wrapper script) is recorded."""
+    hook, env, _ = hooked
+    script = tmp_path / "s.sh"
+    script.write_text("ls /nonexistent\nfalse\n")
+    assert run(["bash", str(script)], env).returncode == 1
+    assert hook.lines() == []
+    script.write_text("false\nbash -c 'exit 6'\n")
+    assert run(["bash", str(script)], env).returncode == 6
+    _, record = one_record(hook)
+    assert (record["cmd"], record["exit"]) == ("exit 6", 6)
+
+
+# --- 4. never changes the command (C-AC14) ------------------------------------------------------
+
+STRICT_SCRIPT = ('set -euo pipefail\necho start\necho "${1:-none}"\nfalse | true\necho piped\n'
+                 'ls /nonexistent | cat\necho never\n')
+#: Like STRICT_SCRIPT without pipelines: the two sides of a pipeline trace concurrently under -x,
+#: so their order on stderr varies from run to run, hook or no hook.
+XTRACE_SCRIPT = 'set -euo pipefail\necho start\nfalse || true\necho "${1:-none}"\nls /nonexistent\necho never\n'
+BINARY = "".join(f"\\x{i:02x}" for i in range(256))
+TEN_MB = 10 * 1024 * 1024
+
+SAME_CASES = {
+    "success": (["bash", "-c", "echo out; echo err >&2"], {}),
+    "failure": (["bash", "-c", "echo out; echo err >&2; exit 3"], {}),
+    "ls-nonexistent": (["bash", "-c", "ls /nonexistent"], {}),
+    "exit-255": (["bash", "-c", "exit 255"], {}),
+    "strict-script": (["bash", "./strict.sh"], {}),
+    "strict-script-via-c": (["bash", "-c", "bash ./strict.sh arg"], {}),
+    "strict-script-exec-bit": (["bash", "-c", "./strict.sh"], {}),
+    "bash-euo-pipefail": (["bash", "-euo", "pipefail", "-c",
+                           "echo a; true | false | true; echo b"], {}),
+    "bash-euo-unset": (["bash", "-euo", "pipefail", "-c", "echo a; echo $UNSET_VAR; echo b"], {}),
+    "shellopts-errexit-nounset": (["bash", "-c", 'echo "$SHELLOPTS"; echo $-; false; echo no'],
+                                  {"SHELLOPTS": "errexit:nounset"}),
+    "shellopts-unset-var": (["bash", "-c", "echo $NOPE"], {"SHELLOPTS": "errexit:nounset"}),
+    "own-exit-trap": (["bash", "-c", "trap 'echo bye; exit 7' EXIT; echo hi; exit 5"], {}),
+    "own-exit-trap-status": (["bash", "-c", "trap 'echo \"bye $?\"' EXIT; false"], {}),
+    "functions": (["bash", "-c", "f() { :; }; declare -F; declare -f; typeset -F"], {}),
+    "options": (["bash", "-c", "set -o; set +o; echo $-; echo $SHELLOPTS; echo $BASHOPTS"], {}),
+    "shopt": (["bash", "-c", "shopt; shopt -p; shopt -o"], {}),
+    "umask": (["bash", "-c", "umask; umask -S"], {}),
+    "ifs-and-locale": (["bash", "-c", 'printf %q "$IFS"; echo; locale; echo "${LC_ALL-unset}"'],
+                       {}),
+    "aliases-and-jobs": (["bash", "-c", "alias; jobs; dirs; echo $#; echo $0"], {}),
+    "stdout-10mb": (["bash", "-c", f"yes 0123456789abcdef | head -c {TEN_MB}"], {}),
+    "stderr-10mb": (["bash", "-c", f"yes err | head -c {TEN_MB} >&2; exit 1"], {}),
+    "binary": (["bash", "-c", f"printf '%b' '{BINARY}'; printf '%b' '{BINARY}' >&2"], {}),
+    "sigterm": (["bash", "-c", "echo before; kill -TERM $$; echo after"], {}),
+    "sigkill": (["bash", "-c", "echo before; kill -KILL $$"], {}),
+    "sigint": (["bash", "-c", "echo before; kill -INT $$; echo after"], {}),
+    "sighup": (["bash", "-c", "echo before; kill -HUP $$; echo after"], {}),
+    # More of the caller's settings. The xtrace, DEBUG/RETURN trap, IFS, unset EPOCHREALTIME and
+    # builtin-named function cases failed with the hook as first committed.
+    "xtrace-c": (["bash", "-xc", "echo hi; false"], {}),
+    "xtrace-script": (["bash", "-x", "./xtrace.sh"], {}),
+    "xtrace-shellopts": (["bash", "-c", "echo hi"], {"SHELLOPTS": "xtrace"}),
+    "debug-trap": (["bash", "-c", "trap 'echo D' DEBUG; echo x; false"], {}),
+    "return-trap-slow-path": (["bash", "-c", "trap 'echo R' RETURN; echo 'a\tb'"], {}),
+    "err-trap": (["bash", "-Ec", "trap 'echo ERR $?' ERR; false"], {}),
+    "ifs-digits": (["bash", "-c", "IFS=0123456789; echo hi; exit 3"], {}),
+    "unset-epochrealtime-nounset": (["bash", "-uc", "unset EPOCHREALTIME; exit 3"], {}),
+    "patsub-off": (["bash", "-c", 'shopt -u patsub_replacement; echo "a\\\\b\\"c&"; exit 2'], {}),
+    "glob-and-match-options": (["bash", "-c", "shopt -s failglob nullglob nocasematch extglob "
+                                               "dotglob; set -f; echo 'x\ty'; exit 2"], {}),
+    "posix-mode": (["bash", "-c", "set -o posix; echo 'x\ty' \"$0\"; exit 2"], {}),
+    "functions-named-like-builtins": (
+        ["bash", "-c", "printf() { echo P; }; umask() { echo U; }; trap() { echo T; }; "
+                       ":() { echo C; }; echo x; exit 4"], {}),
+}
+#: Cases with no record: a script is not a -c command, a command's own EXIT trap replaces the
+#: hook's (accepted in the spec), and SIGKILL runs no trap at all.
+NOT_RECORDED = {"strict-script", "xtrace-script", "own-exit-trap", "own-exit-trap-status",
+                "sigkill"}
+#: Killed by a signal bash catches once an EXIT trap is set: recorded with a stale status (see
+#: test_signal_killed_command_records_its_signal_status).
+RECORD_UNCHECKED = {"sigterm", "sigint", "sighup"}
+
+
+@pytest.mark.parametrize("name", list(SAME_CASES))
+def test_command_output_and_status_unchanged(hooked, tmp_path, name):
+    """C-AC14: stdout, stderr and exit status are byte-identical with the hook on and off."""
+    hook, env_on, env_off = hooked
+    argv, extra = SAME_CASES[name]
+    for script, text in (("strict.sh", STRICT_SCRIPT), ("xtrace.sh", XTRACE_SCRIPT)):
+        (tmp_path / script).write_text(text)
+        (tmp_path / script).chmod(0o755)
+    off = run(argv, {**env_off, **extra}, cwd=tmp_path)
+    on = run(argv, {**env_on, **extra}, cwd=tmp_path)
+    assert outcome(on) == outcome(off)
+    if name in NOT_RECORDED:
+        assert hook.lines() == []
+    elif name not in RECORD_UNCHECKED:
+        _, record = one_record(hook)
+        assert (record["cmd"], record["exit"]) == (argv[-1], off.returncode)
+        assert stat.S_IMODE(hook.records.stat().st_mode) == 0o660  # even with umask() defined
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known limitation: setting an EXIT trap makes a non-interactive bash catch SIGTERM, SIGINT "
+    "and SIGHUP; it runs the trap with $? of the last finished command and then kills itself, so "
+    "the record shows that stale status (here `kill`'s 0: a killed command reads as a success) "
+    "instead of 128+signal. The "
+    "command's own outcome is unchanged (test_command_output_and_status_unchanged[sig*])"))
+@pytest.mark.parametrize("sig", ["TERM", "INT", "HUP"])
+def test_signal_killed_command_records_its_signal_status(hooked, sig):
+    """C1: a command killed by a signal is recorded with the shell's status 128+signal."""
+    hook, env, _ = hooked
+    res = run(["bash", "-c", f"false; kill -{sig} $$"], env)
+    assert res.returncode < 0
+    _, record = one_record(hook)
+    assert record["exit"] == 128 - res.returncode
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known limitation: under `set -v` bash echoes every line it reads, including the BASH_ENV "
+    "file (kept to 4 lines) and the EXIT trap text it parses at exit"))
+def test_verbose_output_unchanged(hooked):
+    """C-AC14: `bash -v -c` prints the same with the hook on and off."""
+    _, env_on, env_off = hooked
+    argv = ["bash", "-vc", "echo hi"]
+    assert outcome(run(argv, env_on)) == outcome(run(argv, env_off))
+
+
+def _declare_p(res: subprocess.CompletedProcess) -> tuple[str, dict[str, str]]:
+    pid, _, rest = res.stdout.decode().partition("\n")
+    lines = {}
+    for line in rest.splitlines():
+        m = re.match(r"declare -\S+ ([A-Za-z_][A-Za-z0-9_]*)", line)
+        assert m, line
+        lines[m.group(1)] = line
+    return pid, lines
+
+
+def test_only_the_marker_variable_is_added(hooked, tmp_path):
+    """C-AC14: `declare -p` differs only by REPEAT_FAILURE_MARK (the shell's PID) and what bash
+    itself adds for any BASH_ENV file; `env` differs only by BASH_ENV and the marker."""
+    hook, env_on, env_off = hooked
+    cmd = "echo $$; : last; declare -p"
+    pid, on = _declare_p(run(["bash", "-c", cmd], env_on))
+    _, off = _declare_p(run(["bash", "-c", cmd], env_off))
+    # BASH_ENV: set by the launch environment, not the hook. BASH_ARGC: bash pushes a 0 when it
+    # sources any BASH_ENV file, even an empty one (checked against an inert file below).
+    # PIPESTATUS and `_`, which the hook's commands set, are the same in both runs: the
+    # command's own `echo $$; : last` set them again.
+    assert on.pop("REPEAT_FAILURE_MARK") == f'declare -x REPEAT_FAILURE_MARK="{pid}"'
+    assert on.pop("BASH_ENV") == f'declare -x BASH_ENV="{hook.path}"'
+
+    # Against a BASH_ENV file holding one harmless command, only the marker differs.
+    inert = tmp_path / "inert.sh"
+    inert.write_text(":\n")
+    _, inert_vars = _declare_p(run(["bash", "-c", cmd], {**env_on, "BASH_ENV": str(inert)}))
+    assert inert_vars.pop("BASH_ENV") == f'declare -x BASH_ENV="{inert}"'
+    assert on == inert_vars
+
+    assert on.pop("BASH_ARGC") == 'declare -a BASH_ARGC=([0]="0")'
+    assert "BASH_ENV" not in off
+    assert off.pop("BASH_ARGC") == "declare -a BASH_ARGC=()"
+    assert on == off
+
+    # `env; :` so that bash forks `env` in both runs (see test_last_command_is_execed_in_place).
+    env_lines_on = run(["bash", "-c", "env; :"], env_on).stdout.splitlines()
+    env_lines_off = run(["bash", "-c", "env; :"], env_off).stdout.splitlines()
+    extra = Counter(env_lines_on) - Counter(env_lines_off)
+    assert not Counter(env_lines_off) - Counter(env_lines_on)
+    assert sorted(k.split(b"=", 1)[0] for k in extra) == [b"BASH_ENV", b"REPEAT_FAILURE_MARK"]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known limitation of any EXIT-trap hook: bash runs the last command of a -c string in place "
+    "(exec, same PID) only when no EXIT trap is set. With the hook that command is a child of "
+    "bash: it sees SHLVL one higher and another PPID, and a SIGTERM sent to the command's PID "
+    "by a caller that does not signal the process group stops bash but leaves the child running"))
+def test_last_command_is_execed_in_place(hooked):
+    """C-AC14: the last command of `bash -c` runs as it would without the hook (same process)."""
+    _, env_on, env_off = hooked
+    argv = ["bash", "-c", "echo $$; sh -c 'echo $$ $PPID $SHLVL'"]
+
+    def in_place(res) -> bool:  # sh has bash's PID, this test process's PPID and SHLVL 1
+        pid, *rest = res.stdout.decode().split()
+        return res.returncode == 0 and rest == [pid, str(os.getpid()), "1"]
+
+    assert in_place(run(argv, env_off))
+    assert in_place(run(argv, env_on))
+
+
+@pytest.mark.parametrize("own_traps", ["", "trap 'echo int' INT; trap 'echo err' ERR; "])
+def test_trap_listing_differs_only_by_the_exit_trap(hooked, own_traps):
+    """C-AC14: `trap -p` shows exactly one extra line, the hook's EXIT trap."""
+    hook, env_on, env_off = hooked
+    cmd = own_traps + "trap -p"
+    on = run(["bash", "-c", cmd], env_on)
+    off = run(["bash", "-c", cmd], env_off)
+    assert (on.returncode, on.stderr) == (off.returncode, off.stderr) == (0, b"")
+    exit_line = f"trap -- '{trap_text(hook)}' EXIT\n".encode()
+    assert on.stdout.count(exit_line) == 1
+    assert on.stdout.replace(exit_line, b"") == off.stdout == (
+        b"trap -- 'echo int' SIGINT\ntrap -- 'echo err' ERR\n" if own_traps else b"")
+
+
+FAULT_CMDS = {
+    "fast-path": "echo out; echo err >&2; exit 3",
+    "slow-path": "printf 'a\tb\\n' >&2; exit 4",
+    "cut": "echo " + "x" * 5000 + "; false",
+}
+
+
+def _same_with_hook(argv_prefix, env_on, env_off, cwd="/"):
+    for cmd in FAULT_CMDS.values():
+        argv = [*argv_prefix, "bash", "-c", cmd]
+        assert outcome(run(argv, env_on, cwd=cwd)) == outcome(run(argv, env_off, cwd=cwd)), cmd
+
+
+def test_unchanged_when_hook_file_missing(hooked):
+    """C-AC14: with the hook removed (check turned off) the command runs exactly as without."""
+    hook, env_on, env_off = hooked
+    assert hook_mod.remove(hook.shared, hook.agent) is True
+    _same_with_hook([], env_on, env_off)
+    assert hook.lines() == []
+
+
+def test_unchanged_when_records_dir_missing(hooked):
+    """C-AC14: a missing records/ directory means no record and nothing else."""
+    hook, env_on, env_off = hooked
+    shutil.rmtree(hook.records.parent)
+    _same_with_hook([], env_on, env_off)
+    assert not hook.records.parent.exists()
+
+
+def test_unchanged_when_record_path_is_a_directory(hooked):
+    """C-AC14: a record path that is a directory means no record and nothing else."""
+    hook, env_on, env_off = hooked
+    hook.records.mkdir()
+    _same_with_hook([], env_on, env_off)
+    assert hook.records.is_dir() and list(hook.records.iterdir()) == []
+
+
+def test_unchanged_when_record_file_not_writable(public_hook):
+    """C-AC14: a records/ the command's user cannot write (nobody vs root's 2770) means no
+    record and nothing else."""
+    hook, env_on, env_off = public_hook
+    _same_with_hook(as_nobody([]), env_on, env_off)
+    assert hook.lines() == []
+
+
+def test_unchanged_and_recorded_under_nounset(hooked):
+    """C-AC14: the hook sourced with an exported SHELLOPTS=nounset changes nothing, records."""
+    hook, env_on, env_off = hooked
+    for name, cmd in FAULT_CMDS.items():
+        hook.records.unlink(missing_ok=True)
+        env = {"SHELLOPTS": "nounset"}
+        on = run(["bash", "-c", cmd], {**env_on, **env})
+        assert outcome(on) == outcome(run(["bash", "-c", cmd], {**env_off, **env})), name
+        _, record = one_record(hook)
+        assert record["exit"] == on.returncode
+        assert cmd.encode().startswith(cmd_bytes(record))
+
+
+def _bash_error_only(on, off, message: bytes) -> None:
+    """stdout and status identical; stderr is bash's own ``message`` followed by the command's."""
+    assert (on.returncode, on.stdout) == (off.returncode, off.stdout)
+    assert on.stderr == message + off.stderr
+
+
+def test_unreadable_hook_file(public_hook):
+    """C-AC14: an unreadable hook file (mode 000, run as nobody since root reads any file)."""
+    hook, env_on, env_off = public_hook
+    hook.path.chmod(0o000)
+    for cmd in FAULT_CMDS.values():
+        argv = as_nobody(["bash", "-c", cmd])
+        _bash_error_only(run(argv, env_on, cwd="/"), run(argv, env_off, cwd="/"),
+                         b"bash: %s: Permission denied\n" % str(hook.path).encode())
+    assert hook.lines() == []
+    pytest.xfail("known limitation: bash itself reports an unreadable BASH_ENV file on stderr "
+                 "before any hook code runs (only a missing file is silent); stdout and status "
+                 "are unchanged")
+
+
+def test_hook_path_is_a_directory(hooked):
+    """C-AC14: a BASH_ENV path that is a directory (another way to be unreadable, even by root)."""
+    hook, env_on, env_off = hooked
+    hook.path.unlink()
+    hook.path.mkdir()
+    for cmd in FAULT_CMDS.values():
+        _bash_error_only(run(["bash", "-c", cmd], env_on), run(["bash", "-c", cmd], env_off),
+                         b"bash: %s: is a directory\n" % str(hook.path).encode())
+    assert hook.lines() == []
+    pytest.xfail("known limitation: bash itself reports a BASH_ENV path it cannot read on "
+                 "stderr before any hook code runs; stdout and status are unchanged")
+
+
+def test_broken_hook_file(hooked):
+    """C-AC14: a syntactically broken (here: truncated) hook file."""
+    hook, env_on, env_off = hooked
+    text = hook.path.read_bytes()
+    cut = text.index(b"trap '") + 40  # ends inside the trap's quoted string
+    hook.path.write_bytes(text[:cut])
+    message = b"%s: line %d: unexpected EOF while looking for matching `''\n" % (
+        str(hook.path).encode(), text[:cut].count(b"\n") + 1)
+    for cmd in FAULT_CMDS.values():
+        _bash_error_only(run(["bash", "-c", cmd], env_on), run(["bash", "-c", cmd], env_off),
+                         message)
+    assert hook.lines() == []
+    pytest.xfail("known limitation: bash itself prints the syntax error of a broken BASH_ENV "
+                 "file; stdout and status are unchanged (the sidecar writes the hook atomically, "
+                 "so a truncated hook needs a broken volume)")
+
+
+# --- 5. one write(2) per record -----------------------------------------------------------------
+
+WRITE_RE = re.compile(r'^\d+\s+write\((\d+)<([^>]*)>, ".*", (\d+)\) = (\d+)$')
+
+
+@pytest.mark.parametrize("cmd", ["false", "echo " + "y" * 3990 + "; false", "x" * 5000],
+                         ids=["short", "about-4000-bytes", "cut-to-4096"])
+def test_one_write_per_record(hooked, tmp_path, cmd):
+    """C1: each record line, up to the 4096-byte maximum, reaches the file in one write(2)."""
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed")
+    hook, env, _ = hooked
+    trace = tmp_path / "trace"
+    res = run(["strace", "-f", "-y", "-qq", "-s", "8192", "-e", "trace=write", "-o", str(trace),
+               "bash", "-c", cmd], env)
+    if not trace.exists() or b"ptrace" in res.stderr:
+        pytest.skip(f"strace cannot trace here: {res.stderr[-200:]!r}")
+    line, _ = one_record(hook)
+    writes = [m for m in map(WRITE_RE.match, trace.read_text().splitlines())
+              if m and m.group(2) == str(hook.records)]
+    assert [(int(m.group(3)), int(m.group(4))) for m in writes] == [(len(line), len(line))]
+    if len(cmd) == 5000:
+        assert len(line) == MAX_LINE
+
+
+# --- 6. concurrent appends (C-AC14a) ------------------------------------------------------------
+
+def test_concurrent_appends_are_never_torn(hooked):
+    """C-AC14a: 4 processes x 250 commands in parallel give 1000 complete, valid records."""
+    hook, _, env_off = hooked
+    driver = (
+        'for ((i = 0; i < 250; i++)); do n=$(( (i * 397 + w * 101) % 3900 ));'
+        ' printf -v pad "%*s" "$n" ""; BASH_ENV="$H" bash -c "false # w$w i$i ${pad// /x}"; done')
+    procs = [subprocess.Popen(["bash", "-c", driver], env={**env_off, "H": str(hook.path),
+                                                           "w": str(w)},
+                              stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
+             for w in range(4)]
+    # Each driver's status is that of its last `bash -c false`.
+    assert [(p.wait(timeout=120), p.stderr.read()) for p in procs] == [(1, b"")] * 4
+    expected = Counter(f"false # w{w} i{i} " + "x" * ((i * 397 + w * 101) % 3900)
+                       for w in range(4) for i in range(250))
+    lines = hook.lines()
+    assert len(lines) == 1000
+    got = Counter()
+    for line in lines:
+        assert len(line) <= MAX_LINE and HEAD_RE.match(line), line[:100]
+        record = parse(line)
+        assert record["exit"] == 1 and "cut" not in record
+        got[record["cmd"]] += 1
+    assert got == expected
+
+
+# --- 7. permissions -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("caller_umask", [0o022, 0o077, 0o000])
+def test_record_file_mode_and_command_umask(hooked, caller_umask):
+    """Shared volume: the record file is created 0660 whatever the caller's umask, and the
+    command still sees the caller's umask."""
+    hook, env_on, env_off = hooked
+    on = run(["bash", "-c", "umask; touch f; stat -c %a f; rm f"], env_on, cwd=hook.shared,
+             umask=caller_umask)
+    off = run(["bash", "-c", "umask; touch f; stat -c %a f; rm f"], env_off, cwd=hook.shared,
+              umask=caller_umask)
+    assert outcome(on) == outcome(off)
+    assert on.stdout == b"%04o\n%o\n" % (caller_umask, 0o666 & ~caller_umask)
+    assert stat.S_IMODE(hook.records.stat().st_mode) == 0o660
+    assert len(hook.lines()) == 1
+
+
+# --- lint ---------------------------------------------------------------------------------------
+
+def test_shellcheck_clean():
+    """HOOK-NOTES: the hook templates pass shellcheck for bash with no findings."""
+    if shutil.which("shellcheck") is None:
+        pytest.skip("shellcheck is not installed")
+    res = run(["shellcheck", "-s", "bash", "hooks/bash_env.sh", "hooks/bash_env.slow.bash"],
+              {"PATH": "/usr/bin:/bin"}, cwd=REPO)
+    assert (res.returncode, res.stdout.decode(), res.stderr.decode()) == (0, "", "")
