@@ -9,15 +9,18 @@ machines are noisy; the ratios are what to compare between runs:
   ratio to bare ``orjson.loads`` of the same lines;
 * record → metric latency: a record appended to the live file until the exporter's snapshot shows
   it, with the real inotify-driven loop (median and p95, ms);
-* memory: peak RSS of this process after the throughput run, and growth while 10,000 distinct
-  failing commands are tracked.
+* memory: RSS of a real ``repeat-failure run`` process when idle and after it has taken
+  ``--records`` records over 10,000 distinct failing commands (VmRSS and VmHWM from /proc), and
+  their ratio.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
+import socket
+import sys
+import urllib.request
 import statistics
 import subprocess
 import tempfile
@@ -30,18 +33,6 @@ import orjson
 from sidecar import hook
 from sidecar.app import Sidecar
 from sidecar.config import AgentSpec
-
-
-def _rss_mib() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def _peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _line(i: int, ts: float, distinct: int) -> bytes:
@@ -85,7 +76,6 @@ def bench_throughput(records: int, distinct: int) -> dict:
     parse_s = time.perf_counter() - t
     with tempfile.TemporaryDirectory() as tmp:
         sc = _sidecar(Path(tmp))
-        rss_before = _rss_mib()
         hook.records_path(sc.shared_dir, "bench").write_bytes(data)
         t = time.perf_counter()
         sc.run_once()
@@ -94,8 +84,62 @@ def bench_throughput(records: int, distinct: int) -> dict:
         assert sum(view.records.values()) == records, view.records
         return {"records": records, "distinct_commands": distinct,
                 "records_per_s": records / pipeline_s, "us_per_record": pipeline_s / records * 1e6,
-                "ratio_to_orjson_loads": pipeline_s / parse_s,
-                "rss_growth_mib": _rss_mib() - rss_before, "peak_rss_mib": _peak_rss_mib()}
+                "ratio_to_orjson_loads": pipeline_s / parse_s}
+
+
+def _proc_kib(pid: int, field: str) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise KeyError(field)
+
+
+def bench_process_rss(records: int, distinct: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        config = root / "config.yaml"
+        config.write_text("repeat_failure:\n  enabled: true\n  collect_grace_s: 0.05\n")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sidecar", "run", "--config", str(config), "--shared-dir",
+             str(root / "shared"), "--agent", "bench", "--backend", "bash", "--listen",
+             f"127.0.0.1:{port}"], stderr=subprocess.DEVNULL)
+        try:
+            def scrape() -> str:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                    return r.read().decode()
+
+            for _ in range(200):
+                try:
+                    scrape()
+                    break
+                except OSError:
+                    time.sleep(0.05)
+            idle = _proc_kib(proc.pid, "VmRSS")
+            now = time.time()
+            live = hook.records_path(root / "shared", "bench")
+            chunk = 10_000
+            for start in range(0, records, chunk):
+                data = b"".join(_line(i, now - 60 + i * 1e-6, distinct)
+                                for i in range(start, min(records, start + chunk)))
+                with open(live, "ab") as f:
+                    f.write(data)
+            want = records
+            while True:
+                total = sum(float(l.rsplit(" ", 1)[1]) for l in scrape().splitlines()
+                            if l.startswith("hive_repeat_failure_records_total{"))
+                if total >= want:
+                    break
+                time.sleep(0.1)
+            rss, hwm = _proc_kib(proc.pid, "VmRSS"), _proc_kib(proc.pid, "VmHWM")
+        finally:
+            proc.terminate()
+            proc.wait(10)
+        return {"records": records, "distinct_commands": distinct, "idle_rss_mib": idle / 1024,
+                "rss_mib": rss / 1024, "peak_rss_mib": hwm / 1024, "ratio_rss_to_idle": rss / idle}
 
 
 def bench_latency(samples: int) -> dict:
@@ -138,6 +182,7 @@ def main() -> int:
         "throughput": bench_throughput(args.records, distinct=1000),
         "distinct_10k": bench_throughput(min(args.records, 100_000), distinct=10_000),
         "latency": bench_latency(50 if args.quick else 200),
+        "process": bench_process_rss(args.records, distinct=10_000),
     }
     for group, figures in results.items():
         for key, value in figures.items():
