@@ -133,6 +133,20 @@ class Sidecar:
                 state.detector = Detector(self.config.threshold, self.config.window_s)
                 _unlink(self._state_path(name))
 
+    def _repair_layout(self) -> None:
+        """Recreate what someone deleted from the shared volume while the sidecar runs: the
+        folders, and the hook files while the check is on (a shell must keep finding its hook)."""
+        if not (self.shared_dir / hook.RECORDS_DIR).is_dir() or not \
+                (self.shared_dir / hook.STATE_DIR).is_dir():
+            log.warning("shared dir layout missing, recreating", extra={"dir": str(self.shared_dir)})
+            hook.prepare_shared_dir(self.shared_dir)
+        if self.config.enabled:
+            for name, state in self.agents.items():
+                if not hook.hook_path(self.shared_dir, name).is_file() or \
+                        not hook.slow_path(self.shared_dir, name).is_file():
+                    log.warning("hook file missing, rendering it again", extra={"agent": name})
+                    hook.render(self.shared_dir, name, state.spec.backend, self.chain_bash_env)
+
     def reload_config(self, force: bool = False) -> bool:
         """Re-read the config file if it changed on disk (or ``force``). A file that does not
         validate is logged and ignored; the last good config stays. Returns True on a change."""
@@ -252,6 +266,7 @@ class Sidecar:
         started = time.perf_counter()
         now = self.clock()
         with self._lock:
+            self._repair_layout()
             for state in self.agents.values():
                 self._handle(state, self.collector.collect(state.spec.name), now)
             self.expire(now)

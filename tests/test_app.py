@@ -233,3 +233,19 @@ def test_long_command_label_is_cut(tmp_path: Path) -> None:
     (line,) = series(sc, "hive_repeat_failure_note")
     label = line.split('command="', 1)[1].split('"', 1)[0]
     assert label == "echo " + "x" * 194 + "…" and len(label) == 200
+
+
+def test_deleted_layout_is_recreated(tmp_path: Path) -> None:
+    """A shared dir emptied while the sidecar runs gets its folders and hook files back at the
+    next pass, and records written after that are collected."""
+    import shutil
+
+    sc = make(tmp_path, extra="  threshold: 1\n")
+    shutil.rmtree(sc.shared_dir / "records")
+    shutil.rmtree(sc.shared_dir / "hook")
+    sc.run_once()
+    assert sorted(p.name for p in (sc.shared_dir / "hook").iterdir()) == ["a1.sh", "a1.slow.bash"]
+    assert oct((sc.shared_dir / "records").stat().st_mode & 0o7777) == "0o2770"
+    append(sc.shared_dir, "a1", "false", 1, T0 - 1)
+    sc.run_once()
+    assert [n.command for n in sc.rows()[0].notes] == ["false"]
