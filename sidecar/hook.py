@@ -83,7 +83,8 @@ def render_text(shared_dir: str | os.PathLike[str], agent: str, backend: str,
     ``chain`` is the agent's original ``BASH_ENV`` (a path inside the agent's container); the
     rendered hook sources it in every shell, after installing its own EXIT trap, so the original
     keeps its effect and an error in it (say, an unset variable under ``set -u``) never stops the
-    record (C-AC16). Raises :class:`HookError` for names or paths that cannot be baked in safely.
+    record; an EXIT trap the original sets still runs, after the hook's (C-AC16). The chain costs
+    one command substitution per recorded command (to read the EXIT trap back). Raises :class:`HookError` for names or paths that cannot be baked in safely.
     """
     shared = Path(shared_dir)
     _check(shared, agent, backend, chain)
@@ -96,8 +97,13 @@ def render_text(shared_dir: str | os.PathLike[str], agent: str, backend: str,
                 .replace("@SLOW@", str(slow_path(shared, agent)))
                 .replace("@RECORDS@", str(records_path(shared, agent))))
     if chain is not None:
-        hook += (f"# The agent's original BASH_ENV, chained (C-AC16).\n"
-                 f"if [ -r {shlex.quote(chain)} ]; then . {shlex.quote(chain)}; fi\n")
+        ours = re.search(r"trap '([^']*)' EXIT", hook)
+        if ours is None:  # the template is ours; this only fires if someone breaks it
+            raise HookError("hooks/bash_env.sh has no EXIT trap to chain after")
+        block = (templates / "bash_env.chain.bash").read_text(encoding="utf-8")
+        hook += (block.replace("@CHAIN@", shlex.quote(chain))
+                      .replace("@OURS_P@", shlex.quote(f"trap -- '{ours.group(1)}' EXIT"))
+                      .replace("@OURS_Q@", shlex.quote(ours.group(1))))
     slow = (templates / "bash_env.slow.bash").read_text(encoding="utf-8")
     return hook, slow
 

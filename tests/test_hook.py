@@ -727,6 +727,65 @@ def test_shellcheck_clean():
     """HOOK-NOTES: the hook templates pass shellcheck for bash with no findings."""
     if shutil.which("shellcheck") is None:
         pytest.skip("shellcheck is not installed")
-    res = run(["shellcheck", "-s", "bash", "hooks/bash_env.sh", "hooks/bash_env.slow.bash"],
+    res = run(["shellcheck", "-s", "bash", "hooks/bash_env.sh", "hooks/bash_env.slow.bash",
+               "hooks/bash_env.chain.bash"],
               {"PATH": "/usr/bin:/bin"}, cwd=REPO)
     assert (res.returncode, res.stdout.decode(), res.stderr.decode()) == (0, "", "")
+
+
+# --- chaining an existing BASH_ENV (C-AC16) -------------------------------------------------------
+
+ORIGINAL_BASH_ENV = ('ORIG_VAR=from-original\nexport ORIG_EXPORTED=yes\n'
+                     'trap \'echo "original trap saw $?"; echo it\\\'s done >&2\' EXIT\n')
+
+
+@pytest.fixture
+def chained(tmp_path, clean_env):
+    """(hook, env with the chained hook, env with only the original BASH_ENV)."""
+    original = tmp_path / "original_bash_env.sh"
+    original.write_text(ORIGINAL_BASH_ENV)
+    shared = tmp_path / "shared"
+    path = hook_mod.render(shared, "a1", "bash", chain=str(original))
+    records = hook_mod.records_path(shared, "a1")
+    return records, {**clean_env, "BASH_ENV": str(path)}, {**clean_env, "BASH_ENV": str(original)}
+
+
+@pytest.mark.parametrize("cmd", [
+    "echo $ORIG_VAR $ORIG_EXPORTED; exit 3",
+    "bash -c 'echo nested sees ${ORIG_VAR-unset}'; false",
+    "trap 'echo own trap' EXIT; echo replaced",
+])
+def test_chained_bash_env_keeps_its_effect_and_records(chained, cmd):
+    """C-AC16: with an original BASH_ENV chained, output and status are what the original alone
+    gives (its variables, its EXIT trap with the command's $?), and the record is written."""
+    records, env_on, env_orig = chained
+    on, orig = run(["bash", "-c", cmd], env_on), run(["bash", "-c", cmd], env_orig)
+    assert outcome(on) == outcome(orig)
+    lines = records.read_bytes().splitlines() if records.exists() else []
+    if cmd.startswith("trap"):
+        assert lines == []  # the command's own EXIT trap replaces both: documented limit
+    else:
+        (line,) = lines
+        assert (parse(line + b"\n")["cmd"], parse(line + b"\n")["exit"]) == (cmd, on.returncode)
+
+
+def test_chained_original_error_under_nounset_still_records(tmp_path, clean_env):
+    """C-AC16: an original BASH_ENV that trips `set -u` behaves as before and the record is
+    still written."""
+    original = tmp_path / "bad_bash_env.sh"
+    original.write_text('echo "${NOT_SET_ANYWHERE}"\n')
+    path = hook_mod.render(tmp_path / "shared", "a1", "bash", chain=str(original))
+    base = {**clean_env, "SHELLOPTS": "nounset"}
+    on = run(["bash", "-c", "echo ran"], {**base, "BASH_ENV": str(path)})
+    orig = run(["bash", "-c", "echo ran"], {**base, "BASH_ENV": str(original)})
+    assert outcome(on) == outcome(orig)
+    (line,) = hook_mod.records_path(tmp_path / "shared", "a1").read_bytes().splitlines(True)
+    assert (parse(line)["cmd"], parse(line)["exit"]) == ("echo ran", orig.returncode)
+
+
+def test_chained_adds_no_variable(chained):
+    """C-AC16 with the visibility rule: the chain's scratch variable is gone before the command."""
+    _, env_on, env_orig = chained
+    on, orig = (run(["bash", "-c", "compgen -v"], e) for e in (env_on, env_orig))
+    assert set(on.stdout.split()) - set(orig.stdout.split()) == {b"REPEAT_FAILURE_MARK"}
+    assert set(orig.stdout.split()) - set(on.stdout.split()) == set()
