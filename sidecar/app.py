@@ -162,6 +162,9 @@ class Sidecar:
             return False
         if new == self.config:
             return False
+        if new.agents != self.config.agents:
+            log.warning("repeat_failure.agents changed: the agent list is read at start-up only; "
+                        "restart the sidecar to apply it")
         with self._lock:
             self.config = new
             self._exclusions = Exclusions(new.exclude)

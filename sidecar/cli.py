@@ -18,9 +18,9 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from sidecar import hook
+from sidecar import __version__, hook
 from sidecar.app import configure_logging
-from sidecar.config import AgentSpec, ConfigError, load_config
+from sidecar.config import AgentSpec, ConfigError, check_backend, load_config
 
 DEFAULT_SHARED_DIR = "/var/run/repeat-failure"
 DEFAULT_LISTEN = "0.0.0.0:9466"
@@ -33,15 +33,21 @@ def _env(name: str, default: str | None = None) -> str | None:
 def _agents(args: argparse.Namespace) -> list[AgentSpec]:
     config = load_config(args.config)
     if config.agents:
+        if args.agent or args.backend:
+            raise ConfigError(
+                f"{args.config}: repeat_failure.agents lists the agents, so do not also pass "
+                "--agent/--backend (or REPEAT_FAILURE_AGENT/REPEAT_FAILURE_BACKEND)")
         return list(config.agents)
     if not args.agent or not args.backend:
         raise ConfigError("name the agent: --agent NAME --backend NAME (or REPEAT_FAILURE_AGENT "
                           "and REPEAT_FAILURE_BACKEND), or list repeat_failure.agents in the config")
+    check_backend(args.backend, "--backend")
     return [AgentSpec(args.agent, args.backend)]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """``repeat-failure run``: collect, detect and serve /metrics until SIGTERM or SIGINT."""
+    """Run the sidecar: render the agent's hook (check on), collect its records, detect repeating
+    failures and serve /metrics and /status until SIGTERM or SIGINT."""
     from sidecar.app import Sidecar
     from sidecar.exporter import Server
 
@@ -63,14 +69,20 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_hook_env(args: argparse.Namespace) -> int:
-    """``repeat-failure hook env``: print ``export`` lines for the agent's launch environment;
-    nothing when the check is off (C14)."""
+    """Print the export lines (BASH_ENV, SHELL, SHLVL) that make an agent's shells load its hook;
+    print nothing on stdout when the check is off."""
     config = load_config(args.config)
     if not config.enabled:
+        print(f"repeat-failure: the check is off ({args.config or 'no --config'}: "
+              "repeat_failure.enabled is not true); nothing to export", file=sys.stderr)
         return 0
-    agent = args.agent or (config.agents[0].name if config.agents else None)
+    names = [a.name for a in config.agents]
+    agent = args.agent or (names[0] if len(names) == 1 else None)
     if not agent:
         raise ConfigError("name the agent: --agent NAME (or REPEAT_FAILURE_AGENT)")
+    if names and agent not in names:
+        raise ConfigError(f"{args.config}: agent {agent!r} is not in repeat_failure.agents "
+                          f"({', '.join(names)})")
     env = hook.launch_env(args.shared_dir, agent)
     if not hook.hook_path(args.shared_dir, agent).is_file():
         print(f"repeat-failure: note: {env['BASH_ENV']} does not exist yet; it appears when "
@@ -81,7 +93,7 @@ def cmd_hook_env(args: argparse.Namespace) -> int:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    """``repeat-failure check-config FILE``: exit 0 when valid, 2 with the reason when not."""
+    """Validate a config file: exit 0 when valid, 2 with the reason when not."""
     config = load_config(args.file)
     print(f"{args.file}: valid (check {'on' if config.enabled else 'off'}, threshold "
           f"{config.threshold}, window {config.window_s:g} s)")
@@ -89,7 +101,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
-    """``repeat-failure coverage``: print the coverage table (spec C13) as Markdown."""
+    """Print the backend coverage table as Markdown (the same table as docs/backend-support.md)."""
     from sidecar.coverage import TABLE_HEADER, table_rows
 
     print("| " + " | ".join(TABLE_HEADER) + " |")
@@ -100,7 +112,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """``repeat-failure demo``: the main job on real bash commands on this machine."""
+    """Watch a note appear and clear: a sidecar and a bash "agent" on a temporary directory."""
     from sidecar.demo import run_demo
 
     configure_logging()
@@ -113,7 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="repeat-failure",
         description="Notice an AI coding agent running the same failing shell command again "
                     "and again, and export it as Prometheus metrics. Monitor only.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def common(p: argparse.ArgumentParser, agent: bool = True) -> None:
         p.add_argument("--config", default=_env("CONFIG"),
@@ -125,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run the sidecar", description=cmd_run.__doc__)
     common(run)
-    run.add_argument("--backend", default=_env("BACKEND"), help="the agent's backend, e.g. claude")
+    run.add_argument("--backend", default=_env("BACKEND"), help="the agent's backend (see `repeat-failure coverage`), e.g. bash")
     run.add_argument("--listen", default=_env("LISTEN", DEFAULT_LISTEN),
                      help=f"HOST:PORT for /metrics and /status (default {DEFAULT_LISTEN})")
     run.add_argument("--chain-bash-env", default=_env("CHAIN_BASH_ENV"),
@@ -143,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=cmd_demo)
 
     hook_p = sub.add_parser("hook", help="the neutral route's hook")
-    hook_sub = hook_p.add_subparsers(dest="hook_command", required=True)
+    hook_sub = hook_p.add_subparsers(dest="hook_command", metavar="{env}", required=True)
     env = hook_sub.add_parser("env", help="print the export lines for an agent's environment",
                               description=cmd_hook_env.__doc__)
     common(env)

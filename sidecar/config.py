@@ -117,6 +117,15 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return f"{key}: {error.message}"
 
 
+def check_backend(backend: str, where: str = "backend") -> None:
+    """Raise :class:`ConfigError` unless ``backend`` is in the coverage table
+    (:data:`sidecar.coverage.COVERAGE`): a typo would otherwise show as "not available"."""
+    from sidecar.coverage import COVERAGE
+
+    if backend not in COVERAGE:
+        raise ConfigError(f"{where}: unknown backend {backend!r} (known: {', '.join(COVERAGE)})")
+
+
 def parse_config(data: Any, source: str = "<config>") -> Config:
     """Validate a parsed YAML document and return a :class:`Config`.
 
@@ -137,6 +146,8 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
             raise ConfigError(f"{source}: repeat_failure.{key}: must be a whole number")
     exclude = section.get("exclude")
     agents = tuple(AgentSpec(a["name"], a["backend"]) for a in section.get("agents", ()))
+    for i, agent in enumerate(agents):
+        check_backend(agent.backend, f"{source}: repeat_failure.agents[{i}].backend")
     names = [a.name for a in agents]
     if len(set(names)) != len(names):
         raise ConfigError(f"{source}: repeat_failure.agents: agent names must be unique")
@@ -167,5 +178,8 @@ def load_config(path: str | os.PathLike[str] | None) -> Config:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+        where = getattr(exc, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{path}: not valid YAML{at}: {problem}") from exc
     return parse_config(data, str(path))

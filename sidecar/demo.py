@@ -106,6 +106,8 @@ def run_demo(serve: bool = False, listen: str = "127.0.0.1:0", window_s: float =
             screen.show("start")
             agent_runs("ls /nonexistent", 6)
             agent_runs("gh pr checks 123 --watch", 6)
+            print("(gh pr checks is on the default exclusion list: it fails by design while "
+                  "checks are pending, so it never counts towards a note)")
             agent_runs("test -e build.ok", 5)
             agent_runs("touch build.ok")
             agent_runs("test -e build.ok")

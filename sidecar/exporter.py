@@ -135,8 +135,11 @@ class Server:
         if not sep or not port.isdigit() or int(port) > 65535:
             raise ValueError(f"--listen {listen!r}: expected HOST:PORT, e.g. 0.0.0.0:9466")
         sidecar.registry.register(MetricsCollector(sidecar))
-        self._httpd = ThreadingHTTPServer((host.strip("[]") or "0.0.0.0", int(port)),
-                                          _handler(sidecar))
+        try:
+            self._httpd = ThreadingHTTPServer((host.strip("[]") or "0.0.0.0", int(port)),
+                                              _handler(sidecar))
+        except OSError as exc:
+            raise OSError(exc.errno, f"cannot listen on {listen}: {exc.strerror}") from None
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="exporter",
                                         daemon=True)

@@ -40,7 +40,7 @@ def test_full_config() -> None:
     ({"exclude": [""]}, "repeat_failure.exclude[0]: '' should be non-empty"),
     ({"agents": [{"name": "../x", "backend": "claude"}]},
      "repeat_failure.agents[0].name: '../x' is not allowed"),
-    ({"agents": [{"name": "a", "backend": "b"}, {"name": "a", "backend": "c"}]},
+    ({"agents": [{"name": "a", "backend": "bash"}, {"name": "a", "backend": "pi"}]},
      "repeat_failure.agents: agent names must be unique"),
 ])
 def test_invalid_values_name_the_key(section: dict, message: str) -> None:
@@ -77,3 +77,40 @@ def test_check_config_exit_codes(tmp_path, capsys) -> None:
     assert main(["check-config", str(bad)]) == 2
     assert capsys.readouterr().err == (
         f"repeat-failure: {bad}: repeat_failure.threshold: -1 is less than the minimum of 1\n")
+
+
+def test_unknown_backend_is_refused() -> None:
+    """A backend name not in the coverage table is a typo, not a silent "not available" row."""
+    with pytest.raises(ConfigError, match=r"^c.yaml: repeat_failure.agents\[0\].backend: "
+                                          r"unknown backend 'clade' \(known: bash, claude,"):
+        parse_config({"repeat_failure": {"agents": [{"name": "a", "backend": "clade"}]}}, "c.yaml")
+
+
+def test_yaml_error_names_file_and_line(tmp_path) -> None:
+    """A YAML syntax error names the file, line and column."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("repeat_failure:\n  enabled: [true\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(bad)
+    assert str(err.value).startswith(f"{bad}: not valid YAML at line 3, column 1: ")
+
+
+def test_run_refuses_agent_flag_with_agent_list(tmp_path, capsys) -> None:
+    """--agent with repeat_failure.agents in the config is an error, not a silent override."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("repeat_failure:\n  agents: [{name: a1, backend: bash}]\n")
+    code = main(["run", "--config", str(cfg), "--shared-dir", str(tmp_path / "s"),
+                 "--agent", "me", "--backend", "bash", "--listen", "127.0.0.1:0"])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        f"repeat-failure: {cfg}: repeat_failure.agents lists the agents, so do not also pass "
+        "--agent/--backend (or REPEAT_FAILURE_AGENT/REPEAT_FAILURE_BACKEND)\n")
+
+
+def test_hook_env_off_explains_on_stderr(tmp_path, capsys) -> None:
+    """`hook env` with the check off prints nothing on stdout and says why on stderr."""
+    assert main(["hook", "env", "--shared-dir", str(tmp_path), "--agent", "a1"]) == 0
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert out.err == ("repeat-failure: the check is off (no --config: repeat_failure.enabled is "
+                       "not true); nothing to export\n")
