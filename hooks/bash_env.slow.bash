@@ -23,7 +23,8 @@
 #     bash exits with the status the trap started with. The trap calls `builtin umask` etc.: by
 #     the time it runs, the command may have defined functions named like builtins;
 #   * one JSON line per record, at most 4096 bytes including the newline, appended by one
-#     `printf` (one write(2)); the record file is created 0660 (umask 007 inside the trap).
+#     `printf` (one write(2)); the record file is created 0660 (umask 007 inside the trap), and
+#     a symlink planted at the record path is never written through.
 #
 # Inputs: __rf_h (the record up to and including "exit"), __rf_r (the raw command).
 # Output: __rf_l, the whole record line without its newline. LC_ALL=C is on, so lengths and cuts
