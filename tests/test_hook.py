@@ -903,3 +903,16 @@ def test_overhead_under_five_ms(hooked):
             times[name].append(time.perf_counter() - t)
     added = statistics.median(times["on"]) - statistics.median(times["off"])
     assert added < 0.005, f"median added {added * 1e3:.2f} ms"
+
+
+def test_whole_seconds_without_epochrealtime(hooked):
+    """Bash < 5 has no EPOCHREALTIME: the hook writes whole seconds (`printf %(%s)T`). Bash 4.4
+    itself is not available from this machine's registries (Debian ships 5.2), so the fallback is
+    exercised by unsetting the variable, which bash 5 allows."""
+    hook, env, _ = hooked
+    before = int(time.time())
+    res = run(["bash", "-c", "unset EPOCHREALTIME; exit 4"], env)
+    assert res.returncode == 4
+    line, record = one_record(hook)
+    assert re.match(rb'^\{"v":1,"ts":\d{10},', line), line
+    assert before <= record["ts"] <= int(time.time()) and isinstance(record["ts"], int)
