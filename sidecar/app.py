@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import threading
 import time
 from collections import Counter
@@ -38,6 +39,8 @@ log = logging.getLogger("repeat_failure")
 #: After an inotify wake, wait this long for more writes so a burst is collected in one pass.
 DEBOUNCE_S = 0.02
 STATE_FILE_VERSION = 1
+#: A state file larger than this is not ours (10,000 commands of scrubbed text fit easily).
+MAX_STATE_BYTES = 64 << 20
 
 SUCCESS, FAILURE, EXCLUDED = "success", "failure", "excluded"
 
@@ -76,14 +79,16 @@ class Sidecar:
 
     ``agents`` are watched under ``shared_dir``; ``config_path`` (or ``None`` for defaults) is
     re-read when it changes; ``chain_bash_env`` is baked into rendered hooks. ``clock`` returns
-    seconds since the epoch. ``registry`` receives the collection-duration histogram.
+    seconds since the epoch and ``monotonic`` monotonic seconds (both injectable for tests).
+    ``registry`` receives the collection-duration histogram.
     """
 
     def __init__(self, shared_dir: str | os.PathLike[str], agents: list[AgentSpec],
                  config_path: str | os.PathLike[str] | None = None,
                  chain_bash_env: str | None = None,
                  clock: Callable[[], float] = time.time,
-                 registry: CollectorRegistry | None = None) -> None:
+                 registry: CollectorRegistry | None = None,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         if not agents:
             raise ConfigError("no agent to watch: pass --agent/--backend or list "
                               "repeat_failure.agents in the config")
@@ -107,7 +112,8 @@ class Sidecar:
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
         )
         hook.prepare_shared_dir(self.shared_dir)
-        self.collector = Collector(self.shared_dir / hook.RECORDS_DIR, self.config.collect_grace_s)
+        self.collector = Collector(self.shared_dir / hook.RECORDS_DIR, self.config.collect_grace_s,
+                                   clock=monotonic)
         self._apply_enabled()
         for state in self.agents.values():
             self._load_state(state)
@@ -185,11 +191,11 @@ class Sidecar:
             return
         path = self._state_path(state.spec.name)
         try:
-            data = orjson.loads(path.read_bytes())
+            data = orjson.loads(_read_regular(path, MAX_STATE_BYTES))
         except FileNotFoundError:
             return
         except (OSError, orjson.JSONDecodeError) as exc:
-            log.warning("state file ignored: unreadable or not JSON",
+            log.warning("state file ignored: unreadable, not a regular file, too big or not JSON",
                         extra={"agent": state.spec.name, "error": exc.__class__.__name__})
             return
         try:
@@ -202,16 +208,16 @@ class Sidecar:
             log.warning("state file ignored", extra={"agent": state.spec.name, "error": str(exc)})
 
     def _save_state(self, state: AgentState) -> None:
-        path = self._state_path(state.spec.name)
+        """Write the agent's scrubbed state; a failure (a full disk) is logged and retried at the
+        next pass, and never stops the collected raw files from being deleted."""
         data = {"version": STATE_FILE_VERSION, "agent": state.spec.name,
                 "last_record_ts": state.last_record_ts, "detector": state.detector.to_dict()}
-        tmp = path.with_name(f".{path.name}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
-            os.write(fd, orjson.dumps(data))
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+            hook.write_atomic(self._state_path(state.spec.name), orjson.dumps(data), 0o600)
+        except OSError as exc:
+            log.error("state file not saved; open notes survive a restart only once it is",
+                      extra={"agent": state.spec.name, "error": str(exc)})
+            return
         state.dirty = False
 
     # -- the pipeline --------------------------------------------------------------------------
@@ -221,11 +227,11 @@ class Sidecar:
             state.rejected[line] += 1
             return
         try:
-            record = parse_line(line, state.spec.name)
+            record = parse_line(line, state.spec.name, state.spec.backend, now)
         except RecordError as exc:
             state.rejected[exc.reason] += 1
             return
-        command = normalize(scrub(record.cmd), record.backend, now)
+        command = normalize(scrub(record.cmd, cut=record.cut), record.backend, now)
         if not command or self._exclusions.matches(command):
             outcome = EXCLUDED
         else:
@@ -256,23 +262,28 @@ class Sidecar:
                     "reason": event.reason})
 
     def _handle(self, state: AgentState, batch: Batch, now: float) -> None:
-        enabled = self.config.enabled
-        for line in batch.lines:
-            if enabled:
+        if self.config.enabled:
+            for line in batch.lines:
                 self._process_line(state, line, now)
         if state.dirty:
             self._save_state(state)
         self.collector.release(batch)
 
     def run_once(self) -> None:
-        """One collection pass over every agent, then expiry. Thread-safe against readers."""
+        """One collection pass over every agent, then expiry. A large file is taken in slices
+        of the collector's byte budget; the lock is released between slices so scrapes are
+        answered meanwhile."""
         started = time.perf_counter()
-        now = self.clock()
         with self._lock:
             self._repair_layout()
-            for state in self.agents.values():
-                self._handle(state, self.collector.collect(state.spec.name), now)
-            self.expire(now)
+        for state in list(self.agents.values()):
+            more = True
+            while more:
+                with self._lock:
+                    batch = self.collector.collect(state.spec.name)
+                    self._handle(state, batch, self.clock())
+                more = batch.more
+        self.expire()
         self.collect_duration.observe(time.perf_counter() - started)
 
     def expire(self, now: float | None = None) -> None:
@@ -346,6 +357,17 @@ class Sidecar:
                     notes_raised=state.notes_raised, last_record_ts=state.last_record_ts,
                 ))
         return views
+
+
+def _read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes; never follows a
+    symlink or blocks on a FIFO. Raises ``FileNotFoundError`` or another ``OSError``."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            raise OSError(f"{path} is not a regular file of at most {limit} bytes")
+        return f.read(limit + 1)
 
 
 def _unlink(path: Path) -> None:

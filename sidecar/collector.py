@@ -19,9 +19,9 @@ guarantees a pass at least every ``collect_interval_s``.
 
 from __future__ import annotations
 
-import errno
 import itertools
 import os
+import shutil
 import stat
 import time
 from collections.abc import Callable, Iterator
@@ -82,38 +82,49 @@ class _Lines:
 
 @dataclass
 class _Held:
-    """A collected file: read, maybe already unlinked, its descriptor kept for late writers."""
+    """A collected file: renamed away, read as far as the budget allowed, its descriptor kept
+    open for late writers until ``deadline`` (and until it is read to the end)."""
 
     agent: str
-    path: Path
+    name: str
     fd: int
     deadline: float
     lines: _Lines = field(default_factory=_Lines)
     unlinked: bool = False
+    at_eof: bool = False
 
 
 @dataclass
 class Batch:
     """What one pass read for one agent: ``lines`` are raw record lines (bytes, may hold
     secrets) or rejection reasons (str). Hand the batch back to :meth:`Collector.release`
-    once its records are processed and saved, so the raw files are deleted only then."""
+    once its records are processed and saved, so the raw files are deleted only then.
+    ``more`` says the read budget ran out: call :meth:`Collector.collect` again soon."""
 
     agent: str
     lines: list[bytes | str] = field(default_factory=list)
+    more: bool = False
     _to_unlink: list[_Held] = field(default_factory=list)
 
 
 class Collector:
     """Collects ``<records_dir>/<agent>.jsonl`` files.
 
-    ``grace_s`` is how long a collected file's descriptor stays open after it is read;
-    ``clock`` returns monotonic seconds (injectable for tests).
+    ``grace_s`` is how long a collected file's descriptor stays open after it is read (0 closes
+    it at once: only for tests, a late writer's record is then lost); ``clock`` returns
+    monotonic seconds (injectable for tests); ``budget`` caps the bytes one pass reads per agent,
+    so a huge file is processed in slices with bounded memory.
+
+    Every file operation is relative to a descriptor of ``records_dir`` opened with
+    ``O_NOFOLLOW``: if ``records_dir`` itself is replaced by a symlink, the pass reads nothing
+    (one ``unreadable``) instead of following it out of the shared directory.
     """
 
     def __init__(self, records_dir: str | os.PathLike[str], grace_s: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, budget: int = 8 << 20) -> None:
         self.records_dir = Path(records_dir)
         self.grace_s = grace_s
+        self.budget = budget
         self._clock = clock
         self._held: list[_Held] = []
         self._seq = itertools.count()
@@ -121,102 +132,139 @@ class Collector:
     # -- one pass ------------------------------------------------------------------------------
 
     def collect(self, agent: str) -> Batch:
-        """Run one pass for ``agent``: read late writes to held files, leftover ``.collecting.*``
-        files, then rename the live file away and read it. Never raises for file trouble; it
-        becomes an ``unreadable`` rejection in the batch."""
+        """Run one pass for ``agent``: read held files further, then leftover ``.collecting.*``
+        files, then rename the live file away and read it, up to the byte budget. Never raises
+        for file trouble; it becomes an ``unreadable`` rejection in the batch."""
         batch = Batch(agent)
+        budget = [self.budget]
         now = self._clock()
         for held in [h for h in self._held if h.agent == agent]:
-            self._read(held, batch)
-            if now >= held.deadline:
-                batch.lines.extend(held.lines.finish())
-                os.close(held.fd)
-                self._held.remove(held)
-        live = self.records_dir / f"{agent}.jsonl"
-        held_paths = {h.path for h in self._held}
-        for path in sorted(self.records_dir.glob(f"{agent}.jsonl{COLLECTING}*")):
-            if path not in held_paths:
-                self._take(agent, path, batch, now)
-        target = live.with_name(f"{live.name}{COLLECTING}{time.time_ns()}-{next(self._seq)}")
+            self._read(held, batch, budget)
+            if held.at_eof and now >= held.deadline:
+                self._close(held, batch)
         try:
-            os.rename(live, target)
-        except FileNotFoundError:
-            return batch
+            dir_fd = os.open(self.records_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+                             | os.O_CLOEXEC)
         except OSError:
             batch.lines.append(UNREADABLE)
             return batch
-        self._take(agent, target, batch, now)
+        try:
+            live = f"{agent}.jsonl"
+            held_names = {h.name for h in self._held}
+            leftovers = sorted(n for n in os.listdir(dir_fd)
+                               if n.startswith(live + COLLECTING) and n not in held_names)
+            for name in leftovers:
+                if budget[0] <= 0:
+                    break
+                self._take(agent, dir_fd, name, batch, now, budget)
+            if budget[0] > 0:
+                target = f"{live}{COLLECTING}{time.time_ns()}-{next(self._seq)}"
+                try:
+                    os.rename(live, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    batch.lines.append(UNREADABLE)
+                else:
+                    self._take(agent, dir_fd, target, batch, now, budget)
+        finally:
+            os.close(dir_fd)
+        batch.more = budget[0] <= 0 or any(
+            h.agent == agent and not h.at_eof for h in self._held)
         return batch
 
-    def _take(self, agent: str, path: Path, batch: Batch, now: float) -> None:
+    def _take(self, agent: str, dir_fd: int, name: str, batch: Batch, now: float,
+              budget: list[int]) -> None:
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError as exc:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                         dir_fd=dir_fd)
+        except OSError:
             batch.lines.append(UNREADABLE)
-            if exc.errno in (errno.ELOOP, errno.ENXIO):
-                _unlink(path)
+            _discard(dir_fd, name)
             return
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
             batch.lines.append(UNREADABLE)
-            _unlink(path)
+            _discard(dir_fd, name)
             return
-        held = _Held(agent, path, fd, now + self.grace_s)
-        self._read(held, batch)
+        held = _Held(agent, name, fd, now + self.grace_s)
+        self._held.append(held)
+        self._read(held, batch, budget)
         batch._to_unlink.append(held)
-        if self.grace_s > 0:
-            self._held.append(held)
-        else:
-            batch.lines.extend(held.lines.finish())
-            os.close(fd)
+        if held.at_eof and self.grace_s <= 0:
+            self._close(held, batch)
 
-    def _read(self, held: _Held, batch: Batch) -> None:
-        while True:
+    def _read(self, held: _Held, batch: Batch, budget: list[int]) -> None:
+        held.at_eof = False
+        while budget[0] > 0:
             try:
-                data = os.read(held.fd, _CHUNK)
+                data = os.read(held.fd, min(_CHUNK, budget[0]))
             except OSError:
                 batch.lines.append(UNREADABLE)
+                held.at_eof = True
                 return
             if not data:
+                held.at_eof = True
                 return
+            budget[0] -= len(data)
             batch.lines.extend(held.lines.feed(data))
+
+    def _close(self, held: _Held, batch: Batch) -> None:
+        batch.lines.extend(held.lines.finish())
+        os.close(held.fd)
+        self._held.remove(held)
 
     def release(self, batch: Batch) -> None:
         """Delete the raw files the batch read (their descriptors stay open until the grace
-        period ends). Call after the batch's records are processed and saved."""
-        for held in batch._to_unlink:
-            if not held.unlinked:
-                _unlink(held.path)
+        period ends and they are read to the end). Call after the batch's records are processed
+        and saved."""
+        pending = [h for h in batch._to_unlink if not h.unlinked]
+        if not pending:
+            return
+        try:
+            dir_fd = os.open(self.records_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+                             | os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            for held in pending:
+                _discard(dir_fd, held.name)
                 held.unlinked = True
+        finally:
+            os.close(dir_fd)
 
     def flush(self, agent: str | None = None) -> list[bytes | str]:
-        """Read and close every held file (of ``agent``, or all): end their grace now.
-        Returns what arrived since the last read, with ``torn`` for a partial last line."""
-        out: list[bytes | str] = []
+        """Read every held file (of ``agent``, or all) to the end and close it: end their grace
+        now. Returns what arrived since the last read, with ``torn`` for a partial last line.
+        Files not yet deleted are deleted."""
         batch = Batch(agent or "")
         for held in [h for h in self._held if agent is None or h.agent == agent]:
-            self._read(held, batch)
-            batch.lines.extend(held.lines.finish())
-            os.close(held.fd)
-            if not held.unlinked:
-                _unlink(held.path)
-            self._held.remove(held)
-        out.extend(batch.lines)
-        return out
+            self._read(held, batch, [1 << 62])
+            batch._to_unlink.append(held)
+            self._close(held, batch)
+        self.release(batch)
+        return batch.lines
 
     def next_deadline(self) -> float | None:
-        """The monotonic time the earliest grace period ends, or ``None``."""
-        return min((h.deadline for h in self._held), default=None)
+        """The monotonic time a held file next needs a pass (now, if one is not read to the
+        end), or ``None``."""
+        return min((h.deadline if h.at_eof else self._clock() for h in self._held), default=None)
 
     def holding(self) -> int:
         """How many collected files are still held open for late writers."""
         return len(self._held)
 
 
-def _unlink(path: Path) -> None:
+def _discard(dir_fd: int, name: str) -> None:
+    """Remove ``name`` in ``dir_fd`` whatever it is (a directory tree is removed without
+    following symlinks); never raises."""
     try:
-        os.unlink(path)
+        os.unlink(name, dir_fd=dir_fd)
     except FileNotFoundError:
+        pass
+    except (IsADirectoryError, PermissionError):
+        shutil.rmtree(name, dir_fd=dir_fd, ignore_errors=True)
+    except OSError:
         pass
 
 

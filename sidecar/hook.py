@@ -108,15 +108,24 @@ def render_text(shared_dir: str | os.PathLike[str], agent: str, backend: str,
     return hook, slow
 
 
-def _write_atomic(path: Path, text: str, mode: int) -> None:
+def write_atomic(path: Path, data: bytes, mode: int) -> None:
+    """Replace ``path`` with ``data`` (file mode ``mode``) through a temporary file and a rename,
+    so a reader sees the old file or the new one, never a part. Raises ``OSError`` (a full disk,
+    say) after removing the temporary file; the old file is then untouched."""
     tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
     try:
-        os.write(fd, text.encode("utf-8"))
-        os.fchmod(fd, mode)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     mode)
+        with os.fdopen(fd, "wb") as f:  # a buffered file retries short writes, raises ENOSPC
+            f.write(data)
+            os.fchmod(f.fileno(), mode)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def prepare_shared_dir(shared_dir: str | os.PathLike[str]) -> None:
@@ -142,9 +151,9 @@ def render(shared_dir: str | os.PathLike[str], agent: str, backend: str,
     """
     hook_text, slow_text = render_text(shared_dir, agent, backend, chain)
     prepare_shared_dir(shared_dir)
-    _write_atomic(slow_path(shared_dir, agent), slow_text, 0o644)
+    write_atomic(slow_path(shared_dir, agent), slow_text.encode("utf-8"), 0o644)
     path = hook_path(shared_dir, agent)
-    _write_atomic(path, hook_text, 0o644)
+    write_atomic(path, hook_text.encode("utf-8"), 0o644)
     return path
 
 

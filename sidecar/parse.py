@@ -18,6 +18,12 @@ import orjson
 
 MAX_LINE_BYTES = 4096
 RECORD_VERSION = 1
+#: Routes that produce records; a record naming another route is malformed (its value becomes a
+#: metric label, so it must come from a short fixed list). Backend routes add theirs here.
+ROUTES = frozenset({"bash_env"})
+#: A record more than this far in the future (seconds) is refused: the hook and the sidecar
+#: share the node's clock, and a far-future time would keep a note raised forever.
+MAX_CLOCK_SKEW_S = 300.0
 
 # Rejection reasons, the values of records_rejected_total{reason}.
 MALFORMED = "malformed"
@@ -66,16 +72,18 @@ def _field(obj: dict, name: str, kinds: tuple[type, ...]) -> object:
     return value
 
 
-def parse_line(line: bytes, agent: str) -> Record:
+def parse_line(line: bytes, agent: str, backend: str, now: float) -> Record:
     """Parse one line (without its newline) from ``records/<agent>.jsonl``.
 
     Invalid UTF-8 is decoded with U+FFFD replacement (bash passes any bytes through). The
-    record's ``agent`` must equal the file's ``agent``: the file's name and permissions, not the
-    text inside it, say whose command it was.
+    record's ``agent`` and ``backend`` must be the file's agent and that agent's configured
+    backend: the file's name and permissions, not the text inside it, say whose command it was.
+    ``now`` is the current time (seconds since the epoch).
 
     Raises :class:`RecordError` with reason ``oversized`` (longer than 4095 bytes) or
     ``malformed`` (not JSON, not an object, wrong version, a field missing or of the wrong type,
-    a non-finite or negative ``ts``, an exit status outside 0-255, another agent's name).
+    a non-finite or negative ``ts`` or one more than :data:`MAX_CLOCK_SKEW_S` ahead of ``now``,
+    an exit status outside 0-255, another agent or backend, a route not in :data:`ROUTES`).
     """
     if len(line) >= MAX_LINE_BYTES:
         raise RecordError(OVERSIZED, f"line of {len(line) + 1} bytes exceeds {MAX_LINE_BYTES}")
@@ -93,11 +101,16 @@ def parse_line(line: bytes, agent: str) -> Record:
     ts = float(_field(obj, "ts", (int, float)))  # type: ignore[arg-type]
     if not math.isfinite(ts) or ts < 0:
         raise RecordError(MALFORMED, "field 'ts' is not a finite time")
+    if ts > now + MAX_CLOCK_SKEW_S:
+        raise RecordError(MALFORMED, "field 'ts' is in the future")
     rec_agent = _field(obj, "agent", (str,))
     if rec_agent != agent:
         raise RecordError(MALFORMED, "field 'agent' does not match the record file")
-    backend = _field(obj, "backend", (str,))
+    if _field(obj, "backend", (str,)) != backend:
+        raise RecordError(MALFORMED, "field 'backend' is not the agent's backend")
     route = _field(obj, "route", (str,))
+    if route not in ROUTES:
+        raise RecordError(MALFORMED, "field 'route' is not a known route")
     cmd = _field(obj, "cmd", (str,))
     exit_status = obj.get("exit")
     if exit_status is None:
@@ -113,7 +126,7 @@ def parse_line(line: bytes, agent: str) -> Record:
     return Record(
         ts=ts,
         agent=rec_agent,  # type: ignore[arg-type]
-        backend=backend,  # type: ignore[arg-type]
+        backend=backend,
         route=route,  # type: ignore[arg-type]
         exit=exit_status,  # type: ignore[arg-type]
         failed=bool(failed),

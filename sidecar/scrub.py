@@ -4,13 +4,23 @@ Raw records may hold secrets (spec Constraints, C-AC13). Every command passes th
 :func:`scrub` right after parsing; only its output is normalized, counted, stored in the state
 file, logged or exported.
 
-Patterns follow the token formats their issuers publish (GitHub's ``ghp_``/``gho_``/``ghu_``/
-``ghs_``/``ghr_``/``github_pat_`` prefixes, AWS access key IDs ``AKIA``/``ASIA``, JWT's three
-base64url parts, RFC 6750 Bearer and RFC 7617 Basic credentials, RFC 3986 userinfo in URLs,
-PEM/OpenSSH/PGP private key armour, OpenAI/Anthropic ``sk-`` keys, Slack ``xox*-`` tokens,
-Google ``AIza`` keys), plus ``NAME=value`` assignments and ``--password`` style flags whose name
-says they carry a secret. A pattern errs towards redacting: a few harmless strings turned into
-``[REDACTED]`` cost less than one leaked token.
+Three kinds of rule, applied in order:
+
+* token formats their issuers publish: GitHub (``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``/
+  ``github_pat_``), GitLab ``glpat-``, npm ``npm_``, PyPI ``pypi-``, Hugging Face ``hf_``,
+  OpenAI/Anthropic ``sk-``, Stripe ``sk_live_``/``rk_live_``, Slack ``xox*-`` and webhook URLs,
+  Discord webhook URLs, SendGrid ``SG.``, Vault ``hvs.``, age secret keys, Google ``AIza`` keys
+  and ``ya29.`` tokens, AWS access key IDs ``AKIA``/``ASIA``, JWTs, PEM/OpenSSH/PGP private keys;
+* credentials by position: ``Authorization:``-style headers (RFC 6750 Bearer, RFC 7617 Basic,
+  any scheme), ``user:password@`` in URLs (RFC 3986 userinfo), ``curl -u user:pass``,
+  ``mysql -pPASS``, ``sshpass -p``, ``redis-cli -a``, ``docker login -p``, ``openssl ...
+  pass:PASS``, ``aws configure set <secret-ish key> VALUE``, ``gh secret set ... --body VALUE``;
+* names that say secret: ``NAME=value`` (``GH_TOKEN=``, ``DB_PASSWORD=``, ``MYSQL_PWD=`` ...),
+  ``--password``/``--token``/``--secret-key`` style flags, and ``"password": "..."`` in JSON.
+
+A rule errs towards redacting: a harmless string turned into ``[REDACTED]`` costs less than one
+leaked token. Every pattern is anchored on a literal or a boundary so its cost stays linear in
+the command's length (no catastrophic backtracking on long runs of ``-`` or ``.``).
 """
 
 from __future__ import annotations
@@ -20,72 +30,104 @@ from collections.abc import Callable
 
 REDACTED = "[REDACTED]"
 
-# (pattern, replacement) applied in order; a replacement keeps the non-secret context
-# (the scheme of a URL, the name of a variable) so the command stays recognisable.
-_RULES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
-    # PEM / OpenSSH / PGP private key blocks; a block cut short is redacted to the end.
-    (
-        re.compile(
-            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-            r".*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-            re.S,
-        ),
-        REDACTED,
-    ),
-    # JWT: header.payload.signature, each base64url; header and payload are JSON objects ("eyJ").
-    (re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"), REDACTED),
-    # GitHub tokens.
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,255}\b"), REDACTED),
-    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,255}\b"), REDACTED),
-    # AWS access key IDs.
-    (re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b"), REDACTED),
-    # OpenAI (sk-, sk-proj-, ...) and Anthropic (sk-ant-...) API keys.
-    (re.compile(r"\bsk-[A-Za-z0-9_-]{20,}"), REDACTED),
-    # Slack tokens and incoming-webhook URLs.
-    (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), REDACTED),
-    (re.compile(r"\bxapp-[A-Za-z0-9-]{10,}"), REDACTED),
+# One shell word: quoted parts, $'...' parts, backslash escapes and plain characters.
+_WORD = r"""(?:\$?'[^']*'|"(?:\\.|[^"\\])*"|\\.|[^\s'"\\;&|<>()])+"""
+_SECRET_NAME = (r"[A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|_PASS|_PWD|API_?KEY"
+                r"|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?|AUTH)[A-Za-z0-9_]*")
+_FLAG_NAME = (r"(?:password|passwd|passphrase|pass|token|secret|api-key|apikey|access-key"
+              r"|secret-key|private-key|auth-token|client-secret|credentials?)")
+_NOT_WORD_BEFORE = r"(?<![A-Za-z0-9_])"
+_NOT_WORD_AFTER = r"(?![A-Za-z0-9])"
+
+Replacement = str | Callable[[re.Match[str]], str]
+
+
+def _keep(*groups: int) -> Callable[[re.Match[str]], str]:
+    """A replacement keeping the given groups (context) and redacting the rest of the match."""
+    return lambda m: "".join(m[g] or "" for g in groups) + REDACTED
+
+
+_RULES: tuple[tuple[re.Pattern[str], Replacement], ...] = (
+    # Private key blocks; a block cut short is redacted to the end.
+    (re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+                r".*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S), REDACTED),
+    (re.compile(r"AGE-SECRET-KEY-1[0-9A-Z]{20,}"), REDACTED),
+    # JWT: header.payload.signature, base64url; header and payload are JSON objects ("eyJ").
+    (re.compile(_NOT_WORD_BEFORE + r"eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
+     REDACTED),
+    # Issuer-prefixed tokens.
+    (re.compile(_NOT_WORD_BEFORE + r"gh[pousr]_[A-Za-z0-9]{16,255}" + _NOT_WORD_AFTER), REDACTED),
+    (re.compile(_NOT_WORD_BEFORE + r"github_pat_[A-Za-z0-9_]{20,255}"), REDACTED),
+    (re.compile(_NOT_WORD_BEFORE + r"glpat-[A-Za-z0-9_-]{16,}"), REDACTED),
+    (re.compile(_NOT_WORD_BEFORE + r"npm_[A-Za-z0-9]{30,}"), REDACTED),
+    (re.compile(_NOT_WORD_BEFORE + r"pypi-[A-Za-z0-9_-]{50,}"), REDACTED),
+    (re.compile(_NOT_WORD_BEFORE + r"hf_[A-Za-z0-9]{30,}"), REDACTED),
+    (re.compile(_NOT_WORD_BEFORE + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"), REDACTED),
+    (re.compile(_NOT_WORD_BEFORE + r"sk-[A-Za-z0-9_-]{20,}"), REDACTED),
+    (re.compile(_NOT_WORD_BEFORE + r"xox[abposr]-[A-Za-z0-9-]{10,}"), REDACTED),
+    (re.compile(_NOT_WORD_BEFORE + r"xapp-[A-Za-z0-9-]{10,}"), REDACTED),
     (re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+"), REDACTED),
-    # Google API keys and OAuth access tokens.
-    (re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), REDACTED),
-    (re.compile(r"\bya29\.[0-9A-Za-z_-]{10,}"), REDACTED),
-    # Authorization credentials: RFC 6750 Bearer, RFC 7617 Basic (base64 with a digit or + / =,
-    # so "Basic configuration" stays), and any Authorization/Token header value.
-    (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 " + REDACTED),
-    (
-        re.compile(r"(?i)\b(basic)\s+(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2}"),
-        r"\1 " + REDACTED,
-    ),
-    (
-        re.compile(r"(?i)\b((?:proxy-)?authorization|x-api-key|private-token)(\s*:\s*)"
-                   r"(?!bearer\b|basic\b)(?:([A-Za-z-]+)\s+)?[^\s'\"]+"),
-        lambda m: f"{m[1]}{m[2]}{m[3] + ' ' if m[3] else ''}{REDACTED}",
-    ),
-    # user:password@ in URLs (RFC 3986 userinfo).
-    (re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)[^\s/@:'\"]+:[^\s/@'\"]+@"), r"\1" + REDACTED + "@"),
-    # NAME=value where NAME says secret: GH_TOKEN=…, DB_PASSWORD='…', api_key=….
-    (
-        re.compile(
-            r"(?i)\b([A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY)"
-            r"[A-Z0-9_]*)=(?:\"[^\"]*\"|'[^']*'|[^\s'\"]+)"
-        ),
-        r"\1=" + REDACTED,
-    ),
-    # --password value, --token=value, -p is too ambiguous to touch.
-    (
-        re.compile(
-            r"(?i)(--(?:[a-z0-9-]*-)?(?:password|passwd|token|secret|api-key|apikey))(=|\s+)"
-            r"(?!\[REDACTED\])(?:\"[^\"]*\"|'[^']*'|[^\s'\"]+)"
-        ),
-        r"\1\2" + REDACTED,
-    ),
+    (re.compile(r"https://(?:[a-z]+\.)?discord(?:app)?\.com/api/webhooks/[A-Za-z0-9/_-]+"),
+     REDACTED),
+    (re.compile(_NOT_WORD_BEFORE + r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"), REDACTED),
+    (re.compile(_NOT_WORD_BEFORE + r"hvs\.[A-Za-z0-9_-]{20,}"), REDACTED),
+    (re.compile(_NOT_WORD_BEFORE + r"AIza[0-9A-Za-z_-]{35}"), REDACTED),
+    (re.compile(_NOT_WORD_BEFORE + r"ya29\.[0-9A-Za-z_-]{10,}"), REDACTED),
+    (re.compile(_NOT_WORD_BEFORE + r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}" + _NOT_WORD_AFTER),
+     REDACTED),
+    # Header credentials, any scheme ("Authorization: token X" keeps "token").
+    (re.compile(r"(?i)\b((?:proxy-)?authorization|x-api-key|private-token|x-auth-token)"
+                r"(\s*:\s*)(?:(bearer|basic|token|digest|negotiate)\s+)?[^\s'\"]+"),
+     lambda m: f"{m[1]}{m[2]}{m[3] + ' ' if m[3] else ''}{REDACTED}"),
+    # Bearer and Basic credentials anywhere else (Basic: base64 with a digit or + / =, so
+    # "Basic configuration" stays).
+    (re.compile(r"(?i)\b(bearer)\s+(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{8,}"),
+     lambda m: f"{m[1]} {REDACTED}"),
+    (re.compile(r"(?i)\b(basic)\s+(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2}"),
+     lambda m: f"{m[1]} {REDACTED}"),
+    # URLs: user:password@ (the password may hold '@'), and a token used as the user name.
+    (re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{0,20}://)[^\s/@:'\"]*:[^\s/'\"]+@"),
+     lambda m: f"{m[1]}{REDACTED}@"),
+    (re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{0,20}://)[A-Za-z0-9_-]{20,}@"),
+     lambda m: f"{m[1]}{REDACTED}@"),
+    # Credentials by position in well-known commands.
+    (re.compile(r"(\bcurl\b[^|;&\n]*?\s(?:-u\s*|--user[=\s]+)(?:'|\")?)([^\s:'\"]*):(" + _WORD + ")"),
+     lambda m: f"{m[1]}{m[2]}:{REDACTED}"),
+    (re.compile(r"(\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^|;&\n]*?\s-p)"
+                r"(?!\s)" + _WORD), _keep(1)),
+    (re.compile(r"(\bsshpass\b(?:\s+-[a-oq-zA-Z]\S*)*\s+-p\s*)" + _WORD), _keep(1)),
+    (re.compile(r"(\bredis-cli\b[^|;&\n]*?\s-a\s+)" + _WORD), _keep(1)),
+    (re.compile(r"(\bdocker\s+login\b[^|;&\n]*?\s-p\s+)" + _WORD), _keep(1)),
+    (re.compile(r"(\bpass:)" + _WORD), _keep(1)),
+    (re.compile(r"(?i)(\baws\s+configure\s+set\s+\S*(?:secret|token|key)\S*\s+)" + _WORD),
+     _keep(1)),
+    (re.compile(r"(\bgh\s+secret\s+set\b[^|;&\n]*?\s(?:--body|-b)(?:=|\s+))" + _WORD), _keep(1)),
+    # NAME=value where NAME says secret.
+    (re.compile(r"(?i)(?<![A-Za-z0-9_])(" + _SECRET_NAME + r")=(?!\[REDACTED\])" + _WORD),
+     lambda m: f"{m[1]}={REDACTED}"),
+    # --password value / --token=value (a flag name ends at = or whitespace).
+    (re.compile(r"(?i)(?<![\w-])(--(?:[a-z0-9]+-)*" + _FLAG_NAME + r")(=|\s+)(?!\[REDACTED\])"
+                + _WORD), lambda m: f"{m[1]}{m[2]}{REDACTED}"),
+    # JSON members whose key says secret.
+    (re.compile(r"(?i)(\"(?:[a-z0-9_]*(?:password|passwd|secret|token|api_?key|apikey"
+                r"|credentials?))\"\s*:\s*)\"(?:\\.|[^\"\\])*\""), _keep(1)),
 )
 
+_CONTINUATION = re.compile(r"\\\r?\n")
+_LAST_WORD = re.compile(r"\S+\Z")
 
-def scrub(text: str) -> str:
+
+def scrub(text: str, cut: bool = False) -> str:
     """Return ``text`` with every token-shaped string replaced by ``[REDACTED]``.
 
-    Pure and idempotent: ``scrub(scrub(t)) == scrub(t)``. Never raises for any ``str``.
+    Backslash-newline line continuations are removed first (as the shell does), so a value on the
+    next line is still seen as the flag's value. ``cut`` says the route shortened the command:
+    its last word may be the head of a secret too short to match any rule, so it is redacted
+    too. Idempotent: ``scrub(scrub(t)) == scrub(t)``. Never raises for any ``str``.
     """
+    text = _CONTINUATION.sub("", text)
     for pattern, replacement in _RULES:
         text = pattern.sub(replacement, text)
+    if cut:
+        text = _LAST_WORD.sub(REDACTED, text)
     return text
