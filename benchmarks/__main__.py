@@ -47,7 +47,7 @@ def _line(i: int, ts: float, distinct: int) -> bytes:
 def _sidecar(root: Path, window_s: float = 600) -> Sidecar:
     config = root / "config.yaml"
     config.write_text(f"repeat_failure:\n  enabled: true\n  window_s: {window_s}\n"
-                      "  collect_grace_s: 0.05\n  collect_interval_s: 5\n")
+                      "  collect_grace_s: 0.5\n  collect_interval_s: 5\n")
     return Sidecar(root / "shared", [AgentSpec("bench", "bash")], config)
 
 
@@ -104,7 +104,7 @@ def bench_process_rss(records: int, distinct: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         config = root / "config.yaml"
-        config.write_text("repeat_failure:\n  enabled: true\n  collect_grace_s: 0.05\n")
+        config.write_text("repeat_failure:\n  enabled: true\n  collect_grace_s: 0.5\n")
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]

@@ -30,7 +30,7 @@ from sidecar.collector import Batch, Collector, Watcher
 from sidecar.config import AgentSpec, Config, ConfigError, load_config
 from sidecar.detector import Detector, ExitKey, NoteCleared, NoteRaised, StateError
 from sidecar.exclude import Exclusions
-from sidecar.normalize import normalize
+from sidecar.normalize import command_label, normalize
 from sidecar.parse import RecordError, parse_line
 from sidecar.scrub import scrub
 
@@ -140,10 +140,23 @@ class Sidecar:
                 _unlink(self._state_path(name))
 
     def _repair_layout(self) -> None:
-        """Recreate what someone deleted from the shared volume while the sidecar runs: the
-        folders, and the hook files while the check is on (a shell must keep finding its hook)."""
-        if not (self.shared_dir / hook.RECORDS_DIR).is_dir() or not \
-                (self.shared_dir / hook.STATE_DIR).is_dir():
+        """Recreate what someone deleted or replaced on the shared volume while the sidecar
+        runs: the folders (a symlink in their place is removed, never followed), and the hook
+        files while the check is on (a shell must keep finding its hook)."""
+        broken = False
+        for name in (hook.RECORDS_DIR, hook.STATE_DIR, hook.HOOK_DIR):
+            path = self.shared_dir / name
+            try:
+                mode = os.lstat(path).st_mode
+            except FileNotFoundError:
+                broken = True
+                continue
+            if not stat.S_ISDIR(mode):
+                log.error("shared dir entry is not a directory; replacing it",
+                          extra={"path": str(path)})
+                _unlink(path)
+                broken = True
+        if broken:
             log.warning("shared dir layout missing, recreating", extra={"dir": str(self.shared_dir)})
             hook.prepare_shared_dir(self.shared_dir)
         if self.config.enabled:
@@ -161,7 +174,7 @@ class Sidecar:
             return False
         self._config_stamp = stamp
         try:
-            new = load_config(self.config_path)
+            new = load_config(self.config_path, allow_empty=False)
         except ConfigError as exc:
             log.error("config change refused, keeping the previous config",
                       extra={"error": str(exc)})
@@ -175,9 +188,10 @@ class Sidecar:
             self.config = new
             self._exclusions = Exclusions(new.exclude)
             self.collector.grace_s = new.collect_grace_s
-            for state in self.agents.values():
-                state.detector.reconfigure(new.threshold, new.window_s)
             self._apply_enabled()
+            now = self.clock()
+            for state in self.agents.values():
+                self._report(state, state.detector.reconfigure(new.threshold, new.window_s, now))
         log.info("config reloaded", extra={"enabled": new.enabled})
         return True
 
@@ -253,12 +267,13 @@ class Sidecar:
                 note = event.note
                 log.warning("repeating failure note raised", extra={
                     "event": "note_raised", "agent": state.spec.name,
-                    "backend": state.spec.backend, "command": note.command, "exit": note.exit,
+                    "backend": state.spec.backend, "command": command_label(note.command),
+                    "exit": note.exit,
                     "count": note.count, "minutes": note.minutes, "note": note.message})
             elif isinstance(event, NoteCleared):
                 log.info("repeating failure note cleared", extra={
                     "event": "note_cleared", "agent": state.spec.name,
-                    "backend": state.spec.backend, "command": event.command,
+                    "backend": state.spec.backend, "command": command_label(event.command),
                     "reason": event.reason})
 
     def _handle(self, state: AgentState, batch: Batch, now: float) -> None:
@@ -302,8 +317,7 @@ class Sidecar:
         the way out."""
         watcher = Watcher(self.shared_dir / hook.RECORDS_DIR, self.config_path)
         try:
-            self.run_once()
-            next_pass = time.monotonic() + self.config.collect_interval_s
+            next_pass = time.monotonic()
             while not stop.is_set():
                 deadlines = [next_pass]
                 grace = self.collector.next_deadline()

@@ -12,11 +12,15 @@ from dataclasses import dataclass, field
 
 from sidecar.coverage import is_covered
 from sidecar.detector import Note
+from sidecar.normalize import command_label
 
 ON = "on"
 NOT_AVAILABLE = "not_available"
 NOT_RECEIVING_DATA = "not_receiving_data"
 STATES = (ON, NOT_AVAILABLE, NOT_RECEIVING_DATA)
+#: Notes listed per agent in /status and as note series (the newest); the message still counts
+#: every raised note in "(+K others)".
+MAX_NOTES_SHOWN = 100
 STATE_TEXT = {
     ON: "",
     NOT_AVAILABLE: "repeat-failure check not available for this backend",
@@ -56,9 +60,9 @@ class Row:
             "state_text": self.state_text,
             "message": self.message,
             "notes": [
-                {"command": n.command, "exit": n.exit, "count": n.count, "minutes": n.minutes,
+                {"command": command_label(n.command), "exit": n.exit, "count": n.count, "minutes": n.minutes,
                  "first_ts": n.first_ts, "last_ts": n.last_ts, "message": n.message}
-                for n in self.notes
+                for n in self.notes[:MAX_NOTES_SHOWN]
             ],
         }
 

@@ -46,7 +46,8 @@ _SCHEMA: dict[str, Any] = {
                     "exclusiveMinimum": 0,
                     "maximum": MAX_COLLECT_INTERVAL_S,
                 },
-                "collect_grace_s": {"type": "number", "minimum": 0, "maximum": 300},
+                # A writer that opened the file before the rename must still be read: > 0.
+                "collect_grace_s": {"type": "number", "minimum": 0.5, "maximum": 300},
                 "top_commands": {"type": "integer", "minimum": 1, "maximum": 1000},
                 "agents": {
                     "type": "array",
@@ -164,9 +165,11 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
     )
 
 
-def load_config(path: str | os.PathLike[str] | None) -> Config:
+def load_config(path: str | os.PathLike[str] | None, allow_empty: bool = True) -> Config:
     """Read and validate the YAML file at ``path``; ``None`` means all defaults (check off).
 
+    ``allow_empty=False`` refuses a file with no YAML document (used on reload: an editor or a
+    non-atomic write that truncates the file must not turn the check off and drop its state).
     Raises :class:`ConfigError` when the file is missing, unreadable, not YAML, or invalid.
     """
     if path is None:
@@ -182,4 +185,7 @@ def load_config(path: str | os.PathLike[str] | None) -> Config:
         at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"{path}: not valid YAML{at}: {problem}") from exc
+    if data is None and not allow_empty:
+        raise ConfigError(f"{path}: the file is empty; write `repeat_failure: {{enabled: false}}` "
+                          "to turn the check off")
     return parse_config(data, str(path))

@@ -26,6 +26,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from sidecar.normalize import command_label
+
 ExitKey = Union[int, str]
 FAILED = "failed"
 #: Distinct commands tracked per agent; beyond it the command that failed least recently goes.
@@ -56,10 +58,11 @@ class Note:
 
     @property
     def message(self) -> str:
-        """``Repeating failure: <command> failed N times in M min (exit S)`` (spec C11)."""
+        """``Repeating failure: <command> failed N times in M min (exit S)`` (spec C11); the
+        command cut to 200 characters."""
         result = "(failed)" if self.exit == FAILED else f"(exit {self.exit})"
         return (
-            f"Repeating failure: {self.command} failed {self.count} times "
+            f"Repeating failure: {command_label(self.command)} failed {self.count} times "
             f"in {self.minutes} min {result}"
         )
 
@@ -106,10 +109,22 @@ class Detector:
         # Ordered by most recent failure last, so eviction takes the first entry in O(1).
         self._commands: OrderedDict[str, _Command] = OrderedDict()
 
-    def reconfigure(self, threshold: int, window_s: float) -> None:
-        """Apply new thresholds; takes effect at the next record or expiry."""
+    def reconfigure(self, threshold: int, window_s: float, now: float) -> list[Event]:
+        """Apply new thresholds and re-judge what is already counted: a lower threshold raises
+        the notes it now justifies at once, a shorter window expires what fell out of it."""
         self.threshold = threshold
         self.window_s = window_s
+        events: list[Event] = list(self.expire(now))
+        for command, state in self._commands.items():
+            for key, times in state.failures.items():
+                if any(self._qualifies(times, i) for i in range(len(times))):
+                    state.qualified.add(key)
+            if state.qualified and not state.raised:
+                state.raised = True
+                note = self._note(command, state, now)
+                if note is not None:
+                    events.append(NoteRaised(note))
+        return events
 
     # -- feeding -------------------------------------------------------------------------------
 

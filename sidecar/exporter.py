@@ -4,7 +4,7 @@ A custom collector in the style of prometheus/client_python: :meth:`MetricsColle
 builds every family fresh from :meth:`sidecar.app.Sidecar.snapshot` at scrape time and owns no
 state, so a cleared note's series disappears by construction. Metric names and labels are
 DESIGN.md "Metrics". ``command`` label values are scrubbed and normalized upstream and cut here
-to 200 characters (ending in ``…``).
+to 200 characters (ending in ``…``); at most 100 note series per agent (the newest).
 """
 
 from __future__ import annotations
@@ -19,18 +19,13 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from sidecar.checkstate import STATES
+from sidecar.checkstate import MAX_NOTES_SHOWN, STATES
+from sidecar.normalize import command_label
 
 if TYPE_CHECKING:
     from sidecar.app import Sidecar
 
 PREFIX = "hive_repeat_failure_"
-MAX_LABEL_CHARS = 200
-
-
-def command_label(command: str) -> str:
-    """``command`` cut to at most 200 characters, the last being ``…`` when cut."""
-    return command if len(command) <= MAX_LABEL_CHARS else command[: MAX_LABEL_CHARS - 1] + "…"
 
 
 class MetricsCollector(Collector):
@@ -75,7 +70,7 @@ class MetricsCollector(Collector):
                     state.add_metric([v.agent, v.backend, s], 1.0 if s == v.row.state else 0.0)
                 row_info.add_metric(
                     [v.agent, v.backend, v.row.state, v.row.state_text, v.row.message], 1.0)
-                for n in v.row.notes:
+                for n in v.row.notes[:MAX_NOTES_SHOWN]:
                     note.add_metric([v.agent, v.backend, command_label(n.command), str(n.exit)],
                                     float(n.count))
                 for command, exit_key, count in v.failures:
@@ -99,6 +94,7 @@ def status_json(sidecar: "Sidecar") -> bytes:
 def _handler(sidecar: "Sidecar") -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "repeat-failure"
+        timeout = 10  # seconds a client may take to send its request: no slowloris threads
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
             path = self.path.split("?", 1)[0]
@@ -123,6 +119,10 @@ def _handler(sidecar: "Sidecar") -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # the default 5 drops connections when many scrapers arrive at once
+
+
 class Server:
     """The HTTP endpoint, served from a daemon thread.
 
@@ -136,11 +136,11 @@ class Server:
             raise ValueError(f"--listen {listen!r}: expected HOST:PORT, e.g. 0.0.0.0:9466")
         sidecar.registry.register(MetricsCollector(sidecar))
         try:
-            self._httpd = ThreadingHTTPServer((host.strip("[]") or "0.0.0.0", int(port)),
-                                              _handler(sidecar))
+            self._httpd = _Server((host.strip("[]") or "0.0.0.0", int(port)), _handler(sidecar))
         except OSError as exc:
             raise OSError(exc.errno, f"cannot listen on {listen}: {exc.strerror}") from None
         self._httpd.daemon_threads = True
+        self._httpd.handle_error = lambda request, address: None  # a client hung up: not ours
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="exporter",
                                         daemon=True)
 

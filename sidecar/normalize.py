@@ -63,3 +63,15 @@ def normalize(command: str, backend: str, now: float | None = None) -> str:
     low, high = now - 10 * _YEAR_S, now + _YEAR_S
     command = _UNIX.sub(lambda m: _unix_time(m, low, high), command)
     return " ".join(command.split())
+
+
+#: Longest command text shown in a label or a message (DESIGN.md "Metrics").
+MAX_COMMAND_CHARS = 200
+
+
+def command_label(command: str) -> str:
+    """``command`` cut to at most 200 characters, the last being ``…`` when cut: the form used
+    in metric labels, row messages and log lines."""
+    if len(command) <= MAX_COMMAND_CHARS:
+        return command
+    return command[: MAX_COMMAND_CHARS - 1] + "…"

@@ -4,6 +4,7 @@ off, secrets, restarts, bad input, config reload."""
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import logging
 from pathlib import Path
@@ -30,7 +31,7 @@ class Clock:
 
 def write_config(path: Path, enabled: bool = True, extra: str = "") -> Path:
     path.write_text(f"repeat_failure:\n  enabled: {str(enabled).lower()}\n"
-                    f"  collect_grace_s: 0\n{extra}")
+                    f"  collect_grace_s: 1\n{extra}")
     return path
 
 
@@ -45,7 +46,10 @@ def append(shared: Path, agent: str, cmd: str, exit_status: int, ts: float,
 def make(tmp_path: Path, enabled: bool = True, backend: str = "bash", extra: str = "",
          clock: Clock | None = None) -> Sidecar:
     cfg = write_config(tmp_path / "config.yaml", enabled, extra)
-    sc = Sidecar(tmp_path / "shared", [AgentSpec("a1", backend)], cfg, clock=clock or Clock())
+    # Every reading of the monotonic clock is 10 s later: a collected file's 1 s grace period
+    # has always ended by the next pass, so tests see late lines and torn tails at once.
+    sc = Sidecar(tmp_path / "shared", [AgentSpec("a1", backend)], cfg, clock=clock or Clock(),
+                 monotonic=itertools.count(0, 10).__next__)
     sc.registry.register(MetricsCollector(sc))
     return sc
 
@@ -207,6 +211,7 @@ def test_bad_input_counted_and_dropped(tmp_path: Path) -> None:
             + good + b"\n" + b"partial")
     hook.records_path(sc.shared_dir, "a1").write_bytes(data)
     sc.run_once()
+    sc.run_once()  # the grace period has ended: the partial last line is torn
     assert series(sc, "hive_repeat_failure_records_rejected_total") == [
         'hive_repeat_failure_records_rejected_total{agent="a1",reason="malformed"} 5.0',
         'hive_repeat_failure_records_rejected_total{agent="a1",reason="oversized"} 1.0',
@@ -249,3 +254,121 @@ def test_deleted_layout_is_recreated(tmp_path: Path) -> None:
     append(sc.shared_dir, "a1", "false", 1, T0 - 1)
     sc.run_once()
     assert [n.command for n in sc.rows()[0].notes] == ["false"]
+
+
+# --- findings of the break-it review ------------------------------------------------------------
+
+def test_failed_state_save_counts_each_record_once(tmp_path: Path, monkeypatch) -> None:
+    """A state save that fails (a full disk) is logged; the raw file is still deleted, so the
+    same records are never counted twice."""
+    sc = make(tmp_path)
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(hook, "write_atomic", full_disk)
+    append(sc.shared_dir, "a1", "false", 1, T0 - 1)
+    for _ in range(3):
+        sc.run_once()
+    assert series(sc, "hive_repeat_failure_records_total") == [
+        'hive_repeat_failure_records_total{agent="a1",backend="bash",outcome="failure",'
+        'route="bash_env"} 1.0']
+    assert list((sc.shared_dir / "records").iterdir()) == []
+
+
+def test_directory_planted_at_record_path(tmp_path: Path) -> None:
+    """A directory at records/<agent>.jsonl is counted unreadable and removed; collection goes on."""
+    sc = make(tmp_path, extra="  threshold: 1\n")
+    (hook.records_path(sc.shared_dir, "a1")).mkdir()
+    (hook.records_path(sc.shared_dir, "a1") / "inner").write_text("x")
+    sc.run_once()
+    append(sc.shared_dir, "a1", "false", 1, T0 - 1)
+    sc.run_once()
+    assert series(sc, "hive_repeat_failure_records_rejected_total") == [
+        'hive_repeat_failure_records_rejected_total{agent="a1",reason="unreadable"} 1.0']
+    assert [n.command for n in sc.rows()[0].notes] == ["false"]
+    assert list((sc.shared_dir / "records").iterdir()) == []
+
+
+def test_records_dir_replaced_by_symlink(tmp_path: Path) -> None:
+    """records/ swapped for a symlink at runtime is never followed: the outside files stay, the
+    symlink is replaced by a fresh directory."""
+    sc = make(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "a1.jsonl").write_text("not ours\n")
+    (outside / "a1.jsonl.collecting.keep").write_text("not ours either\n")
+    records = sc.shared_dir / "records"
+    records.rename(sc.shared_dir / "records.old")
+    records.symlink_to(outside)
+    sc.run_once()
+    assert sorted(p.name for p in outside.iterdir()) == ["a1.jsonl", "a1.jsonl.collecting.keep"]
+    assert records.is_dir() and not records.is_symlink()
+
+
+def test_label_values_come_from_the_agent_not_the_record(tmp_path: Path) -> None:
+    """A record naming another backend, an unknown route or a far-future time is malformed, so
+    no record text becomes a label and no note sticks forever."""
+    sc = make(tmp_path, extra="  threshold: 1\n")
+    base = {"v": 1, "agent": "a1", "backend": "bash", "route": "bash_env", "exit": 1, "cmd": "x"}
+    lines = [
+        {**base, "ts": T0, "backend": "claude"},
+        {**base, "ts": T0, "route": "ghp_" + "x" * 36},
+        {**base, "ts": T0 + 301},
+        {**base, "ts": 1e300},
+    ]
+    hook.records_path(sc.shared_dir, "a1").write_bytes(b"".join(orjson.dumps(l) + b"\n" for l in lines))
+    sc.run_once()
+    assert series(sc, "hive_repeat_failure_records_rejected_total") == [
+        'hive_repeat_failure_records_rejected_total{agent="a1",reason="malformed"} 4.0']
+    assert series(sc, "hive_repeat_failure_records_total") == []
+    assert sc.rows()[0].notes == ()
+
+
+def test_empty_config_on_reload_is_refused(tmp_path: Path) -> None:
+    """Truncating the config file while running keeps the check on (and its notes)."""
+    sc = make(tmp_path, extra="  threshold: 1\n")
+    append(sc.shared_dir, "a1", "false", 1, T0 - 1)
+    sc.run_once()
+    (tmp_path / "config.yaml").write_text("")
+    assert sc.reload_config(force=True) is False
+    assert sc.config.enabled and [n.command for n in sc.rows()[0].notes] == ["false"]
+
+
+def test_lower_threshold_raises_at_once(tmp_path: Path) -> None:
+    """Lowering the threshold on reload raises the notes the counted failures now justify."""
+    sc = make(tmp_path)
+    for i in range(4):
+        append(sc.shared_dir, "a1", "make", 2, T0 - 10 + i)
+    sc.run_once()
+    assert sc.rows()[0].notes == ()
+    write_config(tmp_path / "config.yaml", True, "  threshold: 3\n")
+    assert sc.reload_config(force=True)
+    assert sc.rows()[0].message == "Repeating failure: make failed 4 times in 1 min (exit 2)"
+    assert sc.snapshot()[0].notes_raised == 1
+
+
+def test_state_file_fifo_or_symlink_is_ignored(tmp_path: Path) -> None:
+    """A FIFO or a symlink planted as the state file is ignored at start, never read or waited on."""
+    import os
+
+    shared = tmp_path / "shared"
+    hook.prepare_shared_dir(shared)
+    os.mkfifo(shared / "state" / "a1.json")
+    assert make(tmp_path).rows()[0].notes == ()
+    (shared / "state" / "a1.json").unlink()
+    (shared / "state" / "a1.json").symlink_to("/dev/zero")
+    assert make(tmp_path).rows()[0].notes == ()
+
+
+def test_huge_file_is_taken_in_slices(tmp_path: Path) -> None:
+    """A record file far bigger than the per-pass budget is processed completely, in slices."""
+    sc = make(tmp_path)
+    sc.collector.budget = 64 * 1024
+    line = orjson.dumps({"v": 1, "ts": T0 - 1, "agent": "a1", "backend": "bash",
+                         "route": "bash_env", "exit": 0, "cmd": "true " + "x" * 200}) + b"\n"
+    hook.records_path(sc.shared_dir, "a1").write_bytes(line * 5000)
+    sc.run_once()
+    assert series(sc, "hive_repeat_failure_records_total") == [
+        'hive_repeat_failure_records_total{agent="a1",backend="bash",outcome="success",'
+        'route="bash_env"} 5000.0']

@@ -21,9 +21,9 @@ def test_full_config() -> None:
     """Every key is read; exclude replaces the default list and is whitespace-collapsed."""
     cfg = parse_config({"repeat_failure": {
         "enabled": True, "threshold": 3, "window_s": 120, "no_data_after_s": 60,
-        "exclude": ["make   wait"], "collect_interval_s": 1, "collect_grace_s": 0,
+        "exclude": ["make   wait"], "collect_interval_s": 1, "collect_grace_s": 0.5,
         "agents": [{"name": "a1", "backend": "claude"}]}})
-    assert cfg == Config(True, 3, 120.0, 60.0, ("make wait",), 1.0, 0.0, 20,
+    assert cfg == Config(True, 3, 120.0, 60.0, ("make wait",), 1.0, 0.5, 20,
                          (AgentSpec("a1", "claude"),))
 
 

@@ -44,7 +44,7 @@ def sidecar(tmp_path: Path):
     """A running `python -m sidecar run` with the check on, and its port."""
     config = tmp_path / "config.yaml"
     config.write_text("repeat_failure:\n  enabled: true\n  collect_interval_s: 1\n"
-                      "  collect_grace_s: 0.2\n")
+                      "  collect_grace_s: 0.5\n")
     shared = tmp_path / "shared"
     port = free_port()
     env = {**os.environ, "REPEAT_FAILURE_AGENT": "a1", "REPEAT_FAILURE_BACKEND": "bash"}
