@@ -91,6 +91,14 @@ class _Command:
     qualified: set[ExitKey] = field(default_factory=set)
     raised: bool = False
 
+    def forget_until(self, ts: float) -> None:
+        """Drop the failures at or before ``ts``, and keys left without any."""
+        for key in list(self.failures):
+            times = self.failures[key]
+            del times[: bisect.bisect_right(times, ts)]
+            if not times:
+                del self.failures[key]
+
 
 def exit_key(exit_status: int | None) -> ExitKey:
     """The detector key for a record's exit: the number, or ``"failed"`` when there is none."""
@@ -116,9 +124,7 @@ class Detector:
         self.window_s = window_s
         events: list[Event] = list(self.expire(now))
         for command, state in self._commands.items():
-            for key, times in state.failures.items():
-                if any(self._qualifies(times, i) for i in range(len(times))):
-                    state.qualified.add(key)
+            state.qualified |= {k for k, times in state.failures.items() if self._qualifies(times)}
             if state.qualified and not state.raised:
                 state.raised = True
                 note = self._note(command, state, now)
@@ -165,34 +171,33 @@ class Detector:
                     events.append(NoteRaised(note))
         return events
 
-    def _qualifies(self, times: list[float], pos: int) -> bool:
-        """Whether some run of ``threshold`` failures that includes ``times[pos]`` spans < window."""
+    def _qualifies(self, times: list[float], pos: int | None = None) -> bool:
+        """Whether some run of ``threshold`` failures spans less than the window: one that
+        includes ``times[pos]``, or any run when ``pos`` is None."""
         n = self.threshold
-        for start in range(max(0, pos - n + 1), min(pos, len(times) - n) + 1):
-            if times[start + n - 1] - times[start] < self.window_s:
-                return True
-        return False
+        first, last = (0, len(times) - n) if pos is None else (max(0, pos - n + 1),
+                                                                 min(pos, len(times) - n))
+        return any(times[start + n - 1] - times[start] < self.window_s
+                   for start in range(first, last + 1))
+
+    def _settle(self, command: str, state: _Command, reason: str) -> list[Event]:
+        """Clear the command's note if no key still qualifies; forget a command with no
+        failures left."""
+        events: list[Event] = []
+        if state.raised and not state.qualified:
+            state.raised = False
+            events.append(NoteCleared(command, reason))
+        if not state.failures:
+            del self._commands[command]
+        return events
 
     def _success(self, command: str, ts: float) -> list[Event]:
         state = self._commands.get(command)
         if state is None:
             return []
-        for key in list(state.failures):
-            times = state.failures[key]
-            del times[: bisect.bisect_right(times, ts)]
-            if not times:
-                del state.failures[key]
-        state.qualified = {
-            k for k, times in state.failures.items()
-            if any(self._qualifies(times, i) for i in range(len(times)))
-        }
-        events: list[Event] = []
-        if state.raised and not state.qualified:
-            state.raised = False
-            events.append(NoteCleared(command, "success"))
-        if not state.failures:
-            del self._commands[command]
-        return events
+        state.forget_until(ts)
+        state.qualified = {k for k, times in state.failures.items() if self._qualifies(times)}
+        return self._settle(command, state, "success")
 
     def _evict_one(self) -> list[Event]:
         command, state = self._commands.popitem(last=False)
@@ -205,17 +210,9 @@ class Detector:
         events: list[Event] = []
         for command in list(self._commands):
             state = self._commands[command]
-            for key in list(state.failures):
-                times = state.failures[key]
-                del times[: bisect.bisect_right(times, horizon)]
-                if not times:
-                    del state.failures[key]
+            state.forget_until(horizon)
             state.qualified &= set(state.failures)
-            if state.raised and not state.qualified:
-                state.raised = False
-                events.append(NoteCleared(command, "expired"))
-            if not state.failures:
-                del self._commands[command]
+            events += self._settle(command, state, "expired")
         return events
 
     def next_change(self) -> float | None:
