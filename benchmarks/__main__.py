@@ -114,7 +114,7 @@ def bench_process_rss(records: int, distinct: int) -> dict:
              f"127.0.0.1:{port}"], stderr=subprocess.DEVNULL)
         try:
             def scrape() -> str:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
                     return r.read().decode()
 
             for _ in range(200):

@@ -298,6 +298,8 @@ class Sidecar:
                     batch = self.collector.collect(state.spec.name)
                     self._handle(state, batch, self.clock())
                 more = batch.more
+                if more:
+                    time.sleep(0.001)  # let a waiting scrape take the lock between slices
         self.expire()
         self.collect_duration.observe(time.perf_counter() - started)
 

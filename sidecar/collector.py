@@ -121,7 +121,7 @@ class Collector:
     """
 
     def __init__(self, records_dir: str | os.PathLike[str], grace_s: float,
-                 clock: Callable[[], float] = time.monotonic, budget: int = 8 << 20) -> None:
+                 clock: Callable[[], float] = time.monotonic, budget: int = 1 << 20) -> None:
         self.records_dir = Path(records_dir)
         self.grace_s = grace_s
         self.budget = budget

@@ -155,3 +155,19 @@ def test_hook_env_prints_exports(tmp_path: Path) -> None:
     off.write_text("repeat_failure:\n  enabled: false\n")
     done = subprocess.run(cmd + [str(off)], capture_output=True, text=True, env=env)
     assert (done.returncode, done.stdout) == (0, "")
+
+
+def test_scrapes_answered_while_a_large_file_is_collected(sidecar) -> None:
+    """/metrics keeps answering while the sidecar works through a large record file (it takes
+    the file in slices and lets scrapes in between)."""
+    import orjson
+
+    shared, port, _, _ = sidecar
+    now = time.time()
+    line = orjson.dumps({"v": 1, "ts": now - 30, "agent": "a1", "backend": "bash",
+                         "route": "bash_env", "exit": 1, "cmd": "make " + "x" * 100}) + b"\n"
+    hook.records_path(shared, "a1").write_bytes(line * 60_000)
+    for _ in range(3):
+        assert "hive_repeat_failure" in get(port, "/metrics")  # urlopen's timeout is 5 s
+    wait_until(lambda: 'outcome="failure",route="bash_env"} 60000.0' in get(port, "/metrics"),
+               timeout=60)
