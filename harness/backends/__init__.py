@@ -1,0 +1,28 @@
+"""The backends the harness drives, one module each (``harness/backends/<name>.py`` defining
+``BACKEND``); :data:`BACKENDS` lists those present, in the order the harness attempts them."""
+
+from __future__ import annotations
+
+import importlib
+
+from harness.runner import Backend
+
+#: The order to attempt backends in (the harness issue's list); a module not written yet is
+#: simply absent from BACKENDS.
+ORDER = ("claude", "codex", "gemini", "opencode", "pi", "omp", "kilo", "copilot", "aider")
+
+
+def _load() -> dict[str, Backend]:
+    found = {}
+    for name in ORDER:
+        try:
+            module = importlib.import_module(f"harness.backends.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"harness.backends.{name}":
+                raise
+            continue
+        found[name] = module.BACKEND
+    return found
+
+
+BACKENDS: dict[str, Backend] = _load()

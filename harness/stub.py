@@ -1,0 +1,377 @@
+"""Stub model providers on 127.0.0.1 that script one agent turn.
+
+One HTTP server answers the four wire APIs the agent CLIs speak: Anthropic Messages
+(``POST /v1/messages``, SSE or JSON), OpenAI Responses (``POST /v1/responses``, SSE), OpenAI Chat
+Completions (``POST /v1/chat/completions``, SSE or JSON) and Gemini
+(``POST /v1beta/models/<m>:streamGenerateContent`` / ``:generateContent``).
+
+The script is stateless, read from each request: while the conversation holds fewer tool results
+than ``repeat``, the reply asks the CLI's shell tool to run ``command``; after that it ends the
+turn with text. The shell tool and its argument come from the tools the request offers (a tool
+named like a shell tool, an argument named ``command`` or ``cmd``). A request that offers no tools
+(titles, routers, summaries) gets plain text (JSON for a request that asks for JSON). Every request
+is logged; an unknown path answers 404 with a JSON error naming the known ones.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+SHELL_TOOL_NAMES = ("Bash", "bash", "exec_command", "shell", "run_shell_command",
+                    "shell_command", "terminal", "execute_command")
+FINAL_TEXT = "Done: the command ran."
+_ids = itertools.count(1)
+
+
+@dataclass
+class ToolChoice:
+    """The shell tool found in a request: its name and how to pass the command."""
+
+    name: str
+    arg: str
+    as_list: bool = False
+
+    def arguments(self, command: str) -> dict[str, Any]:
+        """The tool call's arguments for ``command``."""
+        value: Any = ["bash", "-lc", command] if self.as_list else command
+        return {self.arg: value}
+
+
+def pick_tool(tools: list[dict[str, Any]]) -> ToolChoice | None:
+    """The shell tool among ``tools`` (each ``{"name", "schema"}``), or None."""
+    by_name = {t["name"]: t for t in tools}
+    for name in SHELL_TOOL_NAMES:
+        tool = by_name.get(name)
+        if tool is None:
+            continue
+        props = (tool.get("schema") or {}).get("properties") or {}
+        for arg in ("command", "cmd"):
+            if arg in props:
+                return ToolChoice(name, arg, props[arg].get("type") == "array")
+    return None
+
+
+@dataclass
+class Script:
+    """What the stub makes the CLI do: run ``command`` ``repeat`` times, then finish."""
+
+    command: str
+    repeat: int = 1
+
+
+@dataclass
+class Stub:
+    """The server state: the script and a log of every request (path, body, time)."""
+
+    script: Script
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def log(self, path: str, body: Any) -> None:
+        with self.lock:
+            self.requests.append({"t": time.time(), "path": path, "body": body})
+
+
+# -- per-API: tools offered, tool results seen, replies --------------------------------------------
+
+def _anthropic_tools(body: dict) -> list[dict]:
+    return [{"name": t.get("name"), "schema": t.get("input_schema")} for t in body.get("tools") or []]
+
+
+def _anthropic_results(body: dict) -> int:
+    return sum(1 for m in body.get("messages") or [] if isinstance(m.get("content"), list)
+               for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result")
+
+
+def _responses_tools(body: dict) -> list[dict]:
+    out = []
+    for t in body.get("tools") or []:
+        if t.get("type") == "function":
+            out.append({"name": t.get("name"), "schema": t.get("parameters")})
+    return out
+
+
+def _responses_results(body: dict) -> int:
+    items = body.get("input") if isinstance(body.get("input"), list) else []
+    return sum(1 for i in items if isinstance(i, dict)
+               and i.get("type") in ("function_call_output", "custom_tool_call_output",
+                                     "local_shell_call_output"))
+
+
+def _chat_tools(body: dict) -> list[dict]:
+    return [{"name": (t.get("function") or {}).get("name"),
+             "schema": (t.get("function") or {}).get("parameters")} for t in body.get("tools") or []]
+
+
+def _chat_results(body: dict) -> int:
+    return sum(1 for m in body.get("messages") or [] if m.get("role") == "tool")
+
+
+def _gemini_tools(body: dict) -> list[dict]:
+    out = []
+    for t in body.get("tools") or []:
+        for f in t.get("functionDeclarations") or []:
+            out.append({"name": f.get("name"),
+                        "schema": f.get("parameters") or f.get("parametersJsonSchema")})
+    return out
+
+
+def _gemini_results(body: dict) -> int:
+    return sum(1 for c in body.get("contents") or [] for p in c.get("parts") or []
+               if isinstance(p, dict) and "functionResponse" in p)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    stub: Stub
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+    def _body(self) -> dict:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            return json.loads(raw or b"{}")
+        except ValueError:
+            return {"_raw": raw.decode("utf-8", "replace")}
+
+    def _json(self, status: int, obj: Any) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _sse(self, events: list[tuple[str | None, Any]]) -> None:
+        chunks = []
+        for name, data in events:
+            text = data if isinstance(data, str) else json.dumps(data)
+            chunks.append((f"event: {name}\n" if name else "") + f"data: {text}\n\n")
+        payload = "".join(chunks).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def do_GET(self) -> None:  # noqa: N802
+        path = self.path.split("?", 1)[0]
+        self.stub.log("GET " + path, None)
+        if path.endswith("/models"):
+            self._json(200, {"object": "list", "data": [{"id": "stub-model", "object": "model"}],
+                             "models": [{"name": "models/stub-model"}]})
+        else:
+            self._unknown()
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def _unknown(self) -> None:
+        self._json(404, {"error": {"type": "not_found", "message": (
+            f"stub provider: unknown path {self.path}; known: POST /v1/messages, /v1/responses, "
+            "/v1/chat/completions, /v1beta/models/<m>:streamGenerateContent|generateContent")}})
+
+    def do_POST(self) -> None:  # noqa: N802
+        path = self.path.split("?", 1)[0]
+        body = self._body()
+        self.stub.log("POST " + path, body)
+        script = self.stub.script
+        if path.endswith("/messages/count_tokens"):
+            self._json(200, {"input_tokens": 10})
+        elif path.endswith("/messages"):
+            self._anthropic(body, script)
+        elif path.endswith("/responses"):
+            self._responses(body, script)
+        elif path.endswith("/chat/completions"):
+            self._chat(body, script)
+        elif ":streamGenerateContent" in path or ":generateContent" in path:
+            self._gemini(body, script, stream=":streamGenerateContent" in path)
+        else:
+            self._unknown()
+
+    # Anthropic Messages ---------------------------------------------------------------------
+
+    def _anthropic(self, body: dict, script: Script) -> None:
+        tool = pick_tool(_anthropic_tools(body))
+        call = tool is not None and _anthropic_results(body) < script.repeat
+        msg_id = f"msg_stub{next(_ids)}"
+        model = body.get("model", "stub-model")
+        usage = {"input_tokens": 10, "output_tokens": 5}
+        if call:
+            tool_id = f"toolu_stub{next(_ids)}"
+            args = tool.arguments(script.command)
+            block = {"type": "tool_use", "id": tool_id, "name": tool.name, "input": args}
+            stop = "tool_use"
+        else:
+            block = {"type": "text", "text": FINAL_TEXT}
+            stop = "end_turn"
+        if not body.get("stream"):
+            self._json(200, {"id": msg_id, "type": "message", "role": "assistant", "model": model,
+                             "content": [block], "stop_reason": stop, "stop_sequence": None,
+                             "usage": usage})
+            return
+        start = {"type": "message_start", "message": {
+            "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
+            "stop_reason": None, "stop_sequence": None, "usage": {**usage, "output_tokens": 0}}}
+        if call:
+            events = [("content_block_start", {"type": "content_block_start", "index": 0,
+                                               "content_block": {**block, "input": {}}}),
+                      ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
+                          "type": "input_json_delta", "partial_json": json.dumps(block["input"])}})]
+        else:
+            events = [("content_block_start", {"type": "content_block_start", "index": 0,
+                                               "content_block": {"type": "text", "text": ""}}),
+                      ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                               "delta": {"type": "text_delta", "text": FINAL_TEXT}})]
+        self._sse([("message_start", start), *events,
+                   ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+                   ("message_delta", {"type": "message_delta",
+                                      "delta": {"stop_reason": stop, "stop_sequence": None},
+                                      "usage": {"output_tokens": 5}}),
+                   ("message_stop", {"type": "message_stop"})])
+
+    # OpenAI Responses -------------------------------------------------------------------------
+
+    def _responses(self, body: dict, script: Script) -> None:
+        tool = pick_tool(_responses_tools(body))
+        call = tool is not None and _responses_results(body) < script.repeat
+        resp_id = f"resp_stub{next(_ids)}"
+        model = body.get("model", "stub-model")
+        if call:
+            item = {"type": "function_call", "id": f"fc_stub{next(_ids)}", "status": "completed",
+                    "call_id": f"call_stub{next(_ids)}", "name": tool.name,
+                    "arguments": json.dumps(tool.arguments(script.command))}
+        else:
+            item = {"type": "message", "id": f"msg_stub{next(_ids)}", "status": "completed",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": FINAL_TEXT, "annotations": []}]}
+        response = {"id": resp_id, "object": "response", "created_at": int(time.time()),
+                    "status": "completed", "model": model, "output": [item],
+                    "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15,
+                              "input_tokens_details": {"cached_tokens": 0},
+                              "output_tokens_details": {"reasoning_tokens": 0}}}
+        if not body.get("stream"):
+            self._json(200, response)
+            return
+        pending = {**item, "status": "in_progress"}
+        if item["type"] == "function_call":
+            pending["arguments"] = ""
+        events: list[tuple[str | None, Any]] = [
+            ("response.created", {"type": "response.created", "sequence_number": 0,
+                                  "response": {**response, "status": "in_progress", "output": []}}),
+            ("response.output_item.added", {"type": "response.output_item.added",
+                                            "sequence_number": 1, "output_index": 0,
+                                            "item": pending})]
+        if item["type"] == "function_call":
+            events.append(("response.function_call_arguments.done", {
+                "type": "response.function_call_arguments.done", "sequence_number": 2,
+                "item_id": item["id"], "output_index": 0, "arguments": item["arguments"]}))
+        else:
+            events.append(("response.output_text.delta", {
+                "type": "response.output_text.delta", "sequence_number": 2, "item_id": item["id"],
+                "output_index": 0, "content_index": 0, "delta": FINAL_TEXT}))
+        events += [("response.output_item.done", {"type": "response.output_item.done",
+                                                  "sequence_number": 3, "output_index": 0,
+                                                  "item": item}),
+                   ("response.completed", {"type": "response.completed", "sequence_number": 4,
+                                           "response": response})]
+        self._sse(events)
+
+    # OpenAI Chat Completions ------------------------------------------------------------------
+
+    def _chat(self, body: dict, script: Script) -> None:
+        tool = pick_tool(_chat_tools(body))
+        call = tool is not None and _chat_results(body) < script.repeat
+        chat_id = f"chatcmpl-stub{next(_ids)}"
+        model = body.get("model", "stub-model")
+        created = int(time.time())
+        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        if call:
+            tc = {"id": f"call_stub{next(_ids)}", "type": "function",
+                  "function": {"name": tool.name,
+                               "arguments": json.dumps(tool.arguments(script.command))}}
+            message = {"role": "assistant", "content": None, "tool_calls": [tc]}
+            finish = "tool_calls"
+        else:
+            message = {"role": "assistant", "content": FINAL_TEXT}
+            finish = "stop"
+        if not body.get("stream"):
+            self._json(200, {"id": chat_id, "object": "chat.completion", "created": created,
+                             "model": model, "usage": usage,
+                             "choices": [{"index": 0, "message": message, "finish_reason": finish}]})
+            return
+        base = {"id": chat_id, "object": "chat.completion.chunk", "created": created, "model": model}
+        if call:
+            delta = {"role": "assistant", "content": None,
+                     "tool_calls": [{"index": 0, **message["tool_calls"][0]}]}
+        else:
+            delta = {"role": "assistant", "content": FINAL_TEXT}
+        self._sse([(None, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}),
+                   (None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
+                           "usage": usage}),
+                   (None, "[DONE]")])
+
+    # Gemini -----------------------------------------------------------------------------------
+
+    def _gemini(self, body: dict, script: Script, stream: bool) -> None:
+        tool = pick_tool(_gemini_tools(body))
+        call = tool is not None and _gemini_results(body) < script.repeat
+        config = body.get("generationConfig") or {}
+        if call:
+            parts = [{"functionCall": {"name": tool.name, "args": tool.arguments(script.command)}}]
+        elif config.get("responseMimeType") == "application/json":
+            parts = [{"text": json.dumps({"reasoning": "stub", "model_choice": "flash"})}]
+        else:
+            parts = [{"text": FINAL_TEXT}]
+        reply = {"candidates": [{"content": {"role": "model", "parts": parts},
+                                 "finishReason": "STOP", "index": 0}],
+                 "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5,
+                                   "totalTokenCount": 15},
+                 "modelVersion": "stub-model"}
+        if stream:
+            self._sse([(None, reply)])
+        else:
+            self._json(200, reply)
+
+
+class StubServer:
+    """A stub provider on 127.0.0.1 (a free port). Use as a context manager; ``url`` is its base.
+
+    ``script`` says which command the CLI's shell tool is asked to run and how many times."""
+
+    def __init__(self, script: Script) -> None:
+        self.stub = Stub(script)
+        handler = type("Handler", (_Handler,), {"stub": self.stub})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Every request received so far."""
+        with self.stub.lock:
+            return list(self.stub.requests)
+
+    def __enter__(self) -> "StubServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
