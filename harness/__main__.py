@@ -1,4 +1,4 @@
-"""``python -m harness run [--backend NAME ...]``: re-create the evidence files.
+"""``python -m harness run [--backend NAME ...] [--covered]``: re-create the evidence files.
 
 Installs each pinned CLI once into the cache (``~/.cache/repeat-failure-harness``, or
 ``$REPEAT_FAILURE_HARNESS_CACHE``), runs it against the stub provider and writes
@@ -9,6 +9,7 @@ failing commands, 1 otherwise (the reason is printed per backend).
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 
@@ -31,8 +32,17 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("run", help="run the real CLIs and write the evidence files")
     run.add_argument("--backend", action="append", choices=sorted(BACKENDS),
                      help="only this backend (repeatable); default: all")
+    run.add_argument("--covered", action="store_true",
+                     help="only the backends the coverage table marks covered (what CI re-runs)")
     args = parser.parse_args(argv)
+    # The pipeline's own note log lines would interleave with the progress display.
+    logging.getLogger("repeat_failure").addHandler(logging.NullHandler())
+    logging.getLogger("repeat_failure").propagate = False
     names = args.backend or list(BACKENDS)
+    if args.covered:
+        from sidecar.coverage import COVERAGE
+
+        names = [n for n in names if COVERAGE[n].covered]
     failed = 0
     for index, name in enumerate(names, 1):
         started = time.monotonic()

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -54,7 +54,9 @@ class Backend:
 
     ``prepare(home, work, stub_url)`` writes the CLI's config files and returns extra
     environment; ``argv(binary, prompt)`` is the non-interactive invocation; ``session_globs``
-    (relative to HOME) find the session files the CLI wrote.
+    (relative to HOME) find the session files the CLI wrote. ``registry`` is ``npm``, ``pypi``
+    or ``system`` (an installed program, found on PATH); ``direct`` backends are given the
+    command itself instead of the prompt, once per repetition (the ``bash`` pseudo-backend).
     """
 
     name: str
@@ -67,11 +69,16 @@ class Backend:
     registry: str = "npm"
     version_args: tuple[str, ...] = ("--version",)
     timeout_s: float = 180.0
-    extra: dict[str, Any] = field(default_factory=dict)
+    direct: bool = False
 
 
 def install(backend: Backend) -> Path:
     """Install the pinned package into the cache (once) and return the CLI's executable."""
+    if backend.registry == "system":
+        found = shutil.which(backend.binary)
+        if found is None:
+            raise HarnessError(f"{backend.binary} is not installed")
+        return Path(found)
     prefix = CACHE / f"{backend.name}-{backend.version}"
     if backend.registry == "npm":
         binary = prefix / "node_modules" / ".bin" / backend.binary
@@ -175,13 +182,19 @@ def _run_scenario(backend: Backend, binary: Path, root: Path, command: str, repe
         env = {**_base_env(binary, home), **backend.prepare(home, work, stub.url),
                **hook.launch_env(shared, AGENT, {})}
         started = time.time()
-        try:
-            done = subprocess.run(backend.argv(str(binary), PROMPT), cwd=work, env=env,
-                                  stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                  timeout=backend.timeout_s)
-            exit_code, out, err = done.returncode, done.stdout, done.stderr
-        except subprocess.TimeoutExpired as exc:
-            exit_code, out, err = None, str(exc.stdout or ""), str(exc.stderr or "")
+        # The pseudo-backend `bash` is "a program that runs each command with bash -c": its
+        # invocation is the command itself, run `repeat` times; every other CLI gets the prompt.
+        invocations = ([backend.argv(str(binary), command)] * repeat if backend.direct
+                       else [backend.argv(str(binary), PROMPT)])
+        out = err = ""
+        exit_code: int | None = None
+        for argv in invocations:
+            try:
+                done = subprocess.run(argv, cwd=work, env=env, stdin=subprocess.DEVNULL,
+                                      capture_output=True, text=True, timeout=backend.timeout_s)
+                exit_code, out, err = done.returncode, out + done.stdout, err + done.stderr
+            except subprocess.TimeoutExpired as exc:
+                exit_code, out, err = None, str(exc.stdout or ""), str(exc.stderr or "")
         requests = stub.requests
     records = _records(hook.records_path(shared, AGENT))
     run: dict[str, Any] = {

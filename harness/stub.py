@@ -325,11 +325,31 @@ class _Handler(BaseHTTPRequestHandler):
     # Gemini -----------------------------------------------------------------------------------
 
     def _gemini(self, body: dict, script: Script, stream: bool) -> None:
+        def instance(schema: Any) -> Any:
+            # The smallest value that fits a Gemini/JSON schema (types may be upper case).
+            if not isinstance(schema, dict):
+                return "stub"
+            if schema.get("enum"):
+                return schema["enum"][0]
+            kind = str(schema.get("type") or "").lower()
+            if kind == "object" or "properties" in schema:
+                return {k: instance(v) for k, v in (schema.get("properties") or {}).items()}
+            if kind == "array":
+                return [instance(schema.get("items"))] if schema.get("minItems") else []
+            if kind in ("integer", "number"):
+                return schema.get("minimum", 1)
+            if kind == "boolean":
+                return False
+            return "stub"
+
         tool = pick_tool(_gemini_tools(body))
         call = tool is not None and _gemini_results(body) < script.repeat
         config = body.get("generationConfig") or {}
+        schema = config.get("responseJsonSchema") or config.get("responseSchema")
         if call:
             parts = [{"functionCall": {"name": tool.name, "args": tool.arguments(script.command)}}]
+        elif schema:
+            parts = [{"text": json.dumps(instance(schema))}]
         elif config.get("responseMimeType") == "application/json":
             parts = [{"text": json.dumps({"reasoning": "stub", "model_choice": "flash"})}]
         else:

@@ -55,18 +55,28 @@ def _not_covered(backend: str, name: str, kind: str = "cli", reason: str = _NO_E
     return CoverageRow(backend, name, kind, False, reason=reason, follow_up=follow_up)
 
 
+_ROUTE_SAFEGUARD = ("safeguard unavailable (the session-log reader that gives this backend's "
+                    "shell-activity signal is not built yet)")
+
+
+def _covered(backend: str, name: str, version: str, kind: str = "cli",
+             evidence_of: str | None = None) -> CoverageRow:
+    """A covered row; ``evidence_of`` names the backend whose harness run is the evidence (an
+    inference backend runs through the Claude Code CLI, so Claude Code's run covers it)."""
+    return CoverageRow(backend, name, kind, True, route="bash_env",
+                       shell_activity=_ROUTE_SAFEGUARD if backend != "bash" else SAFEGUARD_UNAVAILABLE,
+                       evidence=f"harness/evidence/{evidence_of or backend}.json", version=version)
+
+
 _ROWS = (
-    CoverageRow(
-        "bash", "bash -c (pseudo-backend: any program that runs commands with bash -c)", "pseudo",
-        True, route="bash_env", shell_activity=SAFEGUARD_UNAVAILABLE,
-        evidence="tests/test_hook.py", version="GNU bash 5.2",
-    ),
-    _not_covered("claude", "Claude Code"),
+    _covered("bash", "bash -c (pseudo-backend: any program that runs commands with bash -c)",
+             "5.2.15", kind="pseudo"),
+    _covered("claude", "Claude Code", "2.1.197"),
     _not_covered("codex", "OpenAI Codex CLI"),
     _not_covered("gemini", "Gemini CLI"),
     _not_covered("copilot", "GitHub Copilot CLI"),
     _not_covered("opencode", "opencode"),
-    _not_covered("pi", "pi"),
+    _covered("pi", "pi", "0.73.1"),
     _not_covered("omp", "Oh My Pi"),
     _not_covered("kilo", "Kilo Code CLI"),
     _not_covered("aider", "aider"),
@@ -74,14 +84,14 @@ _ROWS = (
     _not_covered("agy", "Google Antigravity CLI", reason=_NOT_INSTALLABLE),
     _not_covered("bob", "IBM Bob shell", reason=_NOT_INSTALLABLE),
     _not_covered("muse", "Meta Muse Code", reason="CLI not public"),
-    _not_covered("vllm", "vLLM (through the Claude Code route)", "inference",
-                 reason="runs through the Claude Code route, which is not covered yet"),
-    _not_covered("llm-d", "llm-d (through the Claude Code route)", "inference",
-                 reason="runs through the Claude Code route, which is not covered yet"),
-    _not_covered("litellm", "LiteLLM (through the Claude Code route)", "inference",
-                 reason="runs through the Claude Code route, which is not covered yet"),
-    _not_covered("watsonx", "watsonx (through the Claude Code route)", "inference",
-                 reason="runs through the Claude Code route, which is not covered yet"),
+    _covered("vllm", "vLLM (through the Claude Code route)", "2.1.197", kind="inference",
+             evidence_of="claude"),
+    _covered("llm-d", "llm-d (through the Claude Code route)", "2.1.197", kind="inference",
+             evidence_of="claude"),
+    _covered("litellm", "LiteLLM (through the Claude Code route)", "2.1.197", kind="inference",
+             evidence_of="claude"),
+    _covered("watsonx", "watsonx (through the Claude Code route)", "2.1.197", kind="inference",
+             evidence_of="claude"),
 )
 
 #: backend name -> row, for every backend the product knows (read-only).

@@ -9,7 +9,7 @@ from harness.runner import Backend
 
 #: The order to attempt backends in (the harness issue's list); a module not written yet is
 #: simply absent from BACKENDS.
-ORDER = ("claude", "codex", "gemini", "opencode", "pi", "omp", "kilo", "copilot", "aider")
+ORDER = ("bash", "claude", "codex", "gemini", "opencode", "pi", "omp", "kilo", "copilot", "aider")
 
 
 def _load() -> dict[str, Backend]:

@@ -27,3 +27,7 @@ def register_stripper(backend: str, stripper: WrapperStripper) -> None:
 def wrapper_stripper(backend: str) -> WrapperStripper | None:
     """The stripper registered for ``backend``, or ``None`` when it adds no wrapper."""
     return _STRIPPERS.get(backend)
+
+
+# Backend modules register their strippers when imported; keep these lines sorted.
+from sidecar.backends import claude  # noqa: E402,F401

@@ -1,0 +1,69 @@
+"""Codex CLI (npm ``@openai/codex``, a native binary inside) against the OpenAI Responses stub.
+
+A custom provider in ``~/.codex/config.toml`` (``wire_api = "responses"``, ``base_url`` the stub,
+``env_key`` naming a dummy key variable); the update check, analytics, feedback upload and the
+OpenTelemetry exporter are off there, and web search is disabled. ``codex exec`` runs one turn
+non-interactively; ``--dangerously-bypass-approvals-and-sandbox`` lets its ``exec_command`` tool
+run shell commands as root with no approval prompt and no sandbox (the harness machine is the
+outer sandbox). ``--strict-config`` makes a config key this version does not know an error rather
+than silently ignored, so a renamed "off" switch cannot slip by. Codex ignores ``$SHELL``: its
+tool shell is ``/bin/bash`` (a snapshot wrapper ending ``exec '/bin/bash' -c '<cmd>'``, or plain
+``/bin/bash -lc <cmd>``). Session logs: ``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.runner import Backend
+
+KEY_VAR = "REPEAT_FAILURE_STUB_API_KEY"
+
+
+def _config(url: str) -> str:
+    return f"""\
+model = "stub-model"
+model_provider = "stub"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+web_search = "disabled"
+
+[model_providers.stub]
+name = "stub"
+base_url = "{url}/v1"
+env_key = "{KEY_VAR}"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[otel]
+exporter = "none"
+trace_exporter = "none"
+metrics_exporter = "none"
+log_user_prompt = false
+"""
+
+
+def _prepare(home: Path, work: Path, url: str) -> dict[str, str]:
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True, exist_ok=True)
+    (codex_home / "config.toml").write_text(_config(url))
+    return {KEY_VAR: "stub-key-not-a-secret", "CODEX_HOME": str(codex_home)}
+
+
+def _argv(binary: str, prompt: str) -> list[str]:
+    return [binary, "exec", "--strict-config", "--dangerously-bypass-approvals-and-sandbox",
+            "--skip-git-repo-check", "--color", "never", prompt]
+
+
+BACKEND = Backend(
+    name="codex", package="@openai/codex", version="0.171.0", binary="codex",
+    prepare=_prepare, argv=_argv, session_globs=(".codex/sessions/*/*/*/rollout-*.jsonl",),
+)

@@ -1,0 +1,59 @@
+"""Gemini CLI (npm ``@google/gemini-cli``) against the Gemini ``generateContent`` stub.
+
+``GOOGLE_GEMINI_BASE_URL`` points it at the stub with a dummy ``GEMINI_API_KEY``;
+``~/.gemini/settings.json`` selects API-key auth and turns telemetry, usage statistics and update
+checks off; ``~/.gemini/trustedFolders.json`` trusts the work directory (an untrusted folder makes
+a headless run exit). ``--approval-mode yolo`` approves the ``run_shell_command`` calls without
+asking. No ``--model``: the CLI first asks a router model (``generateContent`` with a JSON
+response schema) which model to use, as it does by default; the stub answers with JSON that fits
+the schema.
+
+Loop detection is off (``model.disableLoopDetection``): by default the CLI itself refuses the
+fifth identical ``run_shell_command`` call in a row (it tells the model "Potential loop detected"
+instead of running it), which would keep the 5-repeat scenario below the sidecar's threshold.
+
+Each tool shell is ``bash -c`` of a wrapper around the command (a ``shopt -u`` guard, a temporary
+``_bgpids_file`` variable, the command inside a ``( trap ... EXIT`` subshell, then ``exit`` with
+its status); ``sidecar/backends/gemini.py`` strips it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.runner import Backend
+
+
+def _prepare(home: Path, work: Path, url: str) -> dict[str, str]:
+    gemini_dir = home / ".gemini"
+    gemini_dir.mkdir(parents=True, exist_ok=True)
+    settings = {
+        "security": {"auth": {"selectedType": "gemini-api-key"},
+                     "folderTrust": {"enabled": True}},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+        "ui": {"hideBanner": True, "hideTips": True},
+        # Gemini's own loop detector refuses the 5th identical tool call in a row; the scenario
+        # that repeats ``ls /nonexistent`` 5 times needs all five to run.
+        "model": {"disableLoopDetection": True},
+    }
+    (gemini_dir / "settings.json").write_text(json.dumps(settings, indent=2))
+    trusted = {str(work): "TRUST_FOLDER", str(work.resolve()): "TRUST_FOLDER"}
+    (gemini_dir / "trustedFolders.json").write_text(json.dumps(trusted, indent=2))
+    return {
+        "GOOGLE_GEMINI_BASE_URL": url, "GEMINI_API_KEY": "stub-key-not-a-secret",
+        "GEMINI_TELEMETRY_ENABLED": "false",
+    }
+
+
+def _argv(binary: str, prompt: str) -> list[str]:
+    return [binary, "--approval-mode", "yolo", "--output-format", "text", "-p", prompt]
+
+
+BACKEND = Backend(
+    name="gemini", package="@google/gemini-cli", version="0.61.0", binary="gemini",
+    prepare=_prepare, argv=_argv,
+    session_globs=(".gemini/tmp/*/chats/session-*.json", ".gemini/tmp/*/chats/session-*.jsonl"),
+)

@@ -1,0 +1,68 @@
+"""opencode (npm ``opencode-ai``) against the OpenAI Chat Completions stub.
+
+A custom OpenAI-compatible provider (``@ai-sdk/openai-compatible``, bundled in the binary) in
+``~/.config/opencode/opencode.json`` points it at the stub with a dummy key. The models.dev list
+fetch, auto-update, sharing, default (npm-installed) plugins, LSP downloads and Claude Code
+compatibility are off by config and environment; the config's ``permission`` allows every tool so
+``opencode run`` never stops to ask. XDG directories sit under the run's fresh HOME.
+
+opencode's ``bash`` tool runs ``$SHELL -c <cmd>`` (the runner sets ``SHELL=/bin/bash``). Its
+session store is SQLite (``~/.local/share/opencode/opencode.db``, table ``part``, bash result
+``state.metadata.exit``), listed in ``session_globs`` as found.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.runner import Backend
+
+MODEL = "stub/stub-model"
+
+
+def _prepare(home: Path, work: Path, url: str) -> dict[str, str]:
+    xdg = {"XDG_CONFIG_HOME": home / ".config", "XDG_DATA_HOME": home / ".local" / "share",
+           "XDG_STATE_HOME": home / ".local" / "state", "XDG_CACHE_HOME": home / ".cache"}
+    for path in xdg.values():
+        path.mkdir(parents=True, exist_ok=True)
+    config_dir = xdg["XDG_CONFIG_HOME"] / "opencode"
+    config_dir.mkdir(parents=True, exist_ok=True)
+    config = {
+        "$schema": "https://opencode.ai/config.json",
+        "autoupdate": False,
+        "share": "disabled",
+        "model": MODEL,
+        "small_model": MODEL,
+        "enabled_providers": ["stub"],
+        "provider": {"stub": {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "Stub",
+            "options": {"baseURL": f"{url}/v1", "apiKey": "stub-key-not-a-secret"},
+            "models": {"stub-model": {"name": "Stub", "tool_call": True, "reasoning": False,
+                                      "limit": {"context": 128000, "output": 4096}}},
+        }},
+        "permission": {"*": "allow", "bash": "allow", "edit": "allow",
+                       "external_directory": "allow"},
+        "lsp": False,
+        "formatter": False,
+    }
+    (config_dir / "opencode.json").write_text(json.dumps(config, indent=2))
+    return {
+        **{k: str(v) for k, v in xdg.items()},
+        "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
+        "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+        "OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_CLAUDE_CODE": "1",
+        "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1", "OPENCODE_DISABLE_TERMINAL_TITLE": "1",
+    }
+
+
+def _argv(binary: str, prompt: str) -> list[str]:
+    return [binary, "run", "--pure", "--model", MODEL, prompt]
+
+
+BACKEND = Backend(
+    name="opencode", package="opencode-ai", version="1.18.33", binary="opencode",
+    prepare=_prepare, argv=_argv,
+    session_globs=(".local/share/opencode/opencode.db",),
+)
