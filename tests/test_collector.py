@@ -112,7 +112,9 @@ def test_1000_failing_commands_survive_repeated_collection(tmp_path: Path) -> No
     1,000 complete records, none torn; the collected files are gone afterwards."""
     path = hook.render(tmp_path, "a1", "bash")
     d = tmp_path / "records"
-    col = Collector(d, grace_s=0.05)
+    # A writer opens the live file, then appends: under load (2 cores, 4 writers) that gap can
+    # be tens of ms, so keep the collected file open for the config minimum of 0.5 s.
+    col = Collector(d, grace_s=0.5)
     lines: list = []
     done = threading.Event()
 
