@@ -9,7 +9,9 @@
 #   * it records only in a shell with a non-empty $BASH_EXECUTION_STRING, once per agent
 #     command: REPEAT_FAILURE_MARK holds the PID of the shell that owns the agent command; a
 #     nested shell sees another PID and stays silent, an exec'd `bash -c` keeps the PID (the
-#     outer EXIT trap never fires) and takes over;
+#     outer EXIT trap never fires) and takes over; a marker whose shell no longer exists is
+#     stale (Codex saves the exported environment of a helper shell into a snapshot that every
+#     later tool shell loads before it execs `bash -c <cmd>`) and is replaced;
 #   * a shell that is PID 1 (a container's `command: [bash, -c, "agent ..."]`) or whose parent is
 #     outside the PID namespace (PPID 0: `kubectl exec ... bash -c`) launches the agent rather than
 #     running an agent command: it neither records nor sets the marker, which would otherwise make

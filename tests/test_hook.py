@@ -916,3 +916,20 @@ def test_whole_seconds_without_epochrealtime(hooked):
     line, record = one_record(hook)
     assert re.match(rb'^\{"v":1,"ts":\d{10},', line), line
     assert before <= record["ts"] <= int(time.time()) and isinstance(record["ts"], int)
+
+
+def test_stale_marker_from_a_dead_shell_is_replaced(hooked):
+    """C8 with Codex's shell snapshot: a marker naming a shell that no longer exists (a helper's
+    exported environment replayed into a later tool shell) is stale, so the exec'd `bash -c`
+    records its command; a marker naming a live shell still means "nested"."""
+    hook, env, _ = hooked
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    res = run(["bash", "-c", "exec /bin/bash -c 'exit 5'"],
+              {**env, "REPEAT_FAILURE_MARK": str(dead.pid)})
+    assert res.returncode == 5
+    _, record = one_record(hook)
+    assert (record["cmd"], record["exit"]) == ("exit 5", 5)
+    hook.records.unlink()
+    res = run(["bash", "-c", "exit 6"], {**env, "REPEAT_FAILURE_MARK": str(os.getpid())})
+    assert res.returncode == 6 and hook.lines() == []

@@ -2,7 +2,9 @@
 
 A custom provider in ``~/.codex/config.toml`` (``wire_api = "responses"``, ``base_url`` the stub,
 ``env_key`` naming a dummy key variable); the update check, analytics, feedback upload and the
-OpenTelemetry exporter are off there, and web search is disabled. ``codex exec`` runs one turn
+OpenTelemetry exporter are off there, web search is disabled, and the plugin/app features whose
+start-up sync reaches github.com and chatgpt.com are off (checked with strace: the only
+connections left are to the stub on 127.0.0.1). ``codex exec`` runs one turn
 non-interactively; ``--dangerously-bypass-approvals-and-sandbox`` lets its ``exec_command`` tool
 run shell commands as root with no approval prompt and no sandbox (the harness machine is the
 outer sandbox). ``--strict-config`` makes a config key this version does not know an error rather
@@ -19,6 +21,12 @@ from harness.runner import Backend
 
 KEY_VAR = "REPEAT_FAILURE_STUB_API_KEY"
 
+# Codex 0.171.0 starts a helper ``bash -lc`` per session that writes a *shell snapshot* of every
+# exported variable (``declare -xp``), the hook's ``REPEAT_FAILURE_MARK=<helper PID>`` included;
+# each tool shell sources it before it ``exec``s ``/bin/bash -c '<cmd>'``. The hook treats a
+# marker whose shell no longer exists as stale, so Codex needs no setting of ours here: the
+# evidence is what Codex's defaults give.
+
 
 def _config(url: str) -> str:
     return f"""\
@@ -28,6 +36,8 @@ approval_policy = "never"
 sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
 web_search = "disabled"
+# Anything addressed to ChatGPT's backend goes to the stub (loopback) instead.
+chatgpt_base_url = "{url}/backend-api/"
 
 [model_providers.stub]
 name = "stub"
@@ -36,6 +46,13 @@ env_key = "{KEY_VAR}"
 wire_api = "responses"
 request_max_retries = 0
 stream_max_retries = 0
+
+# The curated-plugin sync (git ls-remote github.com/openai/plugins, api.github.com, then an
+# archive from chatgpt.com) runs at start-up unless plugins are off.
+[features]
+plugins = false
+remote_plugin = false
+apps = false
 
 [analytics]
 enabled = false

@@ -31,3 +31,5 @@ def wrapper_stripper(backend: str) -> WrapperStripper | None:
 
 # Backend modules register their strippers when imported; keep these lines sorted.
 from sidecar.backends import claude  # noqa: E402,F401
+from sidecar.backends import codex  # noqa: E402,F401
+from sidecar.backends import gemini  # noqa: E402,F401
