@@ -124,22 +124,57 @@ def _records(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+def _sqlite_rows(path: Path) -> str:
+    """Every row of every table of the SQLite database at ``path`` (with its WAL), one JSON
+    object per line: the session store of CLIs such as opencode, in a form a test can read."""
+    import sqlite3
+
+    with tempfile.TemporaryDirectory() as tmp:
+        # Copy the database and its WAL so reading (which may checkpoint) never touches the
+        # CLI's own files.
+        for suffix in ("", "-wal", "-shm"):
+            src = Path(f"{path}{suffix}")
+            if src.exists():
+                shutil.copy(src, Path(tmp) / f"db{suffix}")
+        conn = sqlite3.connect(Path(tmp) / "db")
+        try:
+            lines = []
+            tables = [r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+            for table in tables:
+                cursor = conn.execute(f'SELECT * FROM "{table}"')
+                names = [d[0] for d in cursor.description]
+                for row in cursor:
+                    values = {n: (v.decode("utf-8", "replace") if isinstance(v, bytes) else v)
+                              for n, v in zip(names, row)}
+                    lines.append(json.dumps({"table": table, "row": values}, default=str))
+            return "\n".join(lines) + "\n"
+        finally:
+            conn.close()
+
+
 def _copy_sessions(backend: Backend, home: Path, dest: Path) -> list[str]:
+    """Copy the session files the CLI wrote under ``home`` to ``dest``, scrubbed. Text files
+    are copied as text; a SQLite database becomes ``<name>.jsonl`` (one JSON line per row)."""
     found = []
     if dest.exists():
         shutil.rmtree(dest)
     for pattern in backend.session_globs:
         for path in sorted(home.glob(pattern)):
-            if not path.is_file():
+            if not path.is_file() or path.name.endswith(("-wal", "-shm")):
                 continue
             rel = path.relative_to(home)
             found.append(str(rel))
             target = dest / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                target.write_text(scrub(path.read_text(encoding="utf-8", errors="replace")))
-            except OSError:
-                pass
+            with open(path, "rb") as f:
+                is_sqlite = f.read(16) == b"SQLite format 3\0"
+            if is_sqlite:
+                text = _sqlite_rows(path)
+                target = target.with_name(target.name + ".jsonl")
+            else:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            target.write_text(scrub(text))
     return found
 
 

@@ -75,7 +75,7 @@ _ROWS = (
     _covered("codex", "OpenAI Codex CLI", "0.171.0"),
     _covered("gemini", "Gemini CLI", "0.61.0"),
     _not_covered("copilot", "GitHub Copilot CLI"),
-    _not_covered("opencode", "opencode"),
+    _covered("opencode", "opencode", "1.18.33"),
     _covered("pi", "pi", "0.73.1"),
     _not_covered("omp", "Oh My Pi"),
     _not_covered("kilo", "Kilo Code CLI"),

@@ -8,7 +8,7 @@ compatibility are off by config and environment; the config's ``permission`` all
 
 opencode's ``bash`` tool runs ``$SHELL -c <cmd>`` (the runner sets ``SHELL=/bin/bash``). Its
 session store is SQLite (``~/.local/share/opencode/opencode.db``, table ``part``, bash result
-``state.metadata.exit``), listed in ``session_globs`` as found.
+``state.metadata.exit``) in WAL mode: the rows are still in ``opencode.db-wal`` when it exits.
 """
 
 from __future__ import annotations
@@ -48,7 +48,14 @@ def _prepare(home: Path, work: Path, url: str) -> dict[str, str]:
         "formatter": False,
     }
     (config_dir / "opencode.json").write_text(json.dumps(config, indent=2))
+    # opencode npm-installs @opencode-ai/plugin into every config dir in the background unless
+    # node_modules exists and package-lock.json already lists it: say it is there (no plugin
+    # or custom tool here needs it), and send any npm fetch that still happens to the stub.
+    (config_dir / "node_modules").mkdir(exist_ok=True)
+    (config_dir / "package-lock.json").write_text(json.dumps(
+        {"lockfileVersion": 3, "packages": {"": {"dependencies": {"@opencode-ai/plugin": "*"}}}}))
     return {
+        "npm_config_registry": f"{url}/npm/",
         **{k: str(v) for k, v in xdg.items()},
         "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
         "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
@@ -64,5 +71,7 @@ def _argv(binary: str, prompt: str) -> list[str]:
 BACKEND = Backend(
     name="opencode", package="opencode-ai", version="1.18.33", binary="opencode",
     prepare=_prepare, argv=_argv,
-    session_globs=(".local/share/opencode/opencode.db",),
+    # Everything a run writes is still in the write-ahead log when opencode exits (the main file
+    # stays a 4 KiB header), so the log is listed with the database.
+    session_globs=(".local/share/opencode/opencode.db",),  # read with its WAL by the runner
 )
