@@ -9,7 +9,9 @@ The script is stateless, read from each request: while the conversation holds fe
 than ``repeat``, the reply asks the CLI's shell tool to run ``command``; after that it ends the
 turn with text. The shell tool and its argument come from the tools the request offers (a tool
 named like a shell tool, an argument named ``command`` or ``cmd``). A request that offers no tools
-(titles, routers, summaries) gets plain text (JSON for a request that asks for JSON). Every request
+(titles, routers, summaries) gets plain text (JSON for a request that asks for JSON), except a
+Chat Completions request whose system prompt asks for shell commands in fenced ```bash blocks
+(aider, which has no shell tool): it gets such a block with the command. Every request
 is logged; an unknown path answers 404 with a JSON error naming the known ones.
 """
 
@@ -111,6 +113,13 @@ def _chat_tools(body: dict) -> list[dict]:
 
 def _chat_results(body: dict) -> int:
     return sum(1 for m in body.get("messages") or [] if m.get("role") == "tool")
+
+
+def _asks_for_fenced_shell(body: dict) -> bool:
+    """A request whose system prompt asks for shell commands in fenced ```bash blocks (aider's
+    wording: "suggest any shell commands ... in ```bash blocks")."""
+    return any(m.get("role") == "system" and isinstance(m.get("content"), str)
+               and "in ```bash blocks" in m["content"] for m in body.get("messages") or [])
 
 
 def _gemini_tools(body: dict) -> list[dict]:
@@ -303,6 +312,12 @@ class _Handler(BaseHTTPRequestHandler):
                                "arguments": json.dumps(tool.arguments(script.command))}}
             message = {"role": "assistant", "content": None, "tool_calls": [tc]}
             finish = "tool_calls"
+        elif not body.get("tools") and _asks_for_fenced_shell(body):
+            # A CLI with no shell tool that runs the commands it finds in fenced bash blocks of
+            # the reply (aider): one block, the command once per line, `repeat` lines.
+            message = {"role": "assistant",
+                       "content": "```bash\n" + f"{script.command}\n" * script.repeat + "```\n"}
+            finish = "stop"
         else:
             message = {"role": "assistant", "content": FINAL_TEXT}
             finish = "stop"
@@ -316,7 +331,7 @@ class _Handler(BaseHTTPRequestHandler):
             delta = {"role": "assistant", "content": None,
                      "tool_calls": [{"index": 0, **message["tool_calls"][0]}]}
         else:
-            delta = {"role": "assistant", "content": FINAL_TEXT}
+            delta = {"role": "assistant", "content": message["content"]}
         self._sse([(None, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}),
                    (None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
                            "usage": usage}),

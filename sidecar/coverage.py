@@ -74,12 +74,17 @@ _ROWS = (
     _covered("claude", "Claude Code", "2.1.197"),
     _covered("codex", "OpenAI Codex CLI", "0.171.0"),
     _covered("gemini", "Gemini CLI", "0.61.0"),
-    _not_covered("copilot", "GitHub Copilot CLI"),
+    _covered("copilot", "GitHub Copilot CLI", "1.0.102"),
     _covered("opencode", "opencode", "1.18.33"),
     _covered("pi", "pi", "0.73.1"),
     _not_covered("omp", "Oh My Pi"),
     _not_covered("kilo", "Kilo Code CLI"),
-    _not_covered("aider", "aider"),
+    _not_covered("aider", "aider", reason=(
+        "aider 0.86.2 runs a suggested command only when a person answers yes (--yes-always "
+        "declines), then through /bin/sh -c (no tty) or $SHELL -i -c (a tty); neither loads "
+        "BASH_ENV, and aider keeps no exit status anywhere"),
+        follow_up="new issue: a guarded ~/.bashrc route for aider's interactive shell "
+                  "(tty case), exit status from the shell itself"),
     _not_covered("goose", "Block Goose", reason=_NOT_INSTALLABLE),
     _not_covered("agy", "Google Antigravity CLI", reason=_NOT_INSTALLABLE),
     _not_covered("bob", "IBM Bob shell", reason=_NOT_INSTALLABLE),
