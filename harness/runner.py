@@ -70,6 +70,7 @@ class Backend:
     version_args: tuple[str, ...] = ("--version",)
     timeout_s: float = 180.0
     direct: bool = False
+    extra_packages: tuple[str, ...] = ()  # npm specs installed beside it (a runtime it needs)
 
 
 def install(backend: Backend) -> Path:
@@ -82,11 +83,13 @@ def install(backend: Backend) -> Path:
     prefix = CACHE / f"{backend.name}-{backend.version}"
     if backend.registry == "npm":
         binary = prefix / "node_modules" / ".bin" / backend.binary
-        if not binary.exists():
+        extras = [prefix / "node_modules" / spec.rsplit("@", 1)[0] for spec in backend.extra_packages]
+        if not binary.exists() or not all(e.exists() for e in extras):
             prefix.mkdir(parents=True, exist_ok=True)
             done = subprocess.run(
                 ["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
-                 "--loglevel=error", f"{backend.package}@{backend.version}"],
+                 "--loglevel=error", f"{backend.package}@{backend.version}",
+                 *backend.extra_packages],
                 capture_output=True, text=True, timeout=900)
             if done.returncode or not binary.exists():
                 raise HarnessError(f"npm install {backend.package}@{backend.version} failed: "

@@ -57,6 +57,8 @@ class AgentState:
     notes_raised: int = 0
     last_record_ts: float | None = None
     dirty: bool = False
+    checkpoint: dict = field(default_factory=dict)  # collected file name -> offset handed out
+    saved_at: float = 0.0  # monotonic time of the last state save
 
 
 @dataclass(frozen=True)
@@ -130,14 +132,19 @@ class Sidecar:
         return (st.st_ino, st.st_mtime_ns, st.st_size)
 
     def _apply_enabled(self) -> None:
+        """Render (check on) or remove (check off) each agent's hook. A failure is logged, not
+        raised: the next pass repairs the layout and tries again."""
         for name, state in self.agents.items():
-            if self.config.enabled:
-                hook.render(self.shared_dir, name, state.spec.backend, self.chain_bash_env)
-            else:
-                if hook.remove(self.shared_dir, name):
-                    log.info("check off: hook removed", extra={"agent": name})
-                state.detector = Detector(self.config.threshold, self.config.window_s)
-                _unlink(self._state_path(name))
+            try:
+                if self.config.enabled:
+                    hook.render(self.shared_dir, name, state.spec.backend, self.chain_bash_env)
+                else:
+                    if hook.remove(self.shared_dir, name):
+                        log.info("check off: hook removed", extra={"agent": name})
+                    state.detector = Detector(self.config.threshold, self.config.window_s)
+                    _unlink(self._state_path(name))
+            except (OSError, hook.HookError) as exc:
+                log.error("hook files not updated", extra={"agent": name, "error": str(exc)})
 
     def _repair_layout(self) -> None:
         """Recreate what someone deleted or replaced on the shared volume while the sidecar
@@ -215,7 +222,16 @@ class Sidecar:
         try:
             if not isinstance(data, dict) or data.get("version") != STATE_FILE_VERSION:
                 raise StateError(f"not a version {STATE_FILE_VERSION} state file")
-            state.detector.load_dict(data.get("detector"))
+            detector = data.get("detector")
+            if isinstance(detector, dict) and isinstance(detector.get("commands"), list):
+                # Re-scrub: a state written by an older, leakier scrubber must not export its text.
+                for item in detector["commands"]:
+                    if isinstance(item, dict) and isinstance(item.get("command"), str):
+                        item["command"] = scrub(item["command"])
+            state.detector.load_dict(detector)
+            collecting = data.get("collecting")
+            if isinstance(collecting, dict):
+                self.collector.restore(collecting)
             last = data.get("last_record_ts")
             state.last_record_ts = float(last) if isinstance(last, (int, float)) else None
         except StateError as exc:
@@ -225,7 +241,9 @@ class Sidecar:
         """Write the agent's scrubbed state; a failure (a full disk) is logged and retried at the
         next pass, and never stops the collected raw files from being deleted."""
         data = {"version": STATE_FILE_VERSION, "agent": state.spec.name,
-                "last_record_ts": state.last_record_ts, "detector": state.detector.to_dict()}
+                "last_record_ts": state.last_record_ts, "collecting": state.checkpoint,
+                "detector": state.detector.to_dict()}
+        state.saved_at = time.monotonic()
         try:
             hook.write_atomic(self._state_path(state.spec.name), orjson.dumps(data), 0o600)
         except OSError as exc:
@@ -277,29 +295,41 @@ class Sidecar:
                     "reason": event.reason})
 
     def _handle(self, state: AgentState, batch: Batch, now: float) -> None:
+        """Process a batch, save the state with the batch's checkpoint, delete finished files.
+
+        While a backlog is read in slices, the state is saved at most once a second (and
+        whenever a file is about to be deleted): a crash then resumes from the last saved
+        checkpoint, which matches the last saved detector state."""
         if self.config.enabled:
             for line in batch.lines:
                 self._process_line(state, line, now)
-        if state.dirty:
+        if batch.checkpoint != state.checkpoint:
+            state.checkpoint = batch.checkpoint
+            state.dirty = True
+        due = bool(batch.done) or not batch.more or time.monotonic() - state.saved_at >= 1.0
+        if state.dirty and due and self.config.enabled:
             self._save_state(state)
         self.collector.release(batch)
 
-    def run_once(self) -> None:
+    def run_once(self, stop: threading.Event | None = None) -> None:
         """One collection pass over every agent, then expiry. A large file is taken in slices
         of the collector's byte budget; the lock is released between slices so scrapes are
-        answered meanwhile."""
+        answered meanwhile, and ``stop`` ends the pass between slices."""
         started = time.perf_counter()
         with self._lock:
             self._repair_layout()
         for state in list(self.agents.values()):
             more = True
-            while more:
+            while more and not (stop is not None and stop.is_set()):
                 with self._lock:
                     batch = self.collector.collect(state.spec.name)
                     self._handle(state, batch, self.clock())
                 more = batch.more
                 if more:
                     time.sleep(0.001)  # let a waiting scrape take the lock between slices
+            with self._lock:
+                if state.dirty and self.config.enabled:
+                    self._save_state(state)
         self.expire()
         self.collect_duration.observe(time.perf_counter() - started)
 
@@ -317,7 +347,12 @@ class Sidecar:
         """Collect on inotify wakes and at least every ``collect_interval_s`` until ``stop``;
         expire notes on time; reload the config when its file changes. Drains held files on
         the way out."""
-        watcher = Watcher(self.shared_dir / hook.RECORDS_DIR, self.config_path)
+        try:
+            watcher: Watcher | None = Watcher(self.shared_dir / hook.RECORDS_DIR, self.config_path)
+        except OSError as exc:  # fs.inotify.max_user_instances, say: the timer still collects
+            log.error("inotify unavailable; collecting on the timer only",
+                      extra={"error": str(exc)})
+            watcher = None
         try:
             next_pass = time.monotonic()
             while not stop.is_set():
@@ -330,7 +365,11 @@ class Sidecar:
                 if soonest is not None:
                     deadlines.append(time.monotonic() + max(0.0, soonest - self.clock()) + 0.001)
                 timeout = max(0.0, min(min(deadlines) - time.monotonic(), 1.0))
-                records_changed, config_changed = watcher.wait(timeout)
+                if watcher is not None:
+                    records_changed, config_changed = watcher.wait(timeout)
+                else:
+                    stop.wait(timeout)
+                    records_changed = config_changed = False
                 if stop.is_set():
                     break
                 if config_changed or self._config_stamp != self._stamp():
@@ -339,18 +378,21 @@ class Sidecar:
                     stop.wait(DEBOUNCE_S)
                 if records_changed or time.monotonic() >= min(deadlines) - 0.0005:
                     try:
-                        self.run_once()
+                        self.run_once(stop)
                     except Exception:  # a bug must not stop monitoring; the next pass retries
                         log.exception("collection pass failed")
                     if time.monotonic() >= next_pass:
                         next_pass = time.monotonic() + self.config.collect_interval_s
         finally:
-            watcher.close()
+            if watcher is not None:
+                watcher.close()
             with self._lock:
                 now = self.clock()
-                for state in self.agents.values():
-                    leftover = Batch(state.spec.name, self.collector.flush(state.spec.name))
-                    self._handle(state, leftover, now)
+                for batch in self.collector.flush():
+                    state = self.agents[batch.agent]
+                    self._handle(state, batch, now)
+                    if state.dirty and self.config.enabled:
+                        self._save_state(state)
 
     # -- views ---------------------------------------------------------------------------------
 

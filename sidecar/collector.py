@@ -19,6 +19,7 @@ guarantees a pass at least every ``collect_interval_s``.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import shutil
@@ -72,6 +73,10 @@ class _Lines:
         else:
             self._buf += data[start:]
 
+    def pending(self) -> int:
+        """Bytes fed but not yet handed out as a line (a partial line being assembled)."""
+        return 0 if self._discarding else len(self._buf)
+
     def finish(self) -> Iterator[str]:
         """End of stream: a partial last line is ``torn``."""
         if self._buf:
@@ -83,28 +88,41 @@ class _Lines:
 @dataclass
 class _Held:
     """A collected file: renamed away, read as far as the budget allowed, its descriptor kept
-    open for late writers until ``deadline`` (and until it is read to the end)."""
+    open for late writers until ``deadline`` (and until it is read to the end). It stays on
+    disk until then, so a sidecar killed meanwhile reads the rest at its next start."""
 
     agent: str
     name: str
     fd: int
     deadline: float
     lines: _Lines = field(default_factory=_Lines)
-    unlinked: bool = False
+    read: int = 0
     at_eof: bool = False
+
+    @property
+    def offset(self) -> int:
+        """Bytes of complete lines handed out: where a restart resumes (the checkpoint)."""
+        return self.read - self.lines.pending()
 
 
 @dataclass
 class Batch:
     """What one pass read for one agent: ``lines`` are raw record lines (bytes, may hold
-    secrets) or rejection reasons (str). Hand the batch back to :meth:`Collector.release`
-    once its records are processed and saved, so the raw files are deleted only then.
-    ``more`` says the read budget ran out: call :meth:`Collector.collect` again soon."""
+    secrets) or rejection reasons (str). ``checkpoint`` maps each collected file still on disk to
+    the offset its lines were handed out up to: save it with the records' effects, then hand the
+    batch to :meth:`Collector.release`, which deletes the files that are done. ``more`` says the
+    byte budget ran out: call :meth:`Collector.collect` again soon."""
 
     agent: str
     lines: list[bytes | str] = field(default_factory=list)
     more: bool = False
-    _to_unlink: list[_Held] = field(default_factory=list)
+    checkpoint: dict[str, int] = field(default_factory=dict)
+    done: list[str] = field(default_factory=list)
+
+
+#: Collected files held open per agent at most; past it the oldest is closed early (a record
+#: of a writer that opened it more than a whole series of passes ago is lost, not the sidecar).
+MAX_HELD_PER_AGENT = 64
 
 
 class Collector:
@@ -113,21 +131,33 @@ class Collector:
     ``grace_s`` is how long a collected file's descriptor stays open after it is read (0 closes
     it at once: only for tests, a late writer's record is then lost); ``clock`` returns
     monotonic seconds (injectable for tests); ``budget`` caps the bytes one pass reads per agent,
-    so a huge file is processed in slices with bounded memory.
+    so a huge file is processed in slices with bounded memory and lock hold times.
 
     Every file operation is relative to a descriptor of ``records_dir`` opened with
     ``O_NOFOLLOW``: if ``records_dir`` itself is replaced by a symlink, the pass reads nothing
     (one ``unreadable``) instead of following it out of the shared directory.
+
+    Crash safety: a file is deleted only after its grace period, once read to the end and once
+    the caller saved the batch's checkpoint with the records' effects. At start-up
+    :meth:`restore` takes the saved checkpoint, so a leftover file is read from where the saved
+    state stops: nothing is lost and nothing counted twice.
     """
 
     def __init__(self, records_dir: str | os.PathLike[str], grace_s: float,
-                 clock: Callable[[], float] = time.monotonic, budget: int = 1 << 20) -> None:
+                 clock: Callable[[], float] = time.monotonic, budget: int = 256 << 10) -> None:
         self.records_dir = Path(records_dir)
         self.grace_s = grace_s
         self.budget = budget
         self._clock = clock
         self._held: list[_Held] = []
+        self._closed: dict[str, dict[str, int]] = {}  # agent -> closed name -> final offset
+        self._resume: dict[str, int] = {}
         self._seq = itertools.count()
+
+    def restore(self, checkpoint: dict[str, int]) -> None:
+        """Resume leftover files at the offsets a saved checkpoint gives (file name -> bytes)."""
+        self._resume.update({n: o for n, o in checkpoint.items()
+                             if isinstance(n, str) and isinstance(o, int) and o >= 0})
 
     # -- one pass ------------------------------------------------------------------------------
 
@@ -138,26 +168,30 @@ class Collector:
         batch = Batch(agent)
         budget = [self.budget]
         now = self._clock()
-        for held in [h for h in self._held if h.agent == agent]:
+        mine = [h for h in self._held if h.agent == agent]
+        for held in list(mine):
             self._read(held, batch, budget)
-            if held.at_eof and now >= held.deadline:
+            if held.at_eof and (now >= held.deadline or len(mine) > MAX_HELD_PER_AGENT):
                 self._close(held, batch)
+                mine.remove(held)
         try:
             dir_fd = os.open(self.records_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
                              | os.O_CLOEXEC)
         except OSError:
             batch.lines.append(UNREADABLE)
-            return batch
+            return self._finish(batch)
         try:
             live = f"{agent}.jsonl"
-            held_names = {h.name for h in self._held}
+            held_names = {h.name for h in self._held} | set(self._closed.get(agent, ()))
             leftovers = sorted(n for n in os.listdir(dir_fd)
                                if n.startswith(live + COLLECTING) and n not in held_names)
             for name in leftovers:
-                if budget[0] <= 0:
+                if budget[0] <= 0 or len(mine) >= MAX_HELD_PER_AGENT:
                     break
-                self._take(agent, dir_fd, name, batch, now, budget)
-            if budget[0] > 0:
+                held = self._take(agent, dir_fd, name, batch, now, budget)
+                if held is not None:
+                    mine.append(held)
+            if budget[0] > 0 and len(mine) < MAX_HELD_PER_AGENT:
                 target = f"{live}{COLLECTING}{time.time_ns()}-{next(self._seq)}"
                 try:
                     os.rename(live, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
@@ -167,32 +201,44 @@ class Collector:
                     batch.lines.append(UNREADABLE)
                 else:
                     self._take(agent, dir_fd, target, batch, now, budget)
+        except OSError:
+            batch.lines.append(UNREADABLE)
         finally:
             os.close(dir_fd)
-        batch.more = budget[0] <= 0 or any(
-            h.agent == agent and not h.at_eof for h in self._held)
+        return self._finish(batch)
+
+    def _finish(self, batch: Batch) -> Batch:
+        agent = batch.agent
+        batch.checkpoint = {h.name: h.offset for h in self._held if h.agent == agent}
+        batch.checkpoint.update(self._closed.get(agent, {}))
+        batch.done = list(self._closed.get(agent, {}))
+        batch.more = any(h.agent == agent and not h.at_eof for h in self._held)
         return batch
 
     def _take(self, agent: str, dir_fd: int, name: str, batch: Batch, now: float,
-              budget: list[int]) -> None:
+              budget: list[int]) -> _Held | None:
         try:
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
                          dir_fd=dir_fd)
-        except OSError:
+        except OSError as exc:
             batch.lines.append(UNREADABLE)
-            _discard(dir_fd, name)
-            return
+            if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+                _discard(dir_fd, name)  # a symlink, FIFO or socket: never ours to read
+            return None  # out of descriptors, say: leave the file for a later pass
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
             batch.lines.append(UNREADABLE)
             _discard(dir_fd, name)
-            return
+            return None
         held = _Held(agent, name, fd, now + self.grace_s)
+        start = self._resume.pop(name, 0)
+        if start:
+            held.read = os.lseek(fd, start, os.SEEK_SET)
         self._held.append(held)
         self._read(held, batch, budget)
-        batch._to_unlink.append(held)
         if held.at_eof and self.grace_s <= 0:
             self._close(held, batch)
+        return held
 
     def _read(self, held: _Held, batch: Batch, budget: list[int]) -> None:
         held.at_eof = False
@@ -207,19 +253,19 @@ class Collector:
                 held.at_eof = True
                 return
             budget[0] -= len(data)
+            held.read += len(data)
             batch.lines.extend(held.lines.feed(data))
 
     def _close(self, held: _Held, batch: Batch) -> None:
         batch.lines.extend(held.lines.finish())
         os.close(held.fd)
         self._held.remove(held)
+        self._closed.setdefault(held.agent, {})[held.name] = held.read
 
     def release(self, batch: Batch) -> None:
-        """Delete the raw files the batch read (their descriptors stay open until the grace
-        period ends and they are read to the end). Call after the batch's records are processed
-        and saved."""
-        pending = [h for h in batch._to_unlink if not h.unlinked]
-        if not pending:
+        """Delete the files the batch finished with (read to the end, grace period over). Call
+        after the batch's records and checkpoint are saved."""
+        if not batch.done:
             return
         try:
             dir_fd = os.open(self.records_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
@@ -227,23 +273,26 @@ class Collector:
         except OSError:
             return
         try:
-            for held in pending:
-                _discard(dir_fd, held.name)
-                held.unlinked = True
+            closed = self._closed.get(batch.agent, {})
+            for name in batch.done:
+                _discard(dir_fd, name)
+                closed.pop(name, None)
         finally:
             os.close(dir_fd)
 
-    def flush(self, agent: str | None = None) -> list[bytes | str]:
+    def flush(self, agent: str | None = None) -> list[Batch]:
         """Read every held file (of ``agent``, or all) to the end and close it: end their grace
-        now. Returns what arrived since the last read, with ``torn`` for a partial last line.
-        Files not yet deleted are deleted."""
-        batch = Batch(agent or "")
-        for held in [h for h in self._held if agent is None or h.agent == agent]:
-            self._read(held, batch, [1 << 62])
-            batch._to_unlink.append(held)
-            self._close(held, batch)
-        self.release(batch)
-        return batch.lines
+        now. Returns one batch per agent (release each after saving it)."""
+        agents = sorted({h.agent for h in self._held if agent is None or h.agent == agent}
+                        | ({agent} if agent else set(self._closed)))
+        batches = []
+        for name in agents:
+            batch = Batch(name)
+            for held in [h for h in self._held if h.agent == name]:
+                self._read(held, batch, [1 << 62])
+                self._close(held, batch)
+            batches.append(self._finish(batch))
+        return batches
 
     def next_deadline(self) -> float | None:
         """The monotonic time a held file next needs a pass (now, if one is not read to the
@@ -285,7 +334,9 @@ class Watcher:
                  config_path: str | os.PathLike[str] | None = None) -> None:
         self._inotify = inotify_simple.INotify()
         self._records_dir = Path(records_dir)
-        self._config_dir = Path(config_path).resolve().parent if config_path else None
+        # The file's own folder, not its resolved one: a ConfigMap swaps a `..data` symlink in
+        # that folder and deletes the old timestamped folder the file resolved to.
+        self._config_dir = Path(config_path).absolute().parent if config_path else None
         self._records_wd: int | None = None
         self._config_wd: int | None = None
         self._arm()

@@ -47,7 +47,7 @@ _SCHEMA: dict[str, Any] = {
                     "maximum": MAX_COLLECT_INTERVAL_S,
                 },
                 # A writer that opened the file before the rename must still be read: > 0.
-                "collect_grace_s": {"type": "number", "minimum": 0.5, "maximum": 300},
+                "collect_grace_s": {"type": "number", "minimum": 0.5, "maximum": 60},
                 "top_commands": {"type": "integer", "minimum": 1, "maximum": 1000},
                 "agents": {
                     "type": "array",
@@ -185,7 +185,8 @@ def load_config(path: str | os.PathLike[str] | None, allow_empty: bool = True) -
         at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"{path}: not valid YAML{at}: {problem}") from exc
-    if data is None and not allow_empty:
+    if not allow_empty and (data is None or (isinstance(data, dict)
+                                             and data.get("repeat_failure", {}) is None)):
         raise ConfigError(f"{path}: the file is empty; write `repeat_failure: {{enabled: false}}` "
                           "to turn the check off")
     return parse_config(data, str(path))

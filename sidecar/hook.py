@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -131,15 +132,17 @@ def write_atomic(path: Path, data: bytes, mode: int) -> None:
 def prepare_shared_dir(shared_dir: str | os.PathLike[str]) -> None:
     """Create ``hook/`` (0755), ``records/`` (2770) and ``state/`` (0700) under ``shared_dir``.
 
-    Raises :class:`HookError` if ``records/`` exists as a symlink or a non-directory.
+    Something else in their place (a symlink planted by an agent, a file) is removed, never
+    followed, and replaced by the directory. Raises ``OSError`` if that fails.
     """
     shared = Path(shared_dir)
+    shared.mkdir(parents=True, exist_ok=True)
     for name, mode in ((HOOK_DIR, 0o755), (RECORDS_DIR, RECORDS_DIR_MODE), (STATE_DIR, 0o700)):
         path = shared / name
         if path.is_symlink() or (path.exists() and not path.is_dir()):
-            raise HookError(f"{path} must be a directory, not a symlink or a file")
-        path.mkdir(parents=True, exist_ok=True)
-        os.chmod(path, mode)
+            path.unlink()
+        path.mkdir(exist_ok=True)
+        os.chmod(path, mode, follow_symlinks=False)
 
 
 def render(shared_dir: str | os.PathLike[str], agent: str, backend: str,
@@ -147,10 +150,14 @@ def render(shared_dir: str | os.PathLike[str], agent: str, backend: str,
     """Write the agent's hook and slow-path files (atomically, 0644) and return the hook path.
 
     Creates the shared directory's folders as :func:`prepare_shared_dir` does. Raises
-    :class:`HookError` as :func:`render_text` does, ``OSError`` when the files cannot be written.
+    :class:`HookError` as :func:`render_text` does, ``OSError`` when the files cannot be written
+    (a directory planted at the hook path is removed first).
     """
     hook_text, slow_text = render_text(shared_dir, agent, backend, chain)
     prepare_shared_dir(shared_dir)
+    for path in (hook_path(shared_dir, agent), slow_path(shared_dir, agent)):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
     write_atomic(slow_path(shared_dir, agent), slow_text.encode("utf-8"), 0o644)
     path = hook_path(shared_dir, agent)
     write_atomic(path, hook_text.encode("utf-8"), 0o644)
@@ -163,7 +170,10 @@ def remove(shared_dir: str | os.PathLike[str], agent: str) -> bool:
     removed = False
     for path in (hook_path(shared_dir, agent), slow_path(shared_dir, agent)):
         try:
-            path.unlink()
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)  # not ours, but it must not stand where a hook was
+            else:
+                path.unlink()
             removed = removed or path.suffix == ".sh"
         except FileNotFoundError:
             pass

@@ -31,9 +31,10 @@ from collections.abc import Callable
 REDACTED = "[REDACTED]"
 
 # One shell word: quoted parts, $'...' parts, backslash escapes and plain characters.
-_WORD = r"""(?:\$?'[^']*'|"(?:\\.|[^"\\])*"|\\.|[^\s'"\\;&|<>()])+"""
-_SECRET_NAME = (r"[A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|_PASS|_PWD|API_?KEY"
-                r"|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?|AUTH)[A-Za-z0-9_]*")
+_WORD = (r"""(?:\$?'[^']*(?:'|\Z)|"(?:\\.|[^"\\])*(?:"|\Z)|\$\([^)]*\)?|`[^`]*`?|\\.|"""
+         r"""[^\s'"\\;&|<>()`])+""")
+_SECRET_NAME = (r"[A-Za-z0-9_]{0,64}(?:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|PASS|_PWD|API_?KEY"
+                r"|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?|AUTH(?=[_=]))[A-Za-z0-9_]{0,64}")
 _FLAG_NAME = (r"(?:password|passwd|passphrase|pass|token|secret|api-key|apikey|access-key"
               r"|secret-key|private-key|auth-token|client-secret|credentials?)")
 _NOT_WORD_BEFORE = r"(?<![A-Za-z0-9_])"
@@ -53,37 +54,40 @@ _RULES: tuple[tuple[re.Pattern[str], Replacement], ...] = (
                 r".*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S), REDACTED),
     (re.compile(r"AGE-SECRET-KEY-1[0-9A-Z]{20,}"), REDACTED),
     # JWT: header.payload.signature, base64url; header and payload are JSON objects ("eyJ").
-    (re.compile(_NOT_WORD_BEFORE + r"eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
+    (re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
      REDACTED),
     # Issuer-prefixed tokens.
-    (re.compile(_NOT_WORD_BEFORE + r"gh[pousr]_[A-Za-z0-9]{16,255}" + _NOT_WORD_AFTER), REDACTED),
-    (re.compile(_NOT_WORD_BEFORE + r"github_pat_[A-Za-z0-9_]{20,255}"), REDACTED),
-    (re.compile(_NOT_WORD_BEFORE + r"glpat-[A-Za-z0-9_-]{16,}"), REDACTED),
-    (re.compile(_NOT_WORD_BEFORE + r"npm_[A-Za-z0-9]{30,}"), REDACTED),
-    (re.compile(_NOT_WORD_BEFORE + r"pypi-[A-Za-z0-9_-]{50,}"), REDACTED),
-    (re.compile(_NOT_WORD_BEFORE + r"hf_[A-Za-z0-9]{30,}"), REDACTED),
-    (re.compile(_NOT_WORD_BEFORE + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"), REDACTED),
+    (re.compile(r"gh[pousr]_[A-Za-z0-9]{16,255}" + _NOT_WORD_AFTER), REDACTED),
+    (re.compile(r"github_pat_[A-Za-z0-9_]{20,255}"), REDACTED),
+    (re.compile(r"glpat-[A-Za-z0-9_-]{16,}"), REDACTED),
+    (re.compile(r"npm_[A-Za-z0-9]{30,}"), REDACTED),
+    (re.compile(r"pypi-[A-Za-z0-9_-]{50,}"), REDACTED),
+    (re.compile(r"hf_[A-Za-z0-9]{30,}"), REDACTED),
+    (re.compile(r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"), REDACTED),
     (re.compile(_NOT_WORD_BEFORE + r"sk-[A-Za-z0-9_-]{20,}"), REDACTED),
-    (re.compile(_NOT_WORD_BEFORE + r"xox[abposr]-[A-Za-z0-9-]{10,}"), REDACTED),
-    (re.compile(_NOT_WORD_BEFORE + r"xapp-[A-Za-z0-9-]{10,}"), REDACTED),
+    (re.compile(r"xox[abposr]-[A-Za-z0-9-]{10,}"), REDACTED),
+    (re.compile(r"xapp-[A-Za-z0-9-]{10,}"), REDACTED),
     (re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+"), REDACTED),
     (re.compile(r"https://(?:[a-z]+\.)?discord(?:app)?\.com/api/webhooks/[A-Za-z0-9/_-]+"),
      REDACTED),
     (re.compile(_NOT_WORD_BEFORE + r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"), REDACTED),
     (re.compile(_NOT_WORD_BEFORE + r"hvs\.[A-Za-z0-9_-]{20,}"), REDACTED),
-    (re.compile(_NOT_WORD_BEFORE + r"AIza[0-9A-Za-z_-]{35}"), REDACTED),
+    (re.compile(r"AIza[0-9A-Za-z_-]{35}"), REDACTED),
     (re.compile(_NOT_WORD_BEFORE + r"ya29\.[0-9A-Za-z_-]{10,}"), REDACTED),
-    (re.compile(_NOT_WORD_BEFORE + r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}" + _NOT_WORD_AFTER),
+    (re.compile(r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}" + _NOT_WORD_AFTER),
      REDACTED),
     # Header credentials, any scheme ("Authorization: token X" keeps "token").
-    (re.compile(r"(?i)\b((?:proxy-)?authorization|x-api-key|private-token|x-auth-token)"
-                r"(\s*:\s*)(?:(bearer|basic|token|digest|negotiate)\s+)?[^\s'\"]+"),
+    (re.compile(r"(?i)\b((?:proxy-)?authorization|x-api-key|x-goog-api-key|api-?key|x-api-token"
+                r"|private-token|x-auth-token|cookie|set-cookie)"
+                r"((?:\s|\\ )*:(?:\s|\\ )*)(?>(?:(bearer|basic|token|digest|negotiate)(?:\s|\\ )+)?)"
+                r"(?!\[REDACTED\])(?:\\ |[^\s'\"])+"),
      lambda m: f"{m[1]}{m[2]}{m[3] + ' ' if m[3] else ''}{REDACTED}"),
     # Bearer and Basic credentials anywhere else (Basic: base64 with a digit or + / =, so
     # "Basic configuration" stays).
     (re.compile(r"(?i)\b(bearer)\s+(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{8,}"),
      lambda m: f"{m[1]} {REDACTED}"),
-    (re.compile(r"(?i)\b(basic)\s+(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2}"),
+    (re.compile(r"(?i)\b(basic)\s+(?=[A-Za-z0-9+/]*[0-9+/=])(?:[A-Za-z0-9+/]{4}){3,}"
+                r"(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?(?![A-Za-z0-9+/=.])"),
      lambda m: f"{m[1]} {REDACTED}"),
     # URLs: user:password@ (the password may hold '@'), and a token used as the user name.
     (re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{0,20}://)[^\s/@:'\"]*:[^\s/'\"]+@"),
@@ -91,26 +95,33 @@ _RULES: tuple[tuple[re.Pattern[str], Replacement], ...] = (
     (re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{0,20}://)[A-Za-z0-9_-]{20,}@"),
      lambda m: f"{m[1]}{REDACTED}@"),
     # Credentials by position in well-known commands.
-    (re.compile(r"(\bcurl\b[^|;&\n]*?\s(?:-u\s*|--user[=\s]+)(?:'|\")?)([^\s:'\"]*):(" + _WORD + ")"),
+    (re.compile(r"(\bcurl\b[^|;&\n]{0,200}?\s(?:-u\s*|--user[=\s]+)(?:'|\")?)([^\s:'\"]*):(" + _WORD + ")"),
      lambda m: f"{m[1]}{m[2]}:{REDACTED}"),
-    (re.compile(r"(\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^|;&\n]*?\s-p)"
+    (re.compile(r"(\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^|;&\n]{0,200}?\s-p)"
                 r"(?!\s)" + _WORD), _keep(1)),
     (re.compile(r"(\bsshpass\b(?:\s+-[a-oq-zA-Z]\S*)*\s+-p\s*)" + _WORD), _keep(1)),
-    (re.compile(r"(\bredis-cli\b[^|;&\n]*?\s-a\s+)" + _WORD), _keep(1)),
-    (re.compile(r"(\bdocker\s+login\b[^|;&\n]*?\s-p\s+)" + _WORD), _keep(1)),
+    (re.compile(r"(\bredis-cli\b[^|;&\n]{0,200}?\s-a\s+)" + _WORD), _keep(1)),
+    (re.compile(r"(\bdocker\s+login\b[^|;&\n]{0,200}?\s-p\s+)" + _WORD), _keep(1)),
     (re.compile(r"(\bpass:)" + _WORD), _keep(1)),
     (re.compile(r"(?i)(\baws\s+configure\s+set\s+\S*(?:secret|token|key)\S*\s+)" + _WORD),
      _keep(1)),
-    (re.compile(r"(\bgh\s+secret\s+set\b[^|;&\n]*?\s(?:--body|-b)(?:=|\s+))" + _WORD), _keep(1)),
+    (re.compile(r"(\bgh\s+secret\s+set\b[^|;&\n]{0,200}?\s(?:--body|-b)(?:=|\s+))" + _WORD), _keep(1)),
     # NAME=value where NAME says secret.
     (re.compile(r"(?i)(?<![A-Za-z0-9_])(" + _SECRET_NAME + r")=(?!\[REDACTED\])" + _WORD),
      lambda m: f"{m[1]}={REDACTED}"),
     # --password value / --token=value (a flag name ends at = or whitespace).
-    (re.compile(r"(?i)(?<![\w-])(--(?:[a-z0-9]+-)*" + _FLAG_NAME + r")(=|\s+)(?!\[REDACTED\])"
+    (re.compile(r"(?i)(?<![\w-])(--(?!no-)(?:[a-z0-9]+-){0,4}" + _FLAG_NAME + r")(=|\s+)(?!\[REDACTED\])"
                 + _WORD), lambda m: f"{m[1]}{m[2]}{REDACTED}"),
     # JSON members whose key says secret.
-    (re.compile(r"(?i)(\"(?:[a-z0-9_]*(?:password|passwd|secret|token|api_?key|apikey"
-                r"|credentials?))\"\s*:\s*)\"(?:\\.|[^\"\\])*\""), _keep(1)),
+    (re.compile(r"(?i)(\\?[\"'](?:[a-z0-9_-]{0,40}(?:password|passwd|secret|token|api_?key|apikey"
+                r"|credentials?))\\?[\"']\s*:\s*)\\?([\"'])(?:(?!\\?\2).){0,4096}\\?\2"), _keep(1)),
+    # key: value / key = value lines (YAML, TOML, .pypirc, heredocs), to the end of the line.
+    (re.compile(r"(?im)^(\s*[A-Za-z0-9_.-]{0,40}(?:password|passwd|secret|token|api[_-]?key"
+                r"|credentials?)[A-Za-z0-9_.-]{0,40}\s*[:=]\s*)(?!\[REDACTED\])\S[^\n]*"), _keep(1)),
+    # Query parameters that carry credentials.
+    (re.compile(r"(?i)([?&](?:pass|password|pwd|passwd|token|access_token|api[-_]?key|key|sig"
+                r"|signature|secret|auth|x-amz-signature|x-amz-credential|x-amz-security-token)=)"
+                r"(?!\[REDACTED\])[^&\s'\"#]+"), _keep(1)),
 )
 
 _CONTINUATION = re.compile(r"\\\r?\n")

@@ -145,6 +145,7 @@ def test_off_means_off(tmp_path: Path) -> None:
     assert not (shared / "state" / "a1.json").exists()
     append(shared, "a1", "false", 1, T0)  # a record left by a shell that started before "off"
     sc.run_once()
+    sc.run_once()  # its grace period over, the collected raw file is deleted unread
     assert list((shared / "records").iterdir()) == []
     assert sc.rows() == []
 
@@ -159,6 +160,7 @@ def test_secrets_scrubbed_everywhere(tmp_path: Path) -> None:
     for i in range(5):
         append(sc.shared_dir, "a1", f"gh api -H 'Authorization: token {token}' /user", 1, T0 - 9 + i)
     sc.run_once()
+    sc.run_once()  # the collected raw file's grace period is over: it is deleted
     scrubbed = "gh api -H 'Authorization: token [REDACTED]' /user"
     outputs = {
         "metrics": metrics(sc), "status": status_json(sc).decode(), "log": stream.getvalue(),
@@ -284,6 +286,7 @@ def test_directory_planted_at_record_path(tmp_path: Path) -> None:
     sc.run_once()
     append(sc.shared_dir, "a1", "false", 1, T0 - 1)
     sc.run_once()
+    sc.run_once()
     assert series(sc, "hive_repeat_failure_records_rejected_total") == [
         'hive_repeat_failure_records_rejected_total{agent="a1",reason="unreadable"} 1.0']
     assert [n.command for n in sc.rows()[0].notes] == ["false"]
@@ -372,3 +375,26 @@ def test_huge_file_is_taken_in_slices(tmp_path: Path) -> None:
     assert series(sc, "hive_repeat_failure_records_total") == [
         'hive_repeat_failure_records_total{agent="a1",backend="bash",outcome="success",'
         'route="bash_env"} 5000.0']
+
+
+def test_crash_mid_file_loses_nothing_and_counts_nothing_twice(tmp_path: Path) -> None:
+    """A sidecar killed while working through a large file (after saving a slice) is replaced;
+    the new one resumes at the saved checkpoint: every record counted exactly once."""
+    sc = make(tmp_path, extra="  threshold: 10000\n")
+    sc.collector.budget = 32 * 1024
+    n = 3000
+    lines = b"".join(orjson.dumps({"v": 1, "ts": T0 - 300 + i * 0.01, "agent": "a1",
+                                   "backend": "bash", "route": "bash_env", "exit": 1,
+                                   "cmd": "make check"}) + b"\n" for i in range(n))
+    hook.records_path(sc.shared_dir, "a1").write_bytes(lines)
+    state = sc.agents["a1"]
+    batch = sc.collector.collect("a1")  # one slice, saved, then the process "dies"
+    sc._handle(state, batch, T0)
+    sc._save_state(state)
+    first = len(batch.lines)
+    assert 0 < first < n
+    again = make(tmp_path, extra="  threshold: 10000\n")
+    again.run_once()
+    again.run_once()
+    assert again.snapshot()[0].failures == (("make check", 1, n),)
+    assert list((again.shared_dir / "records").iterdir()) == []

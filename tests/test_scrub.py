@@ -174,3 +174,51 @@ def test_scrub_is_linear_on_long_adversarial_input(text: str) -> None:
     start = time.perf_counter()
     scrub(text)
     assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize("template, expected", [
+    ('curl -d "{{\\"password\\": \\"{s}\\"}}" x', 'curl -d "{{\\"password\\": [REDACTED]}}" x'),
+    ("cat > c.yml <<EOF\npassword: {s}\napi_token: {s}\nEOF",
+     "cat > c.yml <<EOF\npassword: [REDACTED]\napi_token: [REDACTED]\nEOF"),
+    ("python3 -c \"d={{'password': '{s}'}}\"", "python3 -c \"d={{'password': [REDACTED]}}\""),
+    ("SSHPASS={s} sshpass -e ssh h", "SSHPASS=[REDACTED] sshpass -e ssh h"),
+    ("curl 'https://x/?user=bob&pass={s}&sig={s}'", "curl 'https://x/?user=bob&pass=[REDACTED]&sig=[REDACTED]'"),
+    ("curl -H 'Cookie: session={s}' x", "curl -H 'Cookie: [REDACTED]' x"),
+    ("curl -H Authorization:\\ Bearer\\ {s} x", "curl -H Authorization:\\ Bearer [REDACTED] x"),
+    ("GITHUB_TOKEN=$(echo {s}) gh api", "GITHUB_TOKEN=[REDACTED] gh api"),
+    (': x ; DB_PASSWORD="{s} and more words', ": x ; DB_PASSWORD=[REDACTED]"),
+])
+def test_second_review_leaks_are_closed(template: str, expected: str) -> None:
+    """Shapes a second review found leaking: escaped JSON, config lines in heredocs, Python
+    dicts, query strings, cookies, escaped spaces, command substitution, a quote the hook's cut
+    left open."""
+    secret = rand(ALNUM, 20)
+    assert scrub(template.format(s=secret)) == expected.replace("{{", "{").replace("}}", "}")
+
+
+@pytest.mark.parametrize("prefix", ["printf 'user\\n", "curl 'https://x/?a=1%26auth%3D"])
+def test_prefixed_token_glued_to_text(prefix: str) -> None:
+    """Issuer-prefixed tokens are found even right after a letter (an escape, URL encoding)."""
+    token = "ghp_" + rand(ALNUM, 36)
+    assert token not in scrub(prefix + token + "'")
+
+
+@pytest.mark.parametrize("text", [
+    "pg_dump --no-password orders", "ls examples/basic src/main.py",
+    "cp -r templates/basic src2/app", "git log --author=alice", "mkdir -p dir",
+    "git commit -m 'fix token refresh'",
+])
+def test_no_false_positives_that_merge_commands(text: str) -> None:
+    """Ordinary commands stay as they are, so different commands are not merged by redaction."""
+    assert scrub(text) == text
+
+
+@pytest.mark.parametrize("text", ['"' + "token" * 4000, "TOKEN" * 4000, "curl " * 4000,
+                                  "mysql -p " * 3000, "a: " * 6000, "?key=" * 4000])
+def test_scrub_is_linear_on_repeated_keywords(text: str) -> None:
+    """Keyword-dense input (a second review's quadratic cases) stays fast."""
+    import time
+
+    start = time.perf_counter()
+    scrub(text)
+    assert time.perf_counter() - start < 1.0
