@@ -50,13 +50,21 @@ def main(argv: list[str] | None = None) -> int:
         def progress(text: str) -> None:
             print(f"[{index}/{len(names)} {time.monotonic() - started:5.1f}s] {text}", flush=True)
 
-        try:
-            evidence = run_backend(BACKENDS[name], progress)
-        except HarnessError as exc:
-            print(f"{name}: BLOCKED: {exc}", file=sys.stderr)
+        # A real CLI on a loaded 2-core machine can time out once; a second miss is a finding.
+        for attempt in (1, 2):
+            try:
+                evidence = run_backend(BACKENDS[name], progress)
+            except HarnessError as exc:
+                print(f"{name}: BLOCKED: {exc}", file=sys.stderr)
+                evidence = None
+                break
+            ok = _failing_recorded(evidence)
+            if ok or attempt == 2:
+                break
+            progress(f"{name}: no record of the failing command; trying once more")
+        if evidence is None:
             failed += 1
             continue
-        ok = _failing_recorded(evidence)
         note = evidence["runs"][-1].get("note", "")
         print(f"{name}: {'recorded' if ok else 'NO RECORD of the failing command'}; "
               f"{evidence['version_output'].splitlines()[0] if evidence['version_output'] else '?'}"
