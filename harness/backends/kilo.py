@@ -28,37 +28,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from harness.backends.opencode import MODEL, stub_config, xdg_dirs
 from harness.runner import Backend
 
-MODEL = "stub/stub-model"
 
 
 def _prepare(home: Path, work: Path, url: str) -> dict[str, str]:
-    xdg = {"XDG_CONFIG_HOME": home / ".config", "XDG_DATA_HOME": home / ".local" / "share",
-           "XDG_STATE_HOME": home / ".local" / "state", "XDG_CACHE_HOME": home / ".cache"}
-    for path in xdg.values():
-        path.mkdir(parents=True, exist_ok=True)
+    xdg = xdg_dirs(home)
     config_dir = xdg["XDG_CONFIG_HOME"] / "kilo"
     config_dir.mkdir(parents=True, exist_ok=True)
-    config = {
-        "autoupdate": False,
-        "share": "disabled",
-        "model": MODEL,
-        "small_model": MODEL,
-        "enabled_providers": ["stub"],
-        "provider": {"stub": {
-            "npm": "@ai-sdk/openai-compatible",
-            "name": "Stub",
-            "options": {"baseURL": f"{url}/v1", "apiKey": "stub-key-not-a-secret"},
-            "models": {"stub-model": {"name": "Stub", "tool_call": True, "reasoning": False,
-                                      "limit": {"context": 128000, "output": 4096}}},
-        }},
-        "permission": {"*": "allow", "bash": "allow", "edit": "allow",
-                       "external_directory": "allow"},
-        "lsp": False,
-        "formatter": False,
-        "experimental": {"openTelemetry": False},
-    }
+    config = {**stub_config(url), "experimental": {"openTelemetry": False}}
     (config_dir / "kilo.json").write_text(json.dumps(config, indent=2))
     return {
         **{k: str(v) for k, v in xdg.items()},

@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from harness.backends.pi import stub_models
 from harness.runner import Backend
 
 VERSION = "18.2.3"
@@ -43,13 +44,7 @@ BUN = "bun@1.4.5"
 def _prepare(home: Path, work: Path, url: str) -> dict[str, str]:
     agent_dir = home / ".omp" / "agent"
     agent_dir.mkdir(parents=True, exist_ok=True)
-    models = {"providers": {"stub": {
-        "baseUrl": f"{url}/v1", "api": "openai-completions", "apiKey": "stub-key-not-a-secret",
-        "models": [{"id": "stub-model", "name": "Stub", "reasoning": False, "input": ["text"],
-                    "contextWindow": 128000, "maxTokens": 4096,
-                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}],
-    }}}
-    (agent_dir / "models.yml").write_text(json.dumps(models, indent=2))
+    (agent_dir / "models.yml").write_text(json.dumps(stub_models(url), indent=2))
     config = {
         "disabledProviders": ["ollama", "llama.cpp", "lm-studio"],
         "startup": {"checkUpdate": False, "setupWizard": False},

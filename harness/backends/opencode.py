@@ -21,15 +21,20 @@ from harness.runner import Backend
 MODEL = "stub/stub-model"
 
 
-def _prepare(home: Path, work: Path, url: str) -> dict[str, str]:
+def xdg_dirs(home: Path) -> dict[str, Path]:
+    """The four XDG base directories, created under the run's fresh HOME."""
     xdg = {"XDG_CONFIG_HOME": home / ".config", "XDG_DATA_HOME": home / ".local" / "share",
            "XDG_STATE_HOME": home / ".local" / "state", "XDG_CACHE_HOME": home / ".cache"}
     for path in xdg.values():
         path.mkdir(parents=True, exist_ok=True)
-    config_dir = xdg["XDG_CONFIG_HOME"] / "opencode"
-    config_dir.mkdir(parents=True, exist_ok=True)
-    config = {
-        "$schema": "https://opencode.ai/config.json",
+    return xdg
+
+
+def stub_config(url: str) -> dict:
+    """opencode's config (Kilo Code CLI, a fork, reads the same shape): the stub as the only
+    provider through the bundled OpenAI-compatible SDK, every tool allowed, no autoupdate,
+    sharing, LSP or formatters."""
+    return {
         "autoupdate": False,
         "share": "disabled",
         "model": MODEL,
@@ -47,6 +52,13 @@ def _prepare(home: Path, work: Path, url: str) -> dict[str, str]:
         "lsp": False,
         "formatter": False,
     }
+
+
+def _prepare(home: Path, work: Path, url: str) -> dict[str, str]:
+    xdg = xdg_dirs(home)
+    config_dir = xdg["XDG_CONFIG_HOME"] / "opencode"
+    config_dir.mkdir(parents=True, exist_ok=True)
+    config = {"$schema": "https://opencode.ai/config.json", **stub_config(url)}
     (config_dir / "opencode.json").write_text(json.dumps(config, indent=2))
     # opencode npm-installs @opencode-ai/plugin into every config dir in the background unless
     # node_modules exists and package-lock.json already lists it: say it is there (no plugin

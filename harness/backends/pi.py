@@ -12,16 +12,20 @@ from pathlib import Path
 from harness.runner import Backend
 
 
-def _prepare(home: Path, work: Path, url: str) -> dict[str, str]:
-    agent_dir = home / ".pi" / "agent"
-    agent_dir.mkdir(parents=True, exist_ok=True)
-    models = {"providers": {"stub": {
+def stub_models(url: str) -> dict:
+    """pi's custom-provider file (``models.json``; Oh My Pi reads the same shape) for the stub."""
+    return {"providers": {"stub": {
         "baseUrl": f"{url}/v1", "api": "openai-completions", "apiKey": "stub-key-not-a-secret",
         "models": [{"id": "stub-model", "name": "Stub", "reasoning": False, "input": ["text"],
                     "contextWindow": 128000, "maxTokens": 4096,
                     "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}],
     }}}
-    (agent_dir / "models.json").write_text(json.dumps(models, indent=2))
+
+
+def _prepare(home: Path, work: Path, url: str) -> dict[str, str]:
+    agent_dir = home / ".pi" / "agent"
+    agent_dir.mkdir(parents=True, exist_ok=True)
+    (agent_dir / "models.json").write_text(json.dumps(stub_models(url), indent=2))
     return {"PI_OFFLINE": "1"}
 
 
