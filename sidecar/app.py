@@ -150,21 +150,15 @@ class Sidecar:
         """Recreate what someone deleted or replaced on the shared volume while the sidecar
         runs: the folders (a symlink in their place is removed, never followed), and the hook
         files while the check is on (a shell must keep finding its hook)."""
-        broken = False
-        for name in (hook.RECORDS_DIR, hook.STATE_DIR, hook.HOOK_DIR):
-            path = self.shared_dir / name
+        def is_dir(name: str) -> bool:
             try:
-                mode = os.lstat(path).st_mode
+                return stat.S_ISDIR(os.lstat(self.shared_dir / name).st_mode)
             except FileNotFoundError:
-                broken = True
-                continue
-            if not stat.S_ISDIR(mode):
-                log.error("shared dir entry is not a directory; replacing it",
-                          extra={"path": str(path)})
-                _unlink(path)
-                broken = True
-        if broken:
-            log.warning("shared dir layout missing, recreating", extra={"dir": str(self.shared_dir)})
+                return False
+
+        if not all(is_dir(n) for n in (hook.RECORDS_DIR, hook.STATE_DIR, hook.HOOK_DIR)):
+            log.warning("shared dir layout missing or replaced, recreating",
+                        extra={"dir": str(self.shared_dir)})
             hook.prepare_shared_dir(self.shared_dir)
         if self.config.enabled:
             for name, state in self.agents.items():
