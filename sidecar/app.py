@@ -27,7 +27,7 @@ from prometheus_client import CollectorRegistry, Histogram
 from sidecar import hook
 from sidecar.checkstate import Row, build_row
 from sidecar.collector import Batch, Collector, Watcher
-from sidecar.config import AgentSpec, Config, ConfigError, load_config
+from sidecar.config import AgentSpec, ConfigError, load_config
 from sidecar.detector import Detector, ExitKey, NoteCleared, NoteRaised, StateError
 from sidecar.exclude import Exclusions
 from sidecar.normalize import command_label, normalize

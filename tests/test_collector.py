@@ -9,7 +9,6 @@ import subprocess
 import threading
 from pathlib import Path
 
-import pytest
 
 from sidecar import hook
 from sidecar.collector import COLLECTING, Collector, _Lines

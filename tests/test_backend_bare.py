@@ -1,0 +1,55 @@
+"""Backends whose shell tool runs the agent's command as is, with no wrapper and no helper shell
+of its own (spec C7, C8, C-AC1), checked on the harness's real records: the ``bash``
+pseudo-backend, pi, opencode, Kilo Code CLI and GitHub Copilot CLI. Backend-specific facts (session
+stores, launch flags) are in each backend's own test module."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sidecar.backends import wrapper_stripper
+from sidecar.coverage import COVERAGE
+from sidecar.normalize import normalize
+
+EVIDENCE_DIR = Path(__file__).resolve().parent.parent / "harness" / "evidence"
+BARE = ("bash", "pi", "opencode", "kilo", "copilot")
+EXITS = {"ls /nonexistent": 2, "false": 1, "echo harness-ok": 0}
+
+
+def evidence(backend: str) -> dict:
+    return json.loads((EVIDENCE_DIR / f"{backend}.json").read_text())
+
+
+@pytest.mark.parametrize("backend", BARE)
+def test_evidence_is_a_real_run_of_the_pinned_cli(backend: str) -> None:
+    """The evidence comes from the pinned CLI, whose own --version output it keeps."""
+    ev = evidence(backend)
+    assert ev["backend"] == backend
+    assert COVERAGE[backend].version in ev["version_output"]
+
+
+@pytest.mark.parametrize("backend", BARE)
+def test_every_command_is_recorded_once_per_request(backend: str) -> None:
+    """C-AC1: each run's command is recorded once per time the stub asked for it, with the
+    command's real exit status; nothing else is recorded (no helper shells)."""
+    for run in evidence(backend)["runs"]:
+        got = [(normalize(r["raw"], backend), r["exit"]) for r in run["records"]]
+        assert got == [(run["command"], EXITS[run["command"]])] * run["repeat"], run["command"]
+
+
+@pytest.mark.parametrize("backend", BARE)
+def test_repeat_raised_the_note(backend: str) -> None:
+    """The five repeats of `ls /nonexistent` raised the note in the real sidecar pipeline."""
+    assert evidence(backend)["runs"][-1]["note"] == \
+        "Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)"
+
+
+@pytest.mark.parametrize("backend", BARE)
+def test_no_wrapper_to_strip(backend: str) -> None:
+    """The raw text is the bare command: no stripper is registered and none is needed."""
+    assert wrapper_stripper(backend) is None
+    records = [r for run in evidence(backend)["runs"] for r in run["records"]]
+    assert all(r["raw"] == normalize(r["raw"], backend) and not r["cut"] for r in records)
