@@ -1,9 +1,11 @@
 """``python -m harness run [--backend NAME ...] [--covered]``: re-create the evidence files.
 
 Installs each pinned CLI once into the cache (``~/.cache/repeat-failure-harness``, or
-``$REPEAT_FAILURE_HARNESS_CACHE``), runs it against the stub provider and writes
-``harness/evidence/<backend>.json``. Exit 0 when every backend asked for produced records of the
-failing commands, 1 otherwise (the reason is printed per backend).
+``$REPEAT_FAILURE_HARNESS_CACHE``), runs it against the stub provider and rewrites
+``harness/evidence/<backend>.json`` (and the session-file copies beside it). Exit 0 when every
+covered backend asked for produced a record of the failing command (a backend the coverage
+table marks not covered may record nothing); 1 otherwise, the reason printed per backend. Run it
+from the repository root.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import time
 
 from harness.backends import BACKENDS
 from harness.runner import HarnessError, run_backend
+from sidecar.coverage import COVERAGE
 
 
 def _failing_recorded(evidence: dict) -> bool:
@@ -40,8 +43,6 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("repeat_failure").propagate = False
     names = args.backend or list(BACKENDS)
     if args.covered:
-        from sidecar.coverage import COVERAGE
-
         names = [n for n in names if COVERAGE[n].covered]
     failed = 0
     for index, name in enumerate(names, 1):
@@ -50,7 +51,10 @@ def main(argv: list[str] | None = None) -> int:
         def progress(text: str) -> None:
             print(f"[{index}/{len(names)} {time.monotonic() - started:5.1f}s] {text}", flush=True)
 
-        # A real CLI on a loaded 2-core machine can time out once; a second miss is a finding.
+        row = COVERAGE.get(name)
+        expected = row is not None and row.covered
+        # A real CLI on a loaded 2-core machine can time out once; a second miss of a covered
+        # backend is a finding. A backend the table marks not covered is run once.
         for attempt in (1, 2):
             try:
                 evidence = run_backend(BACKENDS[name], progress)
@@ -59,17 +63,25 @@ def main(argv: list[str] | None = None) -> int:
                 evidence = None
                 break
             ok = _failing_recorded(evidence)
-            if ok or attempt == 2:
+            if ok or attempt == 2 or not expected:
                 break
             progress(f"{name}: no record of the failing command; trying once more")
         if evidence is None:
             failed += 1
             continue
         note = evidence["runs"][-1].get("note", "")
-        print(f"{name}: {'recorded' if ok else 'NO RECORD of the failing command'}; "
-              f"{evidence['version_output'].splitlines()[0] if evidence['version_output'] else '?'}"
-              f"; note: {note or '(none)'}", flush=True)
-        failed += not ok
+        version = evidence["version_output"].splitlines()[0] if evidence["version_output"] else "?"
+        where = f"harness/evidence/{name}.json"
+        if ok:
+            print(f"{name}: recorded ({version}); note: {note or '(none)'}; wrote {where}",
+                  flush=True)
+        elif not expected:
+            print(f"{name}: no record, as the coverage table says ({version}; not covered: "
+                  f"{row.reason if row else 'unknown backend'}); wrote {where}", flush=True)
+        else:
+            print(f"{name}: NO RECORD of the failing command ({version}); wrote {where}",
+                  flush=True)
+            failed += 1
     return 1 if failed else 0
 
 

@@ -390,6 +390,9 @@ class StubServer:
         handler = type("Handler", (_Handler,), {"stub": self.stub})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
+        # A CLI that hangs up mid-request (or probes through a proxy setting) is not an error
+        # worth a traceback on the harness's output.
+        self._httpd.handle_error = lambda request, address: None
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
     @property
