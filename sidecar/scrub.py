@@ -14,7 +14,9 @@ Three kinds of rule, applied in order:
 * credentials by position: ``Authorization:``-style headers (RFC 6750 Bearer, RFC 7617 Basic,
   any scheme), ``user:password@`` in URLs (RFC 3986 userinfo), ``curl -u user:pass``,
   ``mysql -pPASS``, ``sshpass -p``, ``redis-cli -a``, ``docker login -p``, ``openssl ...
-  pass:PASS``, ``aws configure set <secret-ish key> VALUE``, ``gh secret set ... --body VALUE``;
+  pass:PASS`` and ``-k``, ``keytool -storepass``, ``zip -P``, ``ldapsearch -w``,
+  ``htpasswd -b``, ``smbclient -U user%PASS``, ``ssh-keygen -N``,
+  ``aws configure set <secret-ish key> VALUE``, ``gh secret set ... --body VALUE``;
 * names that say secret: ``NAME=value`` (``GH_TOKEN=``, ``DB_PASSWORD=``, ``MYSQL_PWD=`` ...),
   ``--password``/``--token``/``--secret-key`` style flags, and ``"password": "..."`` in JSON.
 
@@ -103,6 +105,16 @@ _RULES: tuple[tuple[re.Pattern[str], Replacement], ...] = (
     (re.compile(r"(\bredis-cli\b[^|;&\n]{0,200}?\s-a\s+)" + _WORD), _keep(1)),
     (re.compile(r"(\bdocker\s+login\b[^|;&\n]{0,200}?\s-p\s+)" + _WORD), _keep(1)),
     (re.compile(r"(\bpass:)" + _WORD), _keep(1)),
+    (re.compile(r"(\bkeytool\b[^|;&\n]{0,200}?\s-(?:storepass|keypass|srcstorepass|deststorepass)"
+                r"\s+)" + _WORD), _keep(1)),
+    (re.compile(r"(\b(?:zip|7z)\b[^|;&\n]{0,200}?\s-(?:P\s+|p))" + _WORD), _keep(1)),
+    (re.compile(r"(\bldap(?:search|add|modify|delete|passwd)\b[^|;&\n]{0,200}?\s-w\s+)" + _WORD),
+     _keep(1)),
+    (re.compile(r"(\bhtpasswd\b(?=[^|;&\n]{0,200}?\s-\w*b)(?:\s+-\w+){0,8}\s+[^\s-]\S*\s+\S+\s+)"
+                + _WORD), _keep(1)),
+    (re.compile(r"(\bsmbclient\b[^|;&\n]{0,200}?\s-U\s*[^\s%]+%)" + _WORD), _keep(1)),
+    (re.compile(r"(\bssh-keygen\b[^|;&\n]{0,200}?\s-[NP]\s+)" + _WORD), _keep(1)),
+    (re.compile(r"(\bopenssl\b[^|;&\n]{0,200}?\s-k\s+)" + _WORD), _keep(1)),
     (re.compile(r"(?i)(\baws\s+configure\s+set\s+\S*(?:secret|token|key)\S*\s+)" + _WORD),
      _keep(1)),
     (re.compile(r"(\bgh\s+secret\s+set\b[^|;&\n]{0,200}?\s(?:--body|-b)(?:=|\s+))" + _WORD), _keep(1)),

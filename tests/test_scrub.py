@@ -222,3 +222,24 @@ def test_scrub_is_linear_on_repeated_keywords(text: str) -> None:
     start = time.perf_counter()
     scrub(text)
     assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize("template, expected", [
+    ("keytool -list -keystore k.jks -storepass {s}", "keytool -list -keystore k.jks -storepass [REDACTED]"),
+    ("zip -P {s} out.zip f", "zip -P [REDACTED] out.zip f"),
+    ("ldapsearch -x -D cn=admin -w {s} -b dc=x", "ldapsearch -x -D cn=admin -w [REDACTED] -b dc=x"),
+    ("htpasswd -b -c .htpasswd alice {s}", "htpasswd -b -c .htpasswd alice [REDACTED]"),
+    ("smbclient //h/s -U bob%{s}", "smbclient //h/s -U bob%[REDACTED]"),
+    ("ssh-keygen -t ed25519 -N {s} -f k", "ssh-keygen -t ed25519 -N [REDACTED] -f k"),
+    ("openssl enc -aes-256-cbc -k {s} -in f", "openssl enc -aes-256-cbc -k [REDACTED] -in f"),
+])
+def test_positional_passwords(template: str, expected: str) -> None:
+    """Passwords given by position to well-known tools."""
+    assert scrub(template.format(s=rand(ALNUM, 16))) == expected
+
+
+@pytest.mark.parametrize("text", ["zip -r out.zip dir", "ssh-keygen -t ed25519 -f key",
+                                  "openssl x509 -in c.pem -noout", "keytool -list -v"])
+def test_positional_rules_leave_other_flags(text: str) -> None:
+    """The positional rules only touch the password argument."""
+    assert scrub(text) == text
