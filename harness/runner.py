@@ -73,8 +73,9 @@ class Backend:
     extra_packages: tuple[str, ...] = ()  # npm specs installed beside it (a runtime it needs)
 
 
-def install(backend: Backend) -> Path:
-    """Install the pinned package into the cache (once) and return the CLI's executable."""
+def install(backend: Backend, progress: Callable[[str], None] = lambda s: None) -> Path:
+    """Install the pinned package into the cache (once) and return the CLI's executable;
+    ``progress`` hears about an install actually happening (a cache hit is silent)."""
     if backend.registry == "system":
         found = shutil.which(backend.binary)
         if found is None:
@@ -85,6 +86,7 @@ def install(backend: Backend) -> Path:
         binary = prefix / "node_modules" / ".bin" / backend.binary
         extras = [prefix / "node_modules" / spec.rsplit("@", 1)[0] for spec in backend.extra_packages]
         if not binary.exists() or not all(e.exists() for e in extras):
+            progress(f"{backend.name}: installing {backend.package}@{backend.version} (npm)")
             prefix.mkdir(parents=True, exist_ok=True)
             done = subprocess.run(
                 ["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
@@ -97,6 +99,7 @@ def install(backend: Backend) -> Path:
         return binary
     binary = prefix / "bin" / backend.binary
     if not binary.exists():
+        progress(f"{backend.name}: installing {backend.package}=={backend.version} (PyPI)")
         subprocess.run(["python3", "-m", "venv", str(prefix)], check=True, timeout=300)
         done = subprocess.run([str(prefix / "bin" / "pip"), "install", "-q",
                                f"{backend.package}=={backend.version}"],
@@ -185,8 +188,7 @@ def run_backend(backend: Backend, progress: Callable[[str], None] = lambda s: No
     """Run every scenario for ``backend`` and write its evidence file; returns the evidence.
 
     Raises :class:`HarnessError` when the CLI cannot be installed or run."""
-    progress(f"{backend.name}: installing {backend.package}@{backend.version}")
-    binary = install(backend)
+    binary = install(backend, progress)
     evidence: dict[str, Any] = {
         "backend": backend.name, "package": backend.package, "version": backend.version,
         "ran_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runs": [],
@@ -198,6 +200,8 @@ def run_backend(backend: Backend, progress: Callable[[str], None] = lambda s: No
         version = subprocess.run([str(binary), *backend.version_args], capture_output=True,
                                  text=True, timeout=120, env=_base_env(binary, home))
         evidence["version_output"] = (version.stdout + version.stderr).strip()
+        first_line = evidence["version_output"].splitlines()[:1] or ["?"]
+        progress(f"{backend.name}: {first_line[0]}")
         for i, (command, repeat) in enumerate(SCENARIOS):
             progress(f"{backend.name}: run {i + 1}/{len(SCENARIOS)}: {command!r} x{repeat}")
             evidence["runs"].append(_run_scenario(backend, binary, root / f"run{i}", command,
