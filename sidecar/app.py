@@ -1,7 +1,13 @@
 """The sidecar, wired: one place where the pipeline stages meet.
 
 ``records/<agent>.jsonl`` → :mod:`collector` (rename, read) → :mod:`parse` → :mod:`scrub` →
-:mod:`normalize` → :mod:`exclude` → :mod:`detector` → :mod:`checkstate` → :mod:`exporter`.
+:mod:`normalize` → :mod:`dedup` → :mod:`exclude` → :mod:`detector` → :mod:`checkstate` →
+:mod:`exporter`.
+
+Beside it, the agent's own session log (in its home) → :mod:`sessionlog` (tail, the backend's
+reader in :mod:`sidecar.backends`) → :mod:`activity` (the C12 safeguard, read by
+:mod:`checkstate`); for a backend whose reader is a route (C3), its finished shell calls join the
+pipeline above at :mod:`scrub` as records of the route ``<backend>_session_log``.
 
 :class:`Sidecar` owns the per-agent state (detector, counters) and the loop that drives it;
 the exporter reads :meth:`Sidecar.snapshot` and owns nothing. Wall-clock time comes from an
@@ -25,14 +31,18 @@ import orjson
 from prometheus_client import CollectorRegistry, Histogram
 
 from sidecar import hook
+from sidecar.activity import Activity
+from sidecar.backends import SHELL_END, SessionEvent, session_reader
 from sidecar.checkstate import Row, build_row
 from sidecar.collector import Batch, Collector, Watcher
 from sidecar.config import AgentSpec, ConfigError, load_config
+from sidecar.dedup import NEUTRAL, SESSION, RouteDedup
 from sidecar.detector import Detector, ExitKey, NoteCleared, NoteRaised, StateError
 from sidecar.exclude import Exclusions
 from sidecar.normalize import command_label, normalize
-from sidecar.parse import RecordError, parse_line
+from sidecar.parse import Record, RecordError, parse_line
 from sidecar.scrub import scrub
+from sidecar.sessionlog import SessionTail
 
 log = logging.getLogger("repeat_failure")
 
@@ -42,7 +52,9 @@ STATE_FILE_VERSION = 1
 #: A state file larger than this is not ours (10,000 commands of scrubbed text fit easily).
 MAX_STATE_BYTES = 64 << 20
 
-SUCCESS, FAILURE, EXCLUDED = "success", "failure", "excluded"
+SUCCESS, FAILURE, EXCLUDED, DUPLICATE = "success", "failure", "excluded", "duplicate"
+#: Seconds between session-log polls when inotify says nothing (inotify wakes them sooner).
+SESSION_POLL_S = 5.0
 
 
 @dataclass
@@ -59,6 +71,22 @@ class AgentState:
     dirty: bool = False
     checkpoint: dict = field(default_factory=dict)  # collected file name -> offset handed out
     saved_at: float = 0.0  # monotonic time of the last state save
+    tail: SessionTail | None = None  # the backend's session log, when a reader and home exist
+    activity: Activity = field(default_factory=Activity)
+    reader_errors: Counter = field(default_factory=Counter)  # reason -> n
+    dedup: RouteDedup = field(default_factory=RouteDedup)
+
+    @property
+    def session_route(self) -> bool:
+        """True when the session log is a route for this agent (C3: its shell calls are
+        records)."""
+        return self.tail is not None and self.tail.reader.route_records
+
+    @property
+    def safeguard(self) -> bool:
+        """True when the C12 safeguard applies: the session log is read and is an independent
+        signal (not itself the route whose silence it would detect)."""
+        return self.tail is not None and not self.tail.reader.route_records
 
 
 @dataclass(frozen=True)
@@ -74,6 +102,8 @@ class AgentView:
     rejected: dict
     notes_raised: int
     last_record_ts: float | None
+    reader_errors: dict = field(default_factory=dict)
+    last_shell_ts: float | None = None
 
 
 class Sidecar:
@@ -104,9 +134,11 @@ class Sidecar:
         self._lock = threading.RLock()
         self._exclusions = Exclusions(self.config.exclude)
         self.agents = {
-            spec.name: AgentState(spec, Detector(self.config.threshold, self.config.window_s))
+            spec.name: AgentState(spec, Detector(self.config.threshold, self.config.window_s),
+                                  tail=self._tail(spec))
             for spec in agents
         }
+        self._session_polled_at = 0.0
         self.collect_duration = Histogram(
             "hive_repeat_failure_collect_duration_seconds",
             "Time per collection pass over all agents.",
@@ -119,6 +151,15 @@ class Sidecar:
         self._apply_enabled()
         for state in self.agents.values():
             self._load_state(state)
+
+    def _tail(self, spec: AgentSpec) -> SessionTail | None:
+        reader = session_reader(spec.backend)
+        if reader is None or spec.home is None:
+            return None
+        # Files older than what can still matter (a note's window, the C12 timer) start at
+        # their end: the agent's history from before the sidecar ran is not replayed.
+        backfill = max(self.config.window_s, self.config.no_data_after_s) + 60.0
+        return SessionTail(reader, spec.home, backfill_s=backfill, clock=self.clock)
 
     # -- config and hook files -----------------------------------------------------------------
 
@@ -226,6 +267,9 @@ class Sidecar:
             collecting = data.get("collecting")
             if isinstance(collecting, dict):
                 self.collector.restore(collecting)
+            state.activity.load_dict(data.get("activity"))
+            if state.tail is not None:
+                state.tail.load_dict(data.get("sessions"))
             last = data.get("last_record_ts")
             state.last_record_ts = float(last) if isinstance(last, (int, float)) else None
         except StateError as exc:
@@ -236,7 +280,8 @@ class Sidecar:
         next pass, and never stops the collected raw files from being deleted."""
         data = {"version": STATE_FILE_VERSION, "agent": state.spec.name,
                 "last_record_ts": state.last_record_ts, "collecting": state.checkpoint,
-                "detector": state.detector.to_dict()}
+                "detector": state.detector.to_dict(), "activity": state.activity.to_dict(),
+                "sessions": state.tail.to_dict() if state.tail is not None else {}}
         state.saved_at = time.monotonic()
         try:
             hook.write_atomic(self._state_path(state.spec.name), orjson.dumps(data), 0o600)
@@ -257,16 +302,26 @@ class Sidecar:
         except RecordError as exc:
             state.rejected[exc.reason] += 1
             return
+        self._process_record(state, record, now)
+
+    def _process_record(self, state: AgentState, record: Record, now: float) -> None:
+        """scrub → normalize → dedup → exclude → detector, for a record of any route."""
+        from_session = record.route.endswith("_session_log")
+        if not from_session:
+            state.activity.on_record(record.ts)
         command = normalize(scrub(record.cmd, cut=record.cut), record.backend, now)
         if not command or self._exclusions.matches(command):
             outcome = EXCLUDED
+        elif state.session_route and state.dedup.is_duplicate(
+                SESSION if from_session else NEUTRAL, command, record.failed, record.ts):
+            outcome = DUPLICATE
         else:
             outcome = FAILURE if record.failed else SUCCESS
         state.records[(record.backend, record.route, outcome)] += 1
         if state.last_record_ts is None or record.ts > state.last_record_ts:
             state.last_record_ts = record.ts
         state.dirty = True
-        if outcome == EXCLUDED:
+        if outcome in (EXCLUDED, DUPLICATE):
             return
         events = state.detector.record(command, record.exit, record.failed, record.ts, now)
         self._report(state, events)
@@ -305,13 +360,47 @@ class Sidecar:
             self._save_state(state)
         self.collector.release(batch)
 
+    def poll_sessions(self, rescan: bool = False) -> None:
+        """Read what each agent's session log added (:mod:`sessionlog`): feed the shell
+        activity to the C12 tracker and, where the session log is a route (C3), its finished
+        shell calls to the pipeline. Reader errors are counted by reason, never raised."""
+        self._session_polled_at = time.monotonic()
+        if not self.config.enabled:  # C14: with the check off, the agent's home is not read
+            return
+        for state in list(self.agents.values()):
+            if state.tail is None:
+                continue
+            result = state.tail.poll(rescan=rescan)
+            with self._lock:
+                state.reader_errors.update(result.errors)
+                if result.events or result.errors:
+                    state.dirty = True
+                now = self.clock()
+                for event in result.events:
+                    state.activity.on_event(event)
+                    if (state.session_route and event.kind == SHELL_END and event.command
+                            and self.config.enabled):
+                        self._process_record(state, self._session_record(state, event), now)
+
+    @staticmethod
+    def _session_record(state: AgentState, event: SessionEvent) -> Record:
+        failed = bool(event.failed) if event.failed is not None else bool(event.exit)
+        return Record(ts=float(event.ts or 0.0), agent=state.spec.name,
+                      backend=state.spec.backend, route=f"{state.spec.backend}_session_log",
+                      exit=event.exit, failed=failed, cmd=event.command)
+
+    def session_dirs(self) -> list[Path]:
+        """The directories holding the agents' session logs (for inotify)."""
+        return [d for s in self.agents.values() if s.tail is not None for d in s.tail.watch_dirs()]
+
     def run_once(self, stop: threading.Event | None = None) -> None:
-        """One collection pass over every agent, then expiry. A large file is taken in slices
-        of the collector's byte budget; the lock is released between slices so scrapes are
-        answered meanwhile, and ``stop`` ends the pass between slices."""
+        """One pass: the session logs, then collection over every agent, then expiry. A large
+        file is taken in slices of the collector's byte budget; the lock is released between
+        slices so scrapes are answered meanwhile, and ``stop`` ends the pass between slices."""
         started = time.perf_counter()
         with self._lock:
             self._repair_layout()
+        self.poll_sessions()
         for state in list(self.agents.values()):
             more = True
             while more and not (stop is not None and stop.is_set()):
@@ -349,25 +438,38 @@ class Sidecar:
             watcher = None
         try:
             next_pass = time.monotonic()
+            if watcher is not None:
+                watcher.watch_session_dirs(self.session_dirs())
             while not stop.is_set():
                 deadlines = [next_pass]
+                if any(s.tail is not None for s in self.agents.values()):
+                    deadlines.append(self._session_polled_at + SESSION_POLL_S)
                 grace = self.collector.next_deadline()
                 if grace is not None:
                     deadlines.append(grace)
                 soonest = min((c for s in self.agents.values()
-                               if (c := s.detector.next_change()) is not None), default=None)
+                               for c in (s.detector.next_change(),
+                                         s.activity.next_change(self.config.no_data_after_s))
+                               if c is not None), default=None)
                 if soonest is not None:
                     deadlines.append(time.monotonic() + max(0.0, soonest - self.clock()) + 0.001)
                 timeout = max(0.0, min(min(deadlines) - time.monotonic(), 1.0))
                 if watcher is not None:
-                    records_changed, config_changed = watcher.wait(timeout)
+                    records_changed, config_changed, sessions_changed = watcher.wait(timeout)
                 else:
                     stop.wait(timeout)
-                    records_changed = config_changed = False
+                    records_changed = config_changed = sessions_changed = False
                 if stop.is_set():
                     break
                 if config_changed or self._config_stamp != self._stamp():
                     self.reload_config()
+                if sessions_changed or time.monotonic() >= self._session_polled_at + SESSION_POLL_S:
+                    try:
+                        self.poll_sessions()
+                    except Exception:  # a bug must not stop monitoring
+                        log.exception("session-log pass failed")
+                    if watcher is not None:
+                        watcher.watch_session_dirs(self.session_dirs())
                 if records_changed:
                     stop.wait(DEBOUNCE_S)
                 if records_changed or time.monotonic() >= min(deadlines) - 0.0005:
@@ -401,12 +503,17 @@ class Sidecar:
         with self._lock:
             on = self.config.enabled
             for name, state in self.agents.items():
-                row = build_row(name, state.spec.backend, state.detector.notes(now)) if on else None
+                receiving = (not state.safeguard
+                             or state.activity.receiving_data(now, self.config.no_data_after_s))
+                row = build_row(name, state.spec.backend, state.detector.notes(now),
+                                receiving) if on else None
                 views.append(AgentView(
                     agent=name, backend=state.spec.backend, row=row,
                     failures=tuple(state.detector.failures(now, self.config.top_commands)) if on else (),
                     records=dict(state.records), rejected=dict(state.rejected),
                     notes_raised=state.notes_raised, last_record_ts=state.last_record_ts,
+                    reader_errors=dict(state.reader_errors),
+                    last_shell_ts=state.activity.last_shell_ts,
                 ))
         return views
 

@@ -37,12 +37,19 @@ def _agents(args: argparse.Namespace) -> list[AgentSpec]:
             raise ConfigError(
                 f"{args.config}: repeat_failure.agents lists the agents, so do not also pass "
                 "--agent/--backend (or REPEAT_FAILURE_AGENT/REPEAT_FAILURE_BACKEND)")
+        if args.agent_home:
+            raise ConfigError(
+                f"{args.config}: repeat_failure.agents lists the agents; give each its `home` "
+                "there instead of --agent-home (or REPEAT_FAILURE_AGENT_HOME)")
         return list(config.agents)
     if not args.agent or not args.backend:
         raise ConfigError("name the agent: --agent NAME --backend NAME (or REPEAT_FAILURE_AGENT "
                           "and REPEAT_FAILURE_BACKEND), or list repeat_failure.agents in the config")
     check_backend(args.backend, "--backend")
-    return [AgentSpec(args.agent, args.backend)]
+    home = args.agent_home
+    if home is not None and not os.path.isabs(home):
+        raise ConfigError(f"--agent-home {home!r}: expected an absolute path")
+    return [AgentSpec(args.agent, args.backend, home)]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -143,6 +150,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"HOST:PORT for /metrics and /status (default {DEFAULT_LISTEN})")
     run.add_argument("--chain-bash-env", default=_env("CHAIN_BASH_ENV"),
                      help="the agent's original BASH_ENV, sourced by the rendered hook")
+    run.add_argument("--agent-home", default=_env("AGENT_HOME"),
+                     help="the agent's home as mounted in the sidecar (read-only is enough): "
+                          "where the backend's session log is read for the 'not receiving "
+                          "data' safeguard and the session-log route")
     run.set_defaults(func=cmd_run)
 
     demo = sub.add_parser("demo", help="watch a note appear and clear on real bash commands",

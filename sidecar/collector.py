@@ -318,12 +318,19 @@ def _discard(dir_fd: int, name: str) -> None:
 
 
 class Watcher:
-    """inotify on the records directory (and the config file's directory, if any).
+    """inotify on the records directory (and the config file's directory, if any), plus the
+    session-log directories the caller names (:meth:`watch_session_dirs`).
 
-    :meth:`wait` blocks until a write, a config change, or ``timeout_s`` and says which. A
-    queue overflow (``IN_Q_OVERFLOW``) or a watched directory that vanished counts as "records
-    may have changed": the caller then collects, and the timer pass covers anything missed.
+    :meth:`wait` blocks until a write, a config change, a session-log change, or ``timeout_s``
+    and says which. A queue overflow (``IN_Q_OVERFLOW``) or a watched directory that vanished
+    counts as "may have changed": the caller then collects, and the timer pass covers anything
+    missed.
     """
+
+    #: Session-log directories watched at most (each costs one inotify watch).
+    MAX_SESSION_WATCHES = 128
+    _SESSION_MASK = (inotify_simple.flags.CLOSE_WRITE | inotify_simple.flags.MODIFY
+                     | inotify_simple.flags.CREATE | inotify_simple.flags.MOVED_TO)
 
     _RECORD_MASK = (inotify_simple.flags.CLOSE_WRITE | inotify_simple.flags.MODIFY
                     | inotify_simple.flags.CREATE | inotify_simple.flags.MOVED_TO)
@@ -339,7 +346,27 @@ class Watcher:
         self._config_dir = Path(config_path).absolute().parent if config_path else None
         self._records_wd: int | None = None
         self._config_wd: int | None = None
+        self._session_wds: dict[int, Path] = {}
         self._arm()
+
+    def watch_session_dirs(self, dirs: list[Path]) -> None:
+        """Watch exactly ``dirs`` (the first :attr:`MAX_SESSION_WATCHES`) for session-log
+        writes; a directory that cannot be watched (gone, no permission) is skipped."""
+        wanted = list(dict.fromkeys(dirs))[:self.MAX_SESSION_WATCHES]
+        for wd, path in list(self._session_wds.items()):
+            if path not in wanted:
+                try:
+                    self._inotify.rm_watch(wd)
+                except OSError:
+                    pass
+                del self._session_wds[wd]
+        have = set(self._session_wds.values())
+        for path in wanted:
+            if path not in have:
+                try:
+                    self._session_wds[self._inotify.add_watch(path, self._SESSION_MASK)] = path
+                except OSError:
+                    continue
 
     def _arm(self) -> None:
         if self._records_wd is None:
@@ -353,26 +380,30 @@ class Watcher:
             except OSError:
                 self._config_wd = None
 
-    def wait(self, timeout_s: float) -> tuple[bool, bool]:
+    def wait(self, timeout_s: float) -> tuple[bool, bool, bool]:
         """Wait up to ``timeout_s`` seconds; return (records may have changed, config may have
-        changed)."""
+        changed, session logs may have changed)."""
         self._arm()
         events = self._inotify.read(timeout=max(0, int(timeout_s * 1000)))
-        records = config = False
+        records = config = sessions = False
         for event in events:
             if event.mask & inotify_simple.flags.Q_OVERFLOW:
-                records = config = True
+                records = config = sessions = True
             elif event.mask & inotify_simple.flags.IGNORED:
                 # The watched directory went away; re-arm on the next wait.
                 if event.wd == self._records_wd:
                     self._records_wd, records = None, True
                 if event.wd == self._config_wd:
                     self._config_wd, config = None, True
+                if self._session_wds.pop(event.wd, None) is not None:
+                    sessions = True
             elif event.wd == self._records_wd:
                 records = records or COLLECTING not in event.name
             elif event.wd == self._config_wd:
                 config = True
-        return records, config
+            elif event.wd in self._session_wds:
+                sessions = True
+        return records, config, sessions
 
     def close(self) -> None:
         """Release the inotify descriptor."""

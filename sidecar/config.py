@@ -58,6 +58,7 @@ _SCHEMA: dict[str, Any] = {
                         "properties": {
                             "name": {"type": "string", "pattern": AGENT_NAME_RE.pattern},
                             "backend": {"type": "string", "pattern": BACKEND_NAME_RE.pattern},
+                            "home": {"type": "string", "minLength": 1, "pattern": "^/"},
                         },
                     },
                 },
@@ -73,10 +74,14 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class AgentSpec:
-    """One agent the sidecar watches: its name (file names under the shared dir) and backend."""
+    """One agent the sidecar watches: its name (file names under the shared dir), its backend,
+    and ``home``: the agent's home directory as the sidecar sees it (an absolute path, usually a
+    read-only mount), where the backend's session log is read (C12, C3); ``None`` when the
+    sidecar cannot see it (then no shell-activity signal)."""
 
     name: str
     backend: str
+    home: str | None = None
 
 
 @dataclass(frozen=True)
@@ -146,7 +151,8 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
         if isinstance(section.get(key), float):
             raise ConfigError(f"{source}: repeat_failure.{key}: must be a whole number")
     exclude = section.get("exclude")
-    agents = tuple(AgentSpec(a["name"], a["backend"]) for a in section.get("agents", ()))
+    agents = tuple(AgentSpec(a["name"], a["backend"], a.get("home"))
+                   for a in section.get("agents", ()))
     for i, agent in enumerate(agents):
         check_backend(agent.backend, f"{source}: repeat_failure.agents[{i}].backend")
     names = [a.name for a in agents]

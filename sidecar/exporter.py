@@ -64,6 +64,14 @@ class MetricsCollector(Collector):
         last = GaugeMetricFamily(
             PREFIX + "last_record_timestamp_seconds",
             "Time of the newest record, seconds since the epoch.", labels=["agent", "backend"])
+        reader_errors = CounterMetricFamily(
+            PREFIX + "reader_errors",
+            "Session-log lines or rows the backend's reader did not recognise, by reason.",
+            labels=["agent", "backend", "reason"])
+        last_shell = GaugeMetricFamily(
+            PREFIX + "last_shell_activity_timestamp_seconds",
+            "Time of the newest shell-tool call start or end in the agent's session log, "
+            "seconds since the epoch.", labels=["agent", "backend"])
         for v in views:
             if v.row is not None:
                 for s in STATES:
@@ -83,7 +91,12 @@ class MetricsCollector(Collector):
                 rejected.add_metric([v.agent, reason], float(n))
             if v.last_record_ts is not None:
                 last.add_metric([v.agent, v.backend], v.last_record_ts)
-        yield from (state, note, row_info, failures, records, rejected, raised, last)
+            for reason, n in sorted(v.reader_errors.items()):
+                reader_errors.add_metric([v.agent, v.backend, reason], float(n))
+            if v.last_shell_ts is not None:
+                last_shell.add_metric([v.agent, v.backend], v.last_shell_ts)
+        yield from (state, note, row_info, failures, records, rejected, raised, last,
+                    reader_errors, last_shell)
 
 
 def status_json(sidecar: "Sidecar") -> bytes:

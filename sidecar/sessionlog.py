@@ -1,0 +1,373 @@
+"""Session-log tailing: the backend's own session files → :class:`SessionEvent` values.
+
+The sidecar mounts the agent's home read-only. :class:`SessionTail` finds the files the
+backend's reader names (:attr:`SessionLogReader.globs`), remembers how far it read each one (by
+device, inode and byte offset, saved in the sidecar's state file so a restart resumes), and hands
+every new complete line to the reader. It copes with files appearing, growing, being replaced
+(a new inode: read from the start), being truncated (size below the offset: read from the
+start) and vanishing (forgotten). SQLite stores (:attr:`SessionLogReader.kind` ``"sqlite"``) are
+opened read-only and polled through :meth:`SessionLogReader.poll_db` when the database or its
+WAL changed.
+
+Bounds: at most :data:`MAX_FILES` files are followed (the most recently modified), at most
+:data:`READ_BUDGET` bytes are read per poll (the rest next time), a line longer than
+:data:`MAX_LINE` is skipped and counted ``oversized``. A file first seen while its last change
+is older than ``backfill_s`` starts at its end: history from before the sidecar ran is not
+replayed. Nothing here logs a line's text; errors are counted by reason
+(``hive_repeat_failure_reader_errors_total``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import sqlite3
+import stat
+import time
+import urllib.parse
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from sidecar.backends import ReaderFormatError, SessionEvent, SessionLogReader
+
+log = logging.getLogger("repeat_failure")
+
+#: Files followed per agent: the most recently modified win.
+MAX_FILES = 64
+#: Bytes read per poll over all files of one agent (the rest is read at the next poll).
+READ_BUDGET = 1 << 20
+#: A longer line is skipped (Claude Code logs whole tool outputs on one line; 8 MiB is generous).
+MAX_LINE = 8 << 20
+#: Seconds between full rescans of the globs (new files); inotify wakes polls in between.
+SCAN_INTERVAL_S = 10.0
+
+#: Reasons counted besides the readers' own :class:`ReaderFormatError` reasons.
+NOT_JSON, OVERSIZED, UNREADABLE, READER_BUG = "not_json", "oversized", "unreadable", "reader_bug"
+
+#: Bytes at the start of a file whose digest identifies it (inode numbers are reused).
+FINGERPRINT_BYTES = 256
+
+_VAR = re.compile(r"\A\$([A-Za-z_][A-Za-z0-9_]*)/")
+
+
+def expand_globs(reader: SessionLogReader, home: Path,
+                 env: Mapping[str, str] | None = None) -> list[tuple[Path, str]]:
+    """``(base directory, pattern)`` pairs for the reader's globs under ``home``.
+
+    A glob starting with ``$VAR/`` uses ``env[VAR]`` when set (a relative value is taken under
+    ``home``, an absolute one as it is) and otherwise ``reader.env_defaults[VAR]`` under
+    ``home``; a ``$VAR`` with neither is skipped. Source: Codex moves its files with
+    ``CODEX_HOME`` (default ``~/.codex``)."""
+    env = os.environ if env is None else env
+    out = []
+    for pattern in reader.globs:
+        base = home
+        match = _VAR.match(pattern)
+        if match:
+            var = match.group(1)
+            value = env.get(var) or reader.env_defaults.get(var)
+            if not value:
+                continue
+            base = Path(value) if os.path.isabs(value) else home / value
+            pattern = pattern[match.end():]
+        out.append((base, pattern))
+    return out
+
+
+@dataclass
+class _File:
+    """What the tail knows of one followed file."""
+
+    path: Path
+    dev: int
+    ino: int
+    offset: int = 0
+    pending: bytearray = field(default_factory=bytearray)
+    skipping: bool = False  # inside an oversized line: drop bytes until the next newline
+    state: dict[str, Any] = field(default_factory=dict)  # the reader's per-file state (raw)
+    stamp: tuple = ()  # sqlite: (mtime_ns, size) of the db and its WAL when last polled
+    head: str = ""  # digest of the file's first `head_len` bytes ("" until read)
+    head_len: int = 0
+
+
+@dataclass
+class PollResult:
+    """What one :meth:`SessionTail.poll` found: ``events`` in file order (``ts`` always set),
+    ``errors`` counted by reason."""
+
+    events: list[SessionEvent] = field(default_factory=list)
+    errors: Counter = field(default_factory=Counter)
+
+
+class SessionTail:
+    """Follows one agent's session files for one backend reader.
+
+    ``home`` is the agent's home as the sidecar sees it (usually a read-only mount). ``clock``
+    gives seconds since the epoch (for events whose line has no time, and the backfill cut).
+    ``backfill_s``: a file first seen whose last change is older than this starts at its end.
+    """
+
+    def __init__(self, reader: SessionLogReader, home: str | os.PathLike[str],
+                 env: Mapping[str, str] | None = None, backfill_s: float = 3600.0,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.reader = reader
+        self.home = Path(home)
+        self.clock = clock
+        self.backfill_s = backfill_s
+        self._globs = expand_globs(reader, self.home, env)
+        self._files: dict[str, _File] = {}  # path relative to home (or absolute) -> file
+        self._saved: dict[str, dict] = {}  # restored offsets not yet matched to a file
+        self._scanned_at: float | None = None
+
+    # -- discovery ---------------------------------------------------------------------------
+
+    def _key(self, path: Path) -> str:
+        try:
+            return str(path.relative_to(self.home))
+        except ValueError:
+            return str(path)
+
+    def watch_dirs(self) -> list[Path]:
+        """Directories whose changes should wake a poll: each followed file's directory and
+        each glob's existing fixed prefix (so a new session directory is noticed)."""
+        dirs = {f.path.parent for f in self._files.values()}
+        for base, pattern in self._globs:
+            fixed = base
+            for part in Path(pattern).parts[:-1]:
+                if any(c in part for c in "*?["):
+                    break
+                fixed = fixed / part
+            dirs.add(fixed)
+        return sorted(d for d in dirs if d.is_dir())
+
+    def scan(self) -> None:
+        """Find the session files now (bounded): new ones are followed, vanished ones
+        forgotten, at most :data:`MAX_FILES` (the most recently modified)."""
+        found: dict[str, tuple[Path, os.stat_result]] = {}
+        for base, pattern in self._globs:
+            try:
+                candidates = base.glob(pattern)
+                for path in candidates:
+                    try:
+                        st = os.lstat(path)
+                    except OSError:
+                        continue
+                    if stat.S_ISREG(st.st_mode) and not path.name.endswith(("-wal", "-shm",
+                                                                             "-journal")):
+                        found[self._key(path)] = (path, st)
+            except OSError:  # a directory vanished during the walk: the next scan sees it
+                continue
+        newest = sorted(found.items(), key=lambda kv: kv[1][1].st_mtime_ns, reverse=True)
+        keep = dict(newest[:MAX_FILES])
+        for key in list(self._files):
+            if key not in keep:
+                del self._files[key]
+        now = self.clock()
+        for key, (path, st) in keep.items():
+            if key in self._files:
+                continue
+            saved = self._saved.pop(key, None)
+            f = _File(path, st.st_dev, st.st_ino)
+            if saved and saved.get("ino") == st.st_ino and saved.get("dev") == st.st_dev:
+                f.head, f.head_len = str(saved.get("head", "")), int(saved.get("head_len", 0))
+                f.offset = int(saved.get("offset", 0))
+                f.skipping = saved.get("skipping") is True
+                if isinstance(saved.get("db"), dict):
+                    f.state = saved["db"]
+            elif self.reader.kind == "jsonl" and now - st.st_mtime > self.backfill_s:
+                f.offset = st.st_size  # history from before we ran: not replayed
+            self._files[key] = f
+        self._scanned_at = now
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def poll(self, rescan: bool = False) -> PollResult:
+        """Read what was added since the last poll. Rescans the globs first when ``rescan`` or
+        when :data:`SCAN_INTERVAL_S` passed. Never raises for what the files contain."""
+        now = self.clock()
+        if rescan or self._scanned_at is None or now - self._scanned_at >= SCAN_INTERVAL_S:
+            self.scan()
+        result = PollResult()
+        budget = READ_BUDGET
+        for f in list(self._files.values()):
+            if budget <= 0:
+                break
+            if self.reader.kind == "sqlite":
+                self._poll_db(f, result, now)
+            else:
+                budget -= self._poll_jsonl(f, result, budget, now)
+        return result
+
+    def _poll_jsonl(self, f: _File, result: PollResult, budget: int, now: float) -> int:
+        try:
+            fd = os.open(f.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return 0  # gone: the next scan forgets it
+        except OSError:
+            result.errors[UNREADABLE] += 1
+            return 0
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                result.errors[UNREADABLE] += 1
+                return 0
+            if ((st.st_dev, st.st_ino) != (f.dev, f.ino) or st.st_size < f.offset
+                    or (f.head_len and _digest(os.pread(fd, f.head_len, 0)) != f.head)):
+                # Replaced (a new inode, or a reused one with other content) or truncated: a
+                # new file under the old name, read from the start.
+                f.dev, f.ino, f.offset = st.st_dev, st.st_ino, 0
+                f.pending.clear()
+                f.skipping = False
+                f.state = {}
+                f.head, f.head_len = "", 0
+            if st.st_size <= f.offset:
+                return 0
+            data = os.pread(fd, min(budget, st.st_size - f.offset), f.offset)
+            if f.head_len < FINGERPRINT_BYTES and f.offset + len(data) > f.head_len:
+                f.head_len = min(FINGERPRINT_BYTES, f.offset + len(data))
+                f.head = _digest(os.pread(fd, f.head_len, 0))
+        finally:
+            os.close(fd)
+        f.offset += len(data)
+        self._lines(f, data, result, now)
+        return len(data)
+
+    def _lines(self, f: _File, data: bytes, result: PollResult, now: float) -> None:
+        start = 0
+        while True:
+            end = data.find(b"\n", start)
+            if end < 0:
+                rest = data[start:]
+                if f.skipping:
+                    return
+                if len(f.pending) + len(rest) > MAX_LINE:
+                    result.errors[OVERSIZED] += 1
+                    f.pending.clear()
+                    f.skipping = True
+                else:
+                    f.pending += rest
+                return
+            chunk = data[start:end]
+            start = end + 1
+            if f.skipping:
+                f.skipping = False
+                continue
+            if f.pending:
+                f.pending += chunk
+                line = bytes(f.pending)
+                f.pending.clear()
+            else:
+                line = chunk
+            if len(line) > MAX_LINE:
+                result.errors[OVERSIZED] += 1
+                continue
+            if line.strip():
+                self._parse(f, line, result, now)
+
+    def _parse(self, f: _File, line: bytes, result: PollResult, now: float) -> None:
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            result.errors[NOT_JSON] += 1
+            return
+        try:
+            events = self.reader.parse_line(obj, f.state)
+        except ReaderFormatError as exc:
+            result.errors[exc.reason] += 1
+            return
+        except Exception as exc:  # noqa: BLE001 - a reader bug must not stop the sidecar
+            result.errors[READER_BUG] += 1
+            log.error("session-log reader failed on a line (line not logged)",
+                      extra={"backend": self.reader.backend, "error": exc.__class__.__name__})
+            return
+        result.events.extend(_with_ts(events, now))
+
+    def _poll_db(self, f: _File, result: PollResult, now: float) -> None:
+        stamp = tuple(_stamp(Path(f"{f.path}{s}")) for s in ("", "-wal"))
+        if stamp == f.stamp:
+            return
+        uri = f"file:{urllib.parse.quote(str(f.path))}?mode=ro"
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=0.5, isolation_level=None,
+                                   check_same_thread=False)
+        except sqlite3.Error:
+            result.errors[UNREADABLE] += 1
+            return
+        try:
+            conn.execute("PRAGMA query_only = 1")
+            events = self.reader.poll_db(conn, f.state)
+        except ReaderFormatError as exc:
+            result.errors[exc.reason] += 1
+            return
+        except sqlite3.Error:
+            result.errors[UNREADABLE] += 1  # locked or mid-write: the next poll tries again
+            return
+        except Exception as exc:  # noqa: BLE001
+            result.errors[READER_BUG] += 1
+            log.error("session-log reader failed on its database",
+                      extra={"backend": self.reader.backend, "error": exc.__class__.__name__})
+            return
+        finally:
+            conn.close()
+        f.stamp = stamp
+        result.events.extend(_with_ts(events, now))
+
+    # -- state -------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, dict]:
+        """Where each followed file was read to, for the state file:
+        ``{path: {"dev", "ino", "offset"[, "db"]}}``. Holds no text of the files (a SQLite
+        reader's state holds ids and watermarks only). A partial line at the end is re-read
+        after a restart: the offset saved is the end of the last complete line."""
+        out = {}
+        for key, f in self._files.items():
+            entry: dict[str, Any] = {"dev": f.dev, "ino": f.ino,
+                                     "offset": f.offset - len(f.pending),
+                                     "head": f.head, "head_len": f.head_len}
+            if f.skipping:
+                entry["skipping"] = True
+            if self.reader.kind == "sqlite":
+                entry["db"] = f.state
+            out[key] = entry
+        return out
+
+    def load_dict(self, data: Any) -> None:
+        """Resume from :meth:`to_dict`'s output; anything malformed is ignored (the files are
+        then read as if first seen)."""
+        if not isinstance(data, dict):
+            return
+        for key, entry in data.items():
+            if (isinstance(key, str) and isinstance(entry, dict)
+                    and all(isinstance(entry.get(k), int) and entry.get(k) >= 0
+                            for k in ("dev", "ino", "offset"))):
+                self._saved[key] = entry
+        self._scanned_at = None
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+def _with_ts(events: Iterable[SessionEvent], now: float) -> list[SessionEvent]:
+    out = []
+    for e in events:
+        if e.ts is None or e.ts != e.ts:  # no time in the line (or NaN): when we read it
+            e = SessionEvent(e.kind, now, e.call_id, e.command, e.exit, e.failed, e.tool,
+                             e.turn_id)
+        out.append(e)
+    return out

@@ -1,0 +1,292 @@
+"""Session-log tailing (sidecar.sessionlog): files appearing, growing, replaced, truncated,
+vanishing; partial and oversized lines; offsets that survive a restart; bounded backfill.
+
+The file content is a real captured Claude Code session (harness/evidence/claude/); the reader
+here is a probe that turns each line into one TEXT event carrying the line's ``uuid``, so the
+tests see exactly which lines were handed over, and how often.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from sidecar import sessionlog
+from sidecar.backends import TEXT, ReaderFormatError, SessionEvent, SessionLogReader
+from sidecar.sessionlog import SessionTail, expand_globs
+
+REPO = Path(__file__).resolve().parent.parent
+EVIDENCE = json.loads((REPO / "harness" / "evidence" / "claude.json").read_text())
+(SESSION,) = [REPO / "harness" / "evidence" / "claude" / p for p in EVIDENCE["session_files"]]
+LINES = [line for line in SESSION.read_bytes().splitlines(keepends=True) if line.strip()]
+IDS = [json.loads(line).get("uuid", "") for line in LINES]
+NOW = 1_800_000_000.0
+
+
+class Probe(SessionLogReader):
+    """One TEXT event per JSON object (``call_id`` = its ``uuid``); a non-object is refused."""
+
+    backend = "probe"
+    globs = ("sessions/*/*.jsonl",)
+
+    def parse_line(self, obj, state):
+        if not isinstance(obj, dict):
+            raise ReaderFormatError("unknown_shape")
+        state["n"] = state.get("n", 0) + 1
+        return [SessionEvent(TEXT, None, call_id=str(obj.get("uuid", "")))]
+
+
+def tail_of(home: Path, **kw) -> SessionTail:
+    return SessionTail(Probe(), home, clock=lambda: NOW, **kw)
+
+
+def ids(result) -> list[str]:
+    return [e.call_id for e in result.events]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    (tmp_path / "sessions" / "a").mkdir(parents=True)
+    return tmp_path
+
+
+def write(path: Path, data: bytes, mode: str = "ab") -> None:
+    with open(path, mode) as f:
+        f.write(data)
+    os.utime(path, (NOW, NOW))
+
+
+def test_reads_a_growing_file_once_each_line(home: Path) -> None:
+    """Lines are handed over once, in order, as the file grows; the time of a line without
+    one is the time it was read."""
+    path = home / "sessions" / "a" / "s.jsonl"
+    write(path, b"".join(LINES[:3]))
+    tail = tail_of(home)
+    first = tail.poll()
+    assert ids(first) == IDS[:3] and all(e.ts == NOW for e in first.events)
+    assert ids(tail.poll()) == []
+    write(path, b"".join(LINES[3:]))
+    assert ids(tail.poll()) == IDS[3:]
+
+
+def test_partial_line_waits_for_its_newline(home: Path) -> None:
+    path = home / "sessions" / "a" / "s.jsonl"
+    write(path, LINES[0] + LINES[1][:10])
+    tail = tail_of(home)
+    assert ids(tail.poll()) == IDS[:1]
+    write(path, LINES[1][10:])
+    assert ids(tail.poll()) == IDS[1:2]
+
+
+def test_new_file_in_new_directory_is_found(home: Path) -> None:
+    tail = tail_of(home)
+    assert ids(tail.poll()) == []
+    (home / "sessions" / "b").mkdir()
+    write(home / "sessions" / "b" / "t.jsonl", LINES[0])
+    assert ids(tail.poll(rescan=True)) == IDS[:1]
+
+
+def test_replaced_file_is_read_from_its_start(home: Path) -> None:
+    """A new inode under the old name (an editor's atomic save, a rotation) is a new file."""
+    path = home / "sessions" / "a" / "s.jsonl"
+    write(path, b"".join(LINES[:4]))
+    tail = tail_of(home)
+    tail.poll()
+    replacement = home / "sessions" / "a" / "new.tmp"
+    write(replacement, b"".join(LINES[4:6]))
+    os.replace(replacement, path)
+    assert ids(tail.poll()) == IDS[4:6]
+
+
+def test_truncated_file_is_read_from_its_start(home: Path) -> None:
+    path = home / "sessions" / "a" / "s.jsonl"
+    write(path, b"".join(LINES[:4]))
+    tail = tail_of(home)
+    tail.poll()
+    write(path, LINES[5], mode="wb")
+    assert ids(tail.poll()) == IDS[5:6]
+
+
+def test_vanished_file_is_forgotten(home: Path) -> None:
+    path = home / "sessions" / "a" / "s.jsonl"
+    write(path, LINES[0])
+    tail = tail_of(home)
+    tail.poll()
+    path.unlink()
+    assert ids(tail.poll(rescan=True)) == [] and tail.to_dict() == {}
+
+
+def test_bad_lines_are_counted_and_good_ones_kept(home: Path) -> None:
+    """A line that is not JSON and a JSON value the reader refuses are counted by reason; the
+    real lines around them still arrive."""
+    path = home / "sessions" / "a" / "s.jsonl"
+    write(path, LINES[0] + LINES[1][:-20] + b"\n" + b"[1, 2]\n" + LINES[2])
+    result = tail_of(home).poll()
+    assert ids(result) == [IDS[0], IDS[2]]
+    assert result.errors == {"not_json": 1, "unknown_shape": 1}
+
+
+def test_reader_bug_is_counted_not_raised(home: Path) -> None:
+    class Broken(Probe):
+        def parse_line(self, obj, state):
+            raise KeyError("a bug")
+
+    write(home / "sessions" / "a" / "s.jsonl", LINES[0])
+    result = SessionTail(Broken(), home, clock=lambda: NOW).poll()
+    assert result.events == [] and result.errors == {"reader_bug": 1}
+
+
+def test_oversized_line_is_skipped(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line longer than MAX_LINE is dropped (also when it arrives in pieces); the next line
+    is read."""
+    small = min(range(len(LINES)), key=lambda i: len(LINES[i]))
+    monkeypatch.setattr(sessionlog, "MAX_LINE", len(LINES[small]) + 10)
+    big = max(LINES, key=len)
+    assert len(big) > 3 * len(LINES[small])
+    path = home / "sessions" / "a" / "s.jsonl"
+    write(path, big[:len(LINES[small]) + 20])
+    tail = tail_of(home)
+    assert tail.poll().errors == {"oversized": 1}
+    write(path, big[len(LINES[small]) + 20:] + LINES[small])
+    result = tail.poll()
+    assert ids(result) == [IDS[small]] and result.errors == {}
+
+
+def test_offsets_survive_a_restart(home: Path) -> None:
+    """to_dict/load_dict: a new tail resumes after the last complete line, keeping a partial
+    line for later."""
+    path = home / "sessions" / "a" / "s.jsonl"
+    write(path, b"".join(LINES[:3]) + LINES[3][:7])
+    tail = tail_of(home)
+    tail.poll()
+    saved = json.loads(json.dumps(tail.to_dict()))
+    head = hashlib.blake2b(path.read_bytes()[:256], digest_size=16).hexdigest()
+    assert saved == {"sessions/a/s.jsonl": {"dev": os.stat(path).st_dev, "ino": os.stat(path).st_ino,
+                                            "offset": len(b"".join(LINES[:3])),
+                                            "head": head, "head_len": 256}}
+    write(path, LINES[3][7:])
+    again = tail_of(home)
+    again.load_dict(saved)
+    assert ids(again.poll()) == IDS[3:4]
+
+
+def test_saved_offset_of_a_replaced_file_is_not_used(home: Path) -> None:
+    """A file deleted and written again is read from its start, even when the file system
+    reuses its inode number (the first bytes' digest differs)."""
+    path = home / "sessions" / "a" / "s.jsonl"
+    write(path, b"".join(LINES[:3]))
+    tail = tail_of(home)
+    tail.poll()
+    saved = tail.to_dict()
+    path.unlink()
+    write(path, b"".join(LINES[3:5]))
+    again = tail_of(home)
+    again.load_dict(saved)
+    assert ids(again.poll()) == IDS[3:5]
+
+
+@pytest.mark.parametrize("saved", [None, [], {"x": 1}, {"sessions/a/s.jsonl": {"offset": -1}},
+                                   {"sessions/a/s.jsonl": {"dev": "1", "ino": 2, "offset": 3}}])
+def test_malformed_saved_offsets_are_ignored(home: Path, saved) -> None:
+    write(home / "sessions" / "a" / "s.jsonl", LINES[0])
+    tail = tail_of(home)
+    tail.load_dict(saved)
+    assert ids(tail.poll()) == IDS[:1]
+
+
+def test_old_history_is_not_replayed(home: Path) -> None:
+    """A file last changed before the backfill horizon starts at its end; lines added later
+    are read."""
+    path = home / "sessions" / "a" / "s.jsonl"
+    write(path, LINES[0])
+    os.utime(path, (NOW - 7200, NOW - 7200))
+    tail = tail_of(home, backfill_s=3600)
+    assert ids(tail.poll()) == []
+    write(path, LINES[1])
+    assert ids(tail.poll()) == IDS[1:2]
+
+
+def test_files_followed_are_bounded(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the MAX_FILES most recently modified files are followed."""
+    monkeypatch.setattr(sessionlog, "MAX_FILES", 2)
+    for i in range(4):
+        path = home / "sessions" / "a" / f"s{i}.jsonl"
+        write(path, LINES[i])
+        os.utime(path, (NOW - 100 + i, NOW - 100 + i))
+    assert sorted(ids(tail_of(home).poll())) == sorted(IDS[2:4])
+
+
+def test_symlinked_file_is_not_read(home: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A session file that is a symlink (pointing anywhere) is not followed."""
+    outside = tmp_path_factory.mktemp("outside") / "secret.jsonl"
+    outside.write_bytes(LINES[0])
+    (home / "sessions" / "a" / "s.jsonl").symlink_to(outside)
+    assert tail_of(home).poll().events == []
+
+
+def test_budget_spreads_a_backlog_over_polls(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sessionlog, "READ_BUDGET", 2000)
+    path = home / "sessions" / "a" / "s.jsonl"
+    write(path, b"".join(LINES))
+    tail = tail_of(home)
+    got: list[str] = []
+    for _ in range(100):
+        got += ids(tail.poll())
+    assert got == IDS
+
+
+def test_env_var_globs() -> None:
+    """`$VAR/` globs: a relative value is under the home, an absolute one as given, unset means
+    the reader's default, and no default means the glob is skipped."""
+
+    class Codexish(Probe):
+        globs = ("$CODEX_HOME/sessions/*.jsonl", "$NOPE/x/*.jsonl", "plain/*.jsonl")
+        env_defaults = {"CODEX_HOME": ".codex"}
+
+    home = Path("/h")
+    assert expand_globs(Codexish(), home, {}) == [(Path("/h/.codex"), "sessions/*.jsonl"),
+                                                (Path("/h"), "plain/*.jsonl")]
+    assert expand_globs(Codexish(), home, {"CODEX_HOME": "alt"})[0] == (Path("/h/alt"),
+                                                                        "sessions/*.jsonl")
+    assert expand_globs(Codexish(), home, {"CODEX_HOME": "/srv/c"})[0] == (Path("/srv/c"),
+                                                                          "sessions/*.jsonl")
+
+
+def test_sqlite_store_is_polled_read_only_when_it_changes(home: Path) -> None:
+    """A SQLite reader gets a read-only connection, only when the database changed; its
+    state (watermarks) is saved with the offsets. Writing through the connection fails."""
+    db = home / "sessions" / "a" / "store.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)")
+    conn.executemany("INSERT INTO t (v) VALUES (?)", [(i,) for i in IDS[:3]])
+    conn.commit()
+    calls: list[str] = []
+
+    class Db(Probe):
+        globs = ("sessions/*/*.db",)
+        kind = "sqlite"
+
+        def poll_db(self, c, state):
+            calls.append("poll")
+            with pytest.raises(sqlite3.OperationalError):
+                c.execute("INSERT INTO t (v) VALUES ('x')")
+            rows = c.execute("SELECT id, v FROM t WHERE id > ? ORDER BY id",
+                             (state.get("last", 0),)).fetchall()
+            if rows:
+                state["last"] = rows[-1][0]
+            return [SessionEvent(TEXT, None, call_id=v) for _, v in rows]
+
+    tail = SessionTail(Db(), home, clock=lambda: NOW)
+    assert ids(tail.poll()) == IDS[:3]
+    assert ids(tail.poll()) == [] and calls == ["poll"]  # unchanged: not queried again
+    conn.execute("INSERT INTO t (v) VALUES (?)", (IDS[3],))
+    conn.commit()
+    os.utime(db, (NOW + 5, NOW + 5))
+    assert ids(tail.poll()) == IDS[3:4]
+    assert tail.to_dict()["sessions/a/store.db"]["db"] == {"last": 4}
+    conn.close()
