@@ -1,0 +1,1 @@
+"""copilot: session-log reader (being written)."""

@@ -1,0 +1,1 @@
+"""kilo: session-log reader (being written)."""

@@ -1,0 +1,1 @@
+"""omp: session-log reader (being written)."""

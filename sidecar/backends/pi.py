@@ -1,0 +1,1 @@
+"""pi: session-log reader (being written)."""
