@@ -22,9 +22,10 @@ def test_full_config() -> None:
     cfg = parse_config({"repeat_failure": {
         "enabled": True, "threshold": 3, "window_s": 120, "no_data_after_s": 60,
         "exclude": ["make   wait"], "collect_interval_s": 1, "collect_grace_s": 0.5,
-        "agents": [{"name": "a1", "backend": "claude"}]}})
+        "agents": [{"name": "a1", "backend": "claude", "home": "/agent-home"},
+                   {"name": "a2", "backend": "pi"}]}})
     assert cfg == Config(True, 3, 120.0, 60.0, ("make wait",), 1.0, 0.5, 20,
-                         (AgentSpec("a1", "claude"),))
+                         (AgentSpec("a1", "claude", "/agent-home"), AgentSpec("a2", "pi")))
 
 
 @pytest.mark.parametrize("section, message", [
@@ -42,6 +43,8 @@ def test_full_config() -> None:
      "repeat_failure.agents[0].name: '../x' is not allowed"),
     ({"agents": [{"name": "a", "backend": "bash"}, {"name": "a", "backend": "pi"}]},
      "repeat_failure.agents: agent names must be unique"),
+    ({"agents": [{"name": "a", "backend": "pi", "home": "home/agent"}]},
+     "repeat_failure.agents[0].home: 'home/agent' is not allowed (must match ^/)"),
 ])
 def test_invalid_values_name_the_key(section: dict, message: str) -> None:
     """Unknown keys, wrong types and out-of-range values are rejected naming the key."""
@@ -105,6 +108,26 @@ def test_run_refuses_agent_flag_with_agent_list(tmp_path, capsys) -> None:
     assert capsys.readouterr().err == (
         f"repeat-failure: {cfg}: repeat_failure.agents lists the agents, so do not also pass "
         "--agent/--backend (or REPEAT_FAILURE_AGENT/REPEAT_FAILURE_BACKEND)\n")
+
+
+def test_run_refuses_agent_home_with_agent_list(tmp_path, capsys) -> None:
+    """--agent-home with repeat_failure.agents: each agent's home belongs in the list."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("repeat_failure:\n  agents: [{name: a1, backend: bash}]\n")
+    code = main(["run", "--config", str(cfg), "--shared-dir", str(tmp_path / "s"),
+                 "--agent-home", "/home/agent", "--listen", "127.0.0.1:0"])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        f"repeat-failure: {cfg}: repeat_failure.agents lists the agents; give each its `home` "
+        "there instead of --agent-home (or REPEAT_FAILURE_AGENT_HOME)\n")
+
+
+def test_run_refuses_relative_agent_home(tmp_path, capsys) -> None:
+    code = main(["run", "--shared-dir", str(tmp_path / "s"), "--agent", "a1", "--backend", "pi",
+                 "--agent-home", "home", "--listen", "127.0.0.1:0"])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        "repeat-failure: --agent-home 'home': expected an absolute path\n")
 
 
 def test_hook_env_off_explains_on_stderr(tmp_path, capsys) -> None:
