@@ -22,7 +22,7 @@ import os
 import stat
 import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +55,9 @@ MAX_STATE_BYTES = 64 << 20
 SUCCESS, FAILURE, EXCLUDED, DUPLICATE = "success", "failure", "excluded", "duplicate"
 #: Seconds between session-log polls when inotify says nothing (inotify wakes them sooner).
 SESSION_POLL_S = 5.0
+#: Tool-call ids of session-log records remembered per agent, so a session file read again
+#: (rewritten by its CLI) never delivers a call twice.
+MAX_DELIVERED_CALLS = 4096
 
 
 @dataclass
@@ -75,6 +78,19 @@ class AgentState:
     activity: Activity = field(default_factory=Activity)
     reader_errors: Counter = field(default_factory=Counter)  # reason -> n
     dedup: RouteDedup = field(default_factory=RouteDedup)
+    delivered_calls: OrderedDict = field(default_factory=OrderedDict)  # call id -> None
+
+    def first_delivery(self, call_id: str) -> bool:
+        """True the first time a session-log call id is delivered as a record (an empty id
+        always counts as first)."""
+        if not call_id:
+            return True
+        if call_id in self.delivered_calls:
+            return False
+        self.delivered_calls[call_id] = None
+        while len(self.delivered_calls) > MAX_DELIVERED_CALLS:
+            self.delivered_calls.popitem(last=False)
+        return True
 
     @property
     def session_route(self) -> bool:
@@ -268,6 +284,11 @@ class Sidecar:
             if isinstance(collecting, dict):
                 self.collector.restore(collecting)
             state.activity.load_dict(data.get("activity"))
+            calls = data.get("session_calls")
+            if isinstance(calls, list):
+                for call_id in calls[-MAX_DELIVERED_CALLS:]:
+                    if isinstance(call_id, str):
+                        state.delivered_calls[call_id] = None
             if state.tail is not None:
                 state.tail.load_dict(data.get("sessions"))
             last = data.get("last_record_ts")
@@ -281,7 +302,8 @@ class Sidecar:
         data = {"version": STATE_FILE_VERSION, "agent": state.spec.name,
                 "last_record_ts": state.last_record_ts, "collecting": state.checkpoint,
                 "detector": state.detector.to_dict(), "activity": state.activity.to_dict(),
-                "sessions": state.tail.to_dict() if state.tail is not None else {}}
+                "sessions": state.tail.to_dict() if state.tail is not None else {},
+                "session_calls": list(state.delivered_calls)}
         state.saved_at = time.monotonic()
         try:
             hook.write_atomic(self._state_path(state.spec.name), orjson.dumps(data), 0o600)
@@ -379,7 +401,7 @@ class Sidecar:
                 for event in result.events:
                     state.activity.on_event(event)
                     if (state.session_route and event.kind == SHELL_END and event.command
-                            and self.config.enabled):
+                            and state.first_delivery(event.call_id)):
                         self._process_record(state, self._session_record(state, event), now)
 
     @staticmethod

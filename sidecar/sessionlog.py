@@ -51,8 +51,11 @@ SCAN_INTERVAL_S = 10.0
 #: Reasons counted besides the readers' own :class:`ReaderFormatError` reasons.
 NOT_JSON, OVERSIZED, UNREADABLE, READER_BUG = "not_json", "oversized", "unreadable", "reader_bug"
 
-#: Bytes at the start of a file whose digest identifies it (inode numbers are reused).
+#: A file is known by the digest of up to this many bytes after its first line (inode numbers
+#: are reused, and some CLIs rewrite a file under a new inode with the same content).
 FINGERPRINT_BYTES = 256
+#: Where the first line's end is looked for; a longer first line puts the window at offset 0.
+FINGERPRINT_SEARCH = 64 << 10
 
 _VAR = re.compile(r"\A\$([A-Za-z_][A-Za-z0-9_]*)/")
 
@@ -93,7 +96,8 @@ class _File:
     skipping: bool = False  # inside an oversized line: drop bytes until the next newline
     state: dict[str, Any] = field(default_factory=dict)  # the reader's per-file state (raw)
     stamp: tuple = ()  # sqlite: (mtime_ns, size) of the db and its WAL when last polled
-    head: str = ""  # digest of the file's first `head_len` bytes ("" until read)
+    head: str = ""  # digest of `head_len` bytes at `head_start` ("" until the file has them)
+    head_start: int = 0
     head_len: int = 0
 
 
@@ -174,10 +178,12 @@ class SessionTail:
             if key in self._files:
                 continue
             saved = self._saved.pop(key, None)
-            f = _File(path, st.st_dev, st.st_ino)
-            if saved and saved.get("ino") == st.st_ino and saved.get("dev") == st.st_dev:
-                f.head, f.head_len = str(saved.get("head", "")), int(saved.get("head_len", 0))
-                f.offset = int(saved.get("offset", 0))
+            f = _File(path, st.st_dev, st.st_ino, state=self.reader.new_file_state())
+            if saved:
+                # Whether it is still the same file is decided when it is read (_same_file).
+                f.dev, f.ino, f.offset = saved["dev"], saved["ino"], saved["offset"]
+                f.head = str(saved.get("head", ""))
+                f.head_start, f.head_len = _nat(saved.get("head_start")), _nat(saved.get("head_len"))
                 f.skipping = saved.get("skipping") is True
                 if isinstance(saved.get("db"), dict):
                     f.state = saved["db"]
@@ -218,21 +224,20 @@ class SessionTail:
             if not stat.S_ISREG(st.st_mode):
                 result.errors[UNREADABLE] += 1
                 return 0
-            if ((st.st_dev, st.st_ino) != (f.dev, f.ino) or st.st_size < f.offset
-                    or (f.head_len and _digest(os.pread(fd, f.head_len, 0)) != f.head)):
-                # Replaced (a new inode, or a reused one with other content) or truncated: a
-                # new file under the old name, read from the start.
-                f.dev, f.ino, f.offset = st.st_dev, st.st_ino, 0
+            if not _same_file(f, fd, st):
+                # Replaced by other content (a new inode, or a reused one) or truncated: a new
+                # file under the old name, read from the start.
+                f.offset = 0
                 f.pending.clear()
                 f.skipping = False
-                f.state = {}
-                f.head, f.head_len = "", 0
+                f.state = self.reader.new_file_state()
+                f.head, f.head_start, f.head_len = "", 0, 0
+            f.dev, f.ino = st.st_dev, st.st_ino
+            if f.head_len < FINGERPRINT_BYTES:
+                _fingerprint(f, fd, st.st_size)
             if st.st_size <= f.offset:
                 return 0
             data = os.pread(fd, min(budget, st.st_size - f.offset), f.offset)
-            if f.head_len < FINGERPRINT_BYTES and f.offset + len(data) > f.head_len:
-                f.head_len = min(FINGERPRINT_BYTES, f.offset + len(data))
-                f.head = _digest(os.pread(fd, f.head_len, 0))
         finally:
             os.close(fd)
         f.offset += len(data)
@@ -329,8 +334,8 @@ class SessionTail:
         out = {}
         for key, f in self._files.items():
             entry: dict[str, Any] = {"dev": f.dev, "ino": f.ino,
-                                     "offset": f.offset - len(f.pending),
-                                     "head": f.head, "head_len": f.head_len}
+                                     "offset": f.offset - len(f.pending), "head": f.head,
+                                     "head_start": f.head_start, "head_len": f.head_len}
             if f.skipping:
                 entry["skipping"] = True
             if self.reader.kind == "sqlite":
@@ -353,6 +358,36 @@ class SessionTail:
 
 def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _nat(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _same_file(f: _File, fd: int, st: os.stat_result) -> bool:
+    """Is the open file the one ``f`` describes? By content where a fingerprint exists (omp
+    18.2.3 rewrites its first line, a 256-byte title slot, in place, and sometimes writes the
+    whole file again under a new inode), else by device and inode; never when it shrank."""
+    if st.st_size < f.offset:
+        return False
+    if f.head_len:
+        return _digest(os.pread(fd, f.head_len, f.head_start)) == f.head
+    return (st.st_dev, st.st_ino) == (f.dev, f.ino)
+
+
+def _fingerprint(f: _File, fd: int, size: int) -> None:
+    """Set (or grow to :data:`FINGERPRINT_BYTES`) ``f``'s fingerprint: the digest of the bytes
+    right after the first line, or from offset 0 when the first line is longer than
+    :data:`FINGERPRINT_SEARCH`. Nothing until the first line is complete."""
+    first = os.pread(fd, min(size, FINGERPRINT_SEARCH), 0)
+    newline = first.find(b"\n")
+    if newline < 0 and size < FINGERPRINT_SEARCH:
+        return
+    start = newline + 1 if newline >= 0 else 0
+    length = min(FINGERPRINT_BYTES, size - start)
+    if length > f.head_len:
+        f.head_start, f.head_len = start, length
+        f.head = _digest(os.pread(fd, length, start))
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

@@ -103,6 +103,22 @@ def test_replaced_file_is_read_from_its_start(home: Path) -> None:
     assert ids(tail.poll()) == IDS[4:6]
 
 
+def test_first_line_rewritten_in_place_is_not_a_new_file(home: Path) -> None:
+    """omp 18.2.3 overwrites its first line (a fixed-size title slot) in place and sometimes
+    writes the whole file again under a new inode: neither replays the lines already read."""
+    path = home / "sessions" / "a" / "s.jsonl"
+    write(path, b"".join(LINES[:4]))
+    tail = tail_of(home)
+    assert ids(tail.poll()) == IDS[:4]
+    with open(path, "r+b") as f:  # the same length, other bytes, in place
+        f.write(LINES[0][:-1].replace(b'"', b"'") + b"\n")
+    assert ids(tail.poll()) == []
+    copy = home / "sessions" / "a" / "rewrite.tmp"
+    write(copy, path.read_bytes() + LINES[4])
+    os.replace(copy, path)  # a new inode with the same content, one line longer
+    assert ids(tail.poll()) == IDS[4:5]
+
+
 def test_truncated_file_is_read_from_its_start(home: Path) -> None:
     path = home / "sessions" / "a" / "s.jsonl"
     write(path, b"".join(LINES[:4]))
@@ -165,10 +181,11 @@ def test_offsets_survive_a_restart(home: Path) -> None:
     tail = tail_of(home)
     tail.poll()
     saved = json.loads(json.dumps(tail.to_dict()))
-    head = hashlib.blake2b(path.read_bytes()[:256], digest_size=16).hexdigest()
+    start = len(LINES[0])  # the fingerprint is taken right after the first line
+    head = hashlib.blake2b(path.read_bytes()[start:start + 256], digest_size=16).hexdigest()
     assert saved == {"sessions/a/s.jsonl": {"dev": os.stat(path).st_dev, "ino": os.stat(path).st_ino,
-                                            "offset": len(b"".join(LINES[:3])),
-                                            "head": head, "head_len": 256}}
+                                            "offset": len(b"".join(LINES[:3])), "head": head,
+                                            "head_start": start, "head_len": 256}}
     write(path, LINES[3][7:])
     again = tail_of(home)
     again.load_dict(saved)

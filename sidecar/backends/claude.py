@@ -1,4 +1,4 @@
-"""Claude Code: its wrapper around each agent command, and its helper shells.
+"""Claude Code: its wrapper around each agent command, its helper shells and its session log.
 
 Seen in the harness's real runs (``harness/evidence/claude.json``, Claude Code 2.1.197): the
 ``Bash`` tool runs ``bash -c`` of ::
@@ -9,14 +9,37 @@ Seen in the harness's real runs (``harness/evidence/claude.json``, Claude Code 2
 (one line). Each session also starts helper shells that are not agent commands (spec C8): an
 ``env`` probe and the script that writes the shell snapshot (``SNAPSHOT_FILE=...``). Those
 normalize to the empty command, which never counts.
+
+Its session log (same run): ``~/.claude/projects/<cwd-slug>/<session id>.jsonl`` (the
+``.claude`` directory moves with ``CLAUDE_CONFIG_DIR``), one JSON object per line with a
+``type``. ``user`` and ``assistant`` lines carry an Anthropic Messages ``message``; a ``Bash``
+call is a ``tool_use`` block of an assistant line and ends with the ``tool_result`` block of a
+later user line (``is_error``, text ``Exit code N`` first on a failure). Other line types
+(``queue-operation``, ``attachment``, ``last-prompt``, ``system``, ...) carry nothing we need.
+:class:`ClaudeSessionReader` reads it.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
+from datetime import datetime, timezone
+from typing import Any, ClassVar
 
-from sidecar.backends import register_stripper
+from sidecar.backends import (
+    SHELL_END,
+    SHELL_START,
+    TEXT,
+    TOOL,
+    TURN_END,
+    TURN_START,
+    ReaderFormatError,
+    SessionEvent,
+    SessionLogReader,
+    register_reader,
+    register_stripper,
+)
 
 _WRAPPER = re.compile(
     r"\Asource \S+ 2>/dev/null \|\| true && shopt -u extglob 2>/dev/null \|\| true"
@@ -40,3 +63,283 @@ def strip(command: str) -> str:
 #: Inference backends run through the Claude Code CLI (DESIGN.md "Coverage table").
 for _backend in ("claude", "vllm", "llm-d", "litellm", "watsonx"):
     register_stripper(_backend, strip)
+
+
+# -- session-log reader ------------------------------------------------------------------------
+
+#: Line types Claude Code 2.1.197 writes to a transcript (the type table of its transcript
+#: writer, in the CLI binary) other than ``user`` and ``assistant``: nothing we need.
+_QUIET_TYPES = frozenset({
+    "attachment", "system", "progress", "summary", "custom-title", "ended-by-model", "ai-title",
+    "last-prompt", "tag", "relocated", "agent-name", "agent-color", "agent-setting", "pr-link",
+    "frame-link", "bridge-session", "file-history-snapshot", "attribution-snapshot",
+    "speculation-accept", "mode", "permission-mode", "isolation-latch", "worktree-state",
+    "queue-operation", "marble-origami-commit", "marble-origami-snapshot",
+    "marble-origami-reset", "content-replacement", "fork-context-ref"})
+_SHELL_TOOLS = frozenset({"Bash"})
+#: A failed Bash result's text starts ``Exit code N`` (2.1.197: real file and the tool's code).
+_EXIT_PREFIX = "Exit code "
+_INT = re.compile(r"-?[0-9]+")
+#: User text that is not a prompt: a wrapper tag (slash-command echo, local command output,
+#: caveats) or an interrupt notice; the same rule Claude Code 2.1.197 uses to find a
+#: session's first prompt.
+_TAGGED = re.compile(r"\A\s*<[a-z][\w-]*[\s>]")
+_INTERRUPTED = "[Request interrupted by user"
+#: Stop reasons after which the model goes on in the same turn.
+_GOES_ON = frozenset({"tool_use", "pause_turn"})
+#: Calls started and not yet finished that a file's state remembers (oldest forgotten first).
+MAX_OPEN_CALLS = 256
+
+
+def _line_ts(value: Any) -> float | None:
+    """Seconds since the epoch for a line's ``timestamp`` (ISO-8601; no offset is read as UTC;
+    a number is epoch milliseconds); ``None`` when the line has none. Raises ``bad_ts``."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            when = datetime.fromisoformat(value)
+            return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
+        except (ValueError, OverflowError):
+            raise ReaderFormatError("bad_ts") from None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            seconds = value / 1000
+        except OverflowError:
+            raise ReaderFormatError("bad_ts") from None
+        if math.isfinite(seconds):
+            return float(seconds)
+    raise ReaderFormatError("bad_ts")
+
+
+def _result_text(content: Any) -> str:
+    """A ``tool_result``'s text: a string, or its text blocks joined; raises
+    ``unknown_shape``."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise ReaderFormatError("unknown_shape")
+    parts = []
+    for block in content:
+        if not isinstance(block, dict):
+            raise ReaderFormatError("unknown_shape")
+        if block.get("type") == "text":
+            if not isinstance(block.get("text"), str):
+                raise ReaderFormatError("unknown_shape")
+            parts.append(block["text"])
+    return "".join(parts)
+
+
+def _exit_of(text: str) -> int | None:
+    """``N`` from a failed result's leading ``Exit code N``; ``None`` without that line; raises
+    ``bad_exit`` when ``N`` is not an integer."""
+    if not text.startswith(_EXIT_PREFIX):
+        return None
+    code = text[len(_EXIT_PREFIX):].split("\n", 1)[0].strip()
+    if not _INT.fullmatch(code):
+        raise ReaderFormatError("bad_exit")
+    return int(code)
+
+
+class ClaudeSessionReader(SessionLogReader):
+    """Claude Code's session log (Claude Code 2.1.197: its real file; its CLI binary for the
+    line types, the Bash result text and the subagent files the run did not write).
+
+    :meth:`parse_line` takes one decoded line and returns, in order:
+
+    - ``user`` with a prompt (``message.content`` a string, or blocks without a
+      ``tool_result``): ``turn_start``, ``turn_id`` = ``promptId``. Not for ``isMeta`` /
+      ``isCompactSummary`` lines, subagent (``isSidechain``) lines or text that starts with a
+      tag (``<command-name>``, ``<local-command-stdout>``, ...); text starting
+      ``[Request interrupted by user`` is ``turn_end`` instead;
+    - ``user`` with ``tool_result`` blocks: for each result of a ``Bash`` call, ``shell_end``
+      with ``command`` from the call (this file's state), ``failed`` = ``is_error`` and ``exit``
+      from the leading ``Exit code N`` (written only on a failure; a success, including a
+      non-zero exit Claude Code does not count as an error, such as grep's 1, leaves ``exit``
+      ``None``). A result whose call this state never saw (a sidecar restart) is taken as a
+      shell result when it reads like one (``is_error`` with ``Exit code N``, or a
+      ``toolUseResult`` with Bash's ``stdout`` and ``interrupted``): ``command`` is ``""``;
+    - ``assistant``: ``text`` per non-empty text block, ``shell_start`` (``call_id``,
+      ``command`` = ``input.command``) per ``Bash`` ``tool_use``, ``tool`` per other
+      ``tool_use``, then ``turn_end`` when the line has no ``tool_use`` and its ``stop_reason``
+      ends the turn (anything but ``tool_use`` / ``pause_turn``; ``null`` is not an end, as
+      Claude Code writes each block of a reply as its own line and may write a line before the
+      reply's stop reason is known). Lines of one reply that repeat the end give one
+      ``turn_end``. Subagent lines give no turn events;
+    - every other line type Claude Code writes: ``[]``.
+
+    ``ts`` is the line's ``timestamp``. Errors (:class:`ReaderFormatError` ``reason``):
+    ``not_object``, ``no_type``, ``unknown_type``, ``unknown_shape`` (a ``user`` /
+    ``assistant`` line whose fields we read have the wrong type), ``bad_exit`` (``Exit code``
+    followed by something other than an integer), ``bad_ts``.
+    """
+
+    backend: ClassVar[str] = "claude"
+    globs: ClassVar[tuple[str, ...]] = ("$CLAUDE_CONFIG_DIR/projects/*/*.jsonl",
+                                        "$CLAUDE_CONFIG_DIR/projects/*/*/subagents/*.jsonl")
+    env_defaults: ClassVar[dict[str, str]] = {"CLAUDE_CONFIG_DIR": ".claude"}
+    signal: ClassVar[str] = ("~/.claude/projects/*/*.jsonl: an assistant tool_use named Bash "
+                             "starts a call, its tool_result (is_error, 'Exit code N') ends it")
+
+    def new_file_state(self) -> dict[str, Any]:
+        """``{"calls": {tool_use id: (tool name, command or None)}, "turn_id": str,
+        "ended": message id}``: calls started and not yet finished (``None`` for a tool that
+        is not a shell), the current prompt's id and the last reply that ended a turn."""
+        return {"calls": {}, "turn_id": "", "ended": None}
+
+    def parse_line(self, obj: Any, state: dict[str, Any]) -> list[SessionEvent]:
+        """The events of one decoded line (see the class docstring); raises only
+        :class:`ReaderFormatError`."""
+        try:
+            if not isinstance(obj, dict):
+                raise ReaderFormatError("not_object")
+            kind = obj.get("type")
+            if not isinstance(kind, str):
+                raise ReaderFormatError("no_type")
+            if kind in ("user", "assistant"):
+                message = obj.get("message")
+                if not isinstance(message, dict):
+                    raise ReaderFormatError("unknown_shape")
+                if not isinstance(state, dict):
+                    state = self.new_file_state()
+                if kind == "user":
+                    return self._user(obj, message, state)
+                return self._assistant(obj, message, state)
+            if kind in _QUIET_TYPES:
+                return []
+            raise ReaderFormatError("unknown_type")
+        except ReaderFormatError:
+            raise
+        except Exception:  # a shape no check above foresaw: still only a reader error
+            raise ReaderFormatError("unknown_shape") from None
+
+    def _user(self, line: dict[str, Any], message: dict[str, Any],
+              state: dict[str, Any]) -> list[SessionEvent]:
+        ts = _line_ts(line.get("timestamp"))
+        content = message.get("content")
+        if isinstance(content, list):
+            if not all(isinstance(block, dict) for block in content):
+                raise ReaderFormatError("unknown_shape")
+            results = [block for block in content if block.get("type") == "tool_result"]
+            if results:
+                return self._results(line, results, ts, state)
+            text = next((b.get("text") for b in content if b.get("type") == "text"), "")
+        elif isinstance(content, str):
+            text = content
+        else:
+            raise ReaderFormatError("unknown_shape")
+        if not isinstance(text, str):
+            raise ReaderFormatError("unknown_shape")
+        if line.get("isSidechain") is True or line.get("isMeta") is True \
+                or line.get("isCompactSummary") is True:
+            return []
+        if text.startswith(_INTERRUPTED):
+            return [SessionEvent(TURN_END, ts, turn_id=_str(state.get("turn_id")))]
+        if _TAGGED.match(text):
+            return []
+        turn_id = _str(line.get("promptId"))
+        state["turn_id"] = turn_id
+        return [SessionEvent(TURN_START, ts, turn_id=turn_id)]
+
+    def _results(self, line: dict[str, Any], results: list[dict[str, Any]], ts: float | None,
+                 state: dict[str, Any]) -> list[SessionEvent]:
+        calls = state.get("calls")
+        if not isinstance(calls, dict):
+            calls = state["calls"] = {}
+        turn_id = _str(line.get("promptId")) or _str(state.get("turn_id"))
+        events = []
+        for result in results:
+            call_id, is_error = result.get("tool_use_id"), result.get("is_error")
+            is_error = False if is_error is None else is_error  # absent on a success
+            if not isinstance(call_id, str) or not isinstance(is_error, bool):
+                raise ReaderFormatError("unknown_shape")
+            text = _result_text(result.get("content"))
+            exit_code = _exit_of(text) if is_error else None
+            known = calls.pop(call_id, None)
+            if known is not None:
+                tool, command = known
+                if command is None:
+                    continue  # not a shell call: its ``tool`` event came with the call
+            elif exit_code is not None or (len(results) == 1 and _bash_output(line)):
+                tool, command = "Bash", ""
+            else:
+                continue
+            failed = is_error if exit_code is None else exit_code != 0
+            events.append(SessionEvent(SHELL_END, ts, call_id=call_id, command=command,
+                                       exit=exit_code, failed=failed, tool=tool,
+                                       turn_id=turn_id))
+        return events
+
+    def _assistant(self, line: dict[str, Any], message: dict[str, Any],
+                   state: dict[str, Any]) -> list[SessionEvent]:
+        ts = _line_ts(line.get("timestamp"))
+        content, stop = message.get("content"), message.get("stop_reason")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        if not isinstance(content, list) or not (stop is None or isinstance(stop, str)):
+            raise ReaderFormatError("unknown_shape")
+        sidechain = line.get("isSidechain") is True
+        turn_id = "" if sidechain else _str(state.get("turn_id"))
+        events: list[SessionEvent] = []
+        calls = 0
+        for block in content:
+            if not isinstance(block, dict):
+                raise ReaderFormatError("unknown_shape")
+            kind = block.get("type")
+            if kind == "text":
+                if not isinstance(block.get("text"), str):
+                    raise ReaderFormatError("unknown_shape")
+                if block["text"].strip():
+                    events.append(SessionEvent(TEXT, ts, turn_id=turn_id))
+            elif kind == "tool_use":
+                call_id, name = block.get("id"), block.get("name")
+                if not isinstance(call_id, str) or not isinstance(name, str):
+                    raise ReaderFormatError("unknown_shape")
+                calls += 1
+                if name in _SHELL_TOOLS:
+                    args = block.get("input")
+                    command = args.get("command") if isinstance(args, dict) else None
+                    command = command if isinstance(command, str) else ""
+                    _remember(state, call_id, (name, command))
+                    events.append(SessionEvent(SHELL_START, ts, call_id=call_id,
+                                               command=command, tool=name, turn_id=turn_id))
+                else:
+                    _remember(state, call_id, (name, None))
+                    events.append(SessionEvent(TOOL, ts, call_id=call_id, tool=name,
+                                               turn_id=turn_id))
+            # thinking, server-tool and other blocks carry nothing we need
+        reply = message.get("id")
+        if calls == 0 and not sidechain and stop is not None and stop not in _GOES_ON \
+                and (reply is None or reply != state.get("ended")):
+            state["ended"] = reply
+            events.append(SessionEvent(TURN_END, ts, turn_id=turn_id))
+        return events
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _bash_output(line: dict[str, Any]) -> bool:
+    """Whether the line's ``toolUseResult`` has the shape of Bash's output (2.1.197: ``stdout``,
+    ``stderr`` and ``interrupted`` are required fields of that tool's output)."""
+    out = line.get("toolUseResult")
+    return isinstance(out, dict) and {"stdout", "stderr", "interrupted"} <= out.keys()
+
+
+def _remember(state: dict[str, Any], call_id: str, call: tuple[str, str | None]) -> None:
+    """Keep ``call`` (tool name, command or ``None``) until its result, within
+    :data:`MAX_OPEN_CALLS`."""
+    calls = state.get("calls")
+    if not isinstance(calls, dict):
+        calls = state["calls"] = {}
+    calls.pop(call_id, None)
+    calls[call_id] = call
+    while len(calls) > MAX_OPEN_CALLS:
+        del calls[next(iter(calls))]
+
+
+#: Inference backends run through the Claude Code CLI, so they read its session log too.
+register_reader(ClaudeSessionReader(), "vllm", "llm-d", "litellm", "watsonx")

@@ -24,13 +24,33 @@ Should the wrapper text itself ever reach a record, the command is taken back ou
 ``exec`` line; a wrapper cut to fit a record (the hook keeps the first ~4 KB, which never reach
 the ``exec`` line) gives ``""`` rather than the wrapper's head, which is the same for every
 command and would merge them all into one "repeating" command.
+
+The session log (:class:`CodexReader`): ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl``
+(``CODEX_HOME`` defaults to ``~/.codex``). Every line of the Codex 0.171.0 rollout in
+``harness/evidence/codex/`` is ``{"timestamp": ISO-8601, "type": ..., "payload": {...}}``; the
+lines the reader uses:
+
+* ``event_msg`` ``task_started`` / ``task_complete`` (with ``turn_id``): the turn's bounds;
+* ``response_item`` ``function_call`` named ``exec_command`` (``arguments`` a JSON string
+  ``{"cmd": ...}``, ``call_id``): a shell call starts; any other function (``apply_patch``,
+  ``update_plan``, ...) or ``custom_tool_call`` is a non-shell tool;
+* ``event_msg`` ``item_completed`` with an ``item`` of type ``CommandExecution`` (``id`` = the
+  call id, ``exit_code``, ``status`` ``completed``/``failed``, ``command`` = the argv Codex ran,
+  ``["/bin/bash", "-lc", <cmd>]``): the call ends. The ``function_call_output`` after it
+  repeats the exit only inside its text, so it is not used;
+* ``response_item`` ``message`` with role ``assistant``: model text.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from datetime import datetime, timezone
+from typing import Any
 
-from sidecar.backends import register_stripper
+from sidecar.backends import (SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
+                              ReaderFormatError, SessionEvent, SessionLogReader,
+                              register_reader, register_stripper)
 
 # The snapshot writer: two lines no agent command carries together.
 _WRITER_MARKS = ("echo '# Snapshot file'", "__codex_snapshot_command")
@@ -91,3 +111,211 @@ def strip(command: str) -> str:
 
 
 register_stripper("codex", strip)
+
+
+# -- session-log reader ----------------------------------------------------------------------------
+
+#: Function names whose call runs a shell command (Codex 0.171.0: only ``exec_command``).
+_SHELL_FUNCTIONS = frozenset({"exec_command"})
+#: At most this many started-but-unfinished calls are remembered per file (oldest dropped).
+_MAX_OPEN_CALLS = 512
+
+
+def _ts(value: Any) -> float | None:
+    """A line's ``timestamp`` (ISO-8601, ``Z`` or an offset; naive means UTC) as epoch
+    seconds; ``None`` when the line has none. Raises ReaderFormatError("bad_ts") otherwise."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ReaderFormatError("bad_ts")
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise ReaderFormatError("bad_ts") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.timestamp()
+
+
+def _exit(value: Any) -> int | None:
+    """``exit_code`` as an int (``None`` stays ``None``); anything but a whole number raises
+    ReaderFormatError("bad_exit")."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ReaderFormatError("bad_exit")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ReaderFormatError("bad_exit")
+        value = int(value)
+    return value
+
+
+def _str(value: Any) -> str:
+    """``value`` when it is a string, else ``""``."""
+    return value if isinstance(value, str) else ""
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    """``value`` when it is an object; anything else raises ReaderFormatError("unknown_shape")."""
+    if not isinstance(value, dict):
+        raise ReaderFormatError("unknown_shape")
+    return value
+
+
+def _argv_command(argv: Any) -> str:
+    """The command inside the argv Codex ran (``["/bin/bash", "-lc", <cmd>]``), or ``""``."""
+    if isinstance(argv, str):
+        return argv
+    if (isinstance(argv, list) and len(argv) == 3 and isinstance(argv[2], str)
+            and argv[1] in ("-lc", "-c")):
+        return argv[2]
+    return ""
+
+
+class CodexReader(SessionLogReader):
+    """Reads Codex CLI rollout files (JSON Lines, one object per line).
+
+    Rules, each seen in the Codex 0.171.0 rollout kept with the evidence
+    (``harness/evidence/codex.json`` → ``session_files``):
+
+    - ``event_msg``/``task_started`` → ``turn_start``; ``event_msg``/``task_complete`` →
+      ``turn_end`` (``turn_id`` from the payload). The user's prompt follows ``task_started``
+      as a ``response_item`` ``message`` and is not an event of its own.
+    - ``response_item``/``function_call`` ``exec_command`` → ``shell_start`` (``call_id``,
+      ``command`` = ``arguments.cmd``); the command is kept in the per-file state until the
+      call ends. Arguments that are not a JSON object with a string ``cmd`` (Codex does not run
+      such a call) give a ``tool`` event instead. Any other ``function_call`` and any
+      ``custom_tool_call`` (``apply_patch``, an edit) → ``tool``.
+    - ``event_msg``/``item_completed`` of a ``CommandExecution`` item → ``shell_end``
+      (``call_id`` = item ``id``; ``exit`` = ``exit_code``; ``failed`` = ``exit != 0``, or
+      ``status != "completed"`` when there is no exit code; ``command`` from the state, else
+      the ``<cmd>`` of the item's ``["/bin/bash", "-lc", <cmd>]``).
+    - ``response_item``/``message`` of role ``assistant`` with ``output_text`` → ``text``.
+    - ``ts``: the line's ``timestamp``.
+
+    Every line must be an object with a string ``type`` and an object ``payload``; a line of
+    another ``type``, or a payload type the reader does not use, is recognised and gives ``[]``
+    (0.171.0 also writes ``session_meta``, ``turn_context``, ``world_state`` and
+    ``token_usage_record`` lines, and new versions add kinds). Raises
+    :class:`ReaderFormatError` with ``not_object``, ``no_type``, ``unknown_shape`` (a used
+    kind with a wrong shape), ``bad_ts`` or ``bad_exit``; never anything else.
+    """
+
+    backend = "codex"
+    globs = ("$CODEX_HOME/sessions/*/*/*/rollout-*.jsonl",)
+    env_defaults = {"CODEX_HOME": ".codex"}
+    kind = "jsonl"
+    route_records = False
+    signal = ("$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl (default ~/.codex): a "
+              "function_call exec_command starts a call, the item_completed CommandExecution "
+              "ends it (exit_code, status)")
+
+    def new_file_state(self) -> dict[str, Any]:
+        """``{"turn": <current turn id>, "calls": {call_id: command}}`` (JSON-serialisable;
+        at most 512 open calls are kept, the oldest dropped first)."""
+        return {"turn": "", "calls": {}}
+
+    def parse_line(self, obj: Any, state: dict[str, Any]) -> list[SessionEvent]:
+        """The events of one decoded rollout line (see the class docstring). ``state`` comes
+        from :meth:`new_file_state`. Raises :class:`ReaderFormatError` only."""
+        try:
+            return self._parse(obj, state)
+        except ReaderFormatError:
+            raise
+        except Exception:  # noqa: BLE001 - whatever the file holds, only ReaderFormatError
+            raise ReaderFormatError("unknown_shape") from None
+
+    def _parse(self, obj: Any, state: dict[str, Any]) -> list[SessionEvent]:
+        if not isinstance(obj, dict):
+            raise ReaderFormatError("not_object")
+        kind = obj.get("type")
+        if not isinstance(kind, str):
+            raise ReaderFormatError("no_type")
+        payload = _dict(obj.get("payload"))
+        ts = _ts(obj.get("timestamp"))
+        if not isinstance(state.get("calls"), dict):
+            state["calls"] = {}
+        if kind == "event_msg":
+            return self._event_msg(payload, ts, state)
+        if kind == "response_item":
+            return self._response_item(payload, ts, state)
+        return []
+
+    @staticmethod
+    def _turn(payload: dict[str, Any], state: dict[str, Any]) -> str:
+        turn = payload.get("turn_id")
+        if not isinstance(turn, str):
+            meta = payload.get("internal_chat_message_metadata_passthrough")
+            turn = meta.get("turn_id") if isinstance(meta, dict) else None
+        return turn if isinstance(turn, str) else _str(state.get("turn"))
+
+    def _event_msg(self, payload: dict[str, Any], ts: float | None,
+                   state: dict[str, Any]) -> list[SessionEvent]:
+        sub = payload.get("type")
+        if not isinstance(sub, str):
+            raise ReaderFormatError("unknown_shape")
+        if sub == "task_started":
+            turn = _str(payload.get("turn_id"))
+            state["turn"] = turn
+            return [SessionEvent(TURN_START, ts, turn_id=turn)]
+        if sub == "task_complete":
+            return [SessionEvent(TURN_END, ts, turn_id=self._turn(payload, state))]
+        if sub != "item_completed":
+            return []
+        item = _dict(payload.get("item"))
+        item_type = item.get("type")
+        if not isinstance(item_type, str):
+            raise ReaderFormatError("unknown_shape")
+        if item_type != "CommandExecution":
+            return []
+        call_id = item.get("id")
+        if not isinstance(call_id, str):
+            raise ReaderFormatError("unknown_shape")
+        exit_code = _exit(item.get("exit_code"))
+        failed = exit_code != 0 if exit_code is not None else item.get("status") != "completed"
+        command = state["calls"].pop(call_id, None)
+        if not isinstance(command, str):
+            command = _argv_command(item.get("command"))
+        return [SessionEvent(SHELL_END, ts, call_id=call_id, command=command, exit=exit_code,
+                             failed=failed, tool="exec_command",
+                             turn_id=self._turn(payload, state))]
+
+    def _response_item(self, payload: dict[str, Any], ts: float | None,
+                       state: dict[str, Any]) -> list[SessionEvent]:
+        sub = payload.get("type")
+        if not isinstance(sub, str):
+            raise ReaderFormatError("unknown_shape")
+        turn = self._turn(payload, state)
+        if sub in ("function_call", "custom_tool_call"):
+            name, call_id = payload.get("name"), payload.get("call_id")
+            if not isinstance(name, str) or not isinstance(call_id, str):
+                raise ReaderFormatError("unknown_shape")
+            if sub == "function_call" and name in _SHELL_FUNCTIONS:
+                arguments = payload.get("arguments")
+                if not isinstance(arguments, str):
+                    raise ReaderFormatError("unknown_shape")
+                try:
+                    parsed = json.loads(arguments)
+                except ValueError:
+                    parsed = None
+                command = parsed.get("cmd") if isinstance(parsed, dict) else None
+                if isinstance(command, str):
+                    calls = state["calls"]
+                    calls[call_id] = command
+                    while len(calls) > _MAX_OPEN_CALLS:
+                        del calls[next(iter(calls))]
+                    return [SessionEvent(SHELL_START, ts, call_id=call_id, command=command,
+                                         tool=name, turn_id=turn)]
+            return [SessionEvent(TOOL, ts, call_id=call_id, tool=name, turn_id=turn)]
+        if sub == "message" and payload.get("role") == "assistant":
+            content = payload.get("content")
+            if not isinstance(content, list):
+                raise ReaderFormatError("unknown_shape")
+            if any(isinstance(part, dict) and part.get("type") == "output_text"
+                   and isinstance(part.get("text"), str) and part["text"] for part in content):
+                return [SessionEvent(TEXT, ts, turn_id=turn)]
+        return []
+
+
+register_reader(CodexReader())

@@ -1,1 +1,212 @@
-"""copilot: session-log reader (being written)."""
+"""GitHub Copilot CLI (``copilot``): how to read its session log.
+
+Copilot CLI 1.0.102 runs its ``bash`` tool as ``/bin/bash --norc --noprofile -c <cmd>`` with the
+agent's command as is (``harness/evidence/copilot.json``), so it needs no wrapper stripper.
+
+The session log (:class:`CopilotReader`): ``~/.copilot/session-state/<session-id>/events.jsonl``,
+one event per line: ``{"type": "<namespace>.<name>", "data": {...}, "id", "timestamp"
+(ISO-8601), "parentId"}``. The CLI's schema
+(``schemas/session-events.schema.json`` in the 1.0.102 package) lists some 200 event types; the
+reader uses these, all seen in the 1.0.102 file kept with the evidence:
+
+* ``user.message`` (``interactionId``): the user's prompt, a turn starts;
+* ``assistant.turn_start`` / ``assistant.turn_end`` (``turnId``): the bounds of *one model
+  request* of the agent loop (the evidence's one prompt has six), not of the user's turn;
+* ``assistant.message`` (``content``, ``toolRequests``): the model's reply in that request;
+* ``tool.execution_start`` (``toolCallId``, ``toolName`` ``bash``, ``arguments.command``) and
+  ``tool.execution_complete`` (``toolCallId``, ``success``, ``shellExecution.exitCode``,
+  ``result.content`` ending ``<shellId: N completed with exit code N>``). ``success`` is the
+  tool's own success: ``true`` for a command that exited 2.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from typing import Any
+
+from sidecar.backends import (SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
+                              ReaderFormatError, SessionEvent, SessionLogReader,
+                              register_reader)
+
+_SHELL_TOOLS = frozenset({"bash"})
+#: At most this many started-but-unfinished shell calls are remembered per file (oldest dropped).
+_MAX_OPEN_CALLS = 512
+# The last line of a shell result, as the 1.0.102 CLI's own renderer matches it.
+_EXIT_TEXT = re.compile(
+    r"^<(?:detached command with )?shellId: [^\r\n]+ completed with exit code (-?\d+)>[ \t]*$",
+    re.M)
+
+
+def _ts(value: Any) -> float | None:
+    """An event's ISO-8601 ``timestamp`` (``Z`` or offset; naive means UTC) as epoch seconds;
+    ``None`` when absent. Raises ReaderFormatError("bad_ts") for anything else."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ReaderFormatError("bad_ts")
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise ReaderFormatError("bad_ts") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.timestamp()
+
+
+def _exit(data: dict[str, Any]) -> int | None:
+    """The exit code of a finished ``bash`` call: ``shellExecution.exitCode`` (a whole number,
+    else ReaderFormatError("bad_exit")), else the ``completed with exit code N`` line of
+    ``result.content``, else ``None``."""
+    shell = data.get("shellExecution")
+    if shell is not None:
+        if not isinstance(shell, dict):
+            raise ReaderFormatError("unknown_shape")
+        value = shell.get("exitCode")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ReaderFormatError("bad_exit")
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise ReaderFormatError("bad_exit")
+            value = int(value)
+        return value
+    result = data.get("result")
+    content = result.get("content") if isinstance(result, dict) else None
+    if isinstance(content, str):
+        matches = _EXIT_TEXT.findall(content)
+        if matches:
+            return int(matches[-1])
+    return None
+
+
+class CopilotReader(SessionLogReader):
+    """Reads GitHub Copilot CLI ``events.jsonl`` session logs.
+
+    Rules, each seen in the Copilot CLI 1.0.102 file kept with the evidence
+    (``harness/evidence/copilot.json`` → ``session_files``) or, where said, in the CLI's
+    event schema of the same version:
+
+    - ``user.message`` → ``turn_start`` (``turn_id`` = its ``interactionId``, kept in the state
+      for the turn's later events).
+    - ``assistant.message`` with non-empty ``content`` → ``text``.
+    - ``assistant.turn_end`` ending a model request whose ``assistant.message`` asked for no
+      tool (``toolRequests`` empty) → ``turn_end``: the agent answered and stopped. The file
+      has no per-prompt end marker (``session.idle`` is ephemeral, never written, per the
+      schema); the request markers alone would end the user's turn after every tool call.
+      Events of a sub-agent (``agentId``, or ``data.parentToolCallId``; schema) never end the
+      user's turn.
+    - ``tool.execution_start`` of ``bash`` → ``shell_start`` (``call_id`` = ``toolCallId``,
+      ``command`` = ``arguments.command``); of any other tool → ``tool``.
+    - ``tool.execution_complete`` of a ``bash`` call (started in this file, or carrying
+      ``shellExecution``) → ``shell_end``: ``exit`` from :func:`_exit`; ``failed`` = ``exit !=
+      0``, or ``not success`` when no exit is given; ``command`` from the state (the complete
+      event does not repeat it; ``""`` when the start was not seen). Completions of other
+      tools give ``[]``.
+    - ``ts``: the event's ``timestamp``.
+
+    Every line must be an object with a string ``type`` and an object ``data``; other event
+    types (``session.start``, ``system.message``, ``session.usage_record``,
+    ``session.shutdown``, ...) are recognised and give ``[]``. Raises
+    :class:`ReaderFormatError` with ``not_object``, ``no_type``, ``unknown_shape`` (a used event
+    with a wrong shape), ``bad_ts`` or ``bad_exit``; never anything else.
+    """
+
+    backend = "copilot"
+    globs = (".copilot/session-state/*/events.jsonl",)
+    kind = "jsonl"
+    route_records = False
+    signal = ("~/.copilot/session-state/*/events.jsonl: tool.execution_start of bash starts a "
+              "call, its tool.execution_complete ends it (shellExecution.exitCode)")
+
+    def new_file_state(self) -> dict[str, Any]:
+        """``{"turn": <interactionId>, "calls": {call_id: command}, "step": {"message": bool,
+        "tools": bool}}``: the open shell calls (at most 512, oldest dropped) and what the
+        current model request's messages held (JSON-serialisable)."""
+        return {"turn": "", "calls": {}, "step": {"message": False, "tools": False}}
+
+    def parse_line(self, obj: Any, state: dict[str, Any]) -> list[SessionEvent]:
+        """The events of one decoded ``events.jsonl`` line (see the class docstring). ``state``
+        comes from :meth:`new_file_state`. Raises :class:`ReaderFormatError` only."""
+        try:
+            return self._parse(obj, state)
+        except ReaderFormatError:
+            raise
+        except Exception:  # noqa: BLE001 - whatever the file holds, only ReaderFormatError
+            raise ReaderFormatError("unknown_shape") from None
+
+    def _parse(self, obj: Any, state: dict[str, Any]) -> list[SessionEvent]:
+        if not isinstance(obj, dict):
+            raise ReaderFormatError("not_object")
+        kind = obj.get("type")
+        if not isinstance(kind, str):
+            raise ReaderFormatError("no_type")
+        data = obj.get("data")
+        if not isinstance(data, dict):
+            raise ReaderFormatError("unknown_shape")
+        ts = _ts(obj.get("timestamp"))
+        if not isinstance(state.get("calls"), dict):
+            state["calls"] = {}
+        if not isinstance(state.get("step"), dict):
+            state["step"] = {"message": False, "tools": False}
+        turn = state.get("turn") if isinstance(state.get("turn"), str) else ""
+        sub_agent = obj.get("agentId") is not None or data.get("parentToolCallId") is not None
+
+        if kind == "user.message":
+            if sub_agent:
+                return []
+            interaction = data.get("interactionId")
+            state["turn"] = interaction if isinstance(interaction, str) else ""
+            state["step"] = {"message": False, "tools": False}
+            return [SessionEvent(TURN_START, ts, turn_id=state["turn"])]
+        if kind == "assistant.turn_start":
+            if not sub_agent:
+                state["step"] = {"message": False, "tools": False}
+            return []
+        if kind == "assistant.message":
+            content, requests = data.get("content"), data.get("toolRequests")
+            if content is not None and not isinstance(content, str):
+                raise ReaderFormatError("unknown_shape")
+            if requests is not None and not isinstance(requests, list):
+                raise ReaderFormatError("unknown_shape")
+            if not sub_agent:
+                step = state["step"]
+                step["message"] = True
+                step["tools"] = bool(step.get("tools")) or bool(requests)
+            return [SessionEvent(TEXT, ts, turn_id=turn)] if content and content.strip() else []
+        if kind == "assistant.turn_end":
+            step = state["step"]
+            if sub_agent or not step.get("message") or step.get("tools"):
+                return []
+            state["step"] = {"message": False, "tools": False}
+            return [SessionEvent(TURN_END, ts, turn_id=turn)]
+        if kind == "tool.execution_start":
+            call_id, name = data.get("toolCallId"), data.get("toolName")
+            if not isinstance(call_id, str) or not isinstance(name, str):
+                raise ReaderFormatError("unknown_shape")
+            if name not in _SHELL_TOOLS:
+                return [SessionEvent(TOOL, ts, call_id=call_id, tool=name, turn_id=turn)]
+            arguments = data.get("arguments")
+            command = arguments.get("command") if isinstance(arguments, dict) else None
+            command = command if isinstance(command, str) else ""
+            calls = state["calls"]
+            calls[call_id] = command
+            while len(calls) > _MAX_OPEN_CALLS:
+                del calls[next(iter(calls))]
+            return [SessionEvent(SHELL_START, ts, call_id=call_id, command=command, tool=name,
+                                 turn_id=turn)]
+        if kind == "tool.execution_complete":
+            call_id, success = data.get("toolCallId"), data.get("success")
+            if not isinstance(call_id, str) or not isinstance(success, bool):
+                raise ReaderFormatError("unknown_shape")
+            if call_id not in state["calls"] and "shellExecution" not in data:
+                return []
+            exit_code = _exit(data)
+            command = state["calls"].pop(call_id, "")
+            failed = exit_code != 0 if exit_code is not None else not success
+            return [SessionEvent(SHELL_END, ts, call_id=call_id,
+                                 command=command if isinstance(command, str) else "",
+                                 exit=exit_code, failed=failed, tool="bash", turn_id=turn)]
+        return []
+
+
+register_reader(CopilotReader())

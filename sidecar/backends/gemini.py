@@ -21,13 +21,27 @@ custom commands) and the interactive ``!`` shell mode's ``{ <command> }`` + ``pw
 Gemini CLI starts no helper bash shells of its own (no records besides the tool commands in the
 harness runs); a guard with no command after it, which is what an empty command would leave, is
 ``""``. Text in none of these forms is returned unchanged.
+
+The session log (:class:`GeminiReader`): ``~/.gemini/tmp/<project>/chats/session-*.jsonl``
+(``<project>`` was the work directory's name, ``work``, in the 0.61.0 harness run; older
+versions wrote one ``session-*.json`` document, which is not read). Gemini CLI 0.61.0 appends one
+JSON object per line: a header (``sessionId``, ``startTime``, ``kind``), ``{"$set": {...}}``
+metadata updates, and messages ``{"id", "timestamp", "type": "user"|"gemini"|..., "content"}``.
+A message is appended again, whole and with the same ``id``, each time it changes: the model's
+message is written when its reply has streamed (``toolCalls`` absent) and written again with
+``toolCalls`` once the calls have *finished* (the CLI records tool calls only on completion, so a
+running command is not in the log).
 """
 
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
+from typing import Any
 
-from sidecar.backends import register_stripper
+from sidecar.backends import (SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
+                              ReaderFormatError, SessionEvent, SessionLogReader,
+                              register_reader, register_stripper)
 
 # ``shopt -u promptvars nullglob extglob nocaseglob dotglob;`` and the one space after it (the
 # options after promptvars are matched loosely, so a version that guards one more still strips).
@@ -83,3 +97,255 @@ def strip(command: str) -> str:
 
 
 register_stripper("gemini", strip)
+
+
+# -- session-log reader ----------------------------------------------------------------------------
+
+_SHELL_TOOLS = frozenset({"run_shell_command"})
+#: Tool-call statuses of a finished call (0.61.0 records calls only once they have one).
+_FINISHED = frozenset({"success", "error", "cancelled"})
+#: At most this many call / message ids are remembered per file (oldest dropped).
+_MAX_IDS = 2048
+# The shell tool's result text (0.61.0, ``run_shell_command``): ``Output: ...``, an optional
+# ``Error: ...``, then the trailing lines ``Exit Code: N`` (only when non-zero), ``Signal: S``,
+# ``Background PIDs: ...``, ``Process Group PGID: N``, the whole inside ``<untrusted_context>``
+# tags. Only the block of trailing lines at the very end is read, so a command whose own output
+# prints "Exit Code: 5" or "Signal: x" in the middle is not misread.
+_TAIL = re.compile(
+    r"(?:^|\n)((?:(?:Exit Code|Signal|Background PIDs|Process Group PGID): [^\n]*(?:\n|\Z))+)"
+    r"(?:</untrusted_context>\s*)?\Z")
+_TAIL_LINE = re.compile(r"^(Exit Code|Signal): ([^\n]*)$", re.M)
+_OUTPUT_LINE = re.compile(r"(?:^|\n)Output: ")
+_CANCELLED = re.compile(r"(?:^|\n)Command was (?:automatically )?cancelled")
+
+
+def _ts(value: Any) -> float | None:
+    """An ISO-8601 ``timestamp`` (``Z`` or offset; naive means UTC) as epoch seconds; ``None``
+    when absent. Raises ReaderFormatError("bad_ts") for anything else."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ReaderFormatError("bad_ts")
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise ReaderFormatError("bad_ts") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.timestamp()
+
+
+def _parts(content: Any) -> list[Any]:
+    """A message's ``content`` (a string, one part or a list of parts) as a list of parts;
+    anything else raises ReaderFormatError("unknown_shape")."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"text": content}]
+    if isinstance(content, dict):
+        return [content]
+    if isinstance(content, list):
+        return content
+    raise ReaderFormatError("unknown_shape")
+
+
+def _has_text(parts: list[Any]) -> bool:
+    return any(isinstance(p, dict) and isinstance(p.get("text"), str) and p["text"].strip()
+               for p in parts)
+
+
+def _result_text(result: Any) -> str:
+    """The shell tool's text in a tool call's ``result`` (its ``functionResponse.response``
+    ``output``, else ``error``); ``""`` when there is none."""
+    texts = []
+    for part in result if isinstance(result, list) else [result]:
+        response = part.get("functionResponse") if isinstance(part, dict) else None
+        response = response.get("response") if isinstance(response, dict) else None
+        if isinstance(response, dict):
+            for key in ("output", "error"):
+                if isinstance(response.get(key), str):
+                    texts.append(response[key])
+                    break
+    return "\n".join(texts)
+
+
+def _exit_status(status: str, text: str) -> tuple[int | None, bool]:
+    """``(exit, failed)`` of a finished ``run_shell_command`` call, by the rules of Gemini CLI
+    0.61.0's shell tool (its source; its description to the model says "Exit Code: Only
+    included if non-zero"; the evidence file shows the ``Exit Code: 2`` form):
+
+    - an ``Exit Code: N`` trailing line → ``N`` (``(none)`` → no number, failed; anything else
+      that is not an integer raises ReaderFormatError("bad_exit"));
+    - a call whose status is not ``success`` (``error``: the shell could not start;
+      ``cancelled``), a ``Signal:`` trailing line, or a cancellation text → ``(None, True)``;
+    - a normal result (an ``Output:`` line, no exit line) → ``(0, False)``;
+    - any other text of a successful call (a command moved to the background) →
+      ``(None, False)``.
+    """
+    tail = _TAIL.search(text)
+    lines = dict(m.groups() for m in _TAIL_LINE.finditer(tail.group(1))) if tail else {}
+    if "Exit Code" in lines:
+        value = lines["Exit Code"].strip()
+        if value == "(none)":
+            return None, True
+        if not re.fullmatch(r"-?\d{1,10}", value):
+            raise ReaderFormatError("bad_exit")
+        code = int(value)
+        return code, code != 0
+    if status != "success" or "Signal" in lines or _CANCELLED.search(text):
+        return None, True
+    if _OUTPUT_LINE.search(text):
+        return 0, False
+    return None, False
+
+
+def _remember(ids: dict[str, Any], key: str, value: Any = 1) -> None:
+    ids[key] = value
+    while len(ids) > _MAX_IDS:
+        del ids[next(iter(ids))]
+
+
+class GeminiReader(SessionLogReader):
+    """Reads Gemini CLI chat files in their JSON Lines form.
+
+    Rules, each seen in the Gemini CLI 0.61.0 session file kept with the evidence
+    (``harness/evidence/gemini.json`` → ``session_files``) or, where said, in its source:
+
+    - The header line (``sessionId``, no ``type``) and ``$set`` lines (metadata, and once the
+      CLI's own ``<session_context>`` setup message) give ``[]``.
+    - A ``user`` message whose parts are text → ``turn_start`` (``turn_id`` = the message
+      ``id``); a ``user`` message carrying ``functionResponse`` parts is the tool results sent
+      back to the model → ``[]``. Once per message id.
+    - A ``gemini`` message: ``text`` once per message id when its ``content`` has text; each
+      entry of ``toolCalls`` (``id``, ``name``, ``args``, ``status``, ``result``,
+      ``timestamp``) gives, once per call id however often the message is rewritten:
+      ``run_shell_command`` → ``shell_start`` (``ts`` = the message's ``timestamp``,
+      ``command`` = ``args.command``) and, when its ``status`` is finished (``success``,
+      ``error``, ``cancelled``), ``shell_end`` (``ts`` = the call's own ``timestamp``, when it
+      was recorded as finished; ``exit``/``failed`` from the result text, see
+      :func:`_exit_status`; ``status`` is ``success`` even for a non-zero exit); any other
+      tool → ``tool``.
+    - A ``gemini`` message with text and no ``toolCalls`` → ``turn_end`` (once per message id).
+      The 0.61.0 file shows no explicit end marker, and the CLI writes a model message before
+      its tool calls finish: a message with text *and* tool calls therefore ends the turn early
+      (``turn_end``, then the calls) when the calls are written; a message with no text and no
+      calls (the usual first write of a tool-calling message) gives nothing.
+    - Other message types (``info``, ``error``, ``warning``) give ``[]``.
+
+    Raises :class:`ReaderFormatError` with ``not_object``, ``no_type``, ``unknown_shape``,
+    ``bad_ts`` or ``bad_exit``; never anything else.
+    """
+
+    backend = "gemini"
+    globs = (".gemini/tmp/*/chats/session-*.jsonl",)
+    kind = "jsonl"
+    route_records = False
+    signal = ("~/.gemini/tmp/*/chats/session-*.jsonl: a gemini message's run_shell_command "
+              "toolCalls entry, written when the call has finished, starts and ends it "
+              "('Exit Code: N' in its result, absent when 0)")
+
+    def new_file_state(self) -> dict[str, Any]:
+        """``{"turn": <user message id>, "prompts": {message_id: 1}, "started": {call_id: 1},
+        "ended": {call_id: 1}, "texted": {message_id: 1}, "closed": {message_id: 1}}``: what
+        was already reported, so a rewritten message reports nothing twice (JSON-serialisable;
+        at most 2048 ids per map, the oldest dropped first)."""
+        return {"turn": "", "prompts": {}, "started": {}, "ended": {}, "texted": {},
+                "closed": {}}
+
+    def parse_line(self, obj: Any, state: dict[str, Any]) -> list[SessionEvent]:
+        """The events of one decoded chat-file line (see the class docstring). ``state`` comes
+        from :meth:`new_file_state`. Raises :class:`ReaderFormatError` only."""
+        try:
+            return self._parse(obj, state)
+        except ReaderFormatError:
+            raise
+        except Exception:  # noqa: BLE001 - whatever the file holds, only ReaderFormatError
+            raise ReaderFormatError("unknown_shape") from None
+
+    def _parse(self, obj: Any, state: dict[str, Any]) -> list[SessionEvent]:
+        if not isinstance(obj, dict):
+            raise ReaderFormatError("not_object")
+        if "$set" in obj:
+            if not isinstance(obj["$set"], dict):
+                raise ReaderFormatError("unknown_shape")
+            return []
+        kind = obj.get("type")
+        if kind is None and isinstance(obj.get("sessionId"), str) and "startTime" in obj:
+            return []  # the header line
+        if not isinstance(kind, str):
+            raise ReaderFormatError("no_type")
+        message_id = obj.get("id")
+        if not isinstance(message_id, str):
+            raise ReaderFormatError("unknown_shape")
+        ts = _ts(obj.get("timestamp"))
+        for key in ("prompts", "started", "ended", "texted", "closed"):
+            if not isinstance(state.get(key), dict):
+                state[key] = {}
+        if kind == "user":
+            parts = _parts(obj.get("content"))
+            if any(isinstance(p, dict) and "functionResponse" in p for p in parts):
+                return []
+            if message_id in state["prompts"]:
+                return []  # the same prompt written again
+            _remember(state["prompts"], message_id)
+            state["turn"] = message_id
+            return [SessionEvent(TURN_START, ts, turn_id=message_id)]
+        if kind == "gemini":
+            return self._model_message(obj, message_id, ts, state)
+        return []
+
+    def _model_message(self, obj: dict[str, Any], message_id: str, ts: float | None,
+                       state: dict[str, Any]) -> list[SessionEvent]:
+        turn = state.get("turn") if isinstance(state.get("turn"), str) else ""
+        calls = obj.get("toolCalls")
+        if calls is None:
+            calls = []
+        if not isinstance(calls, list):
+            raise ReaderFormatError("unknown_shape")
+        events: list[SessionEvent] = []
+        has_text = _has_text(_parts(obj.get("content")))
+        if has_text and message_id not in state["texted"]:
+            _remember(state["texted"], message_id)
+            events.append(SessionEvent(TEXT, ts, turn_id=turn))
+        for call in calls:
+            events.extend(self._tool_call(call, ts, turn, state))
+        if has_text and not calls and message_id not in state["closed"]:
+            _remember(state["closed"], message_id)
+            events.append(SessionEvent(TURN_END, ts, turn_id=turn))
+        return events
+
+    @staticmethod
+    def _tool_call(call: Any, message_ts: float | None, turn: str,
+                   state: dict[str, Any]) -> list[SessionEvent]:
+        if not isinstance(call, dict):
+            raise ReaderFormatError("unknown_shape")
+        call_id, name, status = call.get("id"), call.get("name"), call.get("status")
+        if not isinstance(call_id, str) or not isinstance(name, str):
+            raise ReaderFormatError("unknown_shape")
+        if status is not None and not isinstance(status, str):
+            raise ReaderFormatError("unknown_shape")
+        events: list[SessionEvent] = []
+        if name not in _SHELL_TOOLS:
+            if call_id not in state["started"]:
+                _remember(state["started"], call_id)
+                events.append(SessionEvent(TOOL, message_ts, call_id=call_id, tool=name,
+                                           turn_id=turn))
+            return events
+        args = call.get("args")
+        command = args.get("command") if isinstance(args, dict) else None
+        command = command if isinstance(command, str) else ""
+        if call_id not in state["started"]:
+            _remember(state["started"], call_id)
+            events.append(SessionEvent(SHELL_START, message_ts, call_id=call_id,
+                                       command=command, tool=name, turn_id=turn))
+        if status in _FINISHED and call_id not in state["ended"]:
+            exit_code, failed = _exit_status(status, _result_text(call.get("result")))
+            end_ts = _ts(call.get("timestamp"))
+            _remember(state["ended"], call_id)
+            events.append(SessionEvent(SHELL_END, message_ts if end_ts is None else end_ts,
+                                       call_id=call_id, command=command, exit=exit_code,
+                                       failed=failed, tool=name, turn_id=turn))
+        return events
+
+
+register_reader(GeminiReader())

@@ -1,1 +1,289 @@
-"""pi: session-log reader (being written)."""
+"""pi: its session-log reader (pi runs commands with a plain ``/bin/bash -c``, so it has no
+wrapper stripper: see ``tests/test_backend_bare.py``).
+
+Seen in the harness's real run (``harness/evidence/pi.json``, pi 0.73.1): every session is one
+JSON Lines file ``~/.pi/agent/sessions/<cwd-slug>/<ISO time>_<session id>.jsonl`` (the agent
+directory moves with ``PI_CODING_AGENT_DIR``). Each line is an entry ``{"type", "id",
+"parentId", "timestamp": ISO-8601, ...}``; the first is the ``session`` header. A ``message``
+entry carries one chat message::
+
+    {"role": "user", "content": [{"type": "text", ...}]}                     the prompt
+    {"role": "assistant", "content": [{"type": "toolCall", "id", "name": "bash",
+     "arguments": {"command": "ls /nonexistent"}}], "stopReason": "toolUse"}  a call starts
+    {"role": "toolResult", "toolCallId", "toolName": "bash", "isError": true,
+     "content": [{"type": "text", "text": "...\\n\\nCommand exited with code 2"}]}  it ends
+    {"role": "assistant", "content": [{"type": "text", ...}], "stopReason": "stop"}  the answer
+
+There is no turn-end marker: the turn ends with an assistant message that runs no tool call.
+:class:`PiSessionReader` is also the base of the Oh My Pi reader (:mod:`sidecar.backends.omp`),
+whose format is pi's with more entry types and the exit code in ``details.exitCode``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime, timezone
+from typing import Any, ClassVar
+
+from sidecar.backends import (
+    SHELL_END,
+    SHELL_START,
+    TEXT,
+    TOOL,
+    TURN_END,
+    TURN_START,
+    ReaderFormatError,
+    SessionEvent,
+    SessionLogReader,
+    register_reader,
+)
+
+#: pi 0.73.1 ``tools/bash.js`` appends this as the last line of a failed call's result text.
+_EXIT_NOTICE = "Command exited with code "
+_INT = re.compile(r"-?[0-9]+")
+
+#: Calls started and not yet finished that a file's state remembers; a file that starts more
+#: without finishing them (a broken or hostile log) forgets the oldest first.
+MAX_OPEN_CALLS = 256
+
+
+def entry_ts(value: Any) -> float | None:
+    """Seconds since the epoch for a log timestamp: an ISO-8601 string (``"...Z"`` or with an
+    offset; no offset is read as UTC) or a number of epoch milliseconds. ``None`` when the
+    entry has no timestamp (``value`` is ``None``). Raises :class:`ReaderFormatError`
+    ``bad_ts`` for anything else."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            when = datetime.fromisoformat(value)
+            return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
+        except (ValueError, OverflowError):
+            raise ReaderFormatError("bad_ts") from None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            seconds = value / 1000
+        except OverflowError:
+            raise ReaderFormatError("bad_ts") from None
+        if math.isfinite(seconds):
+            return float(seconds)
+    raise ReaderFormatError("bad_ts")
+
+
+def _text(content: Any) -> str:
+    """The text of a message's ``content`` (a string, or a list of ``{"type": "text"}`` blocks
+    joined as they are); raises ``unknown_shape`` for anything else."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise ReaderFormatError("unknown_shape")
+    parts = []
+    for block in content:
+        if not isinstance(block, dict):
+            raise ReaderFormatError("unknown_shape")
+        if block.get("type") == "text":
+            text = block.get("text")
+            if not isinstance(text, str):
+                raise ReaderFormatError("unknown_shape")
+            parts.append(text)
+    return "".join(parts)
+
+
+class PiSessionReader(SessionLogReader):
+    """pi's session log (pi 0.73.1; entry and message types from its real file and its
+    ``session-manager.d.ts`` / ``messages.d.ts``).
+
+    :meth:`parse_line` takes one decoded line and returns, in order:
+
+    - ``message`` / ``user``: ``turn_start`` (pi does not mark a message typed while the agent
+      works, so one also reads as a turn start);
+    - ``message`` / ``assistant``: ``text`` for each non-empty text block, ``shell_start``
+      (``call_id``, ``command`` = ``arguments.command``, ``tool``) for a ``bash`` tool call,
+      ``tool`` for any other tool call, then ``turn_end`` when the message runs no tool call
+      (pi's agent loop ends the run then). An assistant message that stopped with ``error`` or
+      ``aborted`` ends the run without running its tool calls, so those give no event;
+    - ``message`` / ``toolResult`` of ``bash``: ``shell_end`` with the ``command`` this file's
+      state kept from the call (``""`` when the call was not seen), ``failed`` = ``isError`` and
+      ``exit`` from the result's last line ``Command exited with code N`` (pi writes it only for a
+      non-zero exit; a success, a timeout or an abort leaves ``exit`` ``None``);
+    - every other known entry type or message role: ``[]`` (``bashExecution`` is the user's own
+      ``!`` command, not an agent tool call).
+
+    ``ts`` is the entry's ``timestamp``. Errors (:class:`ReaderFormatError` ``reason``):
+    ``not_object``, ``no_type`` (no string ``type``), ``unknown_type``, ``unknown_shape`` (a
+    ``message`` entry whose fields we read have the wrong type, or an unknown role),
+    ``bad_exit`` (an exit notice whose code is not an integer), ``bad_ts``.
+    """
+
+    backend: ClassVar[str] = "pi"
+    globs: ClassVar[tuple[str, ...]] = ("$PI_CODING_AGENT_DIR/sessions/*/*.jsonl",)
+    env_defaults: ClassVar[dict[str, str]] = {"PI_CODING_AGENT_DIR": ".pi/agent"}
+    signal: ClassVar[str] = ("~/.pi/agent/sessions/*/*.jsonl: an assistant toolCall named bash "
+                             "starts a call, its toolResult (isError, 'Command exited with code "
+                             "N') ends it")
+
+    #: Tool names whose calls are shell activity.
+    shell_tools: ClassVar[frozenset[str]] = frozenset({"bash"})
+    #: Entry types that carry nothing we need (pi 0.73.1 ``SessionEntry`` and the header).
+    quiet_types: ClassVar[frozenset[str]] = frozenset({
+        "session", "thinking_level_change", "model_change", "compaction", "branch_summary",
+        "custom", "custom_message", "label", "session_info"})
+    #: Message roles that carry nothing we need. ``bashExecution`` is the user's own ``!``
+    #: command, not an agent tool call.
+    quiet_roles: ClassVar[frozenset[str]] = frozenset({
+        "bashExecution", "custom", "branchSummary", "compactionSummary"})
+
+    def new_file_state(self) -> dict[str, Any]:
+        """``{"calls": {call id: command}}``: the shell calls started and not yet finished."""
+        return {"calls": {}}
+
+    def parse_line(self, obj: Any, state: dict[str, Any]) -> list[SessionEvent]:
+        """The events of one decoded line (see the class docstring); raises only
+        :class:`ReaderFormatError`."""
+        try:
+            if not isinstance(obj, dict):
+                raise ReaderFormatError("not_object")
+            kind = obj.get("type")
+            if not isinstance(kind, str):
+                raise ReaderFormatError("no_type")
+            if kind == "message":
+                return self._message(obj, state)
+            if kind in self.quiet_types:
+                return []
+            raise ReaderFormatError("unknown_type")
+        except ReaderFormatError:
+            raise
+        except Exception:  # a shape no check above foresaw: still only a reader error
+            raise ReaderFormatError("unknown_shape") from None
+
+    # -- one message entry ------------------------------------------------------------------
+
+    def _message(self, entry: dict[str, Any], state: dict[str, Any]) -> list[SessionEvent]:
+        message = entry.get("message")
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise ReaderFormatError("unknown_shape")
+        ts = entry_ts(entry.get("timestamp"))
+        role = message["role"]
+        if role == "user":
+            return self._user(message, ts)
+        if role == "assistant":
+            return self._assistant(message, ts, state)
+        if role == "toolResult":
+            return self._tool_result(message, ts, state)
+        if role in self.quiet_roles:
+            return []
+        return self._other_role(role, message, ts)
+
+    def _other_role(self, role: str, message: dict[str, Any],
+                    ts: float | None) -> list[SessionEvent]:
+        """A message role this reader does not know: ``unknown_shape``."""
+        raise ReaderFormatError("unknown_shape")
+
+    def _user(self, message: dict[str, Any], ts: float | None) -> list[SessionEvent]:
+        """A user message starts a turn."""
+        return [SessionEvent(TURN_START, ts)]
+
+    def _assistant(self, message: dict[str, Any], ts: float | None,
+                   state: dict[str, Any]) -> list[SessionEvent]:
+        content = message.get("content")
+        stop = message.get("stopReason")
+        if not isinstance(content, list) or not isinstance(stop, str):
+            raise ReaderFormatError("unknown_shape")
+        runs_tools = self._runs_calls(message)
+        events: list[SessionEvent] = []
+        has_calls = False
+        for block in content:
+            if not isinstance(block, dict):
+                raise ReaderFormatError("unknown_shape")
+            kind = block.get("type")
+            if kind == "text":
+                text = block.get("text")
+                if not isinstance(text, str):
+                    raise ReaderFormatError("unknown_shape")
+                if text.strip():
+                    events.append(SessionEvent(TEXT, ts))
+            elif kind == "toolCall":
+                call_id, name = block.get("id"), block.get("name")
+                if not isinstance(call_id, str) or not isinstance(name, str):
+                    raise ReaderFormatError("unknown_shape")
+                has_calls = True
+                if not runs_tools:
+                    continue
+                if name in self.shell_tools:
+                    args = block.get("arguments")
+                    command = args.get("command") if isinstance(args, dict) else None
+                    command = command if isinstance(command, str) else ""
+                    _remember(state, call_id, command)
+                    events.append(SessionEvent(SHELL_START, ts, call_id=call_id, command=command,
+                                               tool=name))
+                else:
+                    events.append(SessionEvent(TOOL, ts, call_id=call_id, tool=name))
+            # thinking and other blocks carry nothing we need
+        if self._ends_turn(message, has_calls):
+            events.append(SessionEvent(TURN_END, ts))
+        return events
+
+    def _runs_calls(self, message: dict[str, Any]) -> bool:
+        """Whether the tool calls of an assistant message run: pi 0.73.1 ``agent-loop.js``
+        ends the run without running them when the reply stopped with ``error`` or
+        ``aborted``."""
+        return message.get("stopReason") not in ("error", "aborted")
+
+    def _ends_turn(self, message: dict[str, Any], has_calls: bool) -> bool:
+        """Whether an assistant message ends the turn: it has no tool call to run (pi 0.73.1's
+        loop stops asking the model then)."""
+        return not has_calls or not self._runs_calls(message)
+
+    def _tool_result(self, message: dict[str, Any], ts: float | None,
+                     state: dict[str, Any]) -> list[SessionEvent]:
+        call_id, name = message.get("toolCallId"), message.get("toolName")
+        is_error = message.get("isError")
+        if not isinstance(call_id, str) or not isinstance(name, str) \
+                or not isinstance(is_error, bool):
+            raise ReaderFormatError("unknown_shape")
+        if name not in self.shell_tools:
+            return []  # its ``tool`` event came with the call
+        calls = state.setdefault("calls", {}) if isinstance(state, dict) else {}
+        command = calls.pop(call_id, "") if isinstance(calls, dict) else ""
+        if not self._ran(message):
+            return []
+        exit_code = self._exit(message)
+        failed = is_error if exit_code is None else exit_code != 0
+        return [SessionEvent(SHELL_END, ts, call_id=call_id, command=command, exit=exit_code,
+                             failed=failed, tool=name)]
+
+    def _ran(self, message: dict[str, Any]) -> bool:
+        """Whether the command of this tool result ran (pi writes results only for calls it
+        ran)."""
+        return True
+
+    def _exit(self, message: dict[str, Any]) -> int | None:
+        """The exit code of a failed call from the result text's last line
+        ``Command exited with code N`` (pi 0.73.1); ``None`` when the call did not fail with an
+        exit code. Raises ``bad_exit`` when that line's code is not an integer."""
+        if message.get("isError") is not True:
+            return None
+        last = _text(message.get("content")).rstrip("\n").rpartition("\n")[2]
+        if not last.startswith(_EXIT_NOTICE):
+            return None
+        code = last[len(_EXIT_NOTICE):].strip()
+        if not _INT.fullmatch(code):
+            raise ReaderFormatError("bad_exit")
+        return int(code)
+
+
+def _remember(state: dict[str, Any], call_id: str, command: str) -> None:
+    """Keep ``command`` for ``call_id`` until its result, within :data:`MAX_OPEN_CALLS`."""
+    if not isinstance(state, dict):
+        return
+    calls = state.get("calls")
+    if not isinstance(calls, dict):
+        calls = state["calls"] = {}
+    calls.pop(call_id, None)
+    calls[call_id] = command
+    while len(calls) > MAX_OPEN_CALLS:
+        del calls[next(iter(calls))]
+
+
+register_reader(PiSessionReader())
