@@ -298,15 +298,12 @@ class SessionTail:
         stamp = tuple(_stamp(Path(f"{f.path}{s}")) for s in ("", "-wal"))
         if stamp == f.stamp:
             return
-        uri = f"file:{urllib.parse.quote(str(f.path))}?mode=ro"
         try:
-            conn = sqlite3.connect(uri, uri=True, timeout=0.5, isolation_level=None,
-                                   check_same_thread=False)
+            conn = _open_db(f.path)
         except sqlite3.Error:
             result.errors[UNREADABLE] += 1
             return
         try:
-            conn.execute("PRAGMA query_only = 1")
             events = self.reader.poll_db(conn, f.state)
         except ReaderFormatError as exc:
             result.errors[exc.reason] += 1
@@ -388,6 +385,28 @@ def _fingerprint(f: _File, fd: int, size: int) -> None:
     if length > f.head_len:
         f.head_start, f.head_len = start, length
         f.head = _digest(os.pread(fd, length, start))
+
+
+def _open_db(path: Path) -> sqlite3.Connection:
+    """A read-only connection to the SQLite database at ``path`` (``mode=ro``,
+    ``query_only``). On a read-only mount a WAL database whose CLI is not running (no ``-wal``
+    file, so no ``-shm`` either) cannot be opened that way, since SQLite would have to create
+    the ``-shm`` index; with no writer, it is opened ``immutable`` instead. Raises
+    ``sqlite3.Error``."""
+    uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, timeout=0.5, isolation_level=None,
+                           check_same_thread=False)
+    try:
+        conn.execute("PRAGMA query_only = 1")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError:
+        conn.close()
+        if os.path.exists(f"{path}-wal"):
+            raise
+        conn = sqlite3.connect(f"{uri}&immutable=1", uri=True, isolation_level=None,
+                               check_same_thread=False)
+        conn.execute("PRAGMA query_only = 1")
+    return conn
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

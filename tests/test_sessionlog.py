@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -307,3 +308,54 @@ def test_sqlite_store_is_polled_read_only_when_it_changes(home: Path) -> None:
     assert ids(tail.poll()) == IDS[3:4]
     assert tail.to_dict()["sessions/a/store.db"]["db"] == {"last": 4}
     conn.close()
+
+
+def _ro_bind(src: Path, dest: Path) -> None:
+    dest.mkdir()
+    done = subprocess.run(f"mount --bind {src} {dest} && mount -o remount,ro,bind {dest}",
+                          shell=True, capture_output=True)
+    if done.returncode:
+        subprocess.run(["umount", str(dest)], capture_output=True)
+        pytest.skip("no permission to make a read-only bind mount here")
+
+
+@pytest.mark.parametrize("writer_open", [True, False])
+def test_wal_database_on_a_read_only_mount(tmp_path: Path, writer_open: bool) -> None:
+    """The agent's home is mounted read-only into the sidecar. A WAL database (opencode's and
+    kilo's) is read there both while its CLI has it open (``-wal``/``-shm`` exist) and after the
+    CLI exited (no ``-shm``: opened immutable), and sees rows the CLI commits later."""
+    src = tmp_path / "src" / "sessions" / "a"
+    src.mkdir(parents=True)
+    writer = sqlite3.connect(src / "store.db")
+    writer.execute("PRAGMA journal_mode = WAL")
+    writer.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)")
+    writer.execute("INSERT INTO t (v) VALUES (?)", (IDS[0],))
+    writer.commit()
+    if not writer_open:
+        writer.close()  # checkpoints and removes -wal and -shm
+        assert sorted(p.name for p in src.iterdir()) == ["store.db"]
+    _ro_bind(tmp_path / "src", tmp_path / "ro")
+    try:
+        class Db(Probe):
+            globs = ("sessions/*/*.db",)
+            kind = "sqlite"
+
+            def poll_db(self, c, state):
+                rows = c.execute("SELECT id, v FROM t WHERE id > ?", (state.get("last", 0),))
+                rows = rows.fetchall()
+                state["last"] = rows[-1][0] if rows else state.get("last", 0)
+                return [SessionEvent(TEXT, None, call_id=v) for _, v in rows]
+
+        tail = SessionTail(Db(), tmp_path / "ro", clock=lambda: NOW)
+        result = tail.poll()
+        assert (ids(result), result.errors) == (IDS[:1], {})
+        if writer_open:
+            writer.execute("INSERT INTO t (v) VALUES (?)", (IDS[1],))
+            writer.commit()
+            assert ids(tail.poll()) == IDS[1:2]
+    finally:
+        # SQLite keeps a closed reader's descriptor until the same process's writer lets go
+        # of its locks on that file: close the writer first.
+        writer.close()
+        done = subprocess.run(["umount", str(tmp_path / "ro")], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
