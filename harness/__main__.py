@@ -21,8 +21,14 @@ from sidecar.coverage import COVERAGE
 
 
 def _failing_recorded(evidence: dict) -> bool:
-    """C-AC1: the first run's command appears in a record with a failure result."""
+    """C-AC1: the first run's command appears in a record of the backend's route with a failure
+    result: the hook's records (``bash_env``), or what the session-log reader found where the
+    session log is the route (``<backend>_session_log``, C3)."""
     first = evidence["runs"][0]
+    row = COVERAGE.get(evidence["backend"])
+    if row is not None and row.route.endswith("_session_log"):
+        return any(r["command"] == first["command"] and r["failed"]
+                   for r in first.get("session_records") or ())
     return any(r["normalized"] == first["command"] and r["exit"] not in (0, None)
                for r in first["records"])
 

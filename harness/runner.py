@@ -7,6 +7,12 @@ records the route wrote. Evidence (``harness/evidence/<backend>.json``) keeps th
 ``--version`` output, every record (scrubbed raw command and its normalized form), the session
 files the CLI wrote (copied, scrubbed, under ``harness/evidence/<backend>/``), and the note the
 sidecar pipeline raised on the repeated failure. Hand-written data never enters it.
+
+Then the session scenarios (:data:`SESSION_SCENARIOS`, for the session-log readers of the "not
+receiving data" safeguard): a file-tool call, and a shell call still running (alone, or after a
+finished failing call) when the harness snapshots the session files. Their evidence is kept apart
+from the shell runs: ``"scenarios"`` (what ran) and ``"scenario_sessions"`` (the files copied, under
+``harness/evidence/<backend>/<scenario>/``).
 """
 
 from __future__ import annotations
@@ -17,16 +23,19 @@ import shutil
 import subprocess
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.stub import Script, StubServer
+from harness.stub import Script, Step, StubServer
 from sidecar import hook
 from sidecar.app import Sidecar
+from sidecar.backends import SHELL_END, session_reader
 from sidecar.config import AgentSpec
 from sidecar.normalize import normalize
 from sidecar.scrub import scrub
+from sidecar.sessionlog import SessionTail
 
 REPO = Path(__file__).resolve().parent.parent
 EVIDENCE_DIR = REPO / "harness" / "evidence"
@@ -37,6 +46,24 @@ PROMPT = "Run the shell command the tool call asks for."
 #: (command, times the stub asks for it): C-AC1's failing commands, a success, and the repeat
 #: that must raise a note in the sidecar pipeline.
 SCENARIOS = (("ls /nonexistent", 1), ("false", 1), ("echo harness-ok", 1), ("ls /nonexistent", 5))
+#: The file the "read" scenario's file-tool call reads (created in the work dir): name, content.
+NOTES = ("notes.txt", "harness notes: the file tool read this line\n")
+#: The file the running command creates first; the snapshot is taken once it exists.
+MARKER = ".harness-running"
+#: How long after the marker appears the session files are snapshotted (the CLI's time to log
+#: the call it is running); the command keeps running well past it.
+SNAPSHOT_DELAY_S = 1.5
+RUNNING_COMMAND = "touch {marker} && sleep 8"
+#: The session scenarios: name -> the steps the stub asks for, in order, as ``(kind, argument)``
+#: (:class:`harness.stub.Step`); ``{notes}`` and ``{marker}`` stand for the absolute paths of the
+#: NOTES and MARKER files in the work dir. A scenario whose command makes the marker is
+#: snapshotted while that command runs; the others are copied after the CLI exits.
+SESSION_SCENARIOS = {
+    "read": (("file", "{notes}"),),
+    "running": (("shell", RUNNING_COMMAND),),
+    "midturn": (("shell", "ls /nonexistent"), ("shell", RUNNING_COMMAND)),
+}
+FILE_PROMPT = "Read the file the tool call asks for."
 #: Environment every CLI run gets: no telemetry, no update checks, no colour.
 QUIET_ENV = {
     "DO_NOT_TRACK": "1", "DISABLE_TELEMETRY": "1", "NO_UPDATE_NOTIFIER": "1",
@@ -57,6 +84,8 @@ class Backend:
     (relative to HOME) find the session files the CLI wrote. ``registry`` is ``npm``, ``pypi``
     or ``system`` (an installed program, found on PATH); ``direct`` backends are given the
     command itself instead of the prompt, once per repetition (the ``bash`` pseudo-backend).
+    ``file_tool_args`` are appended to the invocation of a session scenario with a file-tool
+    step (a CLI that offers its file tool only with some setting).
     """
 
     name: str
@@ -71,6 +100,7 @@ class Backend:
     timeout_s: float = 180.0
     direct: bool = False
     extra_packages: tuple[str, ...] = ()  # npm specs installed beside it (a runtime it needs)
+    file_tool_args: tuple[str, ...] = ()
 
 
 def install(backend: Backend, progress: Callable[[str], None] = lambda s: None) -> Path:
@@ -126,45 +156,75 @@ def _records(path: Path) -> list[dict[str, Any]]:
         rec = json.loads(line.decode("utf-8", "replace"))
         raw = scrub(rec["cmd"])
         out.append({"raw": raw, "normalized": normalize(raw, rec["backend"]),
-                    "exit": rec["exit"], "cut": rec.get("cut", False)})
+                    "exit": rec["exit"], "cut": rec.get("cut", False), "ts": rec["ts"]})
     return out
 
 
-def _sqlite_rows(path: Path) -> str:
-    """Every row of every table of the SQLite database at ``path`` (with its WAL), one JSON
-    object per line: the session store of CLIs such as opencode, in a form a test can read."""
+def _session_records(backend: str, home: Path) -> list[dict[str, Any]] | None:
+    """The finished shell calls the backend's session-log reader finds under ``home`` (what the
+    session-log route would record, and the C12 signal): ``[{"command" (scrubbed, normalized),
+    "exit", "failed", "ts"}]``, or ``None`` for a backend without a reader."""
+    reader = session_reader(backend)
+    if reader is None:
+        return None
+    result = SessionTail(reader, home, backfill_s=float("inf")).poll(rescan=True)
+    return [{"command": normalize(scrub(e.command), backend), "exit": e.exit, "failed": e.failed,
+             "ts": e.ts} for e in result.events if e.kind == SHELL_END]
+
+
+def _sqlite_copy(path: Path, target: Path) -> str:
+    """Copy the SQLite database at ``path`` (a CLI's session store, in WAL mode and possibly
+    still open in the CLI) to ``target``; return every row of every table as JSON lines
+    (``{"table": <name>, "row": {<column>: <value>}}``, blobs decoded as UTF-8), a form a test
+    can read.
+
+    The copy is one consistent state of the database including the committed content of its
+    write-ahead log: the backup API over a read-only connection, which never writes the CLI's
+    database or its log and never checkpoints (like any reader, it takes its read lock in the
+    ``-shm`` index). The copy is switched to rollback-journal mode (opening it leaves no
+    ``-wal``/``-shm`` files beside it), its text values are scrubbed, and it is VACUUMed (no free
+    pages: nothing from before the scrub survives, and the file stays small). The rows are read
+    before the scrub; the caller scrubs the returned text.
+    """
     import sqlite3
 
-    with tempfile.TemporaryDirectory() as tmp:
-        # Copy the database and its WAL so reading (which may checkpoint) never touches the
-        # CLI's own files.
-        for suffix in ("", "-wal", "-shm"):
-            src = Path(f"{path}{suffix}")
-            if src.exists():
-                shutil.copy(src, Path(tmp) / f"db{suffix}")
-        conn = sqlite3.connect(Path(tmp) / "db")
-        try:
-            lines = []
-            tables = [r[0] for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
-            for table in tables:
-                cursor = conn.execute(f'SELECT * FROM "{table}"')
-                names = [d[0] for d in cursor.description]
-                for row in cursor:
-                    values = {n: (v.decode("utf-8", "replace") if isinstance(v, bytes) else v)
-                              for n, v in zip(names, row)}
-                    lines.append(json.dumps({"table": table, "row": values}, default=str))
-            return "\n".join(lines) + "\n"
-        finally:
-            conn.close()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    source = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    copy = sqlite3.connect(target)
+    try:
+        source.backup(copy)
+        copy.execute("PRAGMA journal_mode = DELETE")
+        tables = [r[0] for r in copy.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+            "ORDER BY name")]
+        lines = []
+        for table in tables:
+            cursor = copy.execute(f'SELECT * FROM "{table}"')
+            names = [d[0] for d in cursor.description]
+            for row in cursor:
+                values = {n: (v.decode("utf-8", "replace") if isinstance(v, bytes) else v)
+                          for n, v in zip(names, row)}
+                lines.append(json.dumps({"table": table, "row": values}, default=str))
+        copy.create_function("scrub", 1, scrub, deterministic=True)
+        for table in tables:
+            for column in [r[1] for r in copy.execute(f'PRAGMA table_info("{table}")')]:
+                copy.execute(f'UPDATE "{table}" SET "{column}" = scrub("{column}") '
+                             f'WHERE typeof("{column}") = \'text\' '
+                             f'AND scrub("{column}") != "{column}"')
+        copy.commit()
+        copy.execute("VACUUM")
+        return "\n".join(lines) + "\n"
+    finally:
+        source.close()
+        copy.close()
 
 
 def _copy_sessions(backend: Backend, home: Path, dest: Path) -> list[str]:
-    """Copy the session files the CLI wrote under ``home`` to ``dest``, scrubbed. Text files
-    are copied as text; a SQLite database becomes ``<name>.jsonl`` (one JSON line per row)."""
+    """Copy the session files the CLI wrote under ``home`` to the same paths under ``dest``,
+    scrubbed, and return those paths (relative to ``home``). Text files are copied as text; a
+    SQLite database is kept as a consistent copy (:func:`_sqlite_copy`) and as ``<name>.jsonl``
+    (one JSON line per row)."""
     found = []
-    if dest.exists():
-        shutil.rmtree(dest)
     for pattern in backend.session_globs:
         for path in sorted(home.glob(pattern)):
             if not path.is_file() or path.name.endswith(("-wal", "-shm")):
@@ -176,7 +236,7 @@ def _copy_sessions(backend: Backend, home: Path, dest: Path) -> list[str]:
             with open(path, "rb") as f:
                 is_sqlite = f.read(16) == b"SQLite format 3\0"
             if is_sqlite:
-                text = _sqlite_rows(path)
+                text = _sqlite_copy(path, target)
                 target = target.with_name(target.name + ".jsonl")
             else:
                 text = path.read_text(encoding="utf-8", errors="replace")
@@ -187,7 +247,9 @@ def _copy_sessions(backend: Backend, home: Path, dest: Path) -> list[str]:
 def run_backend(backend: Backend, progress: Callable[[str], None] = lambda s: None) -> dict:
     """Run every scenario for ``backend`` and write its evidence file; returns the evidence.
 
-    Raises :class:`HarnessError` when the CLI cannot be installed or run."""
+    The session copies are gathered in the run's temporary directory and replace
+    ``harness/evidence/<backend>/`` only once every scenario has run. Raises
+    :class:`HarnessError` when the CLI cannot be installed or run."""
     binary = install(backend, progress)
     evidence: dict[str, Any] = {
         "backend": backend.name, "package": backend.package, "version": backend.version,
@@ -197,6 +259,7 @@ def run_backend(backend: Backend, progress: Callable[[str], None] = lambda s: No
         root = Path(tmp)
         home = root / "home"
         home.mkdir()
+        copies = root / "evidence"
         version = subprocess.run([str(binary), *backend.version_args], capture_output=True,
                                  text=True, timeout=120, env=_base_env(binary, home))
         evidence["version_output"] = (version.stdout + version.stderr).strip()
@@ -207,22 +270,70 @@ def run_backend(backend: Backend, progress: Callable[[str], None] = lambda s: No
             evidence["runs"].append(_run_scenario(backend, binary, root / f"run{i}", command,
                                                   repeat))
         last = root / f"run{len(SCENARIOS) - 1}"
-        evidence["session_files"] = _copy_sessions(backend, last / "home",
-                                                   EVIDENCE_DIR / backend.name)
+        evidence["session_files"] = _copy_sessions(backend, last / "home", copies)
+        evidence["scenarios"], evidence["scenario_sessions"] = {}, {}
+        if backend.session_globs:
+            # Independent runs (each its own HOME, work dir and stub) that mostly wait on the
+            # running command's sleep: side by side, they cost about the time of the longest.
+            with ThreadPoolExecutor(len(SESSION_SCENARIOS)) as pool:
+                futures = {name: pool.submit(_run_session_scenario, backend, binary, root / name,
+                                             steps, copies / name)
+                           for name, steps in SESSION_SCENARIOS.items()}
+            for name, future in futures.items():
+                run, files = future.result()
+                progress(f"{backend.name}: session scenario {name!r}: {_summary(run)}")
+                evidence["scenarios"][name], evidence["scenario_sessions"][name] = run, files
+        else:
+            for name in SESSION_SCENARIOS:
+                evidence["scenarios"][name] = {"skipped": f"{backend.name} keeps no session log"}
+                evidence["scenario_sessions"][name] = []
+        dest = EVIDENCE_DIR / backend.name
+        if dest.exists():
+            shutil.rmtree(dest)
+        if copies.exists():
+            shutil.copytree(copies, dest)
     EVIDENCE_DIR.mkdir(parents=True, exist_ok=True)
     (EVIDENCE_DIR / f"{backend.name}.json").write_text(json.dumps(evidence, indent=2) + "\n")
     return evidence
 
 
-def _run_scenario(backend: Backend, binary: Path, root: Path, command: str, repeat: int) -> dict:
+def _summary(run: dict) -> str:
+    """One line on a session scenario's evidence, for the progress display."""
+    if "skipped" in run:
+        return f"skipped ({run['skipped']})"
+    tools = ", ".join(dict.fromkeys(c["name"] for c in run["tool_calls"])) or "no tool call"
+    snapshot = run.get("snapshot")
+    if snapshot is None:
+        return (f"{tools}; file content returned to the model: {run['file_in_requests']}; "
+                f"file changed: {run['file_after'] != NOTES[1]}")
+    if "skipped" in snapshot:
+        return f"{tools}; no snapshot ({snapshot['skipped']})"
+    return (f"{tools}; snapshot at {snapshot['seconds']} s: running call logged: "
+            f"{snapshot['running_command_logged']}, CLI still running: {snapshot['cli_running']}")
+
+
+def _workspace(backend: Backend, root: Path) -> tuple[Path, Path, Path]:
+    """A fresh HOME, work directory (a git repository) and shared dir with the rendered hook,
+    under ``root``."""
     home, work, shared = root / "home", root / "work", root / "shared"
     for d in (home, work):
         d.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(work)], check=False)
     hook.render(shared, AGENT, backend.name)
-    with StubServer(Script(command, repeat)) as stub:
-        env = {**_base_env(binary, home), **backend.prepare(home, work, stub.url),
-               **hook.launch_env(shared, AGENT, {})}
+    return home, work, shared
+
+
+def _env(backend: Backend, binary: Path, home: Path, work: Path, shared: Path,
+         url: str) -> dict[str, str]:
+    """The CLI's environment: the base, the backend's own settings, the launch environment."""
+    return {**_base_env(binary, home), **backend.prepare(home, work, url),
+            **hook.launch_env(shared, AGENT, {})}
+
+
+def _run_scenario(backend: Backend, binary: Path, root: Path, command: str, repeat: int) -> dict:
+    home, work, shared = _workspace(backend, root)
+    with StubServer(Script.shell(*[command] * repeat)) as stub:
+        env = _env(backend, binary, home, work, shared, stub.url)
         started = time.time()
         # The pseudo-backend `bash` is "a program that runs each command with bash -c": its
         # invocation is the command itself, run `repeat` times; every other CLI gets the prompt.
@@ -246,17 +357,101 @@ def _run_scenario(backend: Backend, binary: Path, root: Path, command: str, repe
         "records": records,
         "cli_output_tail": scrub((out + "\n" + err).strip()[-1500:]),
     }
+    session_records = _session_records(backend.name, home)
+    if session_records is not None:
+        run["session_records"] = session_records
     if repeat > 1:
-        run["note"] = _pipeline_note(shared, backend.name, records)
+        run["note"] = _pipeline_note(shared, backend.name, home)
     return run
 
 
-def _pipeline_note(shared: Path, backend: str, records: list[dict]) -> str:
-    """Feed the run's raw record file through the real sidecar pipeline; the row message."""
+def _run_session_scenario(backend: Backend, binary: Path, root: Path,
+                          steps: tuple[tuple[str, str], ...], dest: Path) -> tuple[dict, list[str]]:
+    """Run one session scenario and copy the CLI's session files to ``dest``; returns its
+    evidence and the files copied (paths under HOME, none when the scenario could not run).
+
+    A scenario whose command makes the MARKER file is snapshotted SNAPSHOT_DELAY_S after the
+    marker appears, while that command still runs; its evidence's ``"snapshot"`` says when
+    (``"seconds"`` after the CLI started), whether the CLI was still running (the turn open) and
+    whether the copies mention the running command (``"running_command_logged"``: false means the
+    CLI had not logged the call it was running, said in a ``"finding"``).
+    A file-tool scenario is copied after the CLI exits; its evidence says whether the file's
+    content came back to the stub (``"file_in_requests"``: the tool result reached the model) and
+    what the file holds afterwards, or ``"skipped"`` when the CLI offered no file tool."""
+    home, work, shared = _workspace(backend, root)
+    notes, marker = work / NOTES[0], work / MARKER
+    notes.write_text(NOTES[1])
+    script = Script(tuple(Step(kind, arg.format(notes=notes, marker=marker))
+                          for kind, arg in steps))
+    reads = any(step.kind == "file" for step in script.steps)
+    argv = backend.argv(str(binary), FILE_PROMPT if reads else PROMPT)
+    if reads:
+        argv += backend.file_tool_args
+    watch = any("{marker}" in arg for _, arg in steps)
+    run: dict[str, Any] = {"steps": [{"kind": s.kind, "arg": s.arg} for s in script.steps]}
+    files: list[str] = []
+    output = root / "cli-output.txt"
+    with StubServer(script) as stub, open(output, "w+", encoding="utf-8", errors="replace") as out:
+        started = time.time()
+        proc = subprocess.Popen(argv, cwd=work, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT,
+                                env=_env(backend, binary, home, work, shared, stub.url))
+        if watch:
+            while proc.poll() is None and not marker.exists() \
+                    and time.time() < started + backend.timeout_s:
+                time.sleep(0.1)
+            if marker.exists():
+                time.sleep(SNAPSHOT_DELAY_S)
+                running = proc.poll() is None
+                files = _copy_sessions(backend, home, dest)
+                logged = any(MARKER in p.read_text(encoding="utf-8", errors="replace")
+                             for p in dest.rglob("*") if p.is_file())
+                run["snapshot"] = {"seconds": round(time.time() - started, 1),
+                                   "cli_running": running, "running_command_logged": logged}
+                if not logged:
+                    run["snapshot"]["finding"] = (
+                        f"{SNAPSHOT_DELAY_S} s after the command started, the session files "
+                        "did not mention it: a session-log reader cannot see this CLI's command "
+                        "while it runs")
+            else:
+                run["snapshot"] = {"skipped": "the marker never appeared: the CLI did not run "
+                                              "the command"}
+        try:
+            exit_code: int | None = proc.wait(timeout=max(1.0, started + backend.timeout_s
+                                                          - time.time()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            exit_code = None
+        requests, calls, offered = stub.requests, stub.calls, stub.offered
+        out.seek(0)
+        tail = out.read()[-1500:]
+    run.update({
+        "tool_calls": [{"name": c["name"], "input": c["input"]} for c in calls],
+        "cli_exit": exit_code, "seconds": round(time.time() - started, 1),
+        "stub_requests": [r["path"] for r in requests],
+        "records": _records(hook.records_path(shared, AGENT)),
+        "cli_output_tail": scrub(tail.strip()),
+    })
+    if reads and not calls:
+        run["skipped"] = (f"{backend.name} offered no file tool the stub knows; tools offered: "
+                          f"{', '.join(sorted(offered)) or '(none)'}")
+    elif reads:
+        run["file_in_requests"] = any(NOTES[1].strip() in json.dumps(r["body"])
+                                      for r in requests if r["t"] > calls[0]["t"])
+        run["file_after"] = notes.read_text()
+        files = _copy_sessions(backend, home, dest)
+    return run, files
+
+
+def _pipeline_note(shared: Path, backend: str, home: Path) -> str:
+    """Feed the run's raw record file and the CLI's session log (``home``) through the real
+    sidecar pipeline; the row message. For a backend whose session log is its route (omp), the
+    note comes from the session log."""
     config = shared.parent / "config.yaml"
     config.write_text("repeat_failure:\n  enabled: true\n  collect_grace_s: 0.5\n")
     # The records were read for the evidence but not collected: collect them now.
-    sidecar = Sidecar(shared, [AgentSpec(AGENT, backend)], config)
+    sidecar = Sidecar(shared, [AgentSpec(AGENT, backend, str(home))], config)
     sidecar.run_once()
     rows = sidecar.rows()
     return rows[0].message if rows else ""

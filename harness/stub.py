@@ -5,14 +5,19 @@ One HTTP server answers the four wire APIs the agent CLIs speak: Anthropic Messa
 Completions (``POST /v1/chat/completions``, SSE or JSON) and Gemini
 (``POST /v1beta/models/<m>:streamGenerateContent`` / ``:generateContent``).
 
-The script is stateless, read from each request: while the conversation holds fewer tool results
-than ``repeat``, the reply asks the CLI's shell tool to run ``command``; after that it ends the
-turn with text. The shell tool and its argument come from the tools the request offers (a tool
-named like a shell tool, an argument named ``command`` or ``cmd``). A request that offers no tools
-(titles, routers, summaries) gets plain text (JSON for a request that asks for JSON), except a
-Chat Completions request whose system prompt asks for shell commands in fenced ```bash blocks
-(aider, which has no shell tool): it gets such a block with the command. Every request
-is logged; an unknown path answers 404 with a JSON error naming the known ones.
+The script is a list of steps (tool calls) and stateless, read from each request: a conversation
+holding ``n`` tool results gets step ``n`` (``n`` counts from 0), and once every step has its result
+the reply ends the turn with text. A ``shell`` step asks the CLI's shell tool to run a command (a
+tool named like a shell tool, an argument named ``command`` or ``cmd``); a ``file`` step asks its
+file-read tool to read a file (a tool named like a read tool, a path argument such as
+``file_path``), or, when the request offers no read tool but Codex's freeform ``apply_patch`` edit
+tool, asks that to append a line to the file. The tools and their arguments come from the tools the
+request offers; a request whose tools do not include the step's kind gets the closing text. A
+request that offers no tools (titles, routers, summaries) gets plain text (JSON for a request that
+asks for JSON), except a Chat Completions request whose system prompt asks for shell commands in
+fenced ```bash blocks (aider, which has no shell tool): it gets such a block with the script's
+shell commands, one per line. Every request is logged, and so is every tool call the stub asks
+for; an unknown path answers 404 with a JSON error naming the known ones.
 """
 
 from __future__ import annotations
@@ -25,59 +30,115 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-SHELL_TOOL_NAMES = ("Bash", "bash", "exec_command", "shell", "run_shell_command",
-                    "shell_command", "terminal", "execute_command")
+#: Tool names, tried in this order, and the parameter that takes the command (shell) or the
+#: path (file): Claude Code's Bash and Read, Codex's exec_command (cmd), Gemini CLI's
+#: run_shell_command and read_file, Copilot's bash and view (path), opencode's and Kilo's bash and
+#: read (filePath), pi's and omp's bash and read (path).
+TOOL_NAMES = {
+    "shell": ("Bash", "bash", "exec_command", "shell", "run_shell_command", "shell_command",
+              "terminal", "execute_command"),
+    "file": ("Read", "read_file", "read", "view", "View", "ReadFile"),
+}
+TOOL_ARGS = {"shell": ("command", "cmd"),
+             "file": ("file_path", "filePath", "absolute_path", "path")}
+#: Codex's freeform edit tool (a Responses ``custom`` tool whose input is a patch), the file tool
+#: of a CLI that offers no read tool.
+PATCH_TOOL = "apply_patch"
+PATCH_LINE = "appended by the harness through apply_patch"
 FINAL_TEXT = "Done: the command ran."
 _ids = itertools.count(1)
 
 
+@dataclass(frozen=True)
+class Step:
+    """One tool call the stub asks for: ``kind`` ``"shell"`` runs ``arg`` (a command) with the
+    shell tool; ``"file"`` reads ``arg`` (an absolute path) with the file tool."""
+
+    kind: str
+    arg: str
+
+
+@dataclass(frozen=True)
+class Script:
+    """What the stub makes the CLI do: the tool calls of ``steps`` in order, then finish."""
+
+    steps: tuple[Step, ...]
+
+    @classmethod
+    def shell(cls, *commands: str) -> "Script":
+        """A script that runs ``commands`` with the shell tool, one call each."""
+        return cls(tuple(Step("shell", c) for c in commands))
+
+    def step(self, results: int) -> Step | None:
+        """The step for a conversation holding ``results`` tool results; None when done."""
+        return self.steps[results] if results < len(self.steps) else None
+
+
 @dataclass
 class ToolChoice:
-    """The shell tool found in a request: its name and how to pass the command."""
+    """The tool found in a request for a step: its name and how to pass the step's argument
+    (``arg`` names the parameter; ``as_list``: a command as an argv list; ``freeform``: Codex's
+    ``apply_patch``, whose whole input is a patch text)."""
 
     name: str
-    arg: str
+    arg: str = ""
     as_list: bool = False
+    freeform: bool = False
 
-    def arguments(self, command: str) -> dict[str, Any]:
-        """The tool call's arguments for ``command``."""
-        value: Any = ["bash", "-lc", command] if self.as_list else command
-        return {self.arg: value}
+    def arguments(self, value: str) -> Any:
+        """The tool call's input for the step argument ``value``: an arguments object, or for a
+        freeform tool the patch that appends :data:`PATCH_LINE` to the file ``value``."""
+        if self.freeform:
+            return (f"*** Begin Patch\n*** Update File: {value}\n@@\n+{PATCH_LINE}\n"
+                    "*** End Patch\n")
+        return {self.arg: ["bash", "-lc", value] if self.as_list else value}
 
 
-def pick_tool(tools: list[dict[str, Any]]) -> ToolChoice | None:
-    """The shell tool among ``tools`` (each ``{"name", "schema"}``), or None."""
+def pick_tool(tools: list[dict[str, Any]], kind: str) -> ToolChoice | None:
+    """The tool for a ``kind`` step (``shell`` or ``file``) among ``tools`` (each ``{"name",
+    "schema"}``, ``"freeform": True`` for a Responses custom tool), or None."""
     by_name = {t["name"]: t for t in tools}
-    for name in SHELL_TOOL_NAMES:
+    for name in TOOL_NAMES[kind]:
         tool = by_name.get(name)
-        if tool is None:
+        if tool is None or tool.get("freeform"):
             continue
         props = (tool.get("schema") or {}).get("properties") or {}
-        for arg in ("command", "cmd"):
+        for arg in TOOL_ARGS[kind]:
             if arg in props:
                 return ToolChoice(name, arg, props[arg].get("type") == "array")
+    if kind == "file" and by_name.get(PATCH_TOOL, {}).get("freeform"):
+        return ToolChoice(PATCH_TOOL, freeform=True)
     return None
 
 
 @dataclass
-class Script:
-    """What the stub makes the CLI do: run ``command`` ``repeat`` times, then finish."""
-
-    command: str
-    repeat: int = 1
-
-
-@dataclass
 class Stub:
-    """The server state: the script and a log of every request (path, body, time)."""
+    """The server state: the script, a log of every request (path, body, time), of every tool
+    call the stub asked for (``{"t", "name", "input"}``) and the names of the tools offered."""
 
     script: Script
     requests: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    offered: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def log(self, path: str, body: Any) -> None:
         with self.lock:
             self.requests.append({"t": time.time(), "path": path, "body": body})
+
+    def tool_call(self, tools: list[dict[str, Any]], results: int) -> tuple[ToolChoice, Any] | None:
+        """The tool call to answer a request offering ``tools`` whose conversation holds
+        ``results`` tool results: the tool and its input (logged), or None to end the turn."""
+        with self.lock:
+            self.offered.update(t["name"] for t in tools if t["name"])
+        step = self.script.step(results)
+        tool = pick_tool(tools, step.kind) if step else None
+        if tool is None:
+            return None
+        value = tool.arguments(step.arg)
+        with self.lock:
+            self.calls.append({"t": time.time(), "name": tool.name, "input": value})
+        return tool, value
 
 
 # -- per-API: tools offered, tool results seen, replies --------------------------------------------
@@ -96,6 +157,8 @@ def _responses_tools(body: dict) -> list[dict]:
     for t in body.get("tools") or []:
         if t.get("type") == "function":
             out.append({"name": t.get("name"), "schema": t.get("parameters")})
+        elif t.get("type") == "custom":
+            out.append({"name": t.get("name"), "schema": None, "freeform": True})
     return out
 
 
@@ -195,32 +258,30 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         body = self._body()
         self.stub.log("POST " + path, body)
-        script = self.stub.script
         if path.endswith("/messages/count_tokens"):
             self._json(200, {"input_tokens": 10})
         elif path.endswith("/messages"):
-            self._anthropic(body, script)
+            self._anthropic(body)
         elif path.endswith("/responses"):
-            self._responses(body, script)
+            self._responses(body)
         elif path.endswith("/chat/completions"):
-            self._chat(body, script)
+            self._chat(body)
         elif ":streamGenerateContent" in path or ":generateContent" in path:
-            self._gemini(body, script, stream=":streamGenerateContent" in path)
+            self._gemini(body, stream=":streamGenerateContent" in path)
         else:
             self._unknown()
 
     # Anthropic Messages ---------------------------------------------------------------------
 
-    def _anthropic(self, body: dict, script: Script) -> None:
-        tool = pick_tool(_anthropic_tools(body))
-        call = tool is not None and _anthropic_results(body) < script.repeat
+    def _anthropic(self, body: dict) -> None:
+        call = self.stub.tool_call(_anthropic_tools(body), _anthropic_results(body))
         msg_id = f"msg_stub{next(_ids)}"
         model = body.get("model", "stub-model")
         usage = {"input_tokens": 10, "output_tokens": 5}
         if call:
-            tool_id = f"toolu_stub{next(_ids)}"
-            args = tool.arguments(script.command)
-            block = {"type": "tool_use", "id": tool_id, "name": tool.name, "input": args}
+            tool, args = call
+            block = {"type": "tool_use", "id": f"toolu_stub{next(_ids)}", "name": tool.name,
+                     "input": args}
             stop = "tool_use"
         else:
             block = {"type": "text", "text": FINAL_TEXT}
@@ -252,15 +313,18 @@ class _Handler(BaseHTTPRequestHandler):
 
     # OpenAI Responses -------------------------------------------------------------------------
 
-    def _responses(self, body: dict, script: Script) -> None:
-        tool = pick_tool(_responses_tools(body))
-        call = tool is not None and _responses_results(body) < script.repeat
+    def _responses(self, body: dict) -> None:
+        call = self.stub.tool_call(_responses_tools(body), _responses_results(body))
         resp_id = f"resp_stub{next(_ids)}"
         model = body.get("model", "stub-model")
         if call:
-            item = {"type": "function_call", "id": f"fc_stub{next(_ids)}", "status": "completed",
-                    "call_id": f"call_stub{next(_ids)}", "name": tool.name,
-                    "arguments": json.dumps(tool.arguments(script.command))}
+            tool, value = call
+            item = {"status": "completed", "call_id": f"call_stub{next(_ids)}", "name": tool.name}
+            if tool.freeform:
+                item.update(type="custom_tool_call", id=f"ctc_stub{next(_ids)}", input=value)
+            else:
+                item.update(type="function_call", id=f"fc_stub{next(_ids)}",
+                            arguments=json.dumps(value))
         else:
             item = {"type": "message", "id": f"msg_stub{next(_ids)}", "status": "completed",
                     "role": "assistant",
@@ -276,6 +340,8 @@ class _Handler(BaseHTTPRequestHandler):
         pending = {**item, "status": "in_progress"}
         if item["type"] == "function_call":
             pending["arguments"] = ""
+        elif item["type"] == "custom_tool_call":
+            pending["input"] = ""
         events: list[tuple[str | None, Any]] = [
             ("response.created", {"type": "response.created", "sequence_number": 0,
                                   "response": {**response, "status": "in_progress", "output": []}}),
@@ -286,6 +352,10 @@ class _Handler(BaseHTTPRequestHandler):
             events.append(("response.function_call_arguments.done", {
                 "type": "response.function_call_arguments.done", "sequence_number": 2,
                 "item_id": item["id"], "output_index": 0, "arguments": item["arguments"]}))
+        elif item["type"] == "custom_tool_call":
+            events.append(("response.custom_tool_call_input.done", {
+                "type": "response.custom_tool_call_input.done", "sequence_number": 2,
+                "item_id": item["id"], "output_index": 0, "input": item["input"]}))
         else:
             events.append(("response.output_text.delta", {
                 "type": "response.output_text.delta", "sequence_number": 2, "item_id": item["id"],
@@ -299,24 +369,23 @@ class _Handler(BaseHTTPRequestHandler):
 
     # OpenAI Chat Completions ------------------------------------------------------------------
 
-    def _chat(self, body: dict, script: Script) -> None:
-        tool = pick_tool(_chat_tools(body))
-        call = tool is not None and _chat_results(body) < script.repeat
+    def _chat(self, body: dict) -> None:
+        call = self.stub.tool_call(_chat_tools(body), _chat_results(body))
         chat_id = f"chatcmpl-stub{next(_ids)}"
         model = body.get("model", "stub-model")
         created = int(time.time())
         usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
         if call:
+            tool, args = call
             tc = {"id": f"call_stub{next(_ids)}", "type": "function",
-                  "function": {"name": tool.name,
-                               "arguments": json.dumps(tool.arguments(script.command))}}
+                  "function": {"name": tool.name, "arguments": json.dumps(args)}}
             message = {"role": "assistant", "content": None, "tool_calls": [tc]}
             finish = "tool_calls"
         elif not body.get("tools") and _asks_for_fenced_shell(body):
             # A CLI with no shell tool that runs the commands it finds in fenced bash blocks of
-            # the reply (aider): one block, the command once per line, `repeat` lines.
-            message = {"role": "assistant",
-                       "content": "```bash\n" + f"{script.command}\n" * script.repeat + "```\n"}
+            # the reply (aider): one block, the script's shell commands one per line.
+            commands = "".join(f"{s.arg}\n" for s in self.stub.script.steps if s.kind == "shell")
+            message = {"role": "assistant", "content": f"```bash\n{commands}```\n"}
             finish = "stop"
         else:
             message = {"role": "assistant", "content": FINAL_TEXT}
@@ -339,7 +408,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # Gemini -----------------------------------------------------------------------------------
 
-    def _gemini(self, body: dict, script: Script, stream: bool) -> None:
+    def _gemini(self, body: dict, stream: bool) -> None:
         def instance(schema: Any) -> Any:
             # The smallest value that fits a Gemini/JSON schema (types may be upper case).
             if not isinstance(schema, dict):
@@ -357,12 +426,12 @@ class _Handler(BaseHTTPRequestHandler):
                 return False
             return "stub"
 
-        tool = pick_tool(_gemini_tools(body))
-        call = tool is not None and _gemini_results(body) < script.repeat
+        call = self.stub.tool_call(_gemini_tools(body), _gemini_results(body))
         config = body.get("generationConfig") or {}
         schema = config.get("responseJsonSchema") or config.get("responseSchema")
         if call:
-            parts = [{"functionCall": {"name": tool.name, "args": tool.arguments(script.command)}}]
+            tool, args = call
+            parts = [{"functionCall": {"name": tool.name, "args": args}}]
         elif schema:
             parts = [{"text": json.dumps(instance(schema))}]
         elif config.get("responseMimeType") == "application/json":
@@ -383,7 +452,7 @@ class _Handler(BaseHTTPRequestHandler):
 class StubServer:
     """A stub provider on 127.0.0.1 (a free port). Use as a context manager; ``url`` is its base.
 
-    ``script`` says which command the CLI's shell tool is asked to run and how many times."""
+    ``script`` says which tool calls the CLI is asked to make."""
 
     def __init__(self, script: Script) -> None:
         self.stub = Stub(script)
@@ -405,6 +474,18 @@ class StubServer:
         """Every request received so far."""
         with self.stub.lock:
             return list(self.stub.requests)
+
+    @property
+    def calls(self) -> list[dict[str, Any]]:
+        """Every tool call the stub asked for so far (``{"t", "name", "input"}``)."""
+        with self.stub.lock:
+            return list(self.stub.calls)
+
+    @property
+    def offered(self) -> set[str]:
+        """The names of every tool the requests so far offered."""
+        with self.stub.lock:
+            return set(self.stub.offered)
 
     def __enter__(self) -> "StubServer":
         self._thread.start()

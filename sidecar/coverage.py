@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from sidecar.backends import session_reader
+
 SAFEGUARD_UNAVAILABLE = "safeguard unavailable"
 
 
@@ -55,16 +57,26 @@ def _not_covered(backend: str, name: str, kind: str = "cli", reason: str = _NO_E
     return CoverageRow(backend, name, kind, False, reason=reason, follow_up=follow_up)
 
 
-_ROUTE_SAFEGUARD = ("safeguard unavailable (the session-log reader that gives this backend's "
-                    "shell-activity signal is not built yet)")
+def shell_activity_signal(backend: str) -> str:
+    """The shell-activity signal the C12 safeguard uses for ``backend``: its session-log
+    reader's :attr:`~sidecar.backends.SessionLogReader.signal`, or "safeguard unavailable" with
+    the reason (no reader; or the session log is the backend's route, so no independent
+    signal)."""
+    reader = session_reader(backend)
+    if reader is None:
+        return f"{SAFEGUARD_UNAVAILABLE} (no session log with shell calls to read)"
+    if reader.route_records:
+        return (f"{SAFEGUARD_UNAVAILABLE} (the session log is this backend's route, so it is "
+                "no independent signal)")
+    return reader.signal
 
 
 def _covered(backend: str, name: str, version: str, kind: str = "cli",
-             evidence_of: str | None = None) -> CoverageRow:
+             evidence_of: str | None = None, route: str = "bash_env") -> CoverageRow:
     """A covered row; ``evidence_of`` names the backend whose harness run is the evidence (an
     inference backend runs through the Claude Code CLI, so Claude Code's run covers it)."""
-    return CoverageRow(backend, name, kind, True, route="bash_env",
-                       shell_activity=_ROUTE_SAFEGUARD if backend != "bash" else SAFEGUARD_UNAVAILABLE,
+    return CoverageRow(backend, name, kind, True, route=route,
+                       shell_activity=shell_activity_signal(backend),
                        evidence=f"harness/evidence/{evidence_of or backend}.json", version=version)
 
 
@@ -77,11 +89,7 @@ _ROWS = (
     _covered("copilot", "GitHub Copilot CLI", "1.0.102"),
     _covered("opencode", "opencode", "1.18.33"),
     _covered("pi", "pi", "0.73.1"),
-    _not_covered("omp", "Oh My Pi", reason=(
-        "omp 18.2.3 runs every bash tool command in its embedded in-process shell (brush-core), "
-        "never a real bash, and deletes BASH_ENV from the one bash it starts (its snapshot "
-        "shell); its session log has each call's exit code (harness/evidence/omp.json)"),
-        follow_up="new issue: a session-log route for omp (~/.omp/agent/sessions/*/*.jsonl)"),
+    _covered("omp", "Oh My Pi", "18.2.3", route="omp_session_log"),
     _covered("kilo", "Kilo Code CLI", "7.7.7"),
     _not_covered("aider", "aider", reason=(
         "aider 0.86.2 runs a suggested command only when a person answers yes (--yes-always "

@@ -4,8 +4,9 @@ and its session-log reader (issue 5), on the harness's real session files.
 The session files are found through ``harness/evidence/claude.json`` (``session_files``, and
 ``scenario_sessions`` when the harness kept them), never named here: a harness re-run replaces
 them with new ids and times, and every id and time a test expects is read from the file itself.
-Error handling and the cases the run did not write are tested on real lines changed on purpose
-(each test says how).
+The checks every JSON Lines reader passes come from ``tests/sessionlogs.py``
+(:class:`TestSessionLog`); the tests below are Claude Code's own. Error handling and the cases
+the run did not write are tested on real lines changed on purpose (each test says how).
 """
 
 from __future__ import annotations
@@ -13,12 +14,9 @@ from __future__ import annotations
 import copy
 import json
 import shlex
-from collections.abc import Iterator
-from datetime import datetime
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
 from sidecar.backends import (
@@ -29,12 +27,19 @@ from sidecar.backends import (
     TOOL,
     TURN_END,
     TURN_START,
-    ReaderFormatError,
-    SessionEvent,
     session_reader,
 )
 from sidecar.backends.claude import ClaudeSessionReader
 from sidecar.normalize import normalize
+
+from sessionlogs import (
+    SessionLog,
+    SessionLogChecks,
+    assert_reader_error,
+    drop_path,
+    iso_ts,
+    set_path,
+)
 
 EVIDENCE = json.loads((Path(__file__).resolve().parent.parent / "harness" / "evidence"
                        / "claude.json").read_text())
@@ -99,32 +104,18 @@ def test_inference_backends_use_the_claude_stripper(backend: str) -> None:
 
 # -- the session-log reader ---------------------------------------------------------------------
 
-EVIDENCE_DIR = Path(__file__).resolve().parent.parent / "harness" / "evidence"
-READER = session_reader("claude")
+LOG = SessionLog("claude")
+READER = LOG.reader
 
 
-def _evidence() -> dict[str, Any]:
-    return json.loads((EVIDENCE_DIR / "claude.json").read_text())
+class TestSessionLog(SessionLogChecks):
+    """The checks every JSON Lines reader passes, on Claude Code 2.1.197's real files: queue
+    operations, attachments and the last-prompt line are known types and add nothing; the
+    answer's ``end_turn`` ends the turn."""
 
-
-def _session() -> Path:
-    """The 5-repeat shell run's session file, as the evidence lists it."""
-    (session,) = _evidence()["session_files"]
-    return EVIDENCE_DIR / "claude" / session
-
-
-def _lines(path: Path) -> list[Any]:
-    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
-
-
-def _read(lines: list[Any]) -> list[tuple[int, SessionEvent]]:
-    """Every event of ``lines`` read in order with one file state, with its line's index."""
-    state = READER.new_file_state()
-    return [(i, event) for i, line in enumerate(lines) for event in READER.parse_line(line, state)]
-
-
-def _iso(text: str) -> float:
-    return datetime.fromisoformat(text).timestamp()
+    log = LOG
+    reader_class = ClaudeSessionReader
+    line_kinds_in_every_file = frozenset({"user", "assistant"})
 
 
 def _blocks(line: Any, kind: str) -> list[dict[str, Any]]:
@@ -145,77 +136,25 @@ def _indexes(lines: list[Any], what: str) -> list[int]:
     return [i for i, line in enumerate(lines) if tests[what](line)]
 
 
-def _scenario(name: str) -> list[Path]:
-    """The session files of scenario ``name`` (``scenario_sessions``, paths under HOME copied to
-    ``harness/evidence/claude/<name>/``); skips when the harness has not kept them yet."""
-    rels = (_evidence().get("scenario_sessions") or {}).get(name) or []
-    paths = [base / rel for rel in ([rels] if isinstance(rels, str) else rels)
-             for base in (EVIDENCE_DIR / "claude" / name, EVIDENCE_DIR / "claude")
-             if (base / rel).is_file()]
-    if not paths:
-        pytest.skip(f"no {name!r} scenario session kept yet")
-    return paths
-
-
-def _all_files() -> list[Path]:
-    files = [_session()]
-    for name, rels in (_evidence().get("scenario_sessions") or {}).items():
-        for rel in [rels] if isinstance(rels, str) else rels or []:
-            if (EVIDENCE_DIR / "claude" / name / rel).is_file():
-                files.append(EVIDENCE_DIR / "claude" / name / rel)
-    return files
-
-
-def test_reader_is_registered_and_finds_the_real_file() -> None:
-    """Claude Code's reader is registered (also for the inference backends that run through the
-    Claude Code CLI), is not a record route (Claude Code's commands reach bash) and its glob,
-    with the default config directory, matches where 2.1.197 really wrote the session."""
-    assert isinstance(READER, ClaudeSessionReader) and READER.backend == "claude"
+def test_reader_serves_the_inference_backends_too() -> None:
+    """Claude Code's reader is also the reader of the inference backends that run through the
+    Claude Code CLI, and its coverage text names where 2.1.197 writes the sessions."""
     for backend in ("vllm", "llm-d", "litellm", "watsonx"):
         assert session_reader(backend) is READER
-    assert READER.kind == "jsonl" and READER.route_records is False
-    (session,) = _evidence()["session_files"]
-    globs = [g.replace("$CLAUDE_CONFIG_DIR", READER.env_defaults["CLAUDE_CONFIG_DIR"])
-             for g in READER.globs]
-    assert any(PurePosixPath(session).match(g) for g in globs)
+    assert READER.env_defaults == {"CLAUDE_CONFIG_DIR": ".claude"}
     assert READER.signal.startswith("~/.claude/projects/*/*.jsonl: ")
-
-
-def test_every_line_of_the_real_files_is_recognised() -> None:
-    """No line of any real Claude Code session file raises: queue operations, attachments and
-    the last-prompt line are known types; every event is well formed."""
-    for path in _all_files():
-        lines = _lines(path)
-        assert {"user", "assistant"} <= {line["type"] for line in lines}
-        for _, event in _read(lines):
-            _check_event(event)
-
-
-def test_shell_session_gives_the_exact_events() -> None:
-    """The stub asked for `ls /nonexistent` 5 times in one turn: the prompt starts the turn,
-    each Bash call starts and ends, the final answer is text and ends the turn (its stop_reason
-    is end_turn). Queue operations, attachments and the last-prompt line add nothing."""
-    run = _evidence()["runs"][-1]
-    assert (run["command"], run["repeat"]) == ("ls /nonexistent", 5)
-    lines = _lines(_session())
-    kinds = [event.kind for _, event in _read(lines)]
-    assert kinds == [TURN_START, *[SHELL_START, SHELL_END] * 5, TEXT, TURN_END]
-    # The tail starts each file with an empty dict rather than new_file_state(): same events.
-    empty: dict[str, Any] = {}
-    assert [e for line in lines for e in READER.parse_line(line, empty)] == \
-        [event for _, event in _read(lines)]
 
 
 def test_shell_calls_carry_id_command_exit_and_turn() -> None:
     """Each ``shell_end`` pairs with its ``shell_start`` by the file's tool_use id, has the
     command (kept from the call), exit 2 from the result's leading ``Exit code 2`` and the
     prompt's ``promptId`` as its turn."""
-    lines = _lines(_session())
+    lines = LOG.session_lines()
     call_ids = [b["id"] for i in _indexes(lines, "call") for b in _blocks(lines[i], "tool_use")]
     assert len(call_ids) == 5 and len(set(call_ids)) == 5
     (prompt,) = _indexes(lines, "prompt")
     turn = lines[prompt]["promptId"]
-    events = [event for _, event in _read(lines)]
+    events = LOG.read(lines)
     starts = [(e.call_id, e.command, e.tool) for e in events if e.kind == SHELL_START]
     ends = [(e.call_id, e.command, e.exit, e.failed, e.tool) for e in events
             if e.kind == SHELL_END]
@@ -227,10 +166,10 @@ def test_shell_calls_carry_id_command_exit_and_turn() -> None:
 def test_timestamps_are_the_lines_own() -> None:
     """Every event's ``ts`` is its own line's ``timestamp``; the turn starts at the prompt line
     and ends at the answer line."""
-    lines = _lines(_session())
-    read = _read(lines)
+    lines = LOG.session_lines()
+    read = LOG.read_indexed(lines)
     for i, event in read:
-        assert event.ts == _iso(lines[i]["timestamp"])
+        assert event.ts == iso_ts(lines[i]["timestamp"])
     by_kind = {kind: [i for i, e in read if e.kind == kind] for kind in EVENT_KINDS}
     assert by_kind[TURN_START] == _indexes(lines, "prompt")
     assert by_kind[TURN_END] == _indexes(lines, "answer")
@@ -241,7 +180,7 @@ def test_timestamps_are_the_lines_own() -> None:
 def test_result_without_its_call_still_ends_a_shell_call() -> None:
     """After a sidecar restart the state is fresh: the real tool_result line alone reads as a
     Bash result (``Exit code 2``) and gives a ``shell_end`` with its exit and an empty command."""
-    lines = _lines(_session())
+    lines = LOG.session_lines()
     line = lines[_indexes(lines, "result")[0]]
     (event,) = READER.parse_line(line, READER.new_file_state())
     assert (event.kind, event.call_id, event.command, event.exit, event.failed, event.tool) == \
@@ -249,28 +188,12 @@ def test_result_without_its_call_still_ends_a_shell_call() -> None:
 
 
 def _line(what: str, n: int = 0) -> dict[str, Any]:
-    lines = _lines(_session())
+    lines = LOG.session_lines()
     return copy.deepcopy(lines[_indexes(lines, what)[n]])
 
 
 def _first_type(kind: str) -> dict[str, Any]:
-    return copy.deepcopy(next(line for line in _lines(_session()) if line["type"] == kind))
-
-
-def _set(line: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
-    node = line
-    for key in path[:-1]:
-        node = node[key]
-    node[path[-1]] = value
-    return line
-
-
-def _drop(line: dict[str, Any], path: tuple[Any, ...]) -> dict[str, Any]:
-    node = line
-    for key in path[:-1]:
-        node = node[key]
-    del node[path[-1]]
-    return line
+    return copy.deepcopy(next(line for line in LOG.session_lines() if line["type"] == kind))
 
 
 def _result_text(line: dict[str, Any], old: str, new: str) -> dict[str, Any]:
@@ -282,35 +205,32 @@ def _result_text(line: dict[str, Any], old: str, new: str) -> dict[str, Any]:
 @pytest.mark.parametrize(("how", "broken", "reason"), [
     ("the real prompt line inside a list", lambda: [_line("prompt")], "not_object"),
     ("the real last-prompt line without its type",
-     lambda: _drop(_first_type("last-prompt"), ("type",)), "no_type"),
+     lambda: drop_path(_first_type("last-prompt"), ("type",)), "no_type"),
     ("the real attachment line with an unknown type",
-     lambda: _set(_first_type("attachment"), ("type",), "attachment-v2"), "unknown_type"),
+     lambda: set_path(_first_type("attachment"), ("type",), "attachment-v2"), "unknown_type"),
     ("the real prompt line with a list as message",
-     lambda: _set(_line("prompt"), ("message",), []), "unknown_shape"),
+     lambda: set_path(_line("prompt"), ("message",), []), "unknown_shape"),
     ("the real prompt line with a number as content",
-     lambda: _set(_line("prompt"), ("message", "content"), 7), "unknown_shape"),
+     lambda: set_path(_line("prompt"), ("message", "content"), 7), "unknown_shape"),
     ("the real call line with a number as stop_reason",
-     lambda: _set(_line("call"), ("message", "stop_reason"), 1), "unknown_shape"),
+     lambda: set_path(_line("call"), ("message", "stop_reason"), 1), "unknown_shape"),
     ("the real call line with a number as the tool_use id",
-     lambda: _set(_line("call"), ("message", "content", 0, "id"), 11), "unknown_shape"),
+     lambda: set_path(_line("call"), ("message", "content", 0, "id"), 11), "unknown_shape"),
     ("the real result line with a string as is_error",
-     lambda: _set(_line("result"), ("message", "content", 0, "is_error"), "yes"),
+     lambda: set_path(_line("result"), ("message", "content", 0, "is_error"), "yes"),
      "unknown_shape"),
     ("the real result line with a number as tool_use_id",
-     lambda: _set(_line("result"), ("message", "content", 0, "tool_use_id"), 11),
+     lambda: set_path(_line("result"), ("message", "content", 0, "tool_use_id"), 11),
      "unknown_shape"),
     ("the real result line's 'Exit code 2' with a word for the code",
      lambda: _result_text(_line("result"), "Exit code 2", "Exit code two"), "bad_exit"),
     ("the real result line with a timestamp that is not a time",
-     lambda: _set(_line("result"), ("timestamp",), "soon"), "bad_ts"),
+     lambda: set_path(_line("result"), ("timestamp",), "soon"), "bad_ts"),
 ])
 def test_broken_real_lines_raise_reader_format_error(how: str, broken: Any, reason: str) -> None:
     """A real line broken as described raises ReaderFormatError with a fixed reason label that
     never quotes the line."""
-    with pytest.raises(ReaderFormatError) as caught:
-        READER.parse_line(broken(), READER.new_file_state())
-    assert caught.value.reason == reason, how
-    assert "nonexistent" not in str(caught.value)
+    assert_reader_error(READER, broken(), reason)
 
 
 def _kinds(*lines: dict[str, Any]) -> list[str]:
@@ -325,130 +245,34 @@ def test_one_turn_end_per_reply_and_only_with_a_final_stop_reason() -> None:
     not end it."""
     answer = _line("answer")
     assert _kinds(answer, copy.deepcopy(answer)) == [TEXT, TURN_END, TEXT]
-    assert _kinds(_set(_line("answer"), ("message", "stop_reason"), "tool_use")) == [TEXT]
-    assert _kinds(_set(_line("answer"), ("message", "stop_reason"), None)) == [TEXT]
+    assert _kinds(set_path(_line("answer"), ("message", "stop_reason"), "tool_use")) == [TEXT]
+    assert _kinds(set_path(_line("answer"), ("message", "stop_reason"), None)) == [TEXT]
 
 
 def test_user_lines_that_are_not_prompts() -> None:
     """The real prompt line changed to what Claude Code writes for an interrupt ends the turn;
     changed to a command echo (a leading tag), or marked isMeta or isSidechain, starts none."""
-    interrupted = _set(_line("prompt"), ("message", "content"), "[Request interrupted by user]")
+    interrupted = set_path(_line("prompt"), ("message", "content"),
+                           "[Request interrupted by user]")
     assert _kinds(interrupted) == [TURN_END]
-    echo = _set(_line("prompt"), ("message", "content"), "<command-name>/clear</command-name>")
+    echo = set_path(_line("prompt"), ("message", "content"), "<command-name>/clear</command-name>")
     assert _kinds(echo) == []
-    assert _kinds(_set(_line("prompt"), ("isMeta",), True)) == []
-    assert _kinds(_set(_line("prompt"), ("isSidechain",), True)) == []
+    assert _kinds(set_path(_line("prompt"), ("isMeta",), True)) == []
+    assert _kinds(set_path(_line("prompt"), ("isSidechain",), True)) == []
 
 
 def test_subagent_lines_give_shell_activity_but_no_turn() -> None:
     """The real call, result and answer lines marked isSidechain (a subagent's) still give the
     shell call, but the subagent's answer does not end the user's turn."""
-    lines = [_set(_line(what), ("isSidechain",), True) for what in ("call", "result", "answer")]
+    lines = [set_path(_line(what), ("isSidechain",), True) for what in ("call", "result", "answer")]
     assert _kinds(*lines) == [SHELL_START, SHELL_END, TEXT]
 
 
 def test_other_tools_are_tool_events_not_shell() -> None:
     """The real call line with its tool renamed Read is a ``tool`` event; the real result line
     of that call gives nothing (even with its ``Exit code`` text): it is no shell call."""
-    call = _set(_line("call"), ("message", "content", 0, "name"), "Read")
+    call = set_path(_line("call"), ("message", "content", 0, "name"), "Read")
     state = READER.new_file_state()
     (event,) = READER.parse_line(call, state)
     assert (event.kind, event.tool) == (TOOL, "Read")
     assert READER.parse_line(_line("result"), state) == []
-
-
-_JUNK = (None, True, 0, -1, 2.5, float("inf"), "", "x", [], {}, [None], {"type": "text"})
-_DELETE = object()
-
-
-def _paths(node: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield (*path, key)
-            yield from _paths(value, (*path, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield (*path, index)
-            yield from _paths(value, (*path, index))
-
-
-def test_junk_in_any_field_of_a_real_line_never_raises_anything_else() -> None:
-    """Every field of every real line, in turn deleted or replaced by a value of another type:
-    the reader returns well-formed events or raises ReaderFormatError, nothing else. Each broken
-    line is read with the state the real lines before it built."""
-    state = READER.new_file_state()
-    for line in _lines(_session()):
-        for path in _paths(line):
-            for value in (_DELETE, *_JUNK):
-                broken = copy.deepcopy(line)
-                node = broken
-                for key in path[:-1]:
-                    node = node[key]
-                if value is _DELETE:
-                    del node[path[-1]]
-                else:
-                    node[path[-1]] = value
-                try:
-                    events = READER.parse_line(broken, copy.deepcopy(state))
-                except ReaderFormatError:
-                    continue
-                for event in events:
-                    _check_event(event)
-        READER.parse_line(line, state)
-
-
-def _check_event(event: SessionEvent) -> None:
-    assert isinstance(event, SessionEvent) and event.kind in EVENT_KINDS
-    assert event.ts is None or isinstance(event.ts, float)
-    assert all(isinstance(v, str) for v in (event.call_id, event.command, event.tool,
-                                            event.turn_id))
-    assert event.exit is None or (isinstance(event.exit, int) and not isinstance(event.exit, bool))
-    assert event.failed is None or isinstance(event.failed, bool)
-    if event.kind == SHELL_END:
-        assert isinstance(event.failed, bool)
-
-
-# -- scenario snapshots (read / running / midturn), when the harness has kept them -------------
-
-def _scenario_events(name: str) -> list[SessionEvent]:
-    events: list[SessionEvent] = []
-    for path in _scenario(name):
-        events += [event for _, event in _read(_lines(path))]
-    return events
-
-
-def _running_command(name: str) -> str:
-    run = (_evidence().get("scenarios") or {}).get(name) or {}
-    if not (run.get("snapshot") or {}).get("running_command_logged"):
-        pytest.skip(f"Claude Code had not logged the running call when the {name!r} snapshot "
-                    "was taken")
-    return [step["arg"] for step in run["steps"] if step["kind"] == "shell"][-1]
-
-
-def test_read_scenario_is_tool_activity_only() -> None:
-    """A file-tool call is a ``tool`` event, never shell activity; the turn starts and ends."""
-    kinds = [e.kind for e in _scenario_events("read")]
-    assert TOOL in kinds and SHELL_START not in kinds and SHELL_END not in kinds
-    assert kinds[0] == TURN_START and kinds[-1] == TURN_END
-
-
-def test_running_scenario_has_an_open_shell_call() -> None:
-    """Snapshot while the command runs: its ``shell_start`` has no ``shell_end`` and the turn
-    has not ended."""
-    events = _scenario_events("running")
-    command = _running_command("running")
-    assert [e.command for e in events if e.kind == SHELL_START] == [command]
-    assert not [e for e in events if e.kind == SHELL_END]
-    assert [e.kind for e in events][0] == TURN_START and TURN_END not in [e.kind for e in events]
-
-
-def test_midturn_scenario_has_a_failed_call_then_an_open_one() -> None:
-    """Snapshot after a failing call finished and while the next one runs."""
-    events = _scenario_events("midturn")
-    command = _running_command("midturn")
-    shell = [(e.kind, e.command, e.exit, e.failed) for e in events
-             if e.kind in (SHELL_START, SHELL_END)]
-    assert shell == [(SHELL_START, "ls /nonexistent", None, None),
-                     (SHELL_END, "ls /nonexistent", 2, True),
-                     (SHELL_START, command, None, None)]
-    assert TURN_END not in [e.kind for e in events]

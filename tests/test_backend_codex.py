@@ -12,15 +12,19 @@ Codex 0.171.0 run handed to bash, captured with a BASH_ENV that saved $BASH_EXEC
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from pathlib import Path
 
 import pytest
 
-from sidecar.backends.codex import strip
+from sidecar.backends import SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START, SessionEvent
+from sidecar.backends.codex import CodexReader, strip
 from sidecar.normalize import normalize
 from sidecar.scrub import scrub
+
+from sessionlogs import SessionLog, SessionLogChecks, assert_reader_error, iso_ts
 
 EVIDENCE = json.loads((Path(__file__).resolve().parent.parent / "harness" / "evidence"
                        / "codex.json").read_text())
@@ -192,176 +196,110 @@ def test_helpers_without_evidence_paths() -> None:
 # Every test below reads the real rollout file(s) the harness kept (``session_files`` of
 # ``harness/evidence/codex.json``, Codex 0.171.0, the session of the last run: the stub asked for
 # ``ls /nonexistent`` five times in one turn). Ids, times and exits come from the files; a test of
-# error handling takes a real line and breaks it (says how in its docstring).
+# error handling takes a real line and breaks it (says how in its docstring). The checks every
+# JSON Lines reader passes come from ``tests/sessionlogs.py`` (:class:`TestSessionLog`).
 
-import copy  # noqa: E402
-from datetime import datetime  # noqa: E402
-
-import orjson  # noqa: E402
-
-from sidecar.backends import (SHELL_END, SHELL_START, TEXT, TOOL, TURN_END,  # noqa: E402
-                              TURN_START, ReaderFormatError, SessionEvent, session_reader)
-from sidecar.backends.codex import CodexReader  # noqa: E402
-
-EVIDENCE_DIR = Path(__file__).resolve().parent.parent / "harness" / "evidence"
-READER = session_reader("codex")
+LOG = SessionLog("codex")
+READER = LOG.reader
 
 
-def _evidence() -> dict:
-    """The evidence as it is now (another run of the harness may have replaced it)."""
-    return json.loads((EVIDENCE_DIR / "codex.json").read_text())
+class TestSessionLog(SessionLogChecks):
+    """The checks every JSON Lines reader passes, on Codex 0.171.0's real rollouts: the turn is
+    task_started ... task_complete; every line type in them is one the reader knows (listed
+    here, so a new kind in a later run shows up)."""
 
-
-def _session_files() -> list[Path]:
-    return [EVIDENCE_DIR / "codex" / rel for rel in _evidence()["session_files"]]
-
-
-def _lines(path: Path) -> list:
-    """The decoded whole lines of ``path``, as a tailer reads them: a last line without its
-    newline (a snapshot taken while the CLI was writing) is not read yet."""
-    data = path.read_bytes()
-    whole = data[:data.rfind(b"\n") + 1]
-    return [orjson.loads(line) for line in whole.split(b"\n") if line.strip()]
-
-
-def _read(lines: list) -> list[SessionEvent]:
-    state = READER.new_file_state()
-    return [event for obj in lines for event in READER.parse_line(obj, state)]
-
-
-def _ts(text: str) -> float:
-    return datetime.fromisoformat(text).timestamp()
-
-
-def _shell_session() -> list:
-    """The lines of the session of the 5-repeat run (the last run; the one file kept)."""
-    files = _session_files()
-    assert files
-    return _lines(files[-1])
+    log = LOG
+    reader_class = CodexReader
+    known_line_kinds = frozenset({"session_meta", "event_msg", "response_item", "turn_context",
+                                  "world_state", "token_usage_record"})
 
 
 def _payloads(lines: list, kind: str, sub: str) -> list[tuple[dict, dict]]:
     return [(o, o["payload"]) for o in lines if o["type"] == kind and o["payload"]["type"] == sub]
 
 
-def test_reader_is_registered() -> None:
-    """The codex reader is registered, reads JSON Lines under $CODEX_HOME (default ~/.codex), and
-    does not make records (the neutral route records Codex's commands)."""
-    assert isinstance(READER, CodexReader)
+def _first(lines: list, kind: str, sub: str, pred=lambda p: True) -> dict:
+    return copy.deepcopy(next(o for o, p in _payloads(lines, kind, sub) if pred(p)))
+
+
+def _first_completed(lines: list) -> dict:
+    """The first real ``item_completed`` line of a CommandExecution."""
+    return _first(lines, "event_msg", "item_completed",
+                  lambda p: p["item"]["type"] == "CommandExecution")
+
+
+def test_reader_globs_and_signal() -> None:
+    """The codex reader reads rollouts under $CODEX_HOME (default ~/.codex), does not make
+    records (the neutral route records Codex's commands), and its coverage text names the
+    call's start and end."""
     assert READER.globs == ("$CODEX_HOME/sessions/*/*/*/rollout-*.jsonl",)
     assert READER.env_defaults == {"CODEX_HOME": ".codex"}
-    assert READER.kind == "jsonl" and READER.route_records is False
+    assert READER.route_records is False
     assert "exec_command" in READER.signal and "exit_code" in READER.signal
-
-
-def test_session_file_matches_the_glob() -> None:
-    """The kept session file sits where the reader's glob (with the default CODEX_HOME) looks."""
-    home = EVIDENCE_DIR / "codex"
-    pattern = READER.globs[0].replace("$CODEX_HOME", READER.env_defaults["CODEX_HOME"])
-    assert set(home.glob(pattern)) >= set(_session_files())
-
-
-def test_every_real_line_is_recognised() -> None:
-    """No line of any real session file raises; every line type in them is one the reader knows
-    (the test lists them, so a new kind in a later run shows up here)."""
-    kinds = set()
-    for path in _session_files():
-        lines = _lines(path)
-        _read(lines)
-        kinds |= {(o["type"], o["payload"].get("type")) for o in lines}
-    assert {k for k, _ in kinds} <= {"session_meta", "event_msg", "response_item",
-                                     "turn_context", "world_state", "token_usage_record"}
-
-
-def test_shell_session_event_sequence() -> None:
-    """One turn: the start, five exec_command calls each started and finished, the final text,
-    the end."""
-    repeat = _evidence()["runs"][-1]["repeat"]
-    kinds = [e.kind for e in _read(_shell_session())]
-    assert repeat == 5
-    assert kinds == [TURN_START, *[SHELL_START, SHELL_END] * repeat, TEXT, TURN_END]
 
 
 def test_shell_calls_have_the_files_ids_commands_exits_and_times() -> None:
     """Each call pairs its function_call (start: time of that line, command from its `cmd`) with
     its item_completed CommandExecution (end: time of that line, exit_code 2, failed), in file
-    order; the exits equal the neutral route's records of the same run."""
-    lines = _shell_session()
-    run = _evidence()["runs"][-1]
+    order."""
+    lines = LOG.session_lines()
+    run = LOG.shell_run()
     starts = [(o, p) for o, p in _payloads(lines, "response_item", "function_call")
               if p["name"] == "exec_command"]
     ends = [(o, p) for o, p in _payloads(lines, "event_msg", "item_completed")
             if p["item"]["type"] == "CommandExecution"]
     turn = _payloads(lines, "event_msg", "task_started")[0][1]["turn_id"]
-    events = _read(lines)
-    got_starts = [e for e in events if e.kind == SHELL_START]
-    got_ends = [e for e in events if e.kind == SHELL_END]
-    assert got_starts == [
-        SessionEvent(SHELL_START, _ts(o["timestamp"]), call_id=p["call_id"],
+    events = LOG.read(lines)
+    assert [e for e in events if e.kind == SHELL_START] == [
+        SessionEvent(SHELL_START, iso_ts(o["timestamp"]), call_id=p["call_id"],
                      command=json.loads(p["arguments"])["cmd"], tool="exec_command", turn_id=turn)
         for o, p in starts]
-    assert got_ends == [
-        SessionEvent(SHELL_END, _ts(o["timestamp"]), call_id=p["item"]["id"],
+    assert [e for e in events if e.kind == SHELL_END] == [
+        SessionEvent(SHELL_END, iso_ts(o["timestamp"]), call_id=p["item"]["id"],
                      command=run["command"], exit=p["item"]["exit_code"], failed=True,
                      tool="exec_command", turn_id=turn)
         for o, p in ends]
-    assert [e.call_id for e in got_starts] == [e.call_id for e in got_ends]
-    assert len(set(e.call_id for e in got_starts)) == run["repeat"]
-    assert [(e.command, e.exit, e.failed) for e in got_ends] == \
-        [("ls /nonexistent", 2, True)] * 5
-    recorded = [r["exit"] for r in run["records"] if r["raw"] == run["command"]]
-    assert [e.exit for e in got_ends] == recorded
 
 
 def test_turn_bounds_and_text_come_from_task_events() -> None:
     """turn_start is task_started, turn_end task_complete (their times and turn id); the text
     is the assistant message; the turn starts before every call and ends after every call."""
-    lines = _shell_session()
+    lines = LOG.session_lines()
     (started_line, started), = _payloads(lines, "event_msg", "task_started")
     (complete_line, complete), = _payloads(lines, "event_msg", "task_complete")
     (message_line, _), = [(o, p) for o, p in _payloads(lines, "response_item", "message")
                           if p["role"] == "assistant"]
-    events = _read(lines)
-    assert events[0] == SessionEvent(TURN_START, _ts(started_line["timestamp"]),
+    events = LOG.read(lines)
+    assert events[0] == SessionEvent(TURN_START, iso_ts(started_line["timestamp"]),
                                      turn_id=started["turn_id"])
-    assert events[-1] == SessionEvent(TURN_END, _ts(complete_line["timestamp"]),
+    assert events[-1] == SessionEvent(TURN_END, iso_ts(complete_line["timestamp"]),
                                       turn_id=complete["turn_id"])
-    assert events[-2] == SessionEvent(TEXT, _ts(message_line["timestamp"]),
+    assert events[-2] == SessionEvent(TEXT, iso_ts(message_line["timestamp"]),
                                       turn_id=started["turn_id"])
-    times = [e.ts for e in events]
-    assert times == sorted(times)
     assert {e.turn_id for e in events} == {started["turn_id"]}
 
 
 def test_end_without_its_start_takes_the_command_from_the_argv() -> None:
     """After a sidecar restart (fresh state) an item_completed line still gives the command:
     the item's argv is ["/bin/bash", "-lc", <cmd>]."""
-    lines = _shell_session()
-    (obj, payload) = next((o, p) for o, p in _payloads(lines, "event_msg", "item_completed")
-                          if p["item"]["type"] == "CommandExecution")
+    obj = _first_completed(LOG.session_lines())
     (event,) = READER.parse_line(obj, READER.new_file_state())
     assert (event.kind, event.call_id, event.command, event.exit, event.failed) == \
-        (SHELL_END, payload["item"]["id"], "ls /nonexistent", 2, True)
+        (SHELL_END, obj["payload"]["item"]["id"], "ls /nonexistent", 2, True)
 
 
 def test_state_forgets_finished_calls() -> None:
     """Once the file is read, no call is left open in the state (JSON-serialisable)."""
     state = READER.new_file_state()
-    for obj in _shell_session():
-        READER.parse_line(obj, state)
+    LOG.read(LOG.session_lines(), state)
     assert state["calls"] == {}
     json.dumps(state)
-
-
-def _first(lines: list, kind: str, sub: str, pred=lambda p: True) -> dict:
-    return copy.deepcopy(next(o for o, p in _payloads(lines, kind, sub) if pred(p)))
 
 
 def test_no_exit_code_falls_back_to_status() -> None:
     """A real CommandExecution line with `exit_code` set to null (a call Codex ended without a
     number): no exit, failed from `status` ("failed"); with status "completed": not failed."""
-    obj = _first(_shell_session(), "event_msg", "item_completed",
-                 lambda p: p["item"]["type"] == "CommandExecution")
+    obj = _first_completed(LOG.session_lines())
     obj["payload"]["item"]["exit_code"] = None
     (event,) = READER.parse_line(obj, READER.new_file_state())
     assert (event.exit, event.failed) == (None, True)
@@ -373,44 +311,35 @@ def test_no_exit_code_falls_back_to_status() -> None:
 @pytest.mark.parametrize("value", ["2", [2], 2.5, True, {}])
 def test_exit_code_that_is_not_a_number(value) -> None:
     """A real CommandExecution line whose `exit_code` was changed to a non-number: bad_exit."""
-    obj = _first(_shell_session(), "event_msg", "item_completed",
-                 lambda p: p["item"]["type"] == "CommandExecution")
+    obj = _first_completed(LOG.session_lines())
     obj["payload"]["item"]["exit_code"] = value
-    with pytest.raises(ReaderFormatError) as err:
-        READER.parse_line(obj, READER.new_file_state())
-    assert err.value.reason == "bad_exit"
+    assert_reader_error(READER, obj, "bad_exit")
 
 
 def test_broken_real_lines_raise_format_errors() -> None:
     """Real lines broken on purpose: a line that is a list (not_object), the `type` key deleted
     (no_type), the `payload` replaced by a string (unknown_shape), a function_call whose
-    `arguments` became a list (unknown_shape), a timestamp that is a number (bad_ts)."""
-    lines = _shell_session()
-    call = _first(lines, "response_item", "function_call")
-    cases = {"not_object": [call]}
+    `arguments` became a list (unknown_shape), a timestamp that is a number (bad_ts); a line
+    that is null, a number, a string or bytes (not_object)."""
+    call = _first(LOG.session_lines(), "response_item", "function_call")
     no_type = copy.deepcopy(call)
     del no_type["type"]
-    cases["no_type"] = no_type
     bad_payload = copy.deepcopy(call)
     bad_payload["payload"] = "x"
     bad_args = copy.deepcopy(call)
     bad_args["payload"]["arguments"] = ["ls"]
     bad_ts = copy.deepcopy(call)
     bad_ts["timestamp"] = 1764500000
-    for reason, obj in [*cases.items(), ("unknown_shape", bad_payload),
-                        ("unknown_shape", bad_args), ("bad_ts", bad_ts)]:
-        with pytest.raises(ReaderFormatError) as err:
-            READER.parse_line(obj, READER.new_file_state())
-        assert err.value.reason == reason
-    for obj in (None, 3, "text", b"x"):
-        with pytest.raises(ReaderFormatError):
-            READER.parse_line(obj, READER.new_file_state())
+    for reason, obj in [("not_object", [call]), ("no_type", no_type),
+                        ("unknown_shape", bad_payload), ("unknown_shape", bad_args),
+                        ("bad_ts", bad_ts), *(("not_object", o) for o in (None, 3, "text", b"x"))]:
+        assert_reader_error(READER, obj, reason)
 
 
 def test_unparseable_exec_arguments_are_no_shell_call() -> None:
     """A real exec_command line whose `arguments` string was cut (not JSON): Codex does not run
     such a call, so it is a tool event, not a shell start that would never end."""
-    obj = _first(_shell_session(), "response_item", "function_call")
+    obj = _first(LOG.session_lines(), "response_item", "function_call")
     obj["payload"]["arguments"] = obj["payload"]["arguments"][:-3]
     (event,) = READER.parse_line(obj, READER.new_file_state())
     assert (event.kind, event.tool) == (TOOL, "exec_command")
@@ -420,7 +349,7 @@ def test_other_tools_and_unknown_kinds() -> None:
     """A real function_call renamed to `apply_patch` is a tool (an edit), not shell activity; a
     real line whose top-level type was renamed to a kind the reader does not know still has the
     rollout shape and gives nothing."""
-    lines = _shell_session()
+    lines = LOG.session_lines()
     call = _first(lines, "response_item", "function_call")
     call["payload"]["name"] = "apply_patch"
     (event,) = READER.parse_line(call, READER.new_file_state())
@@ -429,115 +358,3 @@ def test_other_tools_and_unknown_kinds() -> None:
     other = copy.deepcopy(lines[0])
     other["type"] = "some_future_kind"
     assert READER.parse_line(other, READER.new_file_state()) == []
-
-
-_DELETE = object()
-_JUNK = [_DELETE, None, 0, -1, 2.5, True, "", "x", [], [1], {}, {"type": 1}]
-
-
-def _mangled(line: dict, paths: list[tuple[str, ...]]):
-    """Copies of ``line`` with each key of each object at ``paths`` deleted or replaced by each
-    value of :data:`_JUNK`."""
-    for path in paths:
-        node = line
-        for key in path:
-            node = node.get(key) if isinstance(node, dict) else None
-        if not isinstance(node, dict):
-            continue
-        for key in list(node):
-            for value in _JUNK:
-                broken = copy.deepcopy(line)
-                target = broken
-                for step in path:
-                    target = target[step]
-                if value is _DELETE:
-                    del target[key]
-                else:
-                    target[key] = value
-                yield broken
-
-
-def test_mangled_real_lines_raise_nothing_else() -> None:
-    """Every real line with each key of the line, its payload and its item deleted or replaced
-    by values of every JSON type: the reader returns events or raises ReaderFormatError,
-    nothing else."""
-    count = 0
-    for path in _session_files():
-        for line in _lines(path):
-            for broken in _mangled(line, [(), ("payload",), ("payload", "item")]):
-                count += 1
-                try:
-                    READER.parse_line(broken, READER.new_file_state())
-                except ReaderFormatError:
-                    pass
-    assert count > 1000
-
-
-# -- scenario snapshots (read / running / midturn), when the harness has kept them -----------------
-
-def _scenario(name: str) -> list[Path]:
-    """The session files of scenario ``name`` listed under ``scenario_sessions`` (paths relative
-    to ``harness/evidence/codex/``, or to its ``<name>/`` folder); skips when there are none."""
-    listed = _evidence().get("scenario_sessions") or {}
-    rels = listed.get(name) if isinstance(listed, dict) else None
-    if isinstance(rels, str):
-        rels = [rels]
-    paths = []
-    for rel in rels or []:
-        for base in (EVIDENCE_DIR / "codex", EVIDENCE_DIR / "codex" / name):
-            if (base / rel).is_file():
-                paths.append(base / rel)
-                break
-    if not paths:
-        pytest.skip(f"no {name!r} scenario session kept yet")
-    return paths
-
-
-def _snapshot(name: str) -> dict:
-    """What the harness says about the moment it copied scenario ``name``'s files:
-    ``cli_running`` (the turn still open) and ``running_command_logged`` (the copies mention
-    the running command)."""
-    return (_evidence().get("scenarios") or {}).get(name, {}).get("snapshot") or {}
-
-
-def test_read_scenario() -> None:
-    """The `read` scenario: tool events only (Codex has no read tool: the stub has it edit the
-    file with apply_patch), no shell activity, inside one turn."""
-    for path in _scenario("read"):
-        kinds = [e.kind for e in _read(_lines(path))]
-        assert TOOL in kinds
-        assert SHELL_START not in kinds and SHELL_END not in kinds
-        assert kinds[0] == TURN_START and kinds[-1] == TURN_END
-
-
-def test_running_scenario() -> None:
-    """The `running` scenario (the copy was taken while a command ran): one shell start without
-    its end, and the turn not ended. Should the harness say the CLI had not yet logged the
-    running call when it copied the files, the copy holds no open call at all."""
-    snapshot = _snapshot("running")
-    for path in _scenario("running"):
-        events = _read(_lines(path))
-        starts = [e.call_id for e in events if e.kind == SHELL_START]
-        ends = [e.call_id for e in events if e.kind == SHELL_END]
-        assert [e.kind for e in events][0] == TURN_START
-        assert len(set(starts) - set(ends)) == \
-            (1 if snapshot.get("running_command_logged", True) else 0)
-        if snapshot.get("cli_running", True):
-            assert TURN_END not in [e.kind for e in events]
-
-
-def test_midturn_scenario() -> None:
-    """The `midturn` scenario: one finished failing call (`ls /nonexistent`, its exit) and one
-    call still running (unless the harness says the CLI had not logged it yet), the turn not
-    ended."""
-    snapshot = _snapshot("midturn")
-    for path in _scenario("midturn"):
-        events = _read(_lines(path))
-        ends = [e for e in events if e.kind == SHELL_END]
-        starts = [e.call_id for e in events if e.kind == SHELL_START]
-        assert len(ends) == 1
-        assert (ends[0].command, ends[0].exit, ends[0].failed) == ("ls /nonexistent", 2, True)
-        assert len(set(starts) - {ends[0].call_id}) == \
-            (1 if snapshot.get("running_command_logged", True) else 0)
-        if snapshot.get("cli_running", True):
-            assert TURN_END not in [e.kind for e in events]

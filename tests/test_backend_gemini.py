@@ -6,16 +6,20 @@ gemini.json`` (everything before and after ``ls /nonexistent``), not written by 
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+import copy
+import re
 
 import pytest
 
-from sidecar.backends import wrapper_stripper
+from sidecar.backends import (SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
+                              SessionEvent, wrapper_stripper)
+from sidecar.backends.gemini import GeminiReader
 from sidecar.normalize import normalize
 
-EVIDENCE = json.loads((Path(__file__).resolve().parent.parent / "harness" / "evidence"
-                       / "gemini.json").read_text())
+from sessionlogs import (SCENARIO_NAMES, SessionLog, SessionLogChecks, assert_reader_error,
+                         evidence_of, iso_ts)
+
+EVIDENCE = evidence_of("gemini")
 RECORDS = [r for run in EVIDENCE["runs"] for r in run["records"]]
 EXITS = {"ls /nonexistent": 2, "false": 1, "echo harness-ok": 0}
 GUARD = "shopt -u promptvars nullglob extglob nocaseglob dotglob; "
@@ -165,54 +169,26 @@ def test_unrecognised_text_is_unchanged(text: str) -> None:
 # Every test below reads the real chat file(s) the harness kept (``session_files`` of
 # ``harness/evidence/gemini.json``, Gemini CLI 0.61.0, the session of the last run: the stub asked
 # for ``ls /nonexistent`` five times in one turn). Ids, times and exits come from the files; a test
-# of error handling takes a real line and breaks it (says how in its docstring).
+# of error handling takes a real line and breaks it (says how in its docstring). The checks every
+# JSON Lines reader passes come from ``tests/sessionlogs.py`` (:class:`TestSessionLog`).
 
-import copy  # noqa: E402
-import re  # noqa: E402
-from datetime import datetime  # noqa: E402
-
-import orjson  # noqa: E402
-
-from sidecar.backends import (SHELL_END, SHELL_START, TEXT, TOOL, TURN_END,  # noqa: E402
-                              TURN_START, ReaderFormatError, SessionEvent, session_reader)
-from sidecar.backends.gemini import GeminiReader  # noqa: E402
-
-EVIDENCE_DIR = Path(__file__).resolve().parent.parent / "harness" / "evidence"
-READER = session_reader("gemini")
+LOG = SessionLog("gemini")
+READER = LOG.reader
 
 
-def _evidence() -> dict:
-    """The evidence as it is now (another run of the harness may have replaced it)."""
-    return json.loads((EVIDENCE_DIR / "gemini.json").read_text())
+class TestSessionLog(SessionLogChecks):
+    """The checks every JSON Lines reader passes, on Gemini CLI 0.61.0's real chat files: the
+    line kinds in them (header, `$set`, user and gemini messages) are the ones the reader
+    knows."""
 
+    log = LOG
+    reader_class = GeminiReader
+    known_line_kinds = frozenset({"header", "$set", "user", "gemini"})
 
-def _session_files() -> list[Path]:
-    return [EVIDENCE_DIR / "gemini" / rel for rel in _evidence()["session_files"]
-            if rel.endswith(".jsonl")]
-
-
-def _lines(path: Path) -> list:
-    """The decoded whole lines of ``path``, as a tailer reads them: a last line without its
-    newline (a snapshot taken while the CLI was writing) is not read yet."""
-    data = path.read_bytes()
-    whole = data[:data.rfind(b"\n") + 1]
-    return [orjson.loads(line) for line in whole.split(b"\n") if line.strip()]
-
-
-def _read(lines: list) -> list[SessionEvent]:
-    state = READER.new_file_state()
-    return [event for obj in lines for event in READER.parse_line(obj, state)]
-
-
-def _ts(text: str) -> float:
-    return datetime.fromisoformat(text).timestamp()
-
-
-def _shell_session() -> list:
-    """The lines of the session of the 5-repeat run (the last run)."""
-    files = _session_files()
-    assert files
-    return _lines(files[-1])
+    @staticmethod
+    def line_kind(line: dict) -> str:
+        """A ``$set`` line, a message's ``type``, or ``header`` for the line without one."""
+        return "$set" if "$set" in line else line.get("type", "header")
 
 
 def _shell_calls(lines: list) -> dict[str, tuple[dict, dict]]:
@@ -229,48 +205,28 @@ def _first_call_line(lines: list) -> dict:
     return copy.deepcopy(next(o for o in lines if o.get("toolCalls")))
 
 
-def test_reader_is_registered() -> None:
-    """The gemini reader is registered, reads the JSON Lines chat files, and does not make
-    records (the neutral route records Gemini's commands)."""
-    assert isinstance(READER, GeminiReader)
+def _response(line: dict) -> dict:
+    """The ``functionResponse.response`` of a line's first tool call (changed in place)."""
+    return line["toolCalls"][0]["result"][0]["functionResponse"]["response"]
+
+
+def test_reader_glob_and_signal() -> None:
+    """The gemini reader reads the JSON Lines chat files, and does not make records (the
+    neutral route records Gemini's commands); its coverage text names the shell tool and its
+    exit line."""
     assert READER.globs == (".gemini/tmp/*/chats/session-*.jsonl",)
-    assert READER.kind == "jsonl" and READER.route_records is False
+    assert READER.route_records is False
     assert "run_shell_command" in READER.signal and "Exit Code" in READER.signal
-
-
-def test_session_file_matches_the_glob() -> None:
-    """The kept session file sits where the reader's glob looks."""
-    assert set((EVIDENCE_DIR / "gemini").glob(READER.globs[0])) >= set(_session_files())
-
-
-def test_every_real_line_is_recognised() -> None:
-    """No line of any real session file raises; the line kinds in them (header, `$set`, user and
-    gemini messages) are the ones the reader knows."""
-    kinds = set()
-    for path in _session_files():
-        lines = _lines(path)
-        _read(lines)
-        kinds |= {"$set" if "$set" in o else o.get("type", "header") for o in lines}
-    assert kinds <= {"header", "$set", "user", "gemini"}
-
-
-def test_shell_session_event_sequence() -> None:
-    """One turn: the prompt, five run_shell_command calls each started and finished, the final
-    text, the end."""
-    repeat = _evidence()["runs"][-1]["repeat"]
-    kinds = [e.kind for e in _read(_shell_session())]
-    assert repeat == 5
-    assert kinds == [TURN_START, *[SHELL_START, SHELL_END] * repeat, TEXT, TURN_END]
 
 
 def test_rewritten_messages_give_each_call_once() -> None:
     """The file writes a model message twice under one id (first without, then with its finished
     toolCalls); each call id still gives exactly one start and one end, and feeding a rewritten
     line again gives nothing."""
-    lines = _shell_session()
+    lines = LOG.session_lines()
     ids = [o["id"] for o in lines if o.get("type") == "gemini"]
     assert len(ids) > len(set(ids))
-    events = _read(lines)
+    events = LOG.read(lines)
     for call_id in _shell_calls(lines):
         assert [e.kind for e in events if e.call_id == call_id] == [SHELL_START, SHELL_END]
     state = READER.new_file_state()
@@ -281,53 +237,46 @@ def test_rewritten_messages_give_each_call_once() -> None:
 
 def test_shell_calls_have_the_files_ids_commands_exits_and_times() -> None:
     """Start: the message's time and the call's `args.command`; end: the call's own time (when
-    it was recorded as finished) and the exit from its `Exit Code: N` result line (2, failed) —
-    the same exits the neutral route recorded in that run."""
-    lines = _shell_session()
-    run = _evidence()["runs"][-1]
+    it was recorded as finished) and the exit from its `Exit Code: N` result line (2, failed)."""
+    lines = LOG.session_lines()
     turn = next(o["id"] for o in lines if o.get("type") == "user")
-    calls = _shell_calls(lines)
-    events = _read(lines)
     expected = []
-    for call_id, (obj, call) in calls.items():
+    for call_id, (obj, call) in _shell_calls(lines).items():
         text = call["result"][0]["functionResponse"]["response"]["output"]
         (code,) = re.findall(r"^Exit Code: (\d+)$", text, re.M)
         expected += [
-            SessionEvent(SHELL_START, _ts(obj["timestamp"]), call_id=call_id,
+            SessionEvent(SHELL_START, iso_ts(obj["timestamp"]), call_id=call_id,
                          command=call["args"]["command"], tool="run_shell_command", turn_id=turn),
-            SessionEvent(SHELL_END, _ts(call["timestamp"]), call_id=call_id,
+            SessionEvent(SHELL_END, iso_ts(call["timestamp"]), call_id=call_id,
                          command=call["args"]["command"], exit=int(code), failed=True,
                          tool="run_shell_command", turn_id=turn)]
-    assert [e for e in events if e.kind in (SHELL_START, SHELL_END)] == expected
-    ends = [e for e in events if e.kind == SHELL_END]
-    assert [(e.command, e.exit, e.failed) for e in ends] == [("ls /nonexistent", 2, True)] * 5
-    assert [e.exit for e in ends] == [r["exit"] for r in run["records"]]
+    assert [e for e in LOG.read(lines) if e.kind in (SHELL_START, SHELL_END)] == expected
 
 
 def test_turn_bounds_and_text() -> None:
     """turn_start is the text prompt (its time, its id), not the tool results sent back as user
     messages nor the `$set` setup message; the final model message (text, no tool calls) gives
-    the text and the end, at its time; all times ascend."""
-    lines = _shell_session()
+    the text and the end, at its time."""
+    lines = LOG.session_lines()
     prompts = [o for o in lines if o.get("type") == "user"
                and not any("functionResponse" in p for p in o["content"])]
     (prompt,) = prompts
     final = [o for o in lines if o.get("type") == "gemini" and o["content"]
              and not o.get("toolCalls")][-1]
-    events = _read(lines)
-    assert events[0] == SessionEvent(TURN_START, _ts(prompt["timestamp"]), turn_id=prompt["id"])
-    assert events[-2:] == [SessionEvent(TEXT, _ts(final["timestamp"]), turn_id=prompt["id"]),
-                           SessionEvent(TURN_END, _ts(final["timestamp"]), turn_id=prompt["id"])]
-    times = [e.ts for e in events]
-    assert times == sorted(times)
+    events = LOG.read(lines)
+    assert events[0] == SessionEvent(TURN_START, iso_ts(prompt["timestamp"]),
+                                     turn_id=prompt["id"])
+    assert events[-2:] == [
+        SessionEvent(TEXT, iso_ts(final["timestamp"]), turn_id=prompt["id"]),
+        SessionEvent(TURN_END, iso_ts(final["timestamp"]), turn_id=prompt["id"])]
 
 
 def test_success_result_without_exit_line_is_exit_0() -> None:
     """A real finished call whose `Exit Code: 2` result line was deleted — the form Gemini CLI
     0.61.0 writes for exit 0 (its shell tool adds the line only when non-zero) — ends with exit
     0, not failed."""
-    line = _first_call_line(_shell_session())
-    response = line["toolCalls"][0]["result"][0]["functionResponse"]["response"]
+    line = _first_call_line(LOG.session_lines())
+    response = _response(line)
     response["output"] = re.sub(r"\nExit Code: \d+", "", response["output"])
     end = READER.parse_line(line, READER.new_file_state())[-1]
     assert (end.kind, end.exit, end.failed) == (SHELL_END, 0, False)
@@ -337,11 +286,10 @@ def test_success_result_without_exit_line_is_exit_0() -> None:
 def test_failed_tool_status_without_exit(status: str) -> None:
     """A real finished call with its result text's exit line deleted and its `status` changed to
     a failing one: no exit number, failed."""
-    line = _first_call_line(_shell_session())
-    call = line["toolCalls"][0]
-    response = call["result"][0]["functionResponse"]["response"]
+    line = _first_call_line(LOG.session_lines())
+    response = _response(line)
     response["output"] = re.sub(r"\nExit Code: \d+", "", response["output"])
-    call["status"] = status
+    line["toolCalls"][0]["status"] = status
     end = READER.parse_line(line, READER.new_file_state())[-1]
     assert (end.kind, end.exit, end.failed) == (SHELL_END, None, True)
 
@@ -350,8 +298,8 @@ def test_exit_in_the_commands_own_output_is_not_read() -> None:
     """A real result whose command output was replaced by a line `Exit Code: 7` and whose real
     exit line was deleted: the exit comes from the trailing lines only (0 here), not from the
     output."""
-    line = _first_call_line(_shell_session())
-    response = line["toolCalls"][0]["result"][0]["functionResponse"]["response"]
+    line = _first_call_line(LOG.session_lines())
+    response = _response(line)
     text = re.sub(r"\nExit Code: \d+", "", response["output"])
     response["output"] = re.sub(r"Output: [^\n]*", "Output: x\nExit Code: 7\ny", text)
     end = READER.parse_line(line, READER.new_file_state())[-1]
@@ -360,12 +308,10 @@ def test_exit_in_the_commands_own_output_is_not_read() -> None:
 
 def test_exit_line_that_is_not_a_number() -> None:
     """A real result whose `Exit Code: 2` became `Exit Code: two`: bad_exit."""
-    line = _first_call_line(_shell_session())
-    response = line["toolCalls"][0]["result"][0]["functionResponse"]["response"]
+    line = _first_call_line(LOG.session_lines())
+    response = _response(line)
     response["output"] = re.sub(r"Exit Code: \d+", "Exit Code: two", response["output"])
-    with pytest.raises(ReaderFormatError) as err:
-        READER.parse_line(line, READER.new_file_state())
-    assert err.value.reason == "bad_exit"
+    assert_reader_error(READER, line, "bad_exit")
 
 
 def test_broken_real_lines_raise_format_errors() -> None:
@@ -373,7 +319,7 @@ def test_broken_real_lines_raise_format_errors() -> None:
     (no_type), a message without `type` (no_type), `toolCalls` made an object (unknown_shape),
     a call without `id` (unknown_shape), `$set` made a string (unknown_shape), a timestamp made a
     number (bad_ts)."""
-    lines = _shell_session()
+    lines = LOG.session_lines()
     header = copy.deepcopy(lines[0])
     del header["sessionId"]
     untyped = _first_call_line(lines)
@@ -389,124 +335,23 @@ def test_broken_real_lines_raise_format_errors() -> None:
     for reason, obj in [("not_object", [lines[0]]), ("no_type", header), ("no_type", untyped),
                         ("unknown_shape", calls_obj), ("unknown_shape", no_id),
                         ("unknown_shape", bad_set), ("bad_ts", bad_ts)]:
-        with pytest.raises(ReaderFormatError) as err:
-            READER.parse_line(obj, READER.new_file_state())
-        assert err.value.reason == reason, reason
+        assert_reader_error(READER, obj, reason)
 
 
 def test_other_tools_are_not_shell_activity() -> None:
     """A real finished call renamed to `read_file`: one tool event, no shell events."""
-    line = _first_call_line(_shell_session())
+    line = _first_call_line(LOG.session_lines())
     line["toolCalls"][0]["name"] = "read_file"
     (event,) = READER.parse_line(line, READER.new_file_state())
     assert (event.kind, event.tool, event.call_id) == (TOOL, "read_file",
                                                        line["toolCalls"][0]["id"])
 
 
-_DELETE = object()
-_JUNK = [_DELETE, None, 0, -1, 2.5, True, "", "x", [], [1], {}, {"type": 1}]
-
-
-def _mangled(line: dict, paths: list[tuple]):
-    """Copies of ``line`` with each key of each object at ``paths`` deleted or replaced by each
-    value of :data:`_JUNK`."""
-    for path in paths:
-        node = line
-        for key in path:
-            node = (node.get(key) if isinstance(node, dict)
-                    else node[key] if isinstance(node, list) and key < len(node) else None)
-        if not isinstance(node, dict):
-            continue
-        for key in list(node):
-            for value in _JUNK:
-                broken = copy.deepcopy(line)
-                target = broken
-                for step in path:
-                    target = target[step]
-                if value is _DELETE:
-                    del target[key]
-                else:
-                    target[key] = value
-                yield broken
-
-
-def test_mangled_real_lines_raise_nothing_else() -> None:
-    """Every real line with each key of the line, of its first tool call, of that call's result
-    part and response, deleted or replaced by values of every JSON type: events or
-    ReaderFormatError, nothing else."""
-    count = 0
-    paths = [(), ("toolCalls", 0), ("toolCalls", 0, "result", 0, "functionResponse"),
-             ("toolCalls", 0, "result", 0, "functionResponse", "response"), ("$set",)]
-    for path in _session_files():
-        for line in _lines(path):
-            for broken in _mangled(line, paths):
-                count += 1
-                try:
-                    READER.parse_line(broken, READER.new_file_state())
-                except ReaderFormatError:
-                    pass
-    assert count > 1000
-
-
-# -- scenario snapshots (read / running / midturn), when the harness has kept them -----------------
-
-def _scenario(name: str) -> list[Path]:
-    """The session files of scenario ``name`` listed under ``scenario_sessions`` (paths relative
-    to ``harness/evidence/gemini/``, or to its ``<name>/`` folder); skips when there are none."""
-    listed = _evidence().get("scenario_sessions") or {}
-    rels = listed.get(name) if isinstance(listed, dict) else None
-    if isinstance(rels, str):
-        rels = [rels]
-    paths = []
-    for rel in rels or []:
-        for base in (EVIDENCE_DIR / "gemini", EVIDENCE_DIR / "gemini" / name):
-            if (base / rel).is_file():
-                paths.append(base / rel)
-                break
-    if not paths:
-        pytest.skip(f"no {name!r} scenario session kept yet")
-    return paths
-
-
-def _snapshot(name: str) -> dict:
-    """What the harness says about the moment it copied scenario ``name``'s files:
-    ``cli_running`` (the turn still open) and ``running_command_logged`` (the copies mention
-    the running command)."""
-    return (_evidence().get("scenarios") or {}).get(name, {}).get("snapshot") or {}
-
-
-def test_read_scenario() -> None:
-    """The `read` scenario: tool events only (read_file), no shell activity, inside one turn."""
-    for path in _scenario("read"):
-        kinds = [e.kind for e in _read(_lines(path))]
-        assert TOOL in kinds
-        assert SHELL_START not in kinds and SHELL_END not in kinds
-        assert kinds[0] == TURN_START and kinds[-1] == TURN_END
-
-
-def test_running_scenario() -> None:
-    """The `running` scenario (copied while a command ran). Gemini CLI 0.61.0 records a tool call
-    only once it has finished (``recordCompletedToolCalls``), so a running command is not in the
-    file (the harness agrees: ``running_command_logged`` is false): the turn has started, no
-    shell call is seen, and the turn has not ended."""
-    snapshot = _snapshot("running")
-    for path in _scenario("running"):
-        kinds = [e.kind for e in _read(_lines(path))]
-        assert snapshot.get("running_command_logged") is False
-        assert kinds[0] == TURN_START
-        assert SHELL_START not in kinds and SHELL_END not in kinds
-        if snapshot.get("cli_running", True):
-            assert TURN_END not in kinds
-
-
-def test_midturn_scenario() -> None:
-    """The `midturn` scenario: the finished failing call is there (`ls /nonexistent`, start and
-    end, exit 2); the running one is not yet (see above); the turn has not ended."""
-    snapshot = _snapshot("midturn")
-    for path in _scenario("midturn"):
-        events = _read(_lines(path))
-        shell = [e for e in events if e.kind in (SHELL_START, SHELL_END)]
-        assert [e.kind for e in shell] == [SHELL_START, SHELL_END]
-        assert (shell[1].command, shell[1].exit, shell[1].failed) == ("ls /nonexistent", 2, True)
-        if snapshot.get("cli_running", True):
-            assert TURN_END not in [e.kind for e in events]
+@pytest.mark.parametrize("name", [n for n in SCENARIO_NAMES if n != "read"])
+def test_running_command_is_not_in_the_log(name: str) -> None:
+    """Gemini CLI 0.61.0 records a tool call only once it has finished
+    (``recordCompletedToolCalls``), so a running command is not in the file; the harness agrees
+    for both snapshots taken while a command ran (``running_command_logged`` is false), so the
+    scenario checks expect no shell event of the running command."""
+    LOG.scenario_files(name)  # skips until the harness has kept the scenario
+    assert LOG.snapshot(name).get("running_command_logged") is False

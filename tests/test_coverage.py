@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from sidecar.backends import session_reader
 from sidecar.checkstate import build_row
 from sidecar.coverage import COVERAGE, TABLE_HEADER, table_rows
 from sidecar.normalize import normalize
@@ -44,17 +45,21 @@ def test_docs_table_matches_code_table() -> None:
 @pytest.mark.parametrize("backend", sorted(b for b, r in COVERAGE.items() if r.covered))
 def test_covered_row_has_valid_evidence(backend: str) -> None:
     """C4/C-AC1: a covered row's evidence exists, parses, carries the CLI's --version output with
-    the row's version, records the failing command with a failure result, and the sidecar
-    pipeline raised the note on the repeated failure."""
+    the row's version, its route recorded the failing command with a failure result (the hook's
+    records for `bash_env`, the session-log reader's for `<backend>_session_log`), and the
+    sidecar pipeline raised the note on the repeated failure."""
     row = COVERAGE[backend]
-    assert row.route == "bash_env" and row.shell_activity
+    assert row.route in ("bash_env", f"{backend}_session_log") and row.shell_activity
     evidence = json.loads((REPO / row.evidence).read_text())
     assert row.version in evidence["version_output"]
     first = evidence["runs"][0]
     assert first["command"] == "ls /nonexistent"
-    failing = [r for r in first["records"]
-               if normalize(r["raw"], evidence["backend"]) == "ls /nonexistent"]
-    assert [r["exit"] for r in failing] == [2]
+    if row.route == "bash_env":
+        failing = [r["exit"] for r in first["records"]
+                   if normalize(r["raw"], evidence["backend"]) == "ls /nonexistent"]
+    else:  # C3: the session log is the route; what its reader found in the real run
+        failing = [r["exit"] for r in first["session_records"] if r["command"] == "ls /nonexistent"]
+    assert failing == [2]
     repeated = evidence["runs"][-1]
     assert repeated["repeat"] == 5
     assert repeated["note"] == "Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)"
@@ -73,3 +78,21 @@ def test_not_covered_row_text(backend: str) -> None:
     row = build_row("a1", backend, [])
     assert (row.state, row.state_text) == (
         "not_available", "repeat-failure check not available for this backend")
+
+
+def test_shell_activity_signal_per_backend() -> None:
+    """C12: every covered backend names its shell-activity signal (its session-log reader's) or
+    says "safeguard unavailable" with the reason; which backends have a signal is pinned here."""
+    with_signal = {b for b, r in COVERAGE.items()
+                   if r.covered and not r.shell_activity.startswith("safeguard unavailable")}
+    assert with_signal == {"claude", "codex", "gemini", "copilot", "opencode", "pi", "kilo",
+                           "vllm", "llm-d", "litellm", "watsonx"}
+    for backend in with_signal:
+        assert COVERAGE[backend].shell_activity == session_reader(backend).signal
+    assert COVERAGE["bash"].shell_activity == (
+        "safeguard unavailable (no session log with shell calls to read)")
+    assert COVERAGE["omp"].shell_activity == (
+        "safeguard unavailable (the session log is this backend's route, so it is no "
+        "independent signal)")
+    assert {b for b, r in COVERAGE.items() if r.covered and r.route != "bash_env"} == {"omp"}
+    assert COVERAGE["omp"].route == "omp_session_log"

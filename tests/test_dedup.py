@@ -54,3 +54,47 @@ def test_memory_is_bounded() -> None:
 def test_unknown_route_kind() -> None:
     with pytest.raises(ValueError, match="route kind 'x'"):
         RouteDedup().is_duplicate("x", "make", True, T0)
+
+
+def test_real_run_seen_by_both_routes_counts_once(tmp_path, monkeypatch) -> None:
+    """C3 on a real run: Claude Code's five `ls /nonexistent` as its session log shows them and
+    as the hook recorded them (harness/evidence/claude.json, records with their own times).
+    With Claude Code's session log made a route too, each command counts once: 5 failures from
+    the session log, the hook's 5 are duplicates, and the note says 5, not 10."""
+    import json
+    from pathlib import Path
+
+    import orjson
+
+    from sidecar import hook
+    from sidecar.app import Sidecar
+    from sidecar.backends import session_reader
+    from sidecar.config import AgentSpec
+
+    evidence_dir = Path(__file__).resolve().parent.parent / "harness" / "evidence"
+    evidence = json.loads((evidence_dir / "claude.json").read_text())
+    home = tmp_path / "home"
+    for rel in evidence["session_files"]:
+        (home / rel).parent.mkdir(parents=True, exist_ok=True)
+        (home / rel).write_bytes((evidence_dir / "claude" / rel).read_bytes())
+    run = evidence["runs"][-1]
+    assert run["repeat"] == 5
+    shared = tmp_path / "shared"
+    hook.prepare_shared_dir(shared)
+    with open(hook.records_path(shared, "a1"), "wb") as f:
+        for r in run["records"]:
+            f.write(orjson.dumps({"v": 1, "ts": r["ts"], "agent": "a1", "backend": "claude",
+                                  "route": "bash_env", "exit": r["exit"], "cmd": r["raw"]}) + b"\n")
+    monkeypatch.setattr(type(session_reader("claude")), "route_records", True)
+    config = tmp_path / "config.yaml"
+    config.write_text("repeat_failure:\n  enabled: true\n  collect_grace_s: 0.5\n")
+    now = max(r["ts"] for r in run["records"]) + 1
+    sc = Sidecar(shared, [AgentSpec("a1", "claude", str(home))], config, clock=lambda: now)
+    sc.run_once()
+    assert dict(sc.agents["a1"].records) == {
+        ("claude", "claude_session_log", "failure"): 5,
+        ("claude", "bash_env", "duplicate"): 5,
+        ("claude", "bash_env", "excluded"): 2,  # Claude Code's helper shells
+    }
+    (row,) = sc.rows()
+    assert row.message == "Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)"

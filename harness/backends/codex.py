@@ -20,6 +20,14 @@ from pathlib import Path
 from harness.runner import Backend
 
 KEY_VAR = "REPEAT_FAILURE_STUB_API_KEY"
+#: Codex has no read tool: it reads files through its shell. For the stub's model it offers no
+#: file tool at all (``exec_command``, ``write_stdin``, ``view_image`` for images, agent and goal
+#: tools); for a model its built-in catalog lists with ``"apply_patch_tool_type": "freeform"`` it
+#: adds ``apply_patch``, a freeform (Responses ``custom``) edit tool. The session scenario with a
+#: file-tool step runs with this model name, so the stub can drive ``apply_patch``: the non-shell
+#: tool call of a Codex session log. The requests still go to the stub (checked with strace: the
+#: only connections are to 127.0.0.1).
+FILE_TOOL_MODEL = "gpt-5.5"
 
 # Codex 0.171.0 starts a helper ``bash -lc`` per session that writes a *shell snapshot* of every
 # exported variable (``declare -xp``), the hook's ``REPEAT_FAILURE_MARK=<helper PID>`` included;
@@ -83,4 +91,5 @@ def _argv(binary: str, prompt: str) -> list[str]:
 BACKEND = Backend(
     name="codex", package="@openai/codex", version="0.171.0", binary="codex",
     prepare=_prepare, argv=_argv, session_globs=(".codex/sessions/*/*/*/rollout-*.jsonl",),
+    file_tool_args=("--model", FILE_TOOL_MODEL),
 )

@@ -17,9 +17,12 @@ the caller scrubs an event's ``command`` before it is stored anywhere.
 
 from __future__ import annotations
 
+import math
+import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, ClassVar
 
 #: Takes the command text exactly as the route recorded it (scrubbed) and returns the command
@@ -95,9 +98,33 @@ class ReaderFormatError(ValueError):
         self.reason = reason
 
 
+def log_timestamp(value: Any, epoch_ms: bool = False) -> float | None:
+    """Seconds since the epoch for a session-log line's timestamp: an ISO-8601 string (``Z`` or
+    an offset; no offset is read as UTC), or, with ``epoch_ms``, a number of milliseconds since
+    the epoch (Claude Code and pi write both forms). ``None`` when ``value`` is ``None`` (the
+    line has no time). Raises :class:`ReaderFormatError` ``bad_ts`` for anything else."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            when = datetime.fromisoformat(value)
+            return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
+        except (ValueError, OverflowError, OSError):
+            raise ReaderFormatError("bad_ts") from None
+    if epoch_ms and isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            seconds = value / 1000
+        except OverflowError:
+            raise ReaderFormatError("bad_ts") from None
+        if math.isfinite(seconds):
+            return float(seconds)
+    raise ReaderFormatError("bad_ts")
+
+
 class SessionLogReader:
     """How to read one backend's session log. Subclass it, set the class attributes, and
-    implement :meth:`parse_line` (JSON Lines logs) or :meth:`poll_db` (SQLite logs).
+    implement :meth:`parse_line` (JSON Lines logs; :class:`JsonLinesReader` implements what
+    every reader of typed JSON lines does, subclass that) or :meth:`poll_db` (SQLite logs).
 
     - ``backend``: the backend name (``claude``, ``codex``, …).
     - ``globs``: where the session files are, as ``Path.glob`` patterns relative to the agent's
@@ -138,6 +165,153 @@ class SessionLogReader:
         (it is saved in the sidecar's state file). Raises :class:`ReaderFormatError` for rows
         it does not recognise and ``sqlite3.Error`` when the database cannot be read now."""
         raise NotImplementedError
+
+
+class JsonLinesReader(SessionLogReader):
+    """A reader of a JSON Lines session log whose lines are objects with a string ``type``.
+
+    :meth:`parse_line` is written once here. A line that is not an object raises
+    ``not_object``; an object goes to :meth:`parse_object`, which raises ``no_type`` unless its
+    ``type`` is a string and hands it to :meth:`parse_typed`, the method a subclass implements.
+    Any exception other than :class:`ReaderFormatError` that a line's unforeseen shape causes
+    in the subclass's code is raised as ``unknown_shape``, so the interface's "raises only
+    :class:`ReaderFormatError`" holds whatever the file holds. A log that also has untyped lines
+    (Gemini CLI's header and ``$set`` lines) overrides :meth:`parse_object` and calls up for the
+    typed ones.
+    """
+
+    kind: ClassVar[str] = "jsonl"
+
+    def parse_line(self, obj: Any, state: dict[str, Any]) -> list[SessionEvent]:
+        """The events of one decoded line (see the subclass's docstring); raises only
+        :class:`ReaderFormatError`."""
+        try:
+            if not isinstance(obj, dict):
+                raise ReaderFormatError("not_object")
+            return self.parse_object(obj, state)
+        except ReaderFormatError:
+            raise
+        except Exception:  # noqa: BLE001 - a shape no check foresaw: still only a reader error
+            raise ReaderFormatError("unknown_shape") from None
+
+    def parse_object(self, obj: dict[str, Any], state: dict[str, Any]) -> list[SessionEvent]:
+        """The events of a line that is an object: ``no_type`` unless its ``type`` is a string,
+        else :meth:`parse_typed`."""
+        kind = obj.get("type")
+        if not isinstance(kind, str):
+            raise ReaderFormatError("no_type")
+        return self.parse_typed(kind, obj, state)
+
+    def parse_typed(self, kind: str, obj: dict[str, Any],
+                    state: dict[str, Any]) -> list[SessionEvent]:
+        """The events of a line whose ``type`` is the string ``kind``; raises
+        :class:`ReaderFormatError` for a line the reader does not recognise. Subclasses
+        implement it."""
+        raise NotImplementedError
+
+
+# -- small rules several readers share -----------------------------------------------------------
+
+_INT = re.compile(r"-?[0-9]+")
+
+
+def str_or_empty(value: Any) -> str:
+    """``value`` when it is a string, else ``""`` (an optional id or text field)."""
+    return value if isinstance(value, str) else ""
+
+
+def require_object(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object (a dict); anything else raises
+    :class:`ReaderFormatError` ``unknown_shape``."""
+    if not isinstance(value, dict):
+        raise ReaderFormatError("unknown_shape")
+    return value
+
+
+def command_arg(args: Any) -> str:
+    """The ``command`` of a shell tool call's arguments object (Claude Code's ``input``, pi's
+    and Copilot CLI's ``arguments``, Gemini CLI's ``args``); ``""`` when ``args`` is not an
+    object or its ``command`` is not a string."""
+    command = args.get("command") if isinstance(args, dict) else None
+    return command if isinstance(command, str) else ""
+
+
+def text_blocks(content: Any) -> str:
+    """The text of a message's ``content``: a string as it is, or the ``text`` of its
+    ``{"type": "text"}`` blocks joined as they are (other blocks skipped). Raises
+    ``unknown_shape`` for anything else: ``content`` neither a string nor a list, a block that
+    is not an object, a text block whose ``text`` is not a string."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise ReaderFormatError("unknown_shape")
+    parts = []
+    for block in content:
+        if not isinstance(block, dict):
+            raise ReaderFormatError("unknown_shape")
+        if block.get("type") == "text":
+            text = block.get("text")
+            if not isinstance(text, str):
+                raise ReaderFormatError("unknown_shape")
+            parts.append(text)
+    return "".join(parts)
+
+
+def exit_number(value: Any) -> int:
+    """An exit status written as a JSON number: an int, or a float with a whole value (``2.0``
+    is 2). Anything else (a fraction, a boolean, a string, ``None``, ...) raises
+    :class:`ReaderFormatError` ``bad_exit``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ReaderFormatError("bad_exit")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ReaderFormatError("bad_exit")
+        value = int(value)
+    return value
+
+
+def exit_notice(line: str, prefix: str) -> int | None:
+    """``N`` from a result text's line that starts ``<prefix>N`` (whitespace around ``N``
+    ignored; Claude Code's ``Exit code N``, pi's ``Command exited with code N``); ``None`` when
+    ``line`` does not start with ``prefix``. Raises :class:`ReaderFormatError` ``bad_exit``
+    when what follows the prefix is not an integer."""
+    if not line.startswith(prefix):
+        return None
+    code = line[len(prefix):].strip()
+    if not _INT.fullmatch(code):
+        raise ReaderFormatError("bad_exit")
+    return int(code)
+
+
+def open_calls(state: dict[str, Any]) -> dict[str, Any]:
+    """``state["calls"]``, the per-file map of calls started and not yet finished (call id →
+    what the reader keeps of the call); set to a new ``{}`` first when it is not a dict (a
+    fresh or damaged state)."""
+    calls = state.get("calls")
+    if not isinstance(calls, dict):
+        calls = state["calls"] = {}
+    return calls
+
+
+def remember(table: dict[str, Any], key: str, value: Any, limit: int) -> None:
+    """Set ``table[key] = value`` in a per-file map of a reader's state and keep the map within
+    ``limit`` keys by forgetting the oldest (first inserted) first: a file that never finishes
+    what it starts (a broken or hostile log) must not grow the state. A key already in the map
+    keeps its place."""
+    table[key] = value
+    while len(table) > limit:
+        del table[next(iter(table))]
+
+
+def remember_call(state: Any, call_id: str, value: Any, limit: int) -> None:
+    """Keep ``value`` for ``call_id`` in :func:`open_calls` until the call's result, as the
+    newest call (a call id seen again moves to the end), within ``limit`` calls. Does nothing
+    when ``state`` is not a dict."""
+    if not isinstance(state, dict):
+        return
+    calls = open_calls(state)
+    calls.pop(call_id, None)
+    remember(calls, call_id, value, limit)
 
 
 _READERS: dict[str, SessionLogReader] = {}

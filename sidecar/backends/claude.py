@@ -21,10 +21,8 @@ later user line (``is_error``, text ``Exit code N`` first on a failure). Other l
 
 from __future__ import annotations
 
-import math
 import re
 import shlex
-from datetime import datetime, timezone
 from typing import Any, ClassVar
 
 from sidecar.backends import (
@@ -34,11 +32,19 @@ from sidecar.backends import (
     TOOL,
     TURN_END,
     TURN_START,
+    JsonLinesReader,
     ReaderFormatError,
     SessionEvent,
-    SessionLogReader,
+    command_arg,
+    exit_notice,
+    log_timestamp,
+    open_calls,
     register_reader,
     register_stripper,
+    remember_call,
+    require_object,
+    str_or_empty,
+    text_blocks,
 )
 
 _WRAPPER = re.compile(
@@ -79,7 +85,6 @@ _QUIET_TYPES = frozenset({
 _SHELL_TOOLS = frozenset({"Bash"})
 #: A failed Bash result's text starts ``Exit code N`` (2.1.197: real file and the tool's code).
 _EXIT_PREFIX = "Exit code "
-_INT = re.compile(r"-?[0-9]+")
 #: User text that is not a prompt: a wrapper tag (slash-command echo, local command output,
 #: caveats) or an interrupt notice; the same rule Claude Code 2.1.197 uses to find a
 #: session's first prompt.
@@ -91,59 +96,19 @@ _GOES_ON = frozenset({"tool_use", "pause_turn"})
 MAX_OPEN_CALLS = 256
 
 
-def _line_ts(value: Any) -> float | None:
-    """Seconds since the epoch for a line's ``timestamp`` (ISO-8601; no offset is read as UTC;
-    a number is epoch milliseconds); ``None`` when the line has none. Raises ``bad_ts``."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            when = datetime.fromisoformat(value)
-            return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
-        except (ValueError, OverflowError):
-            raise ReaderFormatError("bad_ts") from None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        try:
-            seconds = value / 1000
-        except OverflowError:
-            raise ReaderFormatError("bad_ts") from None
-        if math.isfinite(seconds):
-            return float(seconds)
-    raise ReaderFormatError("bad_ts")
-
-
 def _result_text(content: Any) -> str:
-    """A ``tool_result``'s text: a string, or its text blocks joined; raises
-    ``unknown_shape``."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise ReaderFormatError("unknown_shape")
-    parts = []
-    for block in content:
-        if not isinstance(block, dict):
-            raise ReaderFormatError("unknown_shape")
-        if block.get("type") == "text":
-            if not isinstance(block.get("text"), str):
-                raise ReaderFormatError("unknown_shape")
-            parts.append(block["text"])
-    return "".join(parts)
+    """A ``tool_result``'s text: ``""`` when it has none, a string, or its text blocks joined;
+    raises ``unknown_shape``."""
+    return "" if content is None else text_blocks(content)
 
 
 def _exit_of(text: str) -> int | None:
     """``N`` from a failed result's leading ``Exit code N``; ``None`` without that line; raises
     ``bad_exit`` when ``N`` is not an integer."""
-    if not text.startswith(_EXIT_PREFIX):
-        return None
-    code = text[len(_EXIT_PREFIX):].split("\n", 1)[0].strip()
-    if not _INT.fullmatch(code):
-        raise ReaderFormatError("bad_exit")
-    return int(code)
+    return exit_notice(text.split("\n", 1)[0], _EXIT_PREFIX)
 
 
-class ClaudeSessionReader(SessionLogReader):
+class ClaudeSessionReader(JsonLinesReader):
     """Claude Code's session log (Claude Code 2.1.197: its real file; its CLI binary for the
     line types, the Bash result text and the subagent files the run did not write).
 
@@ -189,35 +154,23 @@ class ClaudeSessionReader(SessionLogReader):
         is not a shell), the current prompt's id and the last reply that ended a turn."""
         return {"calls": {}, "turn_id": "", "ended": None}
 
-    def parse_line(self, obj: Any, state: dict[str, Any]) -> list[SessionEvent]:
-        """The events of one decoded line (see the class docstring); raises only
-        :class:`ReaderFormatError`."""
-        try:
-            if not isinstance(obj, dict):
-                raise ReaderFormatError("not_object")
-            kind = obj.get("type")
-            if not isinstance(kind, str):
-                raise ReaderFormatError("no_type")
-            if kind in ("user", "assistant"):
-                message = obj.get("message")
-                if not isinstance(message, dict):
-                    raise ReaderFormatError("unknown_shape")
-                if not isinstance(state, dict):
-                    state = self.new_file_state()
-                if kind == "user":
-                    return self._user(obj, message, state)
-                return self._assistant(obj, message, state)
-            if kind in _QUIET_TYPES:
-                return []
-            raise ReaderFormatError("unknown_type")
-        except ReaderFormatError:
-            raise
-        except Exception:  # a shape no check above foresaw: still only a reader error
-            raise ReaderFormatError("unknown_shape") from None
+    def parse_typed(self, kind: str, obj: dict[str, Any],
+                    state: dict[str, Any]) -> list[SessionEvent]:
+        """The events of one line of type ``kind`` (see the class docstring)."""
+        if kind in ("user", "assistant"):
+            message = require_object(obj.get("message"))
+            if not isinstance(state, dict):
+                state = self.new_file_state()
+            if kind == "user":
+                return self._user(obj, message, state)
+            return self._assistant(obj, message, state)
+        if kind in _QUIET_TYPES:
+            return []
+        raise ReaderFormatError("unknown_type")
 
     def _user(self, line: dict[str, Any], message: dict[str, Any],
               state: dict[str, Any]) -> list[SessionEvent]:
-        ts = _line_ts(line.get("timestamp"))
+        ts = log_timestamp(line.get("timestamp"), epoch_ms=True)
         content = message.get("content")
         if isinstance(content, list):
             if not all(isinstance(block, dict) for block in content):
@@ -236,19 +189,17 @@ class ClaudeSessionReader(SessionLogReader):
                 or line.get("isCompactSummary") is True:
             return []
         if text.startswith(_INTERRUPTED):
-            return [SessionEvent(TURN_END, ts, turn_id=_str(state.get("turn_id")))]
+            return [SessionEvent(TURN_END, ts, turn_id=str_or_empty(state.get("turn_id")))]
         if _TAGGED.match(text):
             return []
-        turn_id = _str(line.get("promptId"))
+        turn_id = str_or_empty(line.get("promptId"))
         state["turn_id"] = turn_id
         return [SessionEvent(TURN_START, ts, turn_id=turn_id)]
 
     def _results(self, line: dict[str, Any], results: list[dict[str, Any]], ts: float | None,
                  state: dict[str, Any]) -> list[SessionEvent]:
-        calls = state.get("calls")
-        if not isinstance(calls, dict):
-            calls = state["calls"] = {}
-        turn_id = _str(line.get("promptId")) or _str(state.get("turn_id"))
+        calls = open_calls(state)
+        turn_id = str_or_empty(line.get("promptId")) or str_or_empty(state.get("turn_id"))
         events = []
         for result in results:
             call_id, is_error = result.get("tool_use_id"), result.get("is_error")
@@ -274,14 +225,14 @@ class ClaudeSessionReader(SessionLogReader):
 
     def _assistant(self, line: dict[str, Any], message: dict[str, Any],
                    state: dict[str, Any]) -> list[SessionEvent]:
-        ts = _line_ts(line.get("timestamp"))
+        ts = log_timestamp(line.get("timestamp"), epoch_ms=True)
         content, stop = message.get("content"), message.get("stop_reason")
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
         if not isinstance(content, list) or not (stop is None or isinstance(stop, str)):
             raise ReaderFormatError("unknown_shape")
         sidechain = line.get("isSidechain") is True
-        turn_id = "" if sidechain else _str(state.get("turn_id"))
+        turn_id = "" if sidechain else str_or_empty(state.get("turn_id"))
         events: list[SessionEvent] = []
         calls = 0
         for block in content:
@@ -299,14 +250,12 @@ class ClaudeSessionReader(SessionLogReader):
                     raise ReaderFormatError("unknown_shape")
                 calls += 1
                 if name in _SHELL_TOOLS:
-                    args = block.get("input")
-                    command = args.get("command") if isinstance(args, dict) else None
-                    command = command if isinstance(command, str) else ""
-                    _remember(state, call_id, (name, command))
+                    command = command_arg(block.get("input"))
+                    remember_call(state, call_id, (name, command), MAX_OPEN_CALLS)
                     events.append(SessionEvent(SHELL_START, ts, call_id=call_id,
                                                command=command, tool=name, turn_id=turn_id))
                 else:
-                    _remember(state, call_id, (name, None))
+                    remember_call(state, call_id, (name, None), MAX_OPEN_CALLS)
                     events.append(SessionEvent(TOOL, ts, call_id=call_id, tool=name,
                                                turn_id=turn_id))
             # thinking, server-tool and other blocks carry nothing we need
@@ -318,27 +267,11 @@ class ClaudeSessionReader(SessionLogReader):
         return events
 
 
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
 def _bash_output(line: dict[str, Any]) -> bool:
     """Whether the line's ``toolUseResult`` has the shape of Bash's output (2.1.197: ``stdout``,
     ``stderr`` and ``interrupted`` are required fields of that tool's output)."""
     out = line.get("toolUseResult")
     return isinstance(out, dict) and {"stdout", "stderr", "interrupted"} <= out.keys()
-
-
-def _remember(state: dict[str, Any], call_id: str, call: tuple[str, str | None]) -> None:
-    """Keep ``call`` (tool name, command or ``None``) until its result, within
-    :data:`MAX_OPEN_CALLS`."""
-    calls = state.get("calls")
-    if not isinstance(calls, dict):
-        calls = state["calls"] = {}
-    calls.pop(call_id, None)
-    calls[call_id] = call
-    while len(calls) > MAX_OPEN_CALLS:
-        del calls[next(iter(calls))]
 
 
 #: Inference backends run through the Claude Code CLI, so they read its session log too.

@@ -45,12 +45,12 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
 from typing import Any
 
 from sidecar.backends import (SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
-                              ReaderFormatError, SessionEvent, SessionLogReader,
-                              register_reader, register_stripper)
+                              JsonLinesReader, ReaderFormatError, SessionEvent, exit_number,
+                              log_timestamp, open_calls, register_reader, register_stripper,
+                              remember, require_object, str_or_empty)
 
 # The snapshot writer: two lines no agent command carries together.
 _WRITER_MARKS = ("echo '# Snapshot file'", "__codex_snapshot_command")
@@ -121,46 +121,10 @@ _SHELL_FUNCTIONS = frozenset({"exec_command"})
 _MAX_OPEN_CALLS = 512
 
 
-def _ts(value: Any) -> float | None:
-    """A line's ``timestamp`` (ISO-8601, ``Z`` or an offset; naive means UTC) as epoch
-    seconds; ``None`` when the line has none. Raises ReaderFormatError("bad_ts") otherwise."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ReaderFormatError("bad_ts")
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise ReaderFormatError("bad_ts") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.timestamp()
-
-
 def _exit(value: Any) -> int | None:
     """``exit_code`` as an int (``None`` stays ``None``); anything but a whole number raises
     ReaderFormatError("bad_exit")."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ReaderFormatError("bad_exit")
-    if isinstance(value, float):
-        if not value.is_integer():
-            raise ReaderFormatError("bad_exit")
-        value = int(value)
-    return value
-
-
-def _str(value: Any) -> str:
-    """``value`` when it is a string, else ``""``."""
-    return value if isinstance(value, str) else ""
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    """``value`` when it is an object; anything else raises ReaderFormatError("unknown_shape")."""
-    if not isinstance(value, dict):
-        raise ReaderFormatError("unknown_shape")
-    return value
+    return None if value is None else exit_number(value)
 
 
 def _argv_command(argv: Any) -> str:
@@ -173,7 +137,7 @@ def _argv_command(argv: Any) -> str:
     return ""
 
 
-class CodexReader(SessionLogReader):
+class CodexReader(JsonLinesReader):
     """Reads Codex CLI rollout files (JSON Lines, one object per line).
 
     Rules, each seen in the Codex 0.171.0 rollout kept with the evidence
@@ -205,7 +169,6 @@ class CodexReader(SessionLogReader):
     backend = "codex"
     globs = ("$CODEX_HOME/sessions/*/*/*/rollout-*.jsonl",)
     env_defaults = {"CODEX_HOME": ".codex"}
-    kind = "jsonl"
     route_records = False
     signal = ("$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl (default ~/.codex): a "
               "function_call exec_command starts a call, the item_completed CommandExecution "
@@ -216,26 +179,13 @@ class CodexReader(SessionLogReader):
         at most 512 open calls are kept, the oldest dropped first)."""
         return {"turn": "", "calls": {}}
 
-    def parse_line(self, obj: Any, state: dict[str, Any]) -> list[SessionEvent]:
-        """The events of one decoded rollout line (see the class docstring). ``state`` comes
-        from :meth:`new_file_state`. Raises :class:`ReaderFormatError` only."""
-        try:
-            return self._parse(obj, state)
-        except ReaderFormatError:
-            raise
-        except Exception:  # noqa: BLE001 - whatever the file holds, only ReaderFormatError
-            raise ReaderFormatError("unknown_shape") from None
-
-    def _parse(self, obj: Any, state: dict[str, Any]) -> list[SessionEvent]:
-        if not isinstance(obj, dict):
-            raise ReaderFormatError("not_object")
-        kind = obj.get("type")
-        if not isinstance(kind, str):
-            raise ReaderFormatError("no_type")
-        payload = _dict(obj.get("payload"))
-        ts = _ts(obj.get("timestamp"))
-        if not isinstance(state.get("calls"), dict):
-            state["calls"] = {}
+    def parse_typed(self, kind: str, obj: dict[str, Any],
+                    state: dict[str, Any]) -> list[SessionEvent]:
+        """The events of one rollout line of type ``kind`` (see the class docstring). ``state``
+        comes from :meth:`new_file_state`."""
+        payload = require_object(obj.get("payload"))
+        ts = log_timestamp(obj.get("timestamp"))
+        open_calls(state)  # ``state["calls"]`` is a dict from here on
         if kind == "event_msg":
             return self._event_msg(payload, ts, state)
         if kind == "response_item":
@@ -248,7 +198,7 @@ class CodexReader(SessionLogReader):
         if not isinstance(turn, str):
             meta = payload.get("internal_chat_message_metadata_passthrough")
             turn = meta.get("turn_id") if isinstance(meta, dict) else None
-        return turn if isinstance(turn, str) else _str(state.get("turn"))
+        return turn if isinstance(turn, str) else str_or_empty(state.get("turn"))
 
     def _event_msg(self, payload: dict[str, Any], ts: float | None,
                    state: dict[str, Any]) -> list[SessionEvent]:
@@ -256,14 +206,14 @@ class CodexReader(SessionLogReader):
         if not isinstance(sub, str):
             raise ReaderFormatError("unknown_shape")
         if sub == "task_started":
-            turn = _str(payload.get("turn_id"))
+            turn = str_or_empty(payload.get("turn_id"))
             state["turn"] = turn
             return [SessionEvent(TURN_START, ts, turn_id=turn)]
         if sub == "task_complete":
             return [SessionEvent(TURN_END, ts, turn_id=self._turn(payload, state))]
         if sub != "item_completed":
             return []
-        item = _dict(payload.get("item"))
+        item = require_object(payload.get("item"))
         item_type = item.get("type")
         if not isinstance(item_type, str):
             raise ReaderFormatError("unknown_shape")
@@ -301,10 +251,7 @@ class CodexReader(SessionLogReader):
                     parsed = None
                 command = parsed.get("cmd") if isinstance(parsed, dict) else None
                 if isinstance(command, str):
-                    calls = state["calls"]
-                    calls[call_id] = command
-                    while len(calls) > _MAX_OPEN_CALLS:
-                        del calls[next(iter(calls))]
+                    remember(state["calls"], call_id, command, _MAX_OPEN_CALLS)
                     return [SessionEvent(SHELL_START, ts, call_id=call_id, command=command,
                                          tool=name, turn_id=turn)]
             return [SessionEvent(TOOL, ts, call_id=call_id, tool=name, turn_id=turn)]

@@ -22,12 +22,12 @@ reader uses these, all seen in the 1.0.102 file kept with the evidence:
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
 from typing import Any
 
 from sidecar.backends import (SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
-                              ReaderFormatError, SessionEvent, SessionLogReader,
-                              register_reader)
+                              JsonLinesReader, ReaderFormatError, SessionEvent, command_arg,
+                              exit_number, log_timestamp, open_calls, register_reader, remember,
+                              require_object, str_or_empty)
 
 _SHELL_TOOLS = frozenset({"bash"})
 #: At most this many started-but-unfinished shell calls are remembered per file (oldest dropped).
@@ -38,38 +38,13 @@ _EXIT_TEXT = re.compile(
     re.M)
 
 
-def _ts(value: Any) -> float | None:
-    """An event's ISO-8601 ``timestamp`` (``Z`` or offset; naive means UTC) as epoch seconds;
-    ``None`` when absent. Raises ReaderFormatError("bad_ts") for anything else."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ReaderFormatError("bad_ts")
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise ReaderFormatError("bad_ts") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.timestamp()
-
-
 def _exit(data: dict[str, Any]) -> int | None:
     """The exit code of a finished ``bash`` call: ``shellExecution.exitCode`` (a whole number,
     else ReaderFormatError("bad_exit")), else the ``completed with exit code N`` line of
     ``result.content``, else ``None``."""
     shell = data.get("shellExecution")
     if shell is not None:
-        if not isinstance(shell, dict):
-            raise ReaderFormatError("unknown_shape")
-        value = shell.get("exitCode")
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ReaderFormatError("bad_exit")
-        if isinstance(value, float):
-            if not value.is_integer():
-                raise ReaderFormatError("bad_exit")
-            value = int(value)
-        return value
+        return exit_number(require_object(shell).get("exitCode"))
     result = data.get("result")
     content = result.get("content") if isinstance(result, dict) else None
     if isinstance(content, str):
@@ -79,7 +54,7 @@ def _exit(data: dict[str, Any]) -> int | None:
     return None
 
 
-class CopilotReader(SessionLogReader):
+class CopilotReader(JsonLinesReader):
     """Reads GitHub Copilot CLI ``events.jsonl`` session logs.
 
     Rules, each seen in the Copilot CLI 1.0.102 file kept with the evidence
@@ -113,7 +88,6 @@ class CopilotReader(SessionLogReader):
 
     backend = "copilot"
     globs = (".copilot/session-state/*/events.jsonl",)
-    kind = "jsonl"
     route_records = False
     signal = ("~/.copilot/session-state/*/events.jsonl: tool.execution_start of bash starts a "
               "call, its tool.execution_complete ends it (shellExecution.exitCode)")
@@ -124,38 +98,23 @@ class CopilotReader(SessionLogReader):
         current model request's messages held (JSON-serialisable)."""
         return {"turn": "", "calls": {}, "step": {"message": False, "tools": False}}
 
-    def parse_line(self, obj: Any, state: dict[str, Any]) -> list[SessionEvent]:
-        """The events of one decoded ``events.jsonl`` line (see the class docstring). ``state``
-        comes from :meth:`new_file_state`. Raises :class:`ReaderFormatError` only."""
-        try:
-            return self._parse(obj, state)
-        except ReaderFormatError:
-            raise
-        except Exception:  # noqa: BLE001 - whatever the file holds, only ReaderFormatError
-            raise ReaderFormatError("unknown_shape") from None
-
-    def _parse(self, obj: Any, state: dict[str, Any]) -> list[SessionEvent]:
-        if not isinstance(obj, dict):
-            raise ReaderFormatError("not_object")
-        kind = obj.get("type")
-        if not isinstance(kind, str):
-            raise ReaderFormatError("no_type")
-        data = obj.get("data")
-        if not isinstance(data, dict):
-            raise ReaderFormatError("unknown_shape")
-        ts = _ts(obj.get("timestamp"))
-        if not isinstance(state.get("calls"), dict):
-            state["calls"] = {}
+    def parse_typed(self, kind: str, obj: dict[str, Any],
+                    state: dict[str, Any]) -> list[SessionEvent]:
+        """The events of one ``events.jsonl`` line of type ``kind`` (see the class docstring).
+        ``state`` comes from :meth:`new_file_state`."""
+        data = require_object(obj.get("data"))
+        ts = log_timestamp(obj.get("timestamp"))
+        open_calls(state)  # ``state["calls"]`` is a dict from here on
         if not isinstance(state.get("step"), dict):
             state["step"] = {"message": False, "tools": False}
-        turn = state.get("turn") if isinstance(state.get("turn"), str) else ""
+        turn = str_or_empty(state.get("turn"))
         sub_agent = obj.get("agentId") is not None or data.get("parentToolCallId") is not None
 
         if kind == "user.message":
             if sub_agent:
                 return []
             interaction = data.get("interactionId")
-            state["turn"] = interaction if isinstance(interaction, str) else ""
+            state["turn"] = str_or_empty(interaction)
             state["step"] = {"message": False, "tools": False}
             return [SessionEvent(TURN_START, ts, turn_id=state["turn"])]
         if kind == "assistant.turn_start":
@@ -185,13 +144,8 @@ class CopilotReader(SessionLogReader):
                 raise ReaderFormatError("unknown_shape")
             if name not in _SHELL_TOOLS:
                 return [SessionEvent(TOOL, ts, call_id=call_id, tool=name, turn_id=turn)]
-            arguments = data.get("arguments")
-            command = arguments.get("command") if isinstance(arguments, dict) else None
-            command = command if isinstance(command, str) else ""
-            calls = state["calls"]
-            calls[call_id] = command
-            while len(calls) > _MAX_OPEN_CALLS:
-                del calls[next(iter(calls))]
+            command = command_arg(data.get("arguments"))
+            remember(state["calls"], call_id, command, _MAX_OPEN_CALLS)
             return [SessionEvent(SHELL_START, ts, call_id=call_id, command=command, tool=name,
                                  turn_id=turn)]
         if kind == "tool.execution_complete":
@@ -204,7 +158,7 @@ class CopilotReader(SessionLogReader):
             command = state["calls"].pop(call_id, "")
             failed = exit_code != 0 if exit_code is not None else not success
             return [SessionEvent(SHELL_END, ts, call_id=call_id,
-                                 command=command if isinstance(command, str) else "",
+                                 command=str_or_empty(command),
                                  exit=exit_code, failed=failed, tool="bash", turn_id=turn)]
         return []
 

@@ -36,12 +36,12 @@ running command is not in the log).
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
 from typing import Any
 
 from sidecar.backends import (SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
-                              ReaderFormatError, SessionEvent, SessionLogReader,
-                              register_reader, register_stripper)
+                              JsonLinesReader, ReaderFormatError, SessionEvent, command_arg,
+                              log_timestamp, register_reader, register_stripper, remember,
+                              str_or_empty)
 
 # ``shopt -u promptvars nullglob extglob nocaseglob dotglob;`` and the one space after it (the
 # options after promptvars are matched loosely, so a version that guards one more still strips).
@@ -119,22 +119,6 @@ _OUTPUT_LINE = re.compile(r"(?:^|\n)Output: ")
 _CANCELLED = re.compile(r"(?:^|\n)Command was (?:automatically )?cancelled")
 
 
-def _ts(value: Any) -> float | None:
-    """An ISO-8601 ``timestamp`` (``Z`` or offset; naive means UTC) as epoch seconds; ``None``
-    when absent. Raises ReaderFormatError("bad_ts") for anything else."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ReaderFormatError("bad_ts")
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise ReaderFormatError("bad_ts") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.timestamp()
-
-
 def _parts(content: Any) -> list[Any]:
     """A message's ``content`` (a string, one part or a list of parts) as a list of parts;
     anything else raises ReaderFormatError("unknown_shape")."""
@@ -199,13 +183,12 @@ def _exit_status(status: str, text: str) -> tuple[int | None, bool]:
     return None, False
 
 
-def _remember(ids: dict[str, Any], key: str, value: Any = 1) -> None:
-    ids[key] = value
-    while len(ids) > _MAX_IDS:
-        del ids[next(iter(ids))]
+def _remember(ids: dict[str, Any], key: str) -> None:
+    """Note ``key`` as reported in one of the state's id maps (within :data:`_MAX_IDS`)."""
+    remember(ids, key, 1, _MAX_IDS)
 
 
-class GeminiReader(SessionLogReader):
+class GeminiReader(JsonLinesReader):
     """Reads Gemini CLI chat files in their JSON Lines form.
 
     Rules, each seen in the Gemini CLI 0.61.0 session file kept with the evidence
@@ -238,7 +221,6 @@ class GeminiReader(SessionLogReader):
 
     backend = "gemini"
     globs = (".gemini/tmp/*/chats/session-*.jsonl",)
-    kind = "jsonl"
     route_records = False
     signal = ("~/.gemini/tmp/*/chats/session-*.jsonl: a gemini message's run_shell_command "
               "toolCalls entry, written when the call has finished, starts and ends it "
@@ -252,32 +234,26 @@ class GeminiReader(SessionLogReader):
         return {"turn": "", "prompts": {}, "started": {}, "ended": {}, "texted": {},
                 "closed": {}}
 
-    def parse_line(self, obj: Any, state: dict[str, Any]) -> list[SessionEvent]:
-        """The events of one decoded chat-file line (see the class docstring). ``state`` comes
-        from :meth:`new_file_state`. Raises :class:`ReaderFormatError` only."""
-        try:
-            return self._parse(obj, state)
-        except ReaderFormatError:
-            raise
-        except Exception:  # noqa: BLE001 - whatever the file holds, only ReaderFormatError
-            raise ReaderFormatError("unknown_shape") from None
-
-    def _parse(self, obj: Any, state: dict[str, Any]) -> list[SessionEvent]:
-        if not isinstance(obj, dict):
-            raise ReaderFormatError("not_object")
+    def parse_object(self, obj: dict[str, Any], state: dict[str, Any]) -> list[SessionEvent]:
+        """The untyped lines: a ``$set`` line (its value must be an object) and the header give
+        ``[]``; every other line must have a string ``type`` (:meth:`parse_typed`)."""
         if "$set" in obj:
             if not isinstance(obj["$set"], dict):
                 raise ReaderFormatError("unknown_shape")
             return []
-        kind = obj.get("type")
-        if kind is None and isinstance(obj.get("sessionId"), str) and "startTime" in obj:
+        if obj.get("type") is None and isinstance(obj.get("sessionId"), str) \
+                and "startTime" in obj:
             return []  # the header line
-        if not isinstance(kind, str):
-            raise ReaderFormatError("no_type")
+        return super().parse_object(obj, state)
+
+    def parse_typed(self, kind: str, obj: dict[str, Any],
+                    state: dict[str, Any]) -> list[SessionEvent]:
+        """The events of one chat-file message of type ``kind`` (see the class docstring).
+        ``state`` comes from :meth:`new_file_state`."""
         message_id = obj.get("id")
         if not isinstance(message_id, str):
             raise ReaderFormatError("unknown_shape")
-        ts = _ts(obj.get("timestamp"))
+        ts = log_timestamp(obj.get("timestamp"))
         for key in ("prompts", "started", "ended", "texted", "closed"):
             if not isinstance(state.get(key), dict):
                 state[key] = {}
@@ -296,7 +272,7 @@ class GeminiReader(SessionLogReader):
 
     def _model_message(self, obj: dict[str, Any], message_id: str, ts: float | None,
                        state: dict[str, Any]) -> list[SessionEvent]:
-        turn = state.get("turn") if isinstance(state.get("turn"), str) else ""
+        turn = str_or_empty(state.get("turn"))
         calls = obj.get("toolCalls")
         if calls is None:
             calls = []
@@ -331,16 +307,14 @@ class GeminiReader(SessionLogReader):
                 events.append(SessionEvent(TOOL, message_ts, call_id=call_id, tool=name,
                                            turn_id=turn))
             return events
-        args = call.get("args")
-        command = args.get("command") if isinstance(args, dict) else None
-        command = command if isinstance(command, str) else ""
+        command = command_arg(call.get("args"))
         if call_id not in state["started"]:
             _remember(state["started"], call_id)
             events.append(SessionEvent(SHELL_START, message_ts, call_id=call_id,
                                        command=command, tool=name, turn_id=turn))
         if status in _FINISHED and call_id not in state["ended"]:
             exit_code, failed = _exit_status(status, _result_text(call.get("result")))
-            end_ts = _ts(call.get("timestamp"))
+            end_ts = log_timestamp(call.get("timestamp"))
             _remember(state["ended"], call_id)
             events.append(SessionEvent(SHELL_END, message_ts if end_ts is None else end_ts,
                                        call_id=call_id, command=command, exit=exit_code,

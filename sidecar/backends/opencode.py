@@ -2,7 +2,10 @@
 
 Seen in the harness's real run (``harness/evidence/opencode.json``, opencode 1.18.33): opencode
 keeps every session in ``~/.local/share/opencode/opencode.db`` (``$XDG_DATA_HOME/opencode``;
-WAL mode: at exit the rows were still in ``opencode.db-wal``). The tables that matter:
+WAL mode: at exit the rows were still in ``opencode.db-wal``). Its tables have a ``text``
+primary key ``id`` (so they are rowid tables, with an index on ``id``) and no index on
+``time_updated``; opencode's ids grow with time (``msg_``/``prt_`` + a time-based hex prefix),
+and in the real database rowid order and id order were the same. The tables that matter:
 
 - ``message(id, session_id, time_created, time_updated, data)``: ``data`` is JSON. A user
   prompt is ``{"role": "user", "time": {"created": ms}, ...}``; each model step is an assistant
@@ -20,7 +23,10 @@ WAL mode: at exit the rows were still in ``opencode.db-wal``). The tables that m
   ``time.start``), then ``completed`` (``time.end``, ``metadata.exit``), each an UPDATE of the
   same row (the ``event`` table of the same database shows every intermediate state). The
   status says ``completed`` for a command that failed: only ``metadata.exit`` (2 for
-  ``ls /nonexistent`` in the real run) tells.
+  ``ls /nonexistent`` in the real run) tells. The harness's snapshots taken while a command ran
+  (scenarios ``running`` and ``midturn``) show the part ``running`` with its command, and its
+  assistant message without ``time.completed``; the ``read`` scenario's file read is a tool part
+  with tool ``read``.
 
 Rules taken from opencode's source, not seen in the captured data (no such rows there): a tool
 part can also end ``error`` (a refused permission, an aborted or invalid call: the command may
@@ -38,7 +44,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from sidecar.backends import (
@@ -52,6 +58,7 @@ from sidecar.backends import (
     SessionEvent,
     SessionLogReader,
     register_reader,
+    str_or_empty,
 )
 
 #: Version of the state layout kept in ``state["v"]``; a state of another version starts over.
@@ -73,8 +80,8 @@ _TOOL_STATUSES = frozenset({"pending", "running", "completed", "error"})
 
 _MESSAGE_SQL = ("SELECT m.rowid, m.id, m.time_created, m.time_updated, m.data, s.parent_id"
                 " FROM message AS m LEFT JOIN session AS s ON s.id = m.session_id")
-_PART_SQL = ("SELECT p.rowid, p.id, p.time_created, p.time_updated, p.data, m.data"
-             " FROM part AS p LEFT JOIN message AS m ON m.id = p.message_id")
+_PART_SQL = ("SELECT p.rowid, p.id, p.time_created, p.time_updated, p.data, p.message_id,"
+             " m.data FROM part AS p LEFT JOIN message AS m ON m.id = p.message_id")
 
 
 class OpencodeReader(SessionLogReader):
@@ -109,8 +116,7 @@ class OpencodeReader(SessionLogReader):
     route_records: ClassVar[bool] = False
     signal: ClassVar[str] = (
         "~/.local/share/opencode/opencode.db: part rows of tool bash (state.status running → "
-        "completed/error, exit from state.metadata.exit); turns from message rows (user prompt; "
-        "assistant time.completed with finish stop)")
+        "completed or error; exit status in state.metadata.exit)")
     #: Tool names that are the backend's shell tool (``bash`` in opencode 1.18.33's real run).
     shell_tools: ClassVar[frozenset[str]] = frozenset({"bash"})
 
@@ -240,7 +246,7 @@ class _Poll:
         self.st = st
         self.bad: list[str] = []
         self._events: list[tuple[float, int, SessionEvent]] = []
-        self._roles: dict[str, tuple[str, str]] = {}
+        self._messages: dict[str, tuple[str, str]] = {}  # message id -> (role, turn id)
 
     def events(self) -> list[SessionEvent]:
         """The events in time order (rows' own times; ties keep reading order)."""
@@ -251,18 +257,29 @@ class _Poll:
         ts = event.ts if event.ts is not None else float("inf")
         self._events.append((ts, len(self._events), event))
 
+    def _guard(self, handler: Any, row: tuple, first: bool) -> None:
+        """Run ``handler`` on one row; a bad row is remembered, never stops the others."""
+        try:
+            handler(row, first)
+        except ReaderFormatError as exc:
+            self.bad.append(exc.reason)
+        except (TypeError, ValueError, AttributeError, KeyError, RecursionError):
+            self.bad.append(UNKNOWN_SHAPE)
+
     # messages: turns
 
     def read_messages(self, conn: sqlite3.Connection) -> None:
-        """New message rows, then the assistant steps still open (by id)."""
+        """New message rows, then the assistant steps that were open (looked up by id)."""
+        before = self.st["open_messages"]
+        self.st["open_messages"] = []
         seen: set[str] = set()
         for row in _new_rows(conn, "message", _MESSAGE_SQL, "m", self.st):
             seen.add(row[1])
-            self._guard(self._message, row, first=True)
-        still = [m for m in self.st["open_messages"] if m not in seen]
-        self.st["open_messages"] = [m for m in self.st["open_messages"] if m in seen]
-        for row in _by_ids(conn, _MESSAGE_SQL, "m", still):
-            self._guard(self._message, row, first=False)
+            self._guard(self._message, row, True)
+        for row in _by_ids(conn, _MESSAGE_SQL, "m", [m for m in before if m not in seen]):
+            self._guard(self._message, row, False)
+        # ids grow with time: sorted, the oldest come first (and are dropped first)
+        self.st["open_messages"] = sorted(set(self.st["open_messages"]))
 
     def _message(self, row: tuple, first: bool) -> None:
         _rowid, msg_id, created, updated, raw, parent_session = row
@@ -281,52 +298,51 @@ class _Poll:
             raise ReaderFormatError(UNKNOWN_SHAPE, "message role")
         done = times.get("completed")
         if done is None:
-            self._open_message(msg_id)
+            self.st["open_messages"].append(msg_id)
             return
-        finish = data.get("finish")
-        if finish in _CONTINUES or not top:
+        if data.get("finish") in _CONTINUES or not top:
             return
         turn = data.get("parentID")
         self._emit(SessionEvent(TURN_END, _ts(done, updated),
-                                turn_id=turn if isinstance(turn, str) else ""))
-
-    def _open_message(self, msg_id: str) -> None:
-        if msg_id not in self.st["open_messages"]:
-            self.st["open_messages"].append(msg_id)
+                                turn_id=str_or_empty(turn)))
 
     # parts: shell calls, other tools, text
 
     def read_parts(self, conn: sqlite3.Connection) -> None:
-        """New part rows, then the shell calls still open (by id)."""
+        """New part rows, then the shell calls that were open (looked up by id)."""
+        opened = self.st["open_parts"]
+        before = list(opened)
         seen: set[str] = set()
         for row in _new_rows(conn, "part", _PART_SQL, "p", self.st):
             seen.add(row[1])
-            self._guard(self._part, row, first=True)
-        still = [p for p in self.st["open_parts"] if p not in seen]
+            self._guard(self._part, row, True)
+        again = [p for p in before if p not in seen]
         found: set[str] = set()
-        for row in _by_ids(conn, _PART_SQL, "p", still):
+        for row in _by_ids(conn, _PART_SQL, "p", again):
             found.add(row[1])
-            self._guard(self._part, row, first=False)
-        for gone in set(still) - found:  # deleted (undo, session delete): nothing will come
-            self.st["open_parts"].pop(gone, None)
+            self._guard(self._part, row, False)
+        for gone in set(again) - found:  # deleted (undo, session delete): nothing will come
+            opened.pop(gone, None)
+        self.st["open_parts"] = {k: opened[k] for k in sorted(opened)}
 
     def _part(self, row: tuple, first: bool) -> None:
-        _rowid, part_id, created, updated, raw, message_raw = row
+        _rowid, part_id, created, updated, raw, message_id, message_raw = row
         data = _json(raw)
         kind = data.get("type")
         if not isinstance(kind, str):
             raise ReaderFormatError(UNKNOWN_SHAPE, "part type")
         if kind == "tool":
-            self._tool(part_id, created, updated, data, message_raw, first)
+            self._tool(part_id, created, updated, data, self._message_of(message_id, message_raw),
+                       first)
         elif kind == "text" and first:
-            role, turn = self._message_of(message_raw)
+            role, turn = self._message_of(message_id, message_raw)
             if role == "assistant":
                 times = data.get("time")
                 start = times.get("start") if isinstance(times, dict) else None
                 self._emit(SessionEvent(TEXT, _ts(start, created), turn_id=turn))
 
-    def _tool(self, part_id: str, created: Any, updated: Any, data: dict, message_raw: Any,
-              first: bool) -> None:
+    def _tool(self, part_id: str, created: Any, updated: Any, data: dict,
+              message: tuple[str, str], first: bool) -> None:
         tool, call_id, tstate = data.get("tool"), data.get("callID"), data.get("state")
         if not (isinstance(tool, str) and isinstance(call_id, str) and isinstance(tstate, dict)
                 and tstate.get("status") in _TOOL_STATUSES):
@@ -335,38 +351,36 @@ class _Poll:
         times = tstate.get("time", {})
         if not isinstance(times, dict):
             raise ReaderFormatError(UNKNOWN_SHAPE, "tool time")
-        _role, turn = self._message_of(message_raw)
+        turn = message[1]
         if tool not in self.reader.shell_tools:
             if first:
                 self._emit(SessionEvent(TOOL, _ts(times.get("start"), created), call_id=call_id,
                                         tool=tool, turn_id=turn))
             return
         opened = self.st["open_parts"]
-        if status == "pending":
+        if status == "pending":  # input still {}: the command is not known yet
             opened.setdefault(part_id, "pending")
             return
         tinput = tstate.get("input", {})
         if not isinstance(tinput, dict):
             raise ReaderFormatError(UNKNOWN_SHAPE, "tool input")
-        command = tinput.get("command", "")
-        if not isinstance(command, str) or (status != "error" and not command):
+        if status != "error" and "command" not in tinput:
             raise ReaderFormatError(UNKNOWN_SHAPE, "shell command")
+        command = tinput.get("command", "")
+        if not isinstance(command, str):
+            raise ReaderFormatError(UNKNOWN_SHAPE, "shell command")
+        meta = tstate.get("metadata")
         exit_code: int | None = None
         if status == "completed":
-            meta = tstate.get("metadata")
             if not isinstance(meta, dict) or "exit" not in meta:
                 raise ReaderFormatError(BAD_EXIT, "no exit")
             exit_code = _exit(meta["exit"])
-        elif status == "error":
-            meta = tstate.get("metadata")
-            if isinstance(meta, dict) and meta.get("exit") is not None:
-                exit_code = _exit(meta["exit"])
-        started = opened.get(part_id) == "started"
-        if not started:
+        elif status == "error" and isinstance(meta, dict):
+            exit_code = _exit(meta.get("exit"))
+        if opened.get(part_id) != "started":
             self._emit(SessionEvent(SHELL_START, _ts(times.get("start"), created),
                                     call_id=call_id, command=command, tool=tool, turn_id=turn))
         if status == "running":
-            opened.pop(part_id, None)  # re-insert: the newest open call is kept longest
             opened[part_id] = "started"
             return
         opened.pop(part_id, None)
@@ -375,42 +389,31 @@ class _Poll:
                                 command=command, exit=exit_code, failed=failed, tool=tool,
                                 turn_id=turn))
 
-    def _message_of(self, raw: Any) -> tuple[str, str]:
-        """(role, turn id) of a part's message, from its ``data`` column (``("", "")`` when the
-        message is missing or unreadable: its own row is counted as bad when read)."""
-        if not isinstance(raw, str):
+    def _message_of(self, message_id: Any, raw: Any) -> tuple[str, str]:
+        """(role, turn id) of a part's message, from its ``data`` column; ``("", "")`` when the
+        message is missing or unreadable (its own row is counted as bad when read)."""
+        if not isinstance(message_id, str) or not isinstance(raw, (str, bytes)):
             return "", ""
-        hit = self._roles.get(raw)
+        hit = self._messages.get(message_id)
         if hit is None:
             try:
                 data = _json(raw)
             except ReaderFormatError:
                 data = {}
             role, parent = data.get("role"), data.get("parentID")
-            hit = (role if isinstance(role, str) else "",
-                   parent if isinstance(parent, str) else "")
-            if len(self._roles) < 1024:
-                self._roles[raw] = hit
-        role, parent = hit
-        return role, parent
-
-    def _guard(self, handler: Any, row: tuple, first: bool) -> None:
-        """Run ``handler`` on one row; a bad row is remembered, never stops the others."""
-        try:
-            handler(row, first)
-        except ReaderFormatError as exc:
-            self.bad.append(exc.reason)
-        except (TypeError, ValueError, AttributeError, KeyError, RecursionError):
-            self.bad.append(UNKNOWN_SHAPE)
+            hit = (str_or_empty(role), str_or_empty(parent))
+            self._messages[message_id] = hit
+        return hit
 
 
 # -- reading -------------------------------------------------------------------------------------
 
 
 def _new_rows(conn: sqlite3.Connection, table: str, select: str, alias: str,
-              st: dict[str, Any]) -> Iterable[tuple]:
+              st: dict[str, Any]) -> Iterator[tuple]:
     """The rows of ``table`` added since the watermark ``st[table]`` (``[rowid, id]`` of the
-    last row read), in rowid order; moves the watermark to the last row returned."""
+    last row read), in rowid order, one at a time (a backfill may hold large tool outputs);
+    moves the watermark to the last row yielded."""
     mark = st[table]
     if mark is None:
         top = conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0] or 0
@@ -421,19 +424,21 @@ def _new_rows(conn: sqlite3.Connection, table: str, select: str, alias: str,
         if after and (row is None or row[0] != last_id):
             # The last row read was deleted (its rowid may now be reused): new rows are those
             # above the newest surviving row already read. ``+id`` keeps SQLite on the rowid
-            # order (no index on id for this scan).
+            # order (the id index would visit every older row).
             back = conn.execute(f"SELECT rowid FROM {table} WHERE rowid <= ? AND +id <= ?"
                                 f" ORDER BY rowid DESC LIMIT 1", (after, last_id)).fetchone()
             after = back[0] if back else 0
-    rows = conn.execute(f"{select} WHERE {alias}.rowid > ? ORDER BY {alias}.rowid",
-                        (after,)).fetchall()
-    if rows:
-        st[table] = [rows[-1][0], rows[-1][1]]
+    last: tuple | None = None
+    for row in conn.execute(f"{select} WHERE {alias}.rowid > ? ORDER BY {alias}.rowid",
+                            (after,)):
+        last = row
+        yield row
+    if last is not None:
+        st[table] = [last[0], last[1]]
     elif mark is None or after != mark[0]:
-        last = conn.execute(f"SELECT rowid, id FROM {table} WHERE rowid <= ?"
-                            f" ORDER BY rowid DESC LIMIT 1", (after,)).fetchone()
-        st[table] = [last[0], last[1]] if last else [0, ""]
-    return rows
+        found = conn.execute(f"SELECT rowid, id FROM {table} WHERE rowid <= ?"
+                             f" ORDER BY rowid DESC LIMIT 1", (after,)).fetchone()
+        st[table] = [found[0], found[1]] if found else [0, ""]
 
 
 def _by_ids(conn: sqlite3.Connection, select: str, alias: str, ids: list[str]) -> list[tuple]:

@@ -21,9 +21,6 @@ whose format is pi's with more entry types and the exit code in ``details.exitCo
 
 from __future__ import annotations
 
-import math
-import re
-from datetime import datetime, timezone
 from typing import Any, ClassVar
 
 from sidecar.backends import (
@@ -33,64 +30,26 @@ from sidecar.backends import (
     TOOL,
     TURN_END,
     TURN_START,
+    JsonLinesReader,
     ReaderFormatError,
     SessionEvent,
-    SessionLogReader,
+    command_arg,
+    exit_notice,
+    log_timestamp,
     register_reader,
+    remember_call,
+    text_blocks,
 )
 
 #: pi 0.73.1 ``tools/bash.js`` appends this as the last line of a failed call's result text.
 _EXIT_NOTICE = "Command exited with code "
-_INT = re.compile(r"-?[0-9]+")
 
 #: Calls started and not yet finished that a file's state remembers; a file that starts more
 #: without finishing them (a broken or hostile log) forgets the oldest first.
 MAX_OPEN_CALLS = 256
 
 
-def entry_ts(value: Any) -> float | None:
-    """Seconds since the epoch for a log timestamp: an ISO-8601 string (``"...Z"`` or with an
-    offset; no offset is read as UTC) or a number of epoch milliseconds. ``None`` when the
-    entry has no timestamp (``value`` is ``None``). Raises :class:`ReaderFormatError`
-    ``bad_ts`` for anything else."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            when = datetime.fromisoformat(value)
-            return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
-        except (ValueError, OverflowError):
-            raise ReaderFormatError("bad_ts") from None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        try:
-            seconds = value / 1000
-        except OverflowError:
-            raise ReaderFormatError("bad_ts") from None
-        if math.isfinite(seconds):
-            return float(seconds)
-    raise ReaderFormatError("bad_ts")
-
-
-def _text(content: Any) -> str:
-    """The text of a message's ``content`` (a string, or a list of ``{"type": "text"}`` blocks
-    joined as they are); raises ``unknown_shape`` for anything else."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise ReaderFormatError("unknown_shape")
-    parts = []
-    for block in content:
-        if not isinstance(block, dict):
-            raise ReaderFormatError("unknown_shape")
-        if block.get("type") == "text":
-            text = block.get("text")
-            if not isinstance(text, str):
-                raise ReaderFormatError("unknown_shape")
-            parts.append(text)
-    return "".join(parts)
-
-
-class PiSessionReader(SessionLogReader):
+class PiSessionReader(JsonLinesReader):
     """pi's session log (pi 0.73.1; entry and message types from its real file and its
     ``session-manager.d.ts`` / ``messages.d.ts``).
 
@@ -138,24 +97,14 @@ class PiSessionReader(SessionLogReader):
         """``{"calls": {call id: command}}``: the shell calls started and not yet finished."""
         return {"calls": {}}
 
-    def parse_line(self, obj: Any, state: dict[str, Any]) -> list[SessionEvent]:
-        """The events of one decoded line (see the class docstring); raises only
-        :class:`ReaderFormatError`."""
-        try:
-            if not isinstance(obj, dict):
-                raise ReaderFormatError("not_object")
-            kind = obj.get("type")
-            if not isinstance(kind, str):
-                raise ReaderFormatError("no_type")
-            if kind == "message":
-                return self._message(obj, state)
-            if kind in self.quiet_types:
-                return []
-            raise ReaderFormatError("unknown_type")
-        except ReaderFormatError:
-            raise
-        except Exception:  # a shape no check above foresaw: still only a reader error
-            raise ReaderFormatError("unknown_shape") from None
+    def parse_typed(self, kind: str, obj: dict[str, Any],
+                    state: dict[str, Any]) -> list[SessionEvent]:
+        """The events of one entry of type ``kind`` (see the class docstring)."""
+        if kind == "message":
+            return self._message(obj, state)
+        if kind in self.quiet_types:
+            return []
+        raise ReaderFormatError("unknown_type")
 
     # -- one message entry ------------------------------------------------------------------
 
@@ -163,7 +112,7 @@ class PiSessionReader(SessionLogReader):
         message = entry.get("message")
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise ReaderFormatError("unknown_shape")
-        ts = entry_ts(entry.get("timestamp"))
+        ts = log_timestamp(entry.get("timestamp"), epoch_ms=True)
         role = message["role"]
         if role == "user":
             return self._user(message, ts)
@@ -211,10 +160,8 @@ class PiSessionReader(SessionLogReader):
                 if not runs_tools:
                     continue
                 if name in self.shell_tools:
-                    args = block.get("arguments")
-                    command = args.get("command") if isinstance(args, dict) else None
-                    command = command if isinstance(command, str) else ""
-                    _remember(state, call_id, command)
+                    command = command_arg(block.get("arguments"))
+                    remember_call(state, call_id, command, MAX_OPEN_CALLS)
                     events.append(SessionEvent(SHELL_START, ts, call_id=call_id, command=command,
                                                tool=name))
                 else:
@@ -264,26 +211,8 @@ class PiSessionReader(SessionLogReader):
         exit code. Raises ``bad_exit`` when that line's code is not an integer."""
         if message.get("isError") is not True:
             return None
-        last = _text(message.get("content")).rstrip("\n").rpartition("\n")[2]
-        if not last.startswith(_EXIT_NOTICE):
-            return None
-        code = last[len(_EXIT_NOTICE):].strip()
-        if not _INT.fullmatch(code):
-            raise ReaderFormatError("bad_exit")
-        return int(code)
-
-
-def _remember(state: dict[str, Any], call_id: str, command: str) -> None:
-    """Keep ``command`` for ``call_id`` until its result, within :data:`MAX_OPEN_CALLS`."""
-    if not isinstance(state, dict):
-        return
-    calls = state.get("calls")
-    if not isinstance(calls, dict):
-        calls = state["calls"] = {}
-    calls.pop(call_id, None)
-    calls[call_id] = command
-    while len(calls) > MAX_OPEN_CALLS:
-        del calls[next(iter(calls))]
+        last = text_blocks(message.get("content")).rstrip("\n").rpartition("\n")[2]
+        return exit_notice(last, _EXIT_NOTICE)
 
 
 register_reader(PiSessionReader())

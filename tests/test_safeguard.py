@@ -1,0 +1,218 @@
+"""C12 / C-AC10 on real captured sessions: "not receiving data" per covered backend.
+
+Each backend's sessions come from the harness (harness/evidence/<backend>/ and its ``read``,
+``running`` and ``midturn`` snapshots, taken while the CLI was still running). Nothing is
+invented: time moves through the sidecar's injected clock (the sessions' own times plus 15 or
+20 minutes) instead of editing the files, and a turn "in progress" is either a snapshot taken
+mid-turn or the real file cut before the line that ends the turn (the file as it was then).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from sidecar import hook
+from sidecar.app import Sidecar
+from sidecar.backends import SHELL_END, SHELL_START, TOOL, TURN_END, session_reader
+from sidecar.checkstate import NOT_RECEIVING_DATA, ON
+from sidecar.config import AgentSpec
+from sidecar.coverage import COVERAGE
+from sidecar.sessionlog import SessionTail
+
+REPO = Path(__file__).resolve().parent.parent
+EVIDENCE = REPO / "harness" / "evidence"
+NO_DATA_S = 900.0
+#: Covered backends whose session log is an independent shell-activity signal.
+SIGNAL_BACKENDS = sorted(
+    b for b, row in COVERAGE.items()
+    if row.covered and row.kind == "cli" and (r := session_reader(b)) is not None
+    and not r.route_records)
+
+
+def evidence(backend: str) -> dict:
+    return json.loads((EVIDENCE / f"{backend}.json").read_text())
+
+
+def session_paths(backend: str, scenario: str) -> list[tuple[str, Path]]:
+    """(path under HOME, stored copy) of a scenario's session files; ``shell`` is the repeated
+    `ls /nonexistent` run."""
+    data = evidence(backend)
+    if scenario == "shell":
+        return [(rel, EVIDENCE / backend / rel) for rel in data["session_files"]]
+    rels = (data.get("scenario_sessions") or {}).get(scenario)
+    assert rels, f"{backend}: the harness kept no {scenario!r} session (python -m harness run)"
+    return [(rel, EVIDENCE / backend / scenario / rel) for rel in rels]
+
+
+def make_home(tmp: Path, backend: str, scenario: str, cut_before_turn_end: bool = False) -> Path:
+    """A home holding the scenario's real session files. ``cut_before_turn_end`` keeps each
+    JSON Lines file only up to (not including) the first line that ends a turn."""
+    home = tmp / "home"
+    reader = session_reader(backend)
+    for rel, src in session_paths(backend, scenario):
+        dest = home / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        data = src.read_bytes()
+        if reader.kind == "jsonl":
+            # A snapshot may end in a line the CLI was still writing: keep whole lines.
+            data = data[:data.rfind(b"\n") + 1]
+            if cut_before_turn_end:
+                data = _cut_before_turn_end(reader, data)
+        dest.write_bytes(data)
+    return home
+
+
+def _cut_before_turn_end(reader, data: bytes) -> bytes:
+    state = reader.new_file_state()
+    kept = 0
+    for line in data.splitlines(keepends=True):
+        events = reader.parse_line(json.loads(line), state) if line.strip() else []
+        if any(e.kind == TURN_END for e in events):
+            return data[:kept]
+        kept += len(line)
+    return data
+
+
+def events_of(backend: str, home: Path) -> list:
+    tail = SessionTail(session_reader(backend), home, backfill_s=1e12)
+    result = tail.poll()
+    assert result.errors == {}, result.errors
+    return result.events
+
+
+def sidecar(tmp: Path, backend: str, home: Path, clock: list[float], extra: str = "") -> Sidecar:
+    config = tmp / "config.yaml"
+    config.write_text(f"repeat_failure:\n  enabled: true\n  collect_grace_s: 0.5\n{extra}")
+    return Sidecar(tmp / "shared", [AgentSpec("a1", backend, str(home))], config,
+                   clock=lambda: clock[0])
+
+
+def state_at(sc: Sidecar, t: float, clock: list[float]) -> str:
+    clock[0] = t
+    (row,) = sc.rows()
+    return row.state
+
+
+@pytest.mark.parametrize("backend", SIGNAL_BACKENDS)
+def test_shell_activity_without_records_for_15_min(backend: str, tmp_path: Path) -> None:
+    """C-AC10: a turn in progress with a finished shell call and no record for 15 minutes shows
+    "not receiving data"; a record arriving clears it. The session is the ``midturn`` snapshot:
+    `ls /nonexistent` finished (exit 2), a second command still running."""
+    home = make_home(tmp_path, backend, "midturn")
+    events = events_of(backend, home)
+    ends = [e for e in events if e.kind == SHELL_END]
+    assert [(e.exit, e.failed) for e in ends] in ([(2, True)], [(None, True)])
+    assert not [e for e in events if e.kind == TURN_END]
+    finished = ends[0].ts
+    clock = [max(e.ts for e in events)]
+    sc = sidecar(tmp_path, backend, home, clock)
+    sc.run_once()
+    assert state_at(sc, finished + NO_DATA_S - 1, clock) == ON
+    assert state_at(sc, finished + NO_DATA_S, clock) == NOT_RECEIVING_DATA
+    (row,) = sc.rows()
+    assert row.state_text == "repeat-failure check not receiving data"
+    # A record arrives through the real route: the state clears.
+    hook.render(tmp_path / "shared", "a1", backend)
+    env = {"PATH": os.environ["PATH"], **hook.launch_env(tmp_path / "shared", "a1", {})}
+    subprocess.run(["bash", "-c", "true"], env=env, check=True)
+    clock[0] = time.time() + 1
+    sc.run_once()
+    assert state_at(sc, clock[0], clock) == ON
+
+
+@pytest.mark.parametrize("backend", SIGNAL_BACKENDS)
+def test_only_reads_for_15_min_is_on(backend: str, tmp_path: Path) -> None:
+    """C-AC10: an agent that only read files shows "on" 15 minutes (and more) later. The
+    session is the ``read`` run, cut before its final answer where the log is JSON Lines, so
+    the turn is still in progress."""
+    reader = session_reader(backend)
+    home = make_home(tmp_path, backend, "read", cut_before_turn_end=True)
+    events = events_of(backend, home)
+    kinds = {e.kind for e in events}
+    assert TOOL in kinds and not kinds & {SHELL_START, SHELL_END}
+    clock = [max(e.ts for e in events)]
+    sc = sidecar(tmp_path, backend, home, clock)
+    sc.run_once()
+    activity = sc.agents["a1"].activity
+    assert activity.turn_open is (reader.kind == "jsonl")
+    assert state_at(sc, clock[0] + NO_DATA_S + 60, clock) == ON
+    assert state_at(sc, clock[0] + 10 * NO_DATA_S, clock) == ON
+
+
+@pytest.mark.parametrize("backend", SIGNAL_BACKENDS)
+def test_one_command_running_for_20_min_is_on(backend: str, tmp_path: Path) -> None:
+    """C-AC10: a single command running for 20 minutes is not missing data. The session is the
+    ``running`` snapshot, taken while `sleep 8` ran; where the CLI logs a call only once it
+    finished (the evidence says so), the snapshot shows no call at all."""
+    home = make_home(tmp_path, backend, "running")
+    events = events_of(backend, home)
+    logged = evidence(backend)["scenarios"]["running"]["snapshot"]["running_command_logged"]
+    starts = [e for e in events if e.kind == SHELL_START]
+    assert len(starts) == (1 if logged else 0)
+    assert not [e for e in events if e.kind in (SHELL_END, TURN_END)]
+    clock = [max(e.ts for e in events)]
+    sc = sidecar(tmp_path, backend, home, clock)
+    sc.run_once()
+    assert len(sc.agents["a1"].activity.running) == len(starts)
+    assert state_at(sc, clock[0] + 20 * 60, clock) == ON
+
+
+@pytest.mark.parametrize("backend", SIGNAL_BACKENDS)
+def test_finished_turn_is_idle(backend: str, tmp_path: Path) -> None:
+    """The whole repeated-failure session, turn ended, no records: the agent is idle, so its
+    row is "on" however long after (the timer waits for the next turn with shell activity)."""
+    home = make_home(tmp_path, backend, "shell")
+    events = events_of(backend, home)
+    assert len([e for e in events if e.kind == SHELL_END]) == 5
+    clock = [max(e.ts for e in events)]
+    sc = sidecar(tmp_path, backend, home, clock)
+    sc.run_once()
+    activity = sc.agents["a1"].activity
+    assert activity.turn_open is False and activity.unmatched_since is not None
+    assert state_at(sc, clock[0] + 2 * NO_DATA_S, clock) == ON
+
+
+def test_not_receiving_data_over_http(tmp_path: Path) -> None:
+    """End to end: `repeat-failure run --agent-home` on Claude Code's mid-turn snapshot with
+    `no_data_after_s: 1`: /metrics shows the state set at not_receiving_data and the row text,
+    and /status says the same."""
+    home = make_home(tmp_path, "claude", "midturn")
+    config = tmp_path / "config.yaml"
+    config.write_text("repeat_failure:\n  enabled: true\n  no_data_after_s: 1\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sidecar", "run", "--config", str(config), "--shared-dir",
+         str(tmp_path / "shared"), "--agent", "a1", "--backend", "claude", "--agent-home",
+         str(home), "--listen", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True)
+    try:
+        port = None
+        for line in proc.stderr:
+            if '"sidecar started"' in line:
+                port = json.loads(line)["port"]
+                break
+        assert port, "the sidecar did not start"
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.time() + 20
+        while True:
+            metrics = urllib.request.urlopen(f"{base}/metrics", timeout=5).read().decode()
+            if 'state="not_receiving_data"} 1.0' in metrics or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        assert ('hive_repeat_failure_check_state{agent="a1",backend="claude",'
+                'state="not_receiving_data"} 1.0') in metrics
+        assert ('state="not_receiving_data",state_text="repeat-failure check not receiving data"'
+                in metrics)
+        assert 'hive_repeat_failure_last_shell_activity_timestamp_seconds{agent="a1"' in metrics
+        (row,) = json.loads(urllib.request.urlopen(f"{base}/status", timeout=5).read())["rows"]
+        assert (row["state"], row["state_text"]) == (
+            "not_receiving_data", "repeat-failure check not receiving data")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

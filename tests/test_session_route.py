@@ -1,0 +1,87 @@
+"""The session-log route (C3) end to end on omp's real session: omp runs its commands in an
+embedded shell, so its own log is the route. Records, the note, a CLI rewriting its file, and a
+sidecar restart, on the file the harness captured (harness/evidence/omp/)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from sidecar.app import Sidecar
+from sidecar.checkstate import ON
+from sidecar.config import AgentSpec
+
+EVIDENCE = Path(__file__).resolve().parent.parent / "harness" / "evidence"
+NOTE = "Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)"
+ROUTE = ("omp", "omp_session_log", "failure")
+
+
+@pytest.fixture
+def omp(tmp_path: Path):
+    """(state file path, omp's real five-failure session file in a home, sidecar factory)."""
+    evidence = json.loads((EVIDENCE / "omp.json").read_text())
+    (rel,) = evidence["session_files"]
+    home = tmp_path / "home"
+    (home / rel).parent.mkdir(parents=True)
+    (home / rel).write_bytes((EVIDENCE / "omp" / rel).read_bytes())
+    now = max(r["ts"] for r in evidence["runs"][-1]["session_records"]) + 1
+    config = tmp_path / "config.yaml"
+    config.write_text("repeat_failure:\n  enabled: true\n  collect_grace_s: 0.5\n")
+
+    def make() -> Sidecar:
+        return Sidecar(tmp_path / "shared", [AgentSpec("a1", "omp", str(home))], config,
+                       clock=lambda: now)
+
+    return tmp_path / "shared" / "state" / "a1.json", home / rel, make
+
+
+def test_session_log_records_raise_the_note(omp) -> None:
+    """omp's five failing `bash` tool calls become five records of route omp_session_log and
+    raise the note; the row is `on` (the safeguard does not apply to a route's own log)."""
+    _, _, make = omp
+    sc = make()
+    sc.run_once()
+    assert dict(sc.agents["a1"].records) == {ROUTE: 5}
+    (row,) = sc.rows()
+    assert (row.state, row.message) == (ON, NOTE)
+    assert sc.agents["a1"].safeguard is False
+
+
+def test_rewritten_file_is_not_counted_again(omp) -> None:
+    """omp rewrites its first line (the title slot) in place and sometimes the whole file
+    under a new inode: the calls already delivered are not delivered again."""
+    _, path, make = omp
+    sc = make()
+    sc.run_once()
+    data = path.read_bytes()
+    first_end = data.index(b"\n")
+    with open(path, "r+b") as f:  # the title slot, same length, other bytes
+        f.write(data[:first_end].replace(b'"', b"'"))
+    sc.poll_sessions(rescan=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(path.read_bytes())
+    os.replace(tmp, path)  # the same content under a new inode
+    sc.poll_sessions(rescan=True)
+    assert dict(sc.agents["a1"].records) == {ROUTE: 5}
+
+
+@pytest.mark.parametrize("lose_offsets", [False, True])
+def test_restart_resumes_without_double_counting(omp, lose_offsets: bool) -> None:
+    """A restarted sidecar resumes from its state file: the note is still raised and no call
+    is delivered again, even when the saved offsets are lost (the delivered call ids, which
+    the state file keeps, stop the replay)."""
+    state_file, _, make = omp
+    make().run_once()
+    state = json.loads(state_file.read_text())
+    assert len(state["session_calls"]) == 5
+    if lose_offsets:
+        state["sessions"] = {}
+        state_file.write_text(json.dumps(state))
+    again = make()
+    again.run_once()
+    assert dict(again.agents["a1"].records) == {}  # counters restart with the process
+    (row,) = again.rows()
+    assert row.message == NOTE
