@@ -12,7 +12,11 @@ machines are noisy; the ratios are what to compare between runs:
   it, with the real inotify-driven loop (median and p95, ms);
 * memory: RSS of a real ``repeat-failure run`` process when idle and after it has taken
   ``--records`` records over 10,000 distinct failing commands (VmRSS and VmHWM from /proc), and
-  their ratio.
+  their ratio;
+* session-log reading: lines/s through the tail and Claude Code's reader over a large session
+  built from the harness's real Claude Code session (its lines repeated), the ratio to bare
+  ``orjson.loads`` of the same lines, and the cost of one poll of a home whose 64 session files
+  did not change (the steady state of an idle agent, every 5 s).
 """
 
 from __future__ import annotations
@@ -33,7 +37,11 @@ import orjson
 
 from sidecar import hook
 from sidecar.app import Sidecar
+from sidecar.backends import session_reader
 from sidecar.config import AgentSpec
+from sidecar.sessionlog import MAX_FILES, SessionTail
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def _line(i: int, ts: float, distinct: int) -> bytes:
@@ -90,6 +98,46 @@ def bench_throughput(records: int, distinct: int) -> dict:
         return {"records": records, "distinct_commands": distinct,
                 "records_per_s": records / pipeline_s, "us_per_record": pipeline_s / records * 1e6,
                 "ratio_to_orjson_loads": pipeline_s / parse_s}
+
+
+def bench_session_log(lines: int) -> dict:
+    evidence = orjson.loads((REPO / "harness" / "evidence" / "claude.json").read_bytes())
+    (rel,) = evidence["session_files"]
+    real = [line + b"\n" for line in
+            (REPO / "harness" / "evidence" / "claude" / rel).read_bytes().splitlines() if line]
+    body = [real[i % len(real)] for i in range(lines)]
+    t = time.perf_counter()
+    for line in body:
+        orjson.loads(line)
+    parse_s = time.perf_counter() - t
+    reader = session_reader("claude")
+    with tempfile.TemporaryDirectory() as tmp:
+        session = Path(tmp) / ".claude" / "projects" / "-work"
+        session.mkdir(parents=True)
+        (session / "big.jsonl").write_bytes(b"".join(body))
+        tail = SessionTail(reader, tmp)
+        key, size = ".claude/projects/-work/big.jsonl", (session / "big.jsonl").stat().st_size
+        t = time.perf_counter()
+        events = 0
+        while not tail.to_dict() or tail.to_dict()[key]["offset"] < size:
+            got = tail.poll()
+            assert not got.errors, got.errors
+            events += len(got.events)
+        read_s = time.perf_counter() - t
+        for i in range(MAX_FILES - 1):
+            (session / f"s{i}.jsonl").write_bytes(b"".join(real))
+        tail = SessionTail(reader, tmp)
+        tail.poll(rescan=True)
+        while tail.poll().events:
+            pass
+        polls = 200
+        t = time.perf_counter()
+        for _ in range(polls):
+            tail.poll()
+        idle_poll_s = (time.perf_counter() - t) / polls
+    return {"lines": lines, "events": events, "lines_per_s": lines / read_s,
+            "ratio_to_orjson_loads": read_s / parse_s,
+            "idle_poll_ms_64_files": idle_poll_s * 1e3}
 
 
 def _proc_kib(pid: int, field: str) -> int:
@@ -189,6 +237,7 @@ def main() -> int:
         "distinct_10k": bench_throughput(min(args.records, 100_000), distinct=10_000),
         "latency": bench_latency(50 if args.quick else 200),
         "process": bench_process_rss(args.records, distinct=10_000),
+        "session_log": bench_session_log(20_000 if args.quick else 200_000),
     }
     for group, figures in results.items():
         for key, value in figures.items():
