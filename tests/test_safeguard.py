@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -81,10 +82,12 @@ def _cut_before_turn_end(reader, data: bytes) -> bytes:
     return data
 
 
-def events_of(backend: str, home: Path) -> list:
+def events_of(backend: str, home: Path, strict: bool = True) -> list:
+    """The events the backend's reader gives for every session file under ``home``; with
+    ``strict``, no line may be refused."""
     tail = SessionTail(session_reader(backend), home, backfill_s=1e12)
     result = tail.poll()
-    assert result.errors == {}, result.errors
+    assert not strict or result.errors == {}, result.errors
     return result.events
 
 
@@ -183,7 +186,7 @@ def test_finished_turn_is_idle(backend: str, tmp_path: Path) -> None:
 def test_not_receiving_data_over_http(tmp_path: Path) -> None:
     """End to end: `repeat-failure run --agent-home` on Claude Code's mid-turn snapshot with
     `no_data_after_s: 1`: /metrics shows the state set at not_receiving_data and the row text,
-    and /status says the same."""
+    /status says the same, and promtool accepts the scrape."""
     home = make_home(tmp_path, "claude", "midturn")
     config = tmp_path / "config.yaml"
     config.write_text("repeat_failure:\n  enabled: true\n  no_data_after_s: 1\n")
@@ -213,6 +216,37 @@ def test_not_receiving_data_over_http(tmp_path: Path) -> None:
         (row,) = json.loads(urllib.request.urlopen(f"{base}/status", timeout=5).read())["rows"]
         assert (row["state"], row["state_text"]) == (
             "not_receiving_data", "repeat-failure check not receiving data")
+        if shutil.which("promtool"):
+            done = subprocess.run(["promtool", "check", "metrics"], input=metrics,
+                                  capture_output=True, text=True)
+            assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_unrecognised_lines_are_counted_in_metrics(tmp_path: Path) -> None:
+    """A session line the reader cannot use (a real line cut short, a real line of a type the
+    reader does not know) is counted in hive_repeat_failure_reader_errors_total by reason and
+    changes nothing else; the sidecar keeps reading."""
+    from prometheus_client import generate_latest
+
+    from sidecar.exporter import MetricsCollector
+
+    home = make_home(tmp_path, "claude", "shell")
+    (path,) = [p for p in home.rglob("*.jsonl")]
+    lines = path.read_bytes().splitlines(keepends=True)
+    unknown = json.loads(lines[-1])
+    unknown["type"] = "renamed-by-a-cli-update"
+    path.write_bytes(b"".join(lines) + lines[-1][:40] + b"\n"
+                     + json.dumps(unknown).encode() + b"\n")
+    clock = [time.time()]
+    sc = sidecar(tmp_path, "claude", home, clock)
+    sc.run_once()
+    sc.registry.register(MetricsCollector(sc))
+    text = generate_latest(sc.registry).decode()
+    assert ('hive_repeat_failure_reader_errors_total{agent="a1",backend="claude",'
+            'reason="not_json"} 1.0') in text
+    assert ('hive_repeat_failure_reader_errors_total{agent="a1",backend="claude",'
+            'reason="unknown_type"} 1.0') in text
+    assert len([e for e in events_of("claude", home, strict=False) if e.kind == SHELL_END]) == 5
