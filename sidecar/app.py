@@ -168,14 +168,16 @@ class Sidecar:
         for state in self.agents.values():
             self._load_state(state)
 
-    def _tail(self, spec: AgentSpec) -> SessionTail | None:
+    def _tail(self, spec: AgentSpec, backfill_s: float | None = None) -> SessionTail | None:
+        """The agent's session-log tail, or None (no reader for its backend, or no home).
+        By default files older than what can still matter (a note's window, the C12 timer)
+        start at their end: the agent's history from before the sidecar ran is not replayed."""
         reader = session_reader(spec.backend)
         if reader is None or spec.home is None:
             return None
-        # Files older than what can still matter (a note's window, the C12 timer) start at
-        # their end: the agent's history from before the sidecar ran is not replayed.
-        backfill = max(self.config.window_s, self.config.no_data_after_s) + 60.0
-        return SessionTail(reader, spec.home, backfill_s=backfill, clock=self.clock)
+        if backfill_s is None:
+            backfill_s = max(self.config.window_s, self.config.no_data_after_s) + 60.0
+        return SessionTail(reader, spec.home, backfill_s=backfill_s, clock=self.clock)
 
     # -- config and hook files -----------------------------------------------------------------
 
@@ -199,6 +201,7 @@ class Sidecar:
                     if hook.remove(self.shared_dir, name):
                         log.info("check off: hook removed", extra={"agent": name})
                     state.detector = Detector(self.config.threshold, self.config.window_s)
+                    state.activity = Activity()
                     _unlink(self._state_path(name))
             except (OSError, hook.HookError) as exc:
                 log.error("hook files not updated", extra={"agent": name, "error": str(exc)})
@@ -243,6 +246,12 @@ class Sidecar:
             log.warning("repeat_failure.agents changed: the agent list is read at start-up only; "
                         "restart the sidecar to apply it")
         with self._lock:
+            if new.enabled and not self.config.enabled:
+                # Off → on: what the session logs gained while the check was off had no records
+                # (no hook), so it is skipped, not read as missing data.
+                for state in self.agents.values():
+                    state.tail = self._tail(state.spec, backfill_s=0.0)
+                    state.activity = Activity()
             self.config = new
             self._exclusions = Exclusions(new.exclude)
             self.collector.grace_s = new.collect_grace_s

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from sidecar import hook
+from sidecar.activity import Activity
 from sidecar.app import Sidecar
 from sidecar.backends import SHELL_END, SHELL_START, TOOL, TURN_END, session_reader
 from sidecar.checkstate import NOT_RECEIVING_DATA, ON
@@ -250,3 +251,21 @@ def test_unrecognised_lines_are_counted_in_metrics(tmp_path: Path) -> None:
     assert ('hive_repeat_failure_reader_errors_total{agent="a1",backend="claude",'
             'reason="unknown_type"} 1.0') in text
     assert len([e for e in events_of("claude", home, strict=False) if e.kind == SHELL_END]) == 5
+
+
+def test_session_activity_while_the_check_was_off_is_not_missing_data(tmp_path: Path) -> None:
+    """C14 with C12: while the check is off there is no hook and the home is not read; the
+    shell calls the session log gained meanwhile had no records by design, so turning the check
+    on skips them instead of reporting "not receiving data"."""
+    home = make_home(tmp_path, "claude", "midturn")
+    clock = [time.time() + 1]
+    sc = sidecar(tmp_path, "claude", home, clock)
+    (tmp_path / "config.yaml").write_text("repeat_failure:\n  enabled: false\n")
+    sc.reload_config(force=True)
+    sc.run_once()
+    assert sc.agents["a1"].activity.to_dict() == Activity().to_dict()
+    (tmp_path / "config.yaml").write_text("repeat_failure:\n  enabled: true\n")
+    sc.reload_config(force=True)
+    sc.run_once()
+    assert sc.agents["a1"].activity.last_shell_ts is None  # the backlog was skipped
+    assert state_at(sc, clock[0] + 2 * NO_DATA_S, clock) == ON
