@@ -79,6 +79,7 @@ class AgentState:
     reader_errors: Counter = field(default_factory=Counter)  # reason -> n
     dedup: RouteDedup = field(default_factory=RouteDedup)
     delivered_calls: OrderedDict = field(default_factory=OrderedDict)  # call id -> None
+    receiving_logged: bool = True  # the C12 state last logged
 
     def first_delivery(self, call_id: str) -> bool:
         """True the first time a session-log call id is delivered as a record (an empty id
@@ -140,6 +141,13 @@ class Sidecar:
         if not agents:
             raise ConfigError("no agent to watch: pass --agent/--backend or list "
                               "repeat_failure.agents in the config")
+        for spec in agents:
+            reader = session_reader(spec.backend)
+            if reader is not None and reader.route_records and spec.home is None:
+                raise ConfigError(
+                    f"agent {spec.name}: backend {spec.backend} is recorded from its own session "
+                    "log, so the sidecar needs the agent's home: pass --agent-home DIR (or "
+                    "REPEAT_FAILURE_AGENT_HOME, or `home:` in repeat_failure.agents)")
         self.shared_dir = Path(shared_dir)
         self.config_path = config_path
         self.chain_bash_env = chain_bash_env
@@ -155,6 +163,8 @@ class Sidecar:
             for spec in agents
         }
         self._session_polled_at = 0.0
+        for state in self.agents.values():
+            self._describe_sessions(state)
         self.collect_duration = Histogram(
             "hive_repeat_failure_collect_duration_seconds",
             "Time per collection pass over all agents.",
@@ -168,6 +178,26 @@ class Sidecar:
         for state in self.agents.values():
             self._load_state(state)
 
+    def _describe_sessions(self, state: AgentState) -> None:
+        """Log where the agent's session log is looked for, and warn when that cannot work (no
+        home given, or a home that is not a directory the sidecar can read)."""
+        spec = state.spec
+        if state.tail is None:
+            if spec.home is not None:
+                log.info("no session-log reader for this backend: the home is not read",
+                         extra={"agent": spec.name, "backend": spec.backend})
+            elif session_reader(spec.backend) is not None:
+                log.info("no agent home given: the 'not receiving data' safeguard is off "
+                         "(--agent-home)", extra={"agent": spec.name, "backend": spec.backend})
+            return
+        home = Path(spec.home)
+        usable = home.is_dir() and os.access(home, os.R_OK | os.X_OK)
+        (log.info if usable else log.warning)(
+            "session log read from the agent's home" if usable else
+            "agent home is not a readable directory: its session log cannot be read until it is",
+            extra={"agent": spec.name, "backend": spec.backend, "home": str(home),
+                   "globs": [str(base / pattern) for base, pattern in state.tail.globs]})
+
     def _tail(self, spec: AgentSpec, backfill_s: float | None = None) -> SessionTail | None:
         """The agent's session-log tail, or None (no reader for its backend, or no home).
         By default files older than what can still matter (a note's window, the C12 timer)
@@ -177,7 +207,8 @@ class Sidecar:
             return None
         if backfill_s is None:
             backfill_s = max(self.config.window_s, self.config.no_data_after_s) + 60.0
-        return SessionTail(reader, spec.home, backfill_s=backfill_s, clock=self.clock)
+        return SessionTail(reader, spec.home, env=dict(spec.session_env), backfill_s=backfill_s,
+                           clock=self.clock)
 
     # -- config and hook files -----------------------------------------------------------------
 
@@ -421,7 +452,10 @@ class Sidecar:
                       exit=event.exit, failed=failed, cmd=event.command)
 
     def session_dirs(self) -> list[Path]:
-        """The directories holding the agents' session logs (for inotify)."""
+        """The directories holding the agents' session logs (for inotify); empty while the
+        check is off (the home is not read)."""
+        if not self.config.enabled:
+            return []
         return [d for s in self.agents.values() if s.tail is not None for d in s.tail.watch_dirs()]
 
     def run_once(self, stop: threading.Event | None = None) -> None:
@@ -447,15 +481,56 @@ class Sidecar:
         self.expire()
         self.collect_duration.observe(time.perf_counter() - started)
 
+    def _safeguard_change(self, state: AgentState) -> float | None:
+        """When the agent's C12 state flips next if nothing happens (epoch seconds), or None."""
+        if not state.safeguard or not self.config.enabled:
+            return None
+        return state.activity.next_change(self.config.no_data_after_s)
+
+    def _receiving(self, state: AgentState, now: float) -> bool:
+        return (not state.safeguard
+                or state.activity.receiving_data(now, self.config.no_data_after_s))
+
     def expire(self, now: float | None = None) -> None:
-        """Clear notes whose last failure left the window (uses the current time)."""
+        """Clear notes whose last failure left the window, and log each agent whose C12 state
+        changed (uses the current time)."""
         now = self.clock() if now is None else now
         with self._lock:
             for state in self.agents.values():
                 events = state.detector.expire(now)
                 self._report(state, events)
+                receiving = self._receiving(state, now) or not self.config.enabled
+                if receiving != state.receiving_logged:
+                    state.receiving_logged = receiving
+                    extra = {"event": "receiving_data" if receiving else "not_receiving_data",
+                             "agent": state.spec.name, "backend": state.spec.backend,
+                             "since": state.activity.unmatched_since}
+                    if receiving:
+                        log.info("records arrive again: check state on", extra=extra)
+                    else:
+                        log.warning("repeat-failure check not receiving data: shell-tool calls "
+                                    "in the session log, no record", extra=extra)
                 if state.dirty and self.config.enabled:
                     self._save_state(state)
+
+    def _next_change(self) -> float | None:
+        """The soonest time (epoch seconds) a note expires or an agent's C12 state flips. A
+        flip already past stays past: it is nothing to wait for (waiting on it would spin)."""
+        now = self.clock()
+        times = []
+        for state in self.agents.values():
+            times.append(state.detector.next_change())
+            flip = self._safeguard_change(state)
+            times.append(flip if flip is not None and flip > now else None)
+        return min((t for t in times if t is not None), default=None)
+
+    def _watch_sessions(self, watcher: Watcher | None) -> None:
+        if watcher is None:
+            return
+        try:
+            watcher.watch_session_dirs(self.session_dirs())
+        except Exception:  # the timer still polls; a bug must not stop monitoring
+            log.exception("session-log directories not watched")
 
     def run_forever(self, stop: threading.Event) -> None:
         """Collect on inotify wakes and at least every ``collect_interval_s`` until ``stop``;
@@ -469,8 +544,7 @@ class Sidecar:
             watcher = None
         try:
             next_pass = time.monotonic()
-            if watcher is not None:
-                watcher.watch_session_dirs(self.session_dirs())
+            self._watch_sessions(watcher)
             while not stop.is_set():
                 deadlines = [next_pass]
                 if any(s.tail is not None for s in self.agents.values()):
@@ -478,10 +552,7 @@ class Sidecar:
                 grace = self.collector.next_deadline()
                 if grace is not None:
                     deadlines.append(grace)
-                soonest = min((c for s in self.agents.values()
-                               for c in (s.detector.next_change(),
-                                         s.activity.next_change(self.config.no_data_after_s))
-                               if c is not None), default=None)
+                soonest = self._next_change()
                 if soonest is not None:
                     deadlines.append(time.monotonic() + max(0.0, soonest - self.clock()) + 0.001)
                 timeout = max(0.0, min(min(deadlines) - time.monotonic(), 1.0))
@@ -499,8 +570,7 @@ class Sidecar:
                         self.poll_sessions()
                     except Exception:  # a bug must not stop monitoring
                         log.exception("session-log pass failed")
-                    if watcher is not None:
-                        watcher.watch_session_dirs(self.session_dirs())
+                    self._watch_sessions(watcher)
                 if records_changed:
                     stop.wait(DEBOUNCE_S)
                 if records_changed or time.monotonic() >= min(deadlines) - 0.0005:
@@ -534,8 +604,7 @@ class Sidecar:
         with self._lock:
             on = self.config.enabled
             for name, state in self.agents.items():
-                receiving = (not state.safeguard
-                             or state.activity.receiving_data(now, self.config.no_data_after_s))
+                receiving = self._receiving(state, now)
                 row = build_row(name, state.spec.backend, state.detector.notes(now),
                                 receiving) if on else None
                 views.append(AgentView(

@@ -48,7 +48,8 @@ def _agents(args: argparse.Namespace) -> list[AgentSpec]:
     check_backend(args.backend, "--backend")
     home = args.agent_home
     if home is not None and not os.path.isabs(home):
-        raise ConfigError(f"--agent-home {home!r}: expected an absolute path")
+        raise ConfigError(f"--agent-home (or REPEAT_FAILURE_AGENT_HOME) {home!r}: expected an "
+                          "absolute path, the agent's home as mounted in the sidecar")
     return [AgentSpec(args.agent, args.backend, home)]
 
 
@@ -103,7 +104,11 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     """Validate a config file: exit 0 when valid, 2 with the reason when not."""
     config = load_config(args.file)
     print(f"{args.file}: valid (check {'on' if config.enabled else 'off'}, threshold "
-          f"{config.threshold}, window {config.window_s:g} s)")
+          f"{config.threshold}, window {config.window_s:g} s, not receiving data after "
+          f"{config.no_data_after_s:g} s)")
+    for agent in config.agents:
+        where = f"home {agent.home}" if agent.home else "no home (no session log read)"
+        print(f"  agent {agent.name}: backend {agent.backend}, {where}")
     return 0
 
 
@@ -151,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--chain-bash-env", default=_env("CHAIN_BASH_ENV"),
                      help="the agent's original BASH_ENV, sourced by the rendered hook")
     run.add_argument("--agent-home", default=_env("AGENT_HOME"),
-                     help="the agent's home as mounted in the sidecar (read-only is enough): "
+                     help="the agent's home as mounted in the sidecar, an absolute path "
+                          "(read-only is enough): "
                           "where the backend's session log is read for the 'not receiving "
                           "data' safeguard and the session-log route")
     run.set_defaults(func=cmd_run)

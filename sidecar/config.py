@@ -58,7 +58,12 @@ _SCHEMA: dict[str, Any] = {
                         "properties": {
                             "name": {"type": "string", "pattern": AGENT_NAME_RE.pattern},
                             "backend": {"type": "string", "pattern": BACKEND_NAME_RE.pattern},
-                            "home": {"type": "string", "minLength": 1, "pattern": "^/"},
+                            "home": {"type": "string", "minLength": 1},
+                            "session_env": {
+                                "type": "object",
+                                "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+                                "additionalProperties": {"type": "string", "minLength": 1},
+                            },
                         },
                     },
                 },
@@ -82,6 +87,9 @@ class AgentSpec:
     name: str
     backend: str
     home: str | None = None
+    #: ``(VAR, path relative to home)`` pairs where the agent moves its session files
+    #: (``CODEX_HOME``, ``XDG_DATA_HOME``, ...); see :func:`sidecar.sessionlog.expand_globs`.
+    session_env: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -151,8 +159,18 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
         if isinstance(section.get(key), float):
             raise ConfigError(f"{source}: repeat_failure.{key}: must be a whole number")
     exclude = section.get("exclude")
-    agents = tuple(AgentSpec(a["name"], a["backend"], a.get("home"))
+    agents = tuple(AgentSpec(a["name"], a["backend"], a.get("home"),
+                             tuple(sorted((a.get("session_env") or {}).items())))
                    for a in section.get("agents", ()))
+    for i, agent in enumerate(agents):
+        where = f"{source}: repeat_failure.agents[{i}]"
+        if agent.home is not None and not os.path.isabs(agent.home):
+            raise ConfigError(f"{where}.home: {agent.home!r} must be an absolute path (the "
+                              "agent's home as mounted in the sidecar)")
+        for var, value in agent.session_env:
+            if os.path.isabs(value) or ".." in Path(value).parts:
+                raise ConfigError(f"{where}.session_env.{var}: {value!r} must be a path inside "
+                                  "the agent's home, relative to it (e.g. .codex-work)")
     for i, agent in enumerate(agents):
         check_backend(agent.backend, f"{source}: repeat_failure.agents[{i}].backend")
     names = [a.name for a in agents]

@@ -67,7 +67,7 @@ def shell_activity_signal(backend: str) -> str:
         return f"{SAFEGUARD_UNAVAILABLE} (no session log with shell calls to read)"
     if reader.route_records:
         return (f"{SAFEGUARD_UNAVAILABLE} (the session log is this backend's route, so it is "
-                "no independent signal)")
+                f"no independent signal); route: {reader.signal}")
     return reader.signal
 
 

@@ -64,11 +64,19 @@ def expand_globs(reader: SessionLogReader, home: Path,
                  env: Mapping[str, str] | None = None) -> list[tuple[Path, str]]:
     """``(base directory, pattern)`` pairs for the reader's globs under ``home``.
 
-    A glob starting with ``$VAR/`` uses ``env[VAR]`` when set (a relative value is taken under
-    ``home``, an absolute one as it is) and otherwise ``reader.env_defaults[VAR]`` under
-    ``home``; a ``$VAR`` with neither is skipped. Source: Codex moves its files with
-    ``CODEX_HOME`` (default ``~/.codex``)."""
-    env = os.environ if env is None else env
+    A glob starting with ``$VAR/`` uses ``env[VAR]`` when given and otherwise
+    ``reader.env_defaults[VAR]``; either is a path relative to ``home`` (the agent's own
+    environment is not the sidecar's, and an absolute path in the agent's container means
+    nothing in the sidecar's, so the sidecar's environment is never read). A ``$VAR`` with
+    neither is skipped. Source: Codex moves its files with ``CODEX_HOME`` (default
+    ``~/.codex``), opencode and kilo follow ``XDG_DATA_HOME``, Claude Code
+    ``CLAUDE_CONFIG_DIR``, pi and omp ``PI_CODING_AGENT_DIR``. Raises ValueError for an
+    ``env`` value that is absolute or climbs out of the home."""
+    env = env or {}
+    for var, value in env.items():
+        if os.path.isabs(value) or ".." in Path(value).parts:
+            raise ValueError(f"session_env {var}={value!r}: expected a path inside the agent's "
+                             "home, relative to it")
     out = []
     for pattern in reader.globs:
         base = home
@@ -78,7 +86,7 @@ def expand_globs(reader: SessionLogReader, home: Path,
             value = env.get(var) or reader.env_defaults.get(var)
             if not value:
                 continue
-            base = Path(value) if os.path.isabs(value) else home / value
+            base = home / value
             pattern = pattern[match.end():]
         out.append((base, pattern))
     return out
@@ -125,7 +133,7 @@ class SessionTail:
         self.home = Path(home)
         self.clock = clock
         self.backfill_s = backfill_s
-        self._globs = expand_globs(reader, self.home, env)
+        self.globs = expand_globs(reader, self.home, env)
         self._files: dict[str, _File] = {}  # path relative to home (or absolute) -> file
         self._saved: dict[str, dict] = {}  # restored offsets not yet matched to a file
         self._scanned_at: float | None = None
@@ -142,20 +150,20 @@ class SessionTail:
         """Directories whose changes should wake a poll: each followed file's directory and
         each glob's existing fixed prefix (so a new session directory is noticed)."""
         dirs = {f.path.parent for f in self._files.values()}
-        for base, pattern in self._globs:
+        for base, pattern in self.globs:
             fixed = base
             for part in Path(pattern).parts[:-1]:
                 if any(c in part for c in "*?["):
                     break
                 fixed = fixed / part
             dirs.add(fixed)
-        return sorted(d for d in dirs if d.is_dir())
+        return sorted(d for d in dirs if _is_dir(d))
 
     def scan(self) -> None:
         """Find the session files now (bounded): new ones are followed, vanished ones
         forgotten, at most :data:`MAX_FILES` (the most recently modified)."""
         found: dict[str, tuple[Path, os.stat_result]] = {}
-        for base, pattern in self._globs:
+        for base, pattern in self.globs:
             try:
                 candidates = base.glob(pattern)
                 for path in candidates:
@@ -351,6 +359,15 @@ class SessionTail:
                             for k in ("dev", "ino", "offset"))):
                 self._saved[key] = entry
         self._scanned_at = None
+
+
+def _is_dir(path: Path) -> bool:
+    """True for a directory we may list; never raises (a folder the sidecar's user may not
+    read is the agent's business, not a reason to stop)."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode) and os.access(path, os.R_OK | os.X_OK)
+    except (OSError, ValueError):
+        return False
 
 
 def _digest(data: bytes) -> str:

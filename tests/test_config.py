@@ -23,9 +23,13 @@ def test_full_config() -> None:
         "enabled": True, "threshold": 3, "window_s": 120, "no_data_after_s": 60,
         "exclude": ["make   wait"], "collect_interval_s": 1, "collect_grace_s": 0.5,
         "agents": [{"name": "a1", "backend": "claude", "home": "/agent-home"},
-                   {"name": "a2", "backend": "pi"}]}})
+                   {"name": "a2", "backend": "codex", "home": "/h2",
+                    "session_env": {"CODEX_HOME": ".codex-work"}},
+                   {"name": "a3", "backend": "pi"}]}})
     assert cfg == Config(True, 3, 120.0, 60.0, ("make wait",), 1.0, 0.5, 20,
-                         (AgentSpec("a1", "claude", "/agent-home"), AgentSpec("a2", "pi")))
+                         (AgentSpec("a1", "claude", "/agent-home"),
+                          AgentSpec("a2", "codex", "/h2", (("CODEX_HOME", ".codex-work"),)),
+                          AgentSpec("a3", "pi")))
 
 
 @pytest.mark.parametrize("section, message", [
@@ -44,7 +48,17 @@ def test_full_config() -> None:
     ({"agents": [{"name": "a", "backend": "bash"}, {"name": "a", "backend": "pi"}]},
      "repeat_failure.agents: agent names must be unique"),
     ({"agents": [{"name": "a", "backend": "pi", "home": "home/agent"}]},
-     "repeat_failure.agents[0].home: 'home/agent' is not allowed (must match ^/)"),
+     "repeat_failure.agents[0].home: 'home/agent' must be an absolute path (the agent's home as "
+     "mounted in the sidecar)"),
+    ({"agents": [{"name": "a", "backend": "codex", "home": "/h", "session_env": {"CODEX_HOME":
+                                                                                "/root/.codex"}}]},
+     "repeat_failure.agents[0].session_env.CODEX_HOME: '/root/.codex' must be a path inside the "
+     "agent's home, relative to it (e.g. .codex-work)"),
+    ({"agents": [{"name": "a", "backend": "codex", "home": "/h",
+                  "session_env": {"CODEX_HOME": "../x"}}]},
+     "repeat_failure.agents[0].session_env.CODEX_HOME: '../x' must be a path inside"),
+    ({"agents": [{"name": "a", "backend": "codex", "session_env": {"1X": "a"}}]},
+     "repeat_failure.agents[0].session_env: '1X' is not allowed"),
 ])
 def test_invalid_values_name_the_key(section: dict, message: str) -> None:
     """Unknown keys, wrong types and out-of-range values are rejected naming the key."""
@@ -72,9 +86,14 @@ def test_file_errors(tmp_path) -> None:
 def test_check_config_exit_codes(tmp_path, capsys) -> None:
     """`repeat-failure check-config`: 0 valid, 2 invalid with the reason on stderr."""
     good = tmp_path / "good.yaml"
-    good.write_text("repeat_failure:\n  enabled: true\n  threshold: 3\n")
+    good.write_text("repeat_failure:\n  enabled: true\n  threshold: 3\n  agents:\n"
+                    "    - {name: a1, backend: claude, home: /agent-home}\n"
+                    "    - {name: a2, backend: bash}\n")
     assert main(["check-config", str(good)]) == 0
-    assert capsys.readouterr().out == f"{good}: valid (check on, threshold 3, window 600 s)\n"
+    assert capsys.readouterr().out == (
+        f"{good}: valid (check on, threshold 3, window 600 s, not receiving data after 900 s)\n"
+        "  agent a1: backend claude, home /agent-home\n"
+        "  agent a2: backend bash, no home (no session log read)\n")
     bad = tmp_path / "bad.yaml"
     bad.write_text("repeat_failure:\n  threshold: -1\n")
     assert main(["check-config", str(bad)]) == 2
@@ -127,7 +146,8 @@ def test_run_refuses_relative_agent_home(tmp_path, capsys) -> None:
                  "--agent-home", "home", "--listen", "127.0.0.1:0"])
     assert code == 2
     assert capsys.readouterr().err == (
-        "repeat-failure: --agent-home 'home': expected an absolute path\n")
+        "repeat-failure: --agent-home (or REPEAT_FAILURE_AGENT_HOME) 'home': expected an "
+        "absolute path, the agent's home as mounted in the sidecar\n")
 
 
 def test_hook_env_off_explains_on_stderr(tmp_path, capsys) -> None:

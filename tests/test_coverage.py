@@ -93,6 +93,7 @@ def test_shell_activity_signal_per_backend() -> None:
         "safeguard unavailable (no session log with shell calls to read)")
     assert COVERAGE["omp"].shell_activity == (
         "safeguard unavailable (the session log is this backend's route, so it is no "
-        "independent signal)")
+        f"independent signal); route: {session_reader('omp').signal}")
+    assert session_reader("omp").signal.startswith("~/.omp/agent/sessions/*/*.jsonl: ")
     assert {b for b, r in COVERAGE.items() if r.covered and r.route != "bash_env"} == {"omp"}
     assert COVERAGE["omp"].route == "omp_session_log"

@@ -269,3 +269,39 @@ def test_session_activity_while_the_check_was_off_is_not_missing_data(tmp_path: 
     sc.run_once()
     assert sc.agents["a1"].activity.last_shell_ts is None  # the backlog was skipped
     assert state_at(sc, clock[0] + 2 * NO_DATA_S, clock) == ON
+
+
+def test_flip_time_is_waited_for_once_and_logged(tmp_path: Path, caplog) -> None:
+    """The run loop wakes at the flip to "not receiving data" (one warning log line with
+    event not_receiving_data), and once it has flipped there is nothing left to wait for: a
+    flip time already past is never a deadline again (it would make the loop spin)."""
+    home = make_home(tmp_path, "claude", "midturn")
+    events = events_of("claude", home)
+    finished = [e for e in events if e.kind == SHELL_END][0].ts
+    clock = [max(e.ts for e in events)]
+    sc = sidecar(tmp_path, "claude", home, clock)
+    caplog.set_level("INFO", logger="repeat_failure")
+    sc.run_once()
+    assert sc._next_change() == finished + NO_DATA_S
+    clock[0] = finished + NO_DATA_S
+    sc.expire()
+    assert sc._next_change() is None
+    flips = [r for r in caplog.records if getattr(r, "event", "").endswith("receiving_data")]
+    assert [(r.levelname, r.event, r.agent, r.since) for r in flips] == [
+        ("WARNING", "not_receiving_data", "a1", finished)]
+    clock[0] += 3600
+    sc.expire()  # still not receiving: no second line
+    assert len([r for r in caplog.records if getattr(r, "event", "") == "not_receiving_data"]) == 1
+
+
+def test_no_flip_to_wait_for_where_the_session_log_is_the_route(tmp_path: Path) -> None:
+    """omp's session log is its route: no C12 timer runs for it, so its turns with shell calls
+    never give the loop a deadline."""
+    home = make_home(tmp_path, "omp", "midturn")
+    events = events_of("omp", home)
+    clock = [max(e.ts for e in events)]
+    sc = sidecar(tmp_path, "omp", home, clock, extra="  window_s: 86400\n")
+    sc.run_once()
+    assert sc.agents["a1"].activity.unmatched_since is not None  # activity is still tracked
+    assert sc._next_change() == sc.agents["a1"].detector.next_change()
+    assert state_at(sc, clock[0] + 10 * NO_DATA_S, clock) == ON

@@ -85,3 +85,35 @@ def test_restart_resumes_without_double_counting(omp, lose_offsets: bool) -> Non
     assert dict(again.agents["a1"].records) == {}  # counters restart with the process
     (row,) = again.rows()
     assert row.message == NOTE
+
+
+def test_omp_without_a_home_is_refused(tmp_path: Path, capsys) -> None:
+    """Without the agent's home an omp agent would record nothing while its row said `on`:
+    `run` refuses it at start-up, naming the flag."""
+    from sidecar.cli import main
+
+    code = main(["run", "--shared-dir", str(tmp_path / "s"), "--agent", "a1", "--backend", "omp",
+                 "--listen", "127.0.0.1:0"])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        "repeat-failure: agent a1: backend omp is recorded from its own session log, so the "
+        "sidecar needs the agent's home: pass --agent-home DIR (or REPEAT_FAILURE_AGENT_HOME, "
+        "or `home:` in repeat_failure.agents)\n")
+
+
+@pytest.mark.parametrize("make_home, level", [
+    (lambda p: p.mkdir(), "INFO"),           # a readable directory
+    (lambda p: None, "WARNING"),             # missing
+    (lambda p: p.write_text("x"), "WARNING"),  # a file
+])
+def test_start_up_says_where_the_session_log_is_read(tmp_path: Path, caplog, make_home,
+                                                     level: str) -> None:
+    """Start-up logs each agent's home and the paths looked at, and warns when the home is not
+    a readable directory (a wrong mount otherwise looks like an idle agent)."""
+    home = tmp_path / "home"
+    make_home(home)
+    caplog.set_level("INFO", logger="repeat_failure")
+    Sidecar(tmp_path / "shared", [AgentSpec("a1", "omp", str(home))])
+    (line,) = [r for r in caplog.records if getattr(r, "home", None) == str(home)]
+    assert (line.levelname, line.agent, line.globs) == (
+        level, "a1", [f"{home}/.omp/agent/sessions/*/*.jsonl"])

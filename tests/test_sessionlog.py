@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -259,20 +260,26 @@ def test_budget_spreads_a_backlog_over_polls(home: Path, monkeypatch: pytest.Mon
 
 
 def test_env_var_globs() -> None:
-    """`$VAR/` globs: a relative value is under the home, an absolute one as given, unset means
-    the reader's default, and no default means the glob is skipped."""
+    """`$VAR/` globs: a value given for the agent is a path under its home, none means the
+    reader's default, a variable with neither skips the glob; the sidecar's own environment is
+    never read, and a value outside the home is refused."""
 
     class Codexish(Probe):
         globs = ("$CODEX_HOME/sessions/*.jsonl", "$NOPE/x/*.jsonl", "plain/*.jsonl")
         env_defaults = {"CODEX_HOME": ".codex"}
 
     home = Path("/h")
-    assert expand_globs(Codexish(), home, {}) == [(Path("/h/.codex"), "sessions/*.jsonl"),
-                                                (Path("/h"), "plain/*.jsonl")]
+    os.environ["NOPE"] = "/etc"
+    try:
+        assert expand_globs(Codexish(), home, {}) == [(Path("/h/.codex"), "sessions/*.jsonl"),
+                                                    (Path("/h"), "plain/*.jsonl")]
+    finally:
+        del os.environ["NOPE"]
     assert expand_globs(Codexish(), home, {"CODEX_HOME": "alt"})[0] == (Path("/h/alt"),
                                                                         "sessions/*.jsonl")
-    assert expand_globs(Codexish(), home, {"CODEX_HOME": "/srv/c"})[0] == (Path("/srv/c"),
-                                                                          "sessions/*.jsonl")
+    for bad in ("/srv/c", "../c", "a/../../c"):
+        with pytest.raises(ValueError, match=f"session_env CODEX_HOME='{re.escape(bad)}'"):
+            expand_globs(Codexish(), home, {"CODEX_HOME": bad})
 
 
 def test_sqlite_store_is_polled_read_only_when_it_changes(home: Path) -> None:
