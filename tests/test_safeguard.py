@@ -305,3 +305,25 @@ def test_no_flip_to_wait_for_where_the_session_log_is_the_route(tmp_path: Path) 
     assert sc.agents["a1"].activity.unmatched_since is not None  # activity is still tracked
     assert sc._next_change() == sc.agents["a1"].detector.next_change()
     assert state_at(sc, clock[0] + 10 * NO_DATA_S, clock) == ON
+
+
+
+def test_unreadable_folder_in_the_home_does_not_stop_the_sidecar(tmp_path: Path, monkeypatch):
+    """The sidecar may run as a user who cannot read part of the agent's home (EACCES on
+    `.claude/projects`): finding the directories to watch and polling carry on, nothing
+    raises, and the row stays "on"."""
+    home = make_home(tmp_path, "claude", "midturn")
+    real_stat = os.stat
+
+    def stat(path, *args, **kwargs):
+        if ".claude" in str(path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_stat(path, *args, **kwargs)
+
+    clock = [time.time()]
+    sc = sidecar(tmp_path, "claude", home, clock)
+    monkeypatch.setattr("sidecar.sessionlog.os.stat", stat)
+    assert sc.session_dirs() == []
+    sc.poll_sessions(rescan=True)
+    sc.run_once()
+    assert state_at(sc, clock[0] + 2 * NO_DATA_S, clock) == ON
