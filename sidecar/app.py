@@ -40,7 +40,7 @@ from sidecar.dedup import NEUTRAL, SESSION, RouteDedup
 from sidecar.detector import Detector, ExitKey, NoteCleared, NoteRaised, StateError
 from sidecar.exclude import Exclusions
 from sidecar.normalize import command_label, normalize
-from sidecar.parse import Record, RecordError, parse_line
+from sidecar.parse import MAX_CLOCK_SKEW_S, MAX_LINE_BYTES, Record, RecordError, parse_line
 from sidecar.scrub import scrub
 from sidecar.sessionlog import SessionTail
 
@@ -100,6 +100,13 @@ class AgentState:
         return self.tail is not None and self.tail.reader.route_records
 
     @property
+    def route_available(self) -> bool:
+        """False when the agent's backend is recorded from its session log (C3) but the
+        sidecar has no home to read it in: nothing can be recorded."""
+        reader = session_reader(self.spec.backend)
+        return not (reader is not None and reader.route_records and self.tail is None)
+
+    @property
     def safeguard(self) -> bool:
         """True when the C12 safeguard applies: the session log is read and is an independent
         signal (not itself the route whose silence it would detect)."""
@@ -141,13 +148,6 @@ class Sidecar:
         if not agents:
             raise ConfigError("no agent to watch: pass --agent/--backend or list "
                               "repeat_failure.agents in the config")
-        for spec in agents:
-            reader = session_reader(spec.backend)
-            if reader is not None and reader.route_records and spec.home is None:
-                raise ConfigError(
-                    f"agent {spec.name}: backend {spec.backend} is recorded from its own session "
-                    "log, so the sidecar needs the agent's home: pass --agent-home DIR (or "
-                    "REPEAT_FAILURE_AGENT_HOME, or `home:` in repeat_failure.agents)")
         self.shared_dir = Path(shared_dir)
         self.config_path = config_path
         self.chain_bash_env = chain_bash_env
@@ -163,8 +163,15 @@ class Sidecar:
             for spec in agents
         }
         self._session_polled_at = 0.0
+        started = self.clock()
         for state in self.agents.values():
+            state.activity = Activity(not_before=started)
             self._describe_sessions(state)
+        homes = [s.spec.home for s in self.agents.values() if s.tail is not None]
+        for home in {h for h in homes if homes.count(h) > 1}:
+            log.warning("agents share one home: each reads the other's session logs, so one "
+                        "agent's shell calls count as the other's activity; give each agent its "
+                        "own home", extra={"home": home})
         self.collect_duration = Histogram(
             "hive_repeat_failure_collect_duration_seconds",
             "Time per collection pass over all agents.",
@@ -182,6 +189,12 @@ class Sidecar:
         """Log where the agent's session log is looked for, and warn when that cannot work (no
         home given, or a home that is not a directory the sidecar can read)."""
         spec = state.spec
+        if not state.route_available:
+            log.error("no agent home given, and this backend is recorded from its own session "
+                      "log: nothing is recorded and the row says not available; pass "
+                      "--agent-home DIR (or `home:` in repeat_failure.agents)",
+                      extra={"agent": spec.name, "backend": spec.backend})
+            return
         if state.tail is None:
             if spec.home is not None:
                 log.info("no session-log reader for this backend: the home is not read",
@@ -232,7 +245,7 @@ class Sidecar:
                     if hook.remove(self.shared_dir, name):
                         log.info("check off: hook removed", extra={"agent": name})
                     state.detector = Detector(self.config.threshold, self.config.window_s)
-                    state.activity = Activity()
+                    state.activity = Activity(not_before=self.clock())
                     _unlink(self._state_path(name))
             except (OSError, hook.HookError) as exc:
                 log.error("hook files not updated", extra={"agent": name, "error": str(exc)})
@@ -282,7 +295,7 @@ class Sidecar:
                 # (no hook), so it is skipped, not read as missing data.
                 for state in self.agents.values():
                     state.tail = self._tail(state.spec, backfill_s=0.0)
-                    state.activity = Activity()
+                    state.activity = Activity(not_before=self.clock())
             self.config = new
             self._exclusions = Exclusions(new.exclude)
             self.collector.grace_s = new.collect_grace_s
@@ -347,7 +360,7 @@ class Sidecar:
         state.saved_at = time.monotonic()
         try:
             hook.write_atomic(self._state_path(state.spec.name), orjson.dumps(data), 0o600)
-        except OSError as exc:
+        except (OSError, TypeError, ValueError) as exc:  # TypeError: orjson met unexpected data
             log.error("state file not saved; open notes survive a restart only once it is",
                       extra={"agent": state.spec.name, "error": str(exc)})
             return
@@ -442,14 +455,28 @@ class Sidecar:
                     state.activity.on_event(event)
                     if (state.session_route and event.kind == SHELL_END and event.command
                             and state.first_delivery(event.call_id)):
-                        self._process_record(state, self._session_record(state, event), now)
+                        record = self._session_record(state, event, now)
+                        if record is not None:
+                            self._process_record(state, record, now)
 
     @staticmethod
-    def _session_record(state: AgentState, event: SessionEvent) -> Record:
+    def _session_record(state: AgentState, event: SessionEvent, now: float) -> Record | None:
+        """The record of a finished shell call of a session-log route, held to the neutral
+        route's rules (:mod:`sidecar.parse`): the command cut to the same size (and scrubbed as
+        cut), an exit outside 0-255 kept only as "failed", a time more than
+        ``MAX_CLOCK_SKEW_S`` ahead refused (None; counted ``future_ts``)."""
+        ts = float(event.ts or 0.0)
+        if ts > now + MAX_CLOCK_SKEW_S:
+            state.reader_errors["future_ts"] += 1
+            return None
+        exit_ = event.exit if event.exit is not None and 0 <= event.exit <= 255 else None
         failed = bool(event.failed) if event.failed is not None else bool(event.exit)
-        return Record(ts=float(event.ts or 0.0), agent=state.spec.name,
-                      backend=state.spec.backend, route=f"{state.spec.backend}_session_log",
-                      exit=event.exit, failed=failed, cmd=event.command)
+        raw = event.command.encode("utf-8", "surrogatepass")
+        cut = len(raw) > MAX_LINE_BYTES
+        cmd = raw[:MAX_LINE_BYTES].decode("utf-8", "ignore") if cut else event.command
+        return Record(ts=ts, agent=state.spec.name, backend=state.spec.backend,
+                      route=f"{state.spec.backend}_session_log", exit=exit_, failed=failed,
+                      cmd=cmd, cut=cut)
 
     def session_dirs(self) -> list[Path]:
         """The directories holding the agents' session logs (for inotify); empty while the
@@ -606,7 +633,7 @@ class Sidecar:
             for name, state in self.agents.items():
                 receiving = self._receiving(state, now)
                 row = build_row(name, state.spec.backend, state.detector.notes(now),
-                                receiving) if on else None
+                                receiving, state.route_available) if on else None
                 views.append(AgentView(
                     agent=name, backend=state.spec.backend, row=row,
                     failures=tuple(state.detector.failures(now, self.config.top_commands)) if on else (),

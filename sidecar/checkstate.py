@@ -67,13 +67,17 @@ class Row:
         }
 
 
-def agent_state(backend: str, receiving_data: bool = True) -> str:
-    """The check state of an agent on ``backend`` while the check is on."""
-    if not is_covered(backend):
+def agent_state(backend: str, receiving_data: bool = True, route_available: bool = True) -> str:
+    """The check state of an agent on ``backend`` while the check is on. ``route_available``
+    is False when the agent's route cannot work where it runs (omp, recorded from its session
+    log, with no agent home given): its row says "not available" rather than a silent ``on``."""
+    if not is_covered(backend) or not route_available:
         return NOT_AVAILABLE
     return ON if receiving_data else NOT_RECEIVING_DATA
 
 
-def build_row(agent: str, backend: str, notes: list[Note], receiving_data: bool = True) -> Row:
+def build_row(agent: str, backend: str, notes: list[Note], receiving_data: bool = True,
+              route_available: bool = True) -> Row:
     """The row for one agent, from its raised notes (newest first, as the detector gives them)."""
-    return Row(agent, backend, agent_state(backend, receiving_data), tuple(notes))
+    return Row(agent, backend, agent_state(backend, receiving_data, route_available),
+               tuple(notes))

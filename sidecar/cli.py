@@ -46,7 +46,7 @@ def _agents(args: argparse.Namespace) -> list[AgentSpec]:
         raise ConfigError("name the agent: --agent NAME --backend NAME (or REPEAT_FAILURE_AGENT "
                           "and REPEAT_FAILURE_BACKEND), or list repeat_failure.agents in the config")
     check_backend(args.backend, "--backend")
-    home = args.agent_home
+    home = args.agent_home or None  # an empty REPEAT_FAILURE_AGENT_HOME means unset
     if home is not None and not os.path.isabs(home):
         raise ConfigError(f"--agent-home (or REPEAT_FAILURE_AGENT_HOME) {home!r}: expected an "
                           "absolute path, the agent's home as mounted in the sidecar")

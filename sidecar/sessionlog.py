@@ -19,8 +19,10 @@ replayed. Nothing here logs a line's text; errors are counted by reason
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
+import math
 import os
 import re
 import sqlite3
@@ -45,6 +47,9 @@ MAX_FILES = 64
 READ_BUDGET = 1 << 20
 #: A longer line is skipped (Claude Code logs whole tool outputs on one line; 8 MiB is generous).
 MAX_LINE = 8 << 20
+#: Unfinished lines held over all files at most; a line that would pass it is skipped as
+#: oversized (64 files each holding most of a MAX_LINE would otherwise cost 512 MiB).
+MAX_PENDING = 16 << 20
 #: Seconds between full rescans of the globs (new files); inotify wakes polls in between.
 SCAN_INTERVAL_S = 10.0
 
@@ -107,6 +112,7 @@ class _File:
     head: str = ""  # digest of `head_len` bytes at `head_start` ("" until the file has them)
     head_start: int = 0
     head_len: int = 0
+    discard: bool = False  # sqlite: drop the first poll's events (history before we ran)
 
 
 @dataclass
@@ -134,6 +140,9 @@ class SessionTail:
         self.clock = clock
         self.backfill_s = backfill_s
         self.globs = expand_globs(reader, self.home, env)
+        self._real_home = Path(os.path.realpath(self.home))
+        self._rotation = 0  # which file a poll starts with, so one big file starves none
+        self._pending_total = 0  # bytes of unfinished lines held over all files
         self._files: dict[str, _File] = {}  # path relative to home (or absolute) -> file
         self._saved: dict[str, dict] = {}  # restored offsets not yet matched to a file
         self._scanned_at: float | None = None
@@ -141,10 +150,22 @@ class SessionTail:
     # -- discovery ---------------------------------------------------------------------------
 
     def _key(self, path: Path) -> str:
+        """The file's key in the state file and its events' ``source``: a digest of its path
+        under the home, so no file name (which may hold anything, even a token or bytes that
+        are not UTF-8) is ever stored."""
         try:
-            return str(path.relative_to(self.home))
+            rel = path.relative_to(self.home)
         except ValueError:
-            return str(path)
+            rel = path
+        return hashlib.blake2b(os.fsencode(rel), digest_size=8).hexdigest()
+
+    def _inside_home(self, path: Path) -> bool:
+        """False for a path that leaves the home through a symlinked directory."""
+        try:
+            real = Path(os.path.realpath(path))
+        except (OSError, ValueError):
+            return False
+        return real == self._real_home or self._real_home in real.parents
 
     def watch_dirs(self) -> list[Path]:
         """Directories whose changes should wake a poll: each followed file's directory and
@@ -171,8 +192,9 @@ class SessionTail:
                         st = os.lstat(path)
                     except OSError:
                         continue
-                    if stat.S_ISREG(st.st_mode) and not path.name.endswith(("-wal", "-shm",
-                                                                             "-journal")):
+                    if (stat.S_ISREG(st.st_mode)
+                            and not path.name.endswith(("-wal", "-shm", "-journal"))
+                            and self._inside_home(path)):
                         found[self._key(path)] = (path, st)
             except OSError:  # a directory vanished during the walk: the next scan sees it
                 continue
@@ -195,8 +217,12 @@ class SessionTail:
                 f.skipping = saved.get("skipping") is True
                 if isinstance(saved.get("db"), dict):
                     f.state = saved["db"]
-            elif self.reader.kind == "jsonl" and now - st.st_mtime > self.backfill_s:
-                f.offset = st.st_size  # history from before we ran: not replayed
+            elif now - st.st_mtime > self.backfill_s:
+                # History from before we ran is not replayed: a JSON Lines file starts at its
+                # end; a database is read once with its events dropped (the reader's state
+                # then points past them).
+                f.offset = st.st_size
+                f.discard = self.reader.kind == "sqlite"
             self._files[key] = f
         self._scanned_at = now
 
@@ -210,16 +236,21 @@ class SessionTail:
             self.scan()
         result = PollResult()
         budget = READ_BUDGET
-        for f in list(self._files.values()):
+        files = list(self._files.items())
+        if files:
+            self._rotation = (self._rotation + 1) % len(files)
+            files = files[self._rotation:] + files[:self._rotation]
+        for key, f in files:
             if budget <= 0:
                 break
             if self.reader.kind == "sqlite":
-                self._poll_db(f, result, now)
+                self._poll_db(key, f, result, now)
             else:
-                budget -= self._poll_jsonl(f, result, budget, now)
+                budget -= self._poll_jsonl(key, f, result, budget, now)
         return result
 
-    def _poll_jsonl(self, f: _File, result: PollResult, budget: int, now: float) -> int:
+    def _poll_jsonl(self, key: str, f: _File, result: PollResult, budget: int,
+                    now: float) -> int:
         try:
             fd = os.open(f.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
@@ -249,10 +280,12 @@ class SessionTail:
         finally:
             os.close(fd)
         f.offset += len(data)
-        self._lines(f, data, result, now)
+        self._pending_total -= len(f.pending)
+        self._lines(key, f, data, result, now)
+        self._pending_total += len(f.pending)
         return len(data)
 
-    def _lines(self, f: _File, data: bytes, result: PollResult, now: float) -> None:
+    def _lines(self, key: str, f: _File, data: bytes, result: PollResult, now: float) -> None:
         start = 0
         while True:
             end = data.find(b"\n", start)
@@ -260,7 +293,8 @@ class SessionTail:
                 rest = data[start:]
                 if f.skipping:
                     return
-                if len(f.pending) + len(rest) > MAX_LINE:
+                if (len(f.pending) + len(rest) > MAX_LINE
+                        or self._pending_total + len(f.pending) + len(rest) > MAX_PENDING):
                     result.errors[OVERSIZED] += 1
                     f.pending.clear()
                     f.skipping = True
@@ -282,9 +316,9 @@ class SessionTail:
                 result.errors[OVERSIZED] += 1
                 continue
             if line.strip():
-                self._parse(f, line, result, now)
+                self._parse(key, f, line, result, now)
 
-    def _parse(self, f: _File, line: bytes, result: PollResult, now: float) -> None:
+    def _parse(self, key: str, f: _File, line: bytes, result: PollResult, now: float) -> None:
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError:
@@ -300,15 +334,15 @@ class SessionTail:
             log.error("session-log reader failed on a line (line not logged)",
                       extra={"backend": self.reader.backend, "error": exc.__class__.__name__})
             return
-        result.events.extend(_with_ts(events, now))
+        result.events.extend(_stamped(events, now, key))
 
-    def _poll_db(self, f: _File, result: PollResult, now: float) -> None:
+    def _poll_db(self, key: str, f: _File, result: PollResult, now: float) -> None:
         stamp = tuple(_stamp(Path(f"{f.path}{s}")) for s in ("", "-wal"))
         if stamp == f.stamp:
             return
         try:
             conn = _open_db(f.path)
-        except sqlite3.Error:
+        except (sqlite3.Error, OSError):
             result.errors[UNREADABLE] += 1
             return
         try:
@@ -327,7 +361,10 @@ class SessionTail:
         finally:
             conn.close()
         f.stamp = stamp
-        result.events.extend(_with_ts(events, now))
+        if f.discard:
+            f.discard = False
+            return
+        result.events.extend(_stamped(events, now, key))
 
     # -- state -------------------------------------------------------------------------------
 
@@ -406,10 +443,21 @@ def _fingerprint(f: _File, fd: int, size: int) -> None:
 
 def _open_db(path: Path) -> sqlite3.Connection:
     """A read-only connection to the SQLite database at ``path`` (``mode=ro``,
-    ``query_only``). On a read-only mount a WAL database whose CLI is not running (no ``-wal``
-    file, so no ``-shm`` either) cannot be opened that way, since SQLite would have to create
-    the ``-shm`` index; with no writer, it is opened ``immutable`` instead. Raises
-    ``sqlite3.Error``."""
+    ``query_only``; text that is not UTF-8 decoded with replacement, so one bad row cannot stop
+    a reader). The database and its ``-wal``, ``-shm`` and ``-journal`` files must be regular
+    files or absent: SQLite would block opening a FIFO. On a read-only mount a WAL database
+    whose CLI is not running (no ``-wal`` file, so no ``-shm`` either) cannot be opened that
+    way, since SQLite would have to create the ``-shm`` index; with no writer it is opened
+    ``immutable`` instead (only a WAL database: a rollback-journal database that cannot be
+    opened is locked or broken, and is retried later). Raises ``sqlite3.Error`` or
+    ``OSError``."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            mode = os.lstat(f"{path}{suffix}").st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            raise OSError(f"{path}{suffix} is not a regular file")
     uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
     conn = sqlite3.connect(uri, uri=True, timeout=0.5, isolation_level=None,
                            check_same_thread=False)
@@ -418,12 +466,23 @@ def _open_db(path: Path) -> sqlite3.Connection:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.OperationalError:
         conn.close()
-        if os.path.exists(f"{path}-wal"):
+        if os.path.exists(f"{path}-wal") or not _is_wal(path):
             raise
         conn = sqlite3.connect(f"{uri}&immutable=1", uri=True, isolation_level=None,
                                check_same_thread=False)
         conn.execute("PRAGMA query_only = 1")
+    conn.text_factory = lambda data: data.decode("utf-8", "replace")
     return conn
+
+
+def _is_wal(path: Path) -> bool:
+    """True when the database file's header says WAL mode (bytes 18 and 19 are 2)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        header = os.pread(fd, 20, 0)
+    finally:
+        os.close(fd)
+    return header[18:20] == b"\x02\x02"
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
@@ -434,11 +493,16 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     return (st.st_mtime_ns, st.st_size)
 
 
-def _with_ts(events: Iterable[SessionEvent], now: float) -> list[SessionEvent]:
+def _stamped(events: Iterable[SessionEvent], now: float, source: str) -> list[SessionEvent]:
+    """The events with ``ts`` set (a line without a time, or NaN/inf: when we read it),
+    ``source`` set to the file's key, and ``call_id`` made unique across files
+    (``<source>:<id>``; CLIs number calls per session) and valid UTF-8 (a lone surrogate from
+    ``\\udXXX`` in the JSON is escaped), so it can be stored."""
     out = []
     for e in events:
-        if e.ts is None or e.ts != e.ts:  # no time in the line (or NaN): when we read it
-            e = SessionEvent(e.kind, now, e.call_id, e.command, e.exit, e.failed, e.tool,
-                             e.turn_id)
-        out.append(e)
+        ts = e.ts if e.ts is not None and math.isfinite(e.ts) else now
+        call_id = e.call_id
+        if call_id:
+            call_id = f"{source}:{call_id.encode('utf-8', 'backslashreplace').decode('utf-8')}"
+        out.append(dataclasses.replace(e, ts=ts, call_id=call_id, source=source))
     return out

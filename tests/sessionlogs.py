@@ -23,6 +23,7 @@ one as ``from sessionlogs import ...``.
 
 from __future__ import annotations
 
+import dataclasses
 import copy
 import json
 import shutil
@@ -657,7 +658,11 @@ class StoreChecks:
         assert db is not None
         tail = SessionTail(reader, tmp_path / "home", env={})
         result = tail.poll(rescan=True)
-        assert result.events == expected_session(db) and not result.errors
+        source = {e.source for e in result.events}
+        assert len(source) == 1 and all(e.call_id.startswith(f"{e.source}:")
+                                        for e in result.events if e.call_id)
+        assert [dataclasses.replace(e, source="", call_id=e.call_id.partition(":")[2])
+                for e in result.events] == expected_session(db) and not result.errors
         assert tail.poll(rescan=True).events == []
 
     def test_captured_session_events(self, tmp_path: Path) -> None:

@@ -85,8 +85,10 @@ def test_no_turn_in_progress_means_receiving() -> None:
     assert a.receiving_data(T0 + 2 * LIMIT, LIMIT)
     a.on_event(ev(TURN_START, T0 + 2 * LIMIT))
     assert a.receiving_data(T0 + 2 * LIMIT + 1, LIMIT)  # no shell activity in this turn yet
-    shell(a, "c2", T0 + 2 * LIMIT + 5)  # still running: the old timer shows now
-    assert not a.receiving_data(T0 + 2 * LIMIT + 6, LIMIT)
+    shell(a, "c2", T0 + 2 * LIMIT + 5)  # a long build, still running: not missing data
+    assert a.receiving_data(T0 + 3 * LIMIT, LIMIT)
+    a.on_event(ev(SHELL_END, T0 + 3 * LIMIT, "c2", exit=0, failed=False))
+    assert not a.receiving_data(T0 + 3 * LIMIT + 1, LIMIT)  # finished, still no record
 
 
 def test_turn_start_forgets_calls_left_running() -> None:
@@ -115,9 +117,35 @@ def test_round_trip_and_malformed_state() -> None:
     b = Activity()
     b.load_dict(json.loads(json.dumps(a.to_dict())))
     assert b.to_dict() == a.to_dict() == {
-        "turn_open": True, "turn_shell": True, "running": {"c2": T0 + 4},
-        "unmatched_since": T0 + 3, "last_record_ts": None, "last_shell_ts": T0 + 4}
+        "turns": {"": [True, True]}, "running": {"c2": T0 + 4},
+        "unmatched_since": T0 + 3, "last_record_ts": None, "last_shell_ts": T0 + 4,
+        "not_before": 0.0}
     c = Activity()
-    c.load_dict({"turn_open": "yes", "unmatched_since": float("nan"), "running": {"x": "1"},
-                 "last_shell_ts": True})
+    c.load_dict({"turns": {"s": [True, "yes"]}, "unmatched_since": float("nan"),
+                 "running": {"x": "1"}, "last_shell_ts": True, "not_before": float("inf")})
     assert c.to_dict() == Activity().to_dict()
+
+
+def test_calls_that_ended_before_the_hook_existed_do_not_start_the_timer() -> None:
+    """A call that finished before the sidecar started (or before the check was turned on)
+    could not be recorded: it never starts the timer."""
+    a = Activity(not_before=T0 + 10)
+    a.on_event(ev(TURN_START, T0))
+    shell(a, "c1", T0 + 1, T0 + 3)
+    assert a.unmatched_since is None and a.receiving_data(T0 + 10 * LIMIT, LIMIT)
+    shell(a, "c2", T0 + 11, T0 + 12)
+    assert a.unmatched_since == T0 + 12
+
+
+def test_turns_are_per_session() -> None:
+    """Two sessions: a short chat ending in session A does not hide session B's turn, whose
+    finished call has no record."""
+    a = Activity()
+    a.on_event(SessionEvent(TURN_START, T0, source="B"))
+    a.on_event(SessionEvent(SHELL_START, T0 + 1, call_id="B:c1", source="B"))
+    a.on_event(SessionEvent(SHELL_END, T0 + 2, call_id="B:c1", exit=2, failed=True, source="B"))
+    a.on_event(SessionEvent(TURN_START, T0 + 3, source="A"))
+    a.on_event(SessionEvent(TURN_END, T0 + 4, source="A"))
+    assert not a.receiving_data(T0 + 2 + LIMIT, LIMIT)
+    a.on_event(SessionEvent(TURN_END, T0 + 5, source="B"))
+    assert a.receiving_data(T0 + 2 + LIMIT, LIMIT)

@@ -276,3 +276,21 @@ def test_other_tools_are_tool_events_not_shell() -> None:
     (event,) = READER.parse_line(call, state)
     assert (event.kind, event.tool) == (TOOL, "Read")
     assert READER.parse_line(_line("result"), state) == []
+
+
+def test_background_command_stays_running() -> None:
+    """A Bash call run with ``run_in_background`` is answered at once, and the command goes on:
+    the real call and result lines, the result turned into Claude Code 2.1.197's background
+    answer (``toolUseResult.backgroundTaskId``, as its binary writes it), give the call's start
+    and no end, so a long background build never starts the C12 timer."""
+    def result(background: bool) -> dict[str, Any]:
+        line = set_path(_line("result"), ("message", "content", 0, "is_error"), False)
+        if background:
+            line["toolUseResult"] = {"stdout": "", "stderr": "", "interrupted": False,
+                                     "backgroundTaskId": "b7k2q"}
+        return line
+
+    assert _kinds(_line("call"), result(False))[-1] == SHELL_END
+    foreground = _kinds(_line("call"), result(False))
+    assert _kinds(_line("call"), result(True)) == foreground[:-1]
+    assert SHELL_START in foreground[:-1]

@@ -26,6 +26,7 @@ from sidecar.app import Sidecar
 from sidecar.backends import SHELL_END, SHELL_START, TOOL, TURN_END, session_reader
 from sidecar.checkstate import NOT_RECEIVING_DATA, ON
 from sidecar.config import AgentSpec
+from sidecar.detector import Detector
 from sidecar.coverage import COVERAGE
 from sidecar.sessionlog import SessionTail
 
@@ -92,11 +93,20 @@ def events_of(backend: str, home: Path, strict: bool = True) -> list:
     return result.events
 
 
-def sidecar(tmp: Path, backend: str, home: Path, clock: list[float], extra: str = "") -> Sidecar:
+def sidecar(tmp: Path, backend: str, home: Path, clock: list[float], extra: str = "",
+            started: float | None = None) -> Sidecar:
+    """A sidecar on ``home`` whose clock reads ``clock[0]``; it starts at ``started`` (default:
+    an hour before the clock, so the session's calls came after the hook existed), and the
+    clock is then put back."""
     config = tmp / "config.yaml"
     config.write_text(f"repeat_failure:\n  enabled: true\n  collect_grace_s: 0.5\n{extra}")
-    return Sidecar(tmp / "shared", [AgentSpec("a1", backend, str(home))], config,
-                   clock=lambda: clock[0])
+    now = clock[0]
+    clock[0] = now - 3600 if started is None else started
+    try:
+        return Sidecar(tmp / "shared", [AgentSpec("a1", backend, str(home))], config,
+                       clock=lambda: clock[0])
+    finally:
+        clock[0] = now
 
 
 def state_at(sc: Sidecar, t: float, clock: list[float]) -> str:
@@ -191,6 +201,13 @@ def test_not_receiving_data_over_http(tmp_path: Path) -> None:
     home = make_home(tmp_path, "claude", "midturn")
     config = tmp_path / "config.yaml"
     config.write_text("repeat_failure:\n  enabled: true\n  no_data_after_s: 1\n")
+    # A sidecar restarted with its state file: it has watched this agent since before the
+    # captured session began (calls from before a sidecar first started had no hook).
+    started = min(e.ts for e in events_of("claude", home)) - 1
+    (tmp_path / "shared" / "state").mkdir(parents=True)
+    (tmp_path / "shared" / "state" / "a1.json").write_text(json.dumps(
+        {"version": 1, "agent": "a1", "detector": Detector(5, 600).to_dict(),
+         "activity": {"not_before": started}}))
     proc = subprocess.Popen(
         [sys.executable, "-m", "sidecar", "run", "--config", str(config), "--shared-dir",
          str(tmp_path / "shared"), "--agent", "a1", "--backend", "claude", "--agent-home",
@@ -263,7 +280,7 @@ def test_session_activity_while_the_check_was_off_is_not_missing_data(tmp_path: 
     (tmp_path / "config.yaml").write_text("repeat_failure:\n  enabled: false\n")
     sc.reload_config(force=True)
     sc.run_once()
-    assert sc.agents["a1"].activity.to_dict() == Activity().to_dict()
+    assert sc.agents["a1"].activity.to_dict() == Activity(not_before=clock[0]).to_dict()
     (tmp_path / "config.yaml").write_text("repeat_failure:\n  enabled: true\n")
     sc.reload_config(force=True)
     sc.run_once()

@@ -87,18 +87,18 @@ def test_restart_resumes_without_double_counting(omp, lose_offsets: bool) -> Non
     assert row.message == NOTE
 
 
-def test_omp_without_a_home_is_refused(tmp_path: Path, capsys) -> None:
-    """Without the agent's home an omp agent would record nothing while its row said `on`:
-    `run` refuses it at start-up, naming the flag."""
-    from sidecar.cli import main
-
-    code = main(["run", "--shared-dir", str(tmp_path / "s"), "--agent", "a1", "--backend", "omp",
-                 "--listen", "127.0.0.1:0"])
-    assert code == 2
-    assert capsys.readouterr().err == (
-        "repeat-failure: agent a1: backend omp is recorded from its own session log, so the "
-        "sidecar needs the agent's home: pass --agent-home DIR (or REPEAT_FAILURE_AGENT_HOME, "
-        "or `home:` in repeat_failure.agents)\n")
+def test_omp_without_a_home_is_not_available(tmp_path: Path, caplog) -> None:
+    """Without the agent's home an omp agent records nothing: its row says "not available"
+    (never a silent `on`) and start-up logs an error naming the flag."""
+    caplog.set_level("INFO", logger="repeat_failure")
+    config = tmp_path / "config.yaml"
+    config.write_text("repeat_failure:\n  enabled: true\n")
+    sc = Sidecar(tmp_path / "shared", [AgentSpec("a1", "omp")], config)
+    (row,) = sc.rows()
+    assert (row.state, row.state_text) == (
+        "not_available", "repeat-failure check not available for this backend")
+    (line,) = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert "--agent-home" in line.getMessage() and line.agent == "a1"
 
 
 @pytest.mark.parametrize("make_home, level", [
@@ -117,3 +117,29 @@ def test_start_up_says_where_the_session_log_is_read(tmp_path: Path, caplog, mak
     (line,) = [r for r in caplog.records if getattr(r, "home", None) == str(home)]
     assert (line.levelname, line.agent, line.globs) == (
         level, "a1", [f"{home}/.omp/agent/sessions/*/*.jsonl"])
+
+
+def test_session_route_records_follow_the_neutral_routes_rules(omp) -> None:
+    """A finished call of omp's real session, altered the ways a log could be wrong: an exit
+    outside 0-255 is kept as "failed" only; a time far ahead is refused and counted
+    (future_ts); a command longer than a record line is cut and marked so (the scrubber's
+    bounded path), like the hook's."""
+    import dataclasses
+
+    from sidecar.backends import SHELL_END
+    from sidecar.parse import MAX_LINE_BYTES
+    from sidecar.sessionlog import SessionTail
+
+    _, path, make = omp
+    sc = make()
+    state = sc.agents["a1"]
+    (end, *_) = [e for e in SessionTail(state.tail.reader, path.parents[4]).poll().events
+                 if e.kind == SHELL_END]
+    now = end.ts + 1
+    odd = sc._session_record(state, dataclasses.replace(end, exit=-1), now)
+    assert (odd.exit, odd.failed, odd.route) == (None, True, "omp_session_log")
+    assert sc._session_record(state, dataclasses.replace(end, ts=now + 301), now) is None
+    assert state.reader_errors == {"future_ts": 1}
+    long = sc._session_record(state, dataclasses.replace(end, command="x" * 10 * MAX_LINE_BYTES),
+                              now)
+    assert (len(long.cmd), long.cut) == (MAX_LINE_BYTES, True)

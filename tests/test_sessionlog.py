@@ -16,6 +16,7 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
+import orjson
 import pytest
 
 from sidecar import sessionlog
@@ -48,7 +49,13 @@ def tail_of(home: Path, **kw) -> SessionTail:
 
 
 def ids(result) -> list[str]:
-    return [e.call_id for e in result.events]
+    """The probe's ids of the events, without the tail's ``<source>:`` prefix."""
+    return [e.call_id.split(":", 1)[1] if e.call_id else "" for e in result.events]
+
+
+def key(rel: str) -> str:
+    """The tail's key for a file at ``rel`` under the home (a digest: no name is stored)."""
+    return hashlib.blake2b(rel.encode(), digest_size=8).hexdigest()
 
 
 @pytest.fixture
@@ -71,6 +78,9 @@ def test_reads_a_growing_file_once_each_line(home: Path) -> None:
     tail = tail_of(home)
     first = tail.poll()
     assert ids(first) == IDS[:3] and all(e.ts == NOW for e in first.events)
+    source = key("sessions/a/s.jsonl")
+    assert [e.call_id for e in first.events] == [f"{source}:{i}" if i else "" for i in IDS[:3]]
+    assert {e.source for e in first.events} == {source}
     assert ids(tail.poll()) == []
     write(path, b"".join(LINES[3:]))
     assert ids(tail.poll()) == IDS[3:]
@@ -185,7 +195,7 @@ def test_offsets_survive_a_restart(home: Path) -> None:
     saved = json.loads(json.dumps(tail.to_dict()))
     start = len(LINES[0])  # the fingerprint is taken right after the first line
     head = hashlib.blake2b(path.read_bytes()[start:start + 256], digest_size=16).hexdigest()
-    assert saved == {"sessions/a/s.jsonl": {"dev": os.stat(path).st_dev, "ino": os.stat(path).st_ino,
+    assert saved == {key("sessions/a/s.jsonl"): {"dev": os.stat(path).st_dev, "ino": os.stat(path).st_ino,
                                             "offset": len(b"".join(LINES[:3])), "head": head,
                                             "head_start": start, "head_len": 256}}
     write(path, LINES[3][7:])
@@ -209,8 +219,8 @@ def test_saved_offset_of_a_replaced_file_is_not_used(home: Path) -> None:
     assert ids(again.poll()) == IDS[3:5]
 
 
-@pytest.mark.parametrize("saved", [None, [], {"x": 1}, {"sessions/a/s.jsonl": {"offset": -1}},
-                                   {"sessions/a/s.jsonl": {"dev": "1", "ino": 2, "offset": 3}}])
+@pytest.mark.parametrize("saved", [None, [], {"x": 1}, {key("sessions/a/s.jsonl"): {"offset": -1}},
+                                   {key("sessions/a/s.jsonl"): {"dev": "1", "ino": 2, "offset": 3}}])
 def test_malformed_saved_offsets_are_ignored(home: Path, saved) -> None:
     write(home / "sessions" / "a" / "s.jsonl", LINES[0])
     tail = tail_of(home)
@@ -290,6 +300,7 @@ def test_sqlite_store_is_polled_read_only_when_it_changes(home: Path) -> None:
     conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)")
     conn.executemany("INSERT INTO t (v) VALUES (?)", [(i,) for i in IDS[:3]])
     conn.commit()
+    os.utime(db, (NOW, NOW))
     calls: list[str] = []
 
     class Db(Probe):
@@ -313,7 +324,7 @@ def test_sqlite_store_is_polled_read_only_when_it_changes(home: Path) -> None:
     conn.commit()
     os.utime(db, (NOW + 5, NOW + 5))
     assert ids(tail.poll()) == IDS[3:4]
-    assert tail.to_dict()["sessions/a/store.db"]["db"] == {"last": 4}
+    assert tail.to_dict()[key("sessions/a/store.db")]["db"] == {"last": 4}
     conn.close()
 
 
@@ -341,6 +352,7 @@ def test_wal_database_on_a_read_only_mount(tmp_path: Path, writer_open: bool) ->
     if not writer_open:
         writer.close()  # checkpoints and removes -wal and -shm
         assert sorted(p.name for p in src.iterdir()) == ["store.db"]
+    os.utime(src / "store.db", (NOW, NOW))
     _ro_bind(tmp_path / "src", tmp_path / "ro")
     try:
         class Db(Probe):
@@ -366,3 +378,92 @@ def test_wal_database_on_a_read_only_mount(tmp_path: Path, writer_open: bool) ->
         writer.close()
         done = subprocess.run(["umount", str(tmp_path / "ro")], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
+
+
+def test_any_file_name_is_safe_in_the_state(home: Path) -> None:
+    """A session file whose name is not UTF-8 (or holds a token) is read, and the saved
+    offsets hold only a digest of its path, so they always serialise."""
+    name = os.fsdecode(b"s-\xff-ghp_" + b"a" * 36 + b".jsonl")
+    write(home / "sessions" / "a" / name, LINES[0])
+    tail = tail_of(home)
+    assert ids(tail.poll()) == IDS[:1]
+    text = orjson.dumps(tail.to_dict()).decode()
+    assert "ghp_" not in text and "s-" not in text
+
+
+def test_symlinked_directory_out_of_the_home_is_not_read(home: Path, tmp_path_factory) -> None:
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "s.jsonl").write_bytes(LINES[0])
+    (home / "sessions" / "evil").symlink_to(outside, target_is_directory=True)
+    assert tail_of(home).poll().events == []
+
+
+def test_fifo_beside_a_database_is_refused_not_waited_on(home: Path) -> None:
+    """SQLite would block opening a FIFO planted as the database's -journal (or -wal, -shm):
+    the poll counts it unreadable and returns at once."""
+
+    class Db(Probe):
+        globs = ("sessions/*/*.db",)
+        kind = "sqlite"
+
+        def poll_db(self, c, state):
+            raise AssertionError("never opened")
+
+    db = home / "sessions" / "a" / "store.db"
+    sqlite3.connect(db).execute("CREATE TABLE t (x)").connection.close()
+    os.utime(db, (NOW, NOW))
+    os.mkfifo(f"{db}-journal")
+    assert SessionTail(Db(), home, clock=lambda: NOW).poll().errors == {"unreadable": 1}
+
+
+def test_old_database_history_is_not_replayed(home: Path) -> None:
+    """A database last changed before the backfill horizon is read once with its events
+    dropped; rows added later arrive."""
+    db = home / "sessions" / "a" / "store.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)")
+    conn.execute("INSERT INTO t (v) VALUES (?)", (IDS[0],))
+    conn.commit()
+    os.utime(db, (NOW - 7200, NOW - 7200))
+
+    class Db(Probe):
+        globs = ("sessions/*/*.db",)
+        kind = "sqlite"
+
+        def poll_db(self, c, state):
+            rows = c.execute("SELECT id, v FROM t WHERE id > ?", (state.get("last", 0),)).fetchall()
+            state["last"] = rows[-1][0] if rows else state.get("last", 0)
+            return [SessionEvent(TEXT, None, call_id=v) for _, v in rows]
+
+    tail = SessionTail(Db(), home, clock=lambda: NOW, backfill_s=3600)
+    assert ids(tail.poll()) == []
+    conn.execute("INSERT INTO t (v) VALUES (?)", (IDS[1],))
+    conn.commit()
+    os.utime(db, (NOW, NOW))
+    assert ids(tail.poll()) == IDS[1:2]
+    conn.close()
+
+
+def test_a_big_file_does_not_starve_a_new_one(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Polls take the files in turn: a session appearing next to a large backlog is read
+    within a couple of polls, not after the backlog."""
+    monkeypatch.setattr(sessionlog, "READ_BUDGET", 2000)
+    write(home / "sessions" / "a" / "big.jsonl", b"".join(LINES) * 20)
+    tail = tail_of(home)
+    tail.poll()
+    write(home / "sessions" / "a" / "new.jsonl", LINES[1])
+    got = []
+    for _ in range(3):
+        got += [e for e in tail.poll(rescan=True).events if e.source == key("sessions/a/new.jsonl")]
+    assert len(got) == 1
+
+
+def test_unfinished_lines_are_bounded_over_all_files(home: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Partial lines held across files stay under MAX_PENDING: the one that would pass it is
+    skipped as oversized."""
+    monkeypatch.setattr(sessionlog, "MAX_PENDING", 1000)
+    for i in range(3):
+        write(home / "sessions" / "a" / f"s{i}.jsonl", b'{"uuid": "' + b"x" * 400)
+    result = tail_of(home).poll()
+    assert result.errors == {"oversized": 1}

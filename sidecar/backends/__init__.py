@@ -76,6 +76,9 @@ class SessionEvent:
       the exit is known), ``None`` otherwise.
     - ``tool``: the tool's name for ``tool``, ``shell_start`` and ``shell_end`` events.
     - ``turn_id``: the turn's id where the log names one (``""`` otherwise).
+    - ``source``: set by :mod:`sidecar.sessionlog`, not by readers: which session file the
+      event came from (a digest of its path). The tail also prefixes ``call_id`` with it, so
+      ids are unique across sessions.
     """
 
     kind: str
@@ -86,6 +89,7 @@ class SessionEvent:
     failed: bool | None = None
     tool: str = ""
     turn_id: str = ""
+    source: str = ""
 
 
 class ReaderFormatError(ValueError):

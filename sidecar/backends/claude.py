@@ -208,6 +208,13 @@ class ClaudeSessionReader(JsonLinesReader):
                 raise ReaderFormatError("unknown_shape")
             text = _result_text(result.get("content"))
             exit_code = _exit_of(text) if is_error else None
+            if not is_error and _in_background(line) and calls.get(call_id, ("", None))[1]:
+                # `run_in_background`: the result only says the command was started; it goes
+                # on running (and the hook records it when its shell exits), so the call stays
+                # open until the turn ends. Source: Claude Code 2.1.197's binary, whose Bash
+                # result then reads "Command running in background with ID: <id>" and carries
+                # toolUseResult.backgroundTaskId.
+                continue
             known = calls.pop(call_id, None)
             if known is not None:
                 tool, command = known
@@ -265,6 +272,13 @@ class ClaudeSessionReader(JsonLinesReader):
             state["ended"] = reply
             events.append(SessionEvent(TURN_END, ts, turn_id=turn_id))
         return events
+
+
+def _in_background(line: dict[str, Any]) -> bool:
+    """True when a tool result line says its Bash command went on in the background
+    (``toolUseResult.backgroundTaskId``)."""
+    result = line.get("toolUseResult")
+    return isinstance(result, dict) and isinstance(result.get("backgroundTaskId"), str)
 
 
 def _bash_output(line: dict[str, Any]) -> bool:
