@@ -12,7 +12,8 @@ machines are noisy; the ratios are what to compare between runs:
   it, with the real inotify-driven loop (median and p95, ms);
 * memory: RSS of a real ``repeat-failure run`` process when idle and after it has taken
   ``--records`` records over 10,000 distinct failing commands (VmRSS and VmHWM from /proc), and
-  their ratio;
+  their ratio; the same process's idle CPU over 60 s with no records (percent of one core, from
+  /proc/<pid>/stat), and how many series one agent has in the scrape after those records;
 * session-log reading: lines/s through the tail and Claude Code's reader over a large session
   built from the harness's real Claude Code session (its lines repeated), the ratio to bare
   ``orjson.loads`` of the same lines, and the cost of one poll of a home whose 64 session files
@@ -22,6 +23,7 @@ machines are noisy; the ratios are what to compare between runs:
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import socket
 import sys
@@ -148,7 +150,14 @@ def _proc_kib(pid: int, field: str) -> int:
     raise KeyError(field)
 
 
-def bench_process_rss(records: int, distinct: int) -> dict:
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (/proc/<pid>/stat, clock ticks)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def bench_process_rss(records: int, distinct: int, idle_s: float) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         config = root / "config.yaml"
@@ -172,6 +181,9 @@ def bench_process_rss(records: int, distinct: int) -> dict:
                 except OSError:
                     time.sleep(0.05)
             idle = _proc_kib(proc.pid, "VmRSS")
+            cpu, t = _cpu_s(proc.pid), time.monotonic()
+            time.sleep(idle_s)
+            idle_cpu = (_cpu_s(proc.pid) - cpu) / (time.monotonic() - t)
             now = time.time()
             live = hook.records_path(root / "shared", "bench")
             chunk = 10_000
@@ -188,11 +200,15 @@ def bench_process_rss(records: int, distinct: int) -> dict:
                     break
                 time.sleep(0.1)
             rss, hwm = _proc_kib(proc.pid, "VmRSS"), _proc_kib(proc.pid, "VmHWM")
+            series = sum(1 for line in scrape().splitlines()
+                         if not line.startswith("#") and 'agent="bench"' in line)
         finally:
             proc.terminate()
             proc.wait(10)
         return {"records": records, "distinct_commands": distinct, "idle_rss_mib": idle / 1024,
-                "rss_mib": rss / 1024, "peak_rss_mib": hwm / 1024, "ratio_rss_to_idle": rss / idle}
+                "rss_mib": rss / 1024, "peak_rss_mib": hwm / 1024, "ratio_rss_to_idle": rss / idle,
+                "idle_seconds": idle_s, "idle_cpu_percent_of_a_core": idle_cpu * 100,
+                "series_of_the_agent": series}
 
 
 def bench_latency(samples: int) -> dict:
@@ -216,7 +232,8 @@ def bench_latency(samples: int) -> dict:
         loop.join(5)
         lat.sort()
         return {"samples": samples, "median_ms": statistics.median(lat) * 1e3,
-                "p95_ms": lat[int(len(lat) * 0.95) - 1] * 1e3}
+                "p95_ms": lat[int(len(lat) * 0.95) - 1] * 1e3,
+                "p99_ms": lat[max(0, math.ceil(len(lat) * 0.99) - 1)] * 1e3}
 
 
 def main() -> int:
@@ -236,7 +253,8 @@ def main() -> int:
         "throughput": bench_throughput(args.records, distinct=1000),
         "distinct_10k": bench_throughput(min(args.records, 100_000), distinct=10_000),
         "latency": bench_latency(50 if args.quick else 200),
-        "process": bench_process_rss(args.records, distinct=10_000),
+        "process": bench_process_rss(args.records, distinct=10_000,
+                                     idle_s=5.0 if args.quick else 60.0),
         "session_log": bench_session_log(20_000 if args.quick else 200_000),
     }
     for group, figures in results.items():
