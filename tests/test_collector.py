@@ -194,3 +194,53 @@ def test_1000_failing_commands_survive_repeated_collection(tmp_path: Path) -> No
     assert sorted(r["cmd"] for r in records) == sorted(
         f"ls /nonexistent/{w}-{i}" for w in range(4) for i in range(1, 251))
     assert leftovers(d) == []
+
+
+QUEUE_LIMIT = Path("/proc/sys/fs/inotify/max_queued_events")
+
+
+def test_inotify_queue_overflow_wakes_everything(tmp_path: Path) -> None:
+    """IN_Q_OVERFLOW (the kernel dropped events) reads as "records, config and session logs
+    may all have changed", so the caller collects and nothing waits for the timer. The queue
+    is really overflowed: its limit is lowered to 16 events for the watcher made here (the
+    limit applies to instances created while it is set) and restored."""
+    import pytest
+
+    from sidecar.collector import Watcher
+
+    try:
+        old = QUEUE_LIMIT.read_text()
+        QUEUE_LIMIT.write_text("16\n")
+    except OSError:
+        pytest.skip("cannot set fs.inotify.max_queued_events here")
+    try:
+        watcher = Watcher(records_dir(tmp_path))
+    finally:
+        QUEUE_LIMIT.write_text(old)
+    try:
+        for i in range(200):
+            (tmp_path / "records" / f"a{i}.jsonl").write_bytes(b"x\n")
+        assert watcher.wait(1.0) == (True, True, True)
+    finally:
+        watcher.close()
+
+
+def test_watch_survives_its_directory_deleted_and_recreated(tmp_path: Path) -> None:
+    """The records directory deleted (the watch is dropped: IN_IGNORED) and made again: the
+    next wait says records may have changed, re-arms on the new directory, and a write there
+    wakes the wait after it."""
+    import shutil
+
+    from sidecar.collector import Watcher
+
+    d = records_dir(tmp_path)
+    watcher = Watcher(d)
+    try:
+        shutil.rmtree(d)
+        assert watcher.wait(1.0)[0] is True
+        records_dir(tmp_path)
+        assert watcher.wait(0.05) == (False, False, False)  # re-armed on the new directory
+        (d / "a1.jsonl").write_bytes(b"x\n")
+        assert watcher.wait(1.0)[0] is True
+    finally:
+        watcher.close()
