@@ -13,7 +13,8 @@ machines are noisy; the ratios are what to compare between runs:
 * memory: RSS of a real ``repeat-failure run`` process when idle and after it has taken
   ``--records`` records over 10,000 distinct failing commands (VmRSS and VmHWM from /proc), and
   their ratio; the same process's idle CPU over 60 s with no records (percent of one core, from
-  /proc/<pid>/stat), and how many series one agent has in the scrape after those records;
+  /proc/<pid>/stat), and how many series one agent has in the scrape after those records; and
+  its peak RSS before and after it read 1 GiB of junk lines (all rejected);
 * session-log reading: lines/s through the tail and Claude Code's reader over a large session
   built from the harness's real Claude Code session (its lines repeated), the ratio to bare
   ``orjson.loads`` of the same lines, and the cost of one poll of a home whose 64 session files
@@ -211,6 +212,64 @@ def bench_process_rss(records: int, distinct: int, idle_s: float) -> dict:
                 "series_of_the_agent": series}
 
 
+def bench_junk(megabytes: int) -> dict:
+    """Peak RSS of a real sidecar before and after it reads ``megabytes`` of junk (random bytes
+    in lines of 1 byte to 64 KiB, some with no newline for 1 MiB): every line is rejected, and
+    memory must not follow the file's size."""
+    import random
+
+    rng = random.Random(7)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        config = root / "config.yaml"
+        config.write_text("repeat_failure:\n  enabled: true\n  collect_grace_s: 0.5\n")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sidecar", "run", "--config", str(config), "--shared-dir",
+             str(root / "shared"), "--agent", "bench", "--backend", "bash", "--listen",
+             f"127.0.0.1:{port}"], stderr=subprocess.DEVNULL)
+        try:
+            def rejected() -> float:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
+                    return sum(float(line.rsplit(" ", 1)[1]) for line in r.read().decode()
+                               .splitlines()
+                               if line.startswith("hive_repeat_failure_records_rejected_total{"))
+
+            for _ in range(200):
+                try:
+                    rejected()
+                    break
+                except OSError:
+                    time.sleep(0.05)
+            before = _proc_kib(proc.pid, "VmHWM")
+            live = hook.records_path(root / "shared", "bench")
+            block = rng.randbytes(1 << 20).replace(b"\n", b"x")
+            written = 0
+            t = time.perf_counter()
+            with open(live, "ab") as f:
+                while written < megabytes << 20:
+                    size = 1 << 20 if rng.random() < 0.01 else rng.randint(1, 64 << 10)
+                    start = rng.randint(0, len(block) - size)
+                    f.write(block[start:start + size] + b"\n")
+                    written += size + 1
+            settled, last = 0, -1.0
+            while settled < 10:  # no new rejection for 1 s and the file consumed
+                time.sleep(0.1)
+                now = rejected()
+                settled = settled + 1 if now == last and not live.exists() else 0
+                last = now
+            seconds = time.perf_counter() - t
+            after = _proc_kib(proc.pid, "VmHWM")
+        finally:
+            proc.terminate()
+            proc.wait(10)
+        return {"junk_mib": written / (1 << 20), "lines_rejected": int(last),
+                "seconds": seconds, "peak_rss_before_mib": before / 1024,
+                "peak_rss_after_mib": after / 1024, "ratio_peak_after_to_before": after / before}
+
+
 def bench_latency(samples: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         sc = _sidecar(Path(tmp))
@@ -256,6 +315,7 @@ def main() -> int:
         "process": bench_process_rss(args.records, distinct=10_000,
                                      idle_s=5.0 if args.quick else 60.0),
         "session_log": bench_session_log(20_000 if args.quick else 200_000),
+        "junk": bench_junk(50 if args.quick else 1024),
     }
     for group, figures in results.items():
         for key, value in figures.items():
