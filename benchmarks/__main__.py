@@ -24,8 +24,10 @@ machines are noisy; the ratios are what to compare between runs:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
+import random
 import socket
 import sys
 import urllib.request
@@ -34,6 +36,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import orjson
@@ -158,116 +161,96 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def bench_process_rss(records: int, distinct: int, idle_s: float) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        config = root / "config.yaml"
-        config.write_text("repeat_failure:\n  enabled: true\n  collect_grace_s: 0.5\n")
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "sidecar", "run", "--config", str(config), "--shared-dir",
-             str(root / "shared"), "--agent", "bench", "--backend", "bash", "--listen",
-             f"127.0.0.1:{port}"], stderr=subprocess.DEVNULL)
-        try:
-            def scrape() -> str:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
-                    return r.read().decode()
+@contextlib.contextmanager
+def _running_sidecar(root: Path) -> Iterator[tuple[subprocess.Popen, Callable[[], str]]]:
+    """A real ``repeat-failure run`` (check on, agent ``bench``) under ``root``, serving; yields
+    the process and a function returning one /metrics scrape. Stopped on exit."""
+    config = root / "config.yaml"
+    config.write_text("repeat_failure:\n  enabled: true\n  collect_grace_s: 0.5\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sidecar", "run", "--config", str(config), "--shared-dir",
+         str(root / "shared"), "--agent", "bench", "--backend", "bash", "--listen",
+         f"127.0.0.1:{port}"], stderr=subprocess.DEVNULL)
 
-            for _ in range(200):
-                try:
-                    scrape()
-                    break
-                except OSError:
-                    time.sleep(0.05)
-            idle = _proc_kib(proc.pid, "VmRSS")
-            cpu, t = _cpu_s(proc.pid), time.monotonic()
-            time.sleep(idle_s)
-            idle_cpu = (_cpu_s(proc.pid) - cpu) / (time.monotonic() - t)
-            now = time.time()
-            live = hook.records_path(root / "shared", "bench")
-            chunk = 10_000
-            for start in range(0, records, chunk):
-                data = b"".join(_line(i, now - 60 + i * 1e-6, distinct)
-                                for i in range(start, min(records, start + chunk)))
-                with open(live, "ab") as f:
-                    f.write(data)
-            want = records
-            while True:
-                total = sum(float(l.rsplit(" ", 1)[1]) for l in scrape().splitlines()
-                            if l.startswith("hive_repeat_failure_records_total{"))
-                if total >= want:
-                    break
-                time.sleep(0.1)
-            rss, hwm = _proc_kib(proc.pid, "VmRSS"), _proc_kib(proc.pid, "VmHWM")
-            series = sum(1 for line in scrape().splitlines()
-                         if not line.startswith("#") and 'agent="bench"' in line)
-        finally:
-            proc.terminate()
-            proc.wait(10)
-        return {"records": records, "distinct_commands": distinct, "idle_rss_mib": idle / 1024,
-                "rss_mib": rss / 1024, "peak_rss_mib": hwm / 1024, "ratio_rss_to_idle": rss / idle,
-                "idle_seconds": idle_s, "idle_cpu_percent_of_a_core": idle_cpu * 100,
-                "series_of_the_agent": series}
+    def scrape() -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
+            return r.read().decode()
+
+    try:
+        for _ in range(200):
+            try:
+                scrape()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield proc, scrape
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def bench_process_rss(records: int, distinct: int, idle_s: float) -> dict:
+    with tempfile.TemporaryDirectory() as tmp, _running_sidecar(Path(tmp)) as (proc, scrape):
+        idle = _proc_kib(proc.pid, "VmRSS")
+        cpu, t = _cpu_s(proc.pid), time.monotonic()
+        time.sleep(idle_s)
+        idle_cpu = (_cpu_s(proc.pid) - cpu) / (time.monotonic() - t)
+        now = time.time()
+        live = hook.records_path(Path(tmp) / "shared", "bench")
+        chunk = 10_000
+        for start in range(0, records, chunk):
+            data = b"".join(_line(i, now - 60 + i * 1e-6, distinct)
+                            for i in range(start, min(records, start + chunk)))
+            with open(live, "ab") as f:
+                f.write(data)
+        while _sum(scrape(), "hive_repeat_failure_records_total{") < records:
+            time.sleep(0.1)
+        rss, hwm = _proc_kib(proc.pid, "VmRSS"), _proc_kib(proc.pid, "VmHWM")
+        series = sum(1 for line in scrape().splitlines()
+                     if not line.startswith("#") and 'agent="bench"' in line)
+    return {"records": records, "distinct_commands": distinct, "idle_rss_mib": idle / 1024,
+            "rss_mib": rss / 1024, "peak_rss_mib": hwm / 1024, "ratio_rss_to_idle": rss / idle,
+            "idle_seconds": idle_s, "idle_cpu_percent_of_a_core": idle_cpu * 100,
+            "series_of_the_agent": series}
+
+
+def _sum(scrape: str, prefix: str) -> float:
+    """The sum of the values of the scrape's samples whose line starts with ``prefix``."""
+    return sum(float(line.rsplit(" ", 1)[1]) for line in scrape.splitlines()
+               if line.startswith(prefix))
 
 
 def bench_junk(megabytes: int) -> dict:
     """Peak RSS of a real sidecar before and after it reads ``megabytes`` of junk (random bytes
     in lines of 1 byte to 64 KiB, some with no newline for 1 MiB): every line is rejected, and
     memory must not follow the file's size."""
-    import random
-
     rng = random.Random(7)
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        config = root / "config.yaml"
-        config.write_text("repeat_failure:\n  enabled: true\n  collect_grace_s: 0.5\n")
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "sidecar", "run", "--config", str(config), "--shared-dir",
-             str(root / "shared"), "--agent", "bench", "--backend", "bash", "--listen",
-             f"127.0.0.1:{port}"], stderr=subprocess.DEVNULL)
-        try:
-            def rejected() -> float:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
-                    return sum(float(line.rsplit(" ", 1)[1]) for line in r.read().decode()
-                               .splitlines()
-                               if line.startswith("hive_repeat_failure_records_rejected_total{"))
-
-            for _ in range(200):
-                try:
-                    rejected()
-                    break
-                except OSError:
-                    time.sleep(0.05)
-            before = _proc_kib(proc.pid, "VmHWM")
-            live = hook.records_path(root / "shared", "bench")
-            block = rng.randbytes(1 << 20).replace(b"\n", b"x")
-            written = 0
-            t = time.perf_counter()
-            with open(live, "ab") as f:
-                while written < megabytes << 20:
-                    size = 1 << 20 if rng.random() < 0.01 else rng.randint(1, 64 << 10)
-                    start = rng.randint(0, len(block) - size)
-                    f.write(block[start:start + size] + b"\n")
-                    written += size + 1
-            settled, last = 0, -1.0
-            while settled < 10:  # no new rejection for 1 s and the file consumed
-                time.sleep(0.1)
-                now = rejected()
-                settled = settled + 1 if now == last and not live.exists() else 0
-                last = now
-            seconds = time.perf_counter() - t
-            after = _proc_kib(proc.pid, "VmHWM")
-        finally:
-            proc.terminate()
-            proc.wait(10)
-        return {"junk_mib": written / (1 << 20), "lines_rejected": int(last),
-                "seconds": seconds, "peak_rss_before_mib": before / 1024,
-                "peak_rss_after_mib": after / 1024, "ratio_peak_after_to_before": after / before}
+    with tempfile.TemporaryDirectory() as tmp, _running_sidecar(Path(tmp)) as (proc, scrape):
+        before = _proc_kib(proc.pid, "VmHWM")
+        live = hook.records_path(Path(tmp) / "shared", "bench")
+        block = rng.randbytes(1 << 20).replace(b"\n", b"x")
+        written = 0
+        t = time.perf_counter()
+        with open(live, "ab") as f:
+            while written < megabytes << 20:
+                size = 1 << 20 if rng.random() < 0.01 else rng.randint(1, 64 << 10)
+                start = rng.randint(0, len(block) - size)
+                f.write(block[start:start + size] + b"\n")
+                written += size + 1
+        settled, last = 0, -1.0
+        while settled < 10:  # the file consumed and no new rejection for 1 s
+            time.sleep(0.1)
+            now = _sum(scrape(), "hive_repeat_failure_records_rejected_total{")
+            settled = settled + 1 if now == last and not live.exists() else 0
+            last = now
+        seconds = time.perf_counter() - t
+        after = _proc_kib(proc.pid, "VmHWM")
+    return {"junk_mib": written / (1 << 20), "lines_rejected": int(last), "seconds": seconds,
+            "peak_rss_before_mib": before / 1024, "peak_rss_after_mib": after / 1024,
+            "ratio_peak_after_to_before": after / before}
 
 
 def bench_latency(samples: int) -> dict:
