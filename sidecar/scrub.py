@@ -7,10 +7,17 @@ file, logged or exported.
 Three kinds of rule, applied in order:
 
 * token formats their issuers publish: GitHub (``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``/
-  ``github_pat_``), GitLab ``glpat-``, npm ``npm_``, PyPI ``pypi-``, Hugging Face ``hf_``,
-  OpenAI/Anthropic ``sk-``, Stripe ``sk_live_``/``rk_live_``, Slack ``xox*-`` and webhook URLs,
-  Discord webhook URLs, SendGrid ``SG.``, Vault ``hvs.``, age secret keys, Google ``AIza`` keys
-  and ``ya29.`` tokens, AWS access key IDs ``AKIA``/``ASIA``, JWTs, PEM/OpenSSH/PGP private keys;
+  ``github_pat_``), GitLab (``glpat-``, ``glptt-``, ``glagent-``, ``gloas-`` ...), npm ``npm_``
+  and ``.npmrc`` ``_authToken=``, PyPI ``pypi-``, Hugging Face ``hf_``, OpenAI/Anthropic
+  ``sk-``, Stripe ``sk_live_``/``rk_live_``, Slack ``xox*-`` and webhook URLs, Discord webhook
+  URLs and bot tokens, SendGrid ``SG.``, Square ``sq0csp-``, Twilio ``AC``/``SK``, Mailchimp
+  ``-usN`` keys, Telegram bot tokens, Artifactory ``AP``/``AKC`` keys, Azure ``AccountKey=``,
+  IBM Cloud/COS, SoftLayer and Cloudant keys, Vault ``hvs.``, age secret keys, Google ``AIza``
+  keys and ``ya29.`` tokens, AWS access key IDs (``AKIA``/``ASIA``/``A3T``...) and secret keys
+  next to ``aws...key``, JWTs, PEM/OpenSSH/PGP private keys (also a bare ``BEGIN ... PRIVATE
+  KEY`` header, and PuTTY key files, to the end of the text). ``tests/test_scrub.py`` checks
+  these against detect-secrets as an oracle: whatever its shape-based plugins flag in a
+  command is gone after :func:`scrub`;
 * credentials by position: ``Authorization:``-style headers (RFC 6750 Bearer, RFC 7617 Basic,
   any scheme), ``user:password@`` in URLs (RFC 3986 userinfo), ``curl -u user:pass``,
   ``mysql -pPASS``, ``sshpass -p``, ``redis-cli -a``, ``docker login -p``, ``openssl ...
@@ -22,7 +29,9 @@ Three kinds of rule, applied in order:
 
 A rule errs towards redacting: a harmless string turned into ``[REDACTED]`` costs less than one
 leaked token. Every pattern is anchored on a literal or a boundary so its cost stays linear in
-the command's length (no catastrophic backtracking on long runs of ``-`` or ``.``).
+the command's length (no catastrophic backtracking on long runs of ``-`` or ``.``); a pattern
+without a literal start carries needles, substrings one of which the lowered command must hold
+for the pattern to run at all.
 """
 
 from __future__ import annotations
@@ -50,34 +59,57 @@ def _keep(*groups: int) -> Callable[[re.Match[str]], str]:
     return lambda m: "".join(m[g] or "" for g in groups) + REDACTED
 
 
-_RULES: tuple[tuple[re.Pattern[str], Replacement], ...] = (
+#: (pattern, replacement[, needles]): a rule with needles runs only when the command, lowered,
+#: contains one of them (a cheap test that keeps unanchored patterns off most commands).
+_RULES: tuple[tuple, ...] = (
     # Private key blocks; a block cut short is redacted to the end.
     (re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
                 r".*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S), REDACTED),
+    # A private key's header without its dashes (a cut or reformatted block), PuTTY key files:
+    # everything from there on may be key material.
+    (re.compile(r"(?:BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?|PuTTY-User-Key-File-\d)[\s\S]*"),
+     REDACTED, ("private key", "putty-user-key-file")),
     (re.compile(r"AGE-SECRET-KEY-1[0-9A-Z]{20,}"), REDACTED),
     # JWT: header.payload.signature, base64url; header and payload are JSON objects ("eyJ").
     (re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
      REDACTED),
     # Issuer-prefixed tokens.
-    (re.compile(r"gh[pousr]_[A-Za-z0-9]{16,255}" + _NOT_WORD_AFTER), REDACTED),
+    (re.compile(r"gh[pousr]_[A-Za-z0-9_]{16,255}" + _NOT_WORD_AFTER), REDACTED),
+    (re.compile(r"[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27}"), REDACTED,
+     (".",)),  # Discord bot token
     (re.compile(r"github_pat_[A-Za-z0-9_]{20,255}"), REDACTED),
-    (re.compile(r"glpat-[A-Za-z0-9_-]{16,}"), REDACTED),
+    (re.compile(r"(?:gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|GR1348941)[A-Za-z0-9_-]{16,}"),
+     REDACTED),
     (re.compile(r"npm_[A-Za-z0-9]{30,}"), REDACTED),
     (re.compile(r"pypi-[A-Za-z0-9_-]{50,}"), REDACTED),
     (re.compile(r"hf_[A-Za-z0-9]{30,}"), REDACTED),
     (re.compile(r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"), REDACTED),
     (re.compile(_NOT_WORD_BEFORE + r"sk-[A-Za-z0-9_-]{20,}"), REDACTED),
+    (re.compile(r"sk-[A-Za-z0-9_-]*T3BlbkFJ[A-Za-z0-9_-]*"), REDACTED, ('t3blbkfj',)),  # OpenAI ("OpenAI" in base64)
+    (re.compile(r"(?i)xox[abposr]-[A-Za-z0-9-]*[0-9][A-Za-z0-9-]*"), REDACTED, ('xox',)),
     (re.compile(r"xox[abposr]-[A-Za-z0-9-]{10,}"), REDACTED),
     (re.compile(r"xapp-[A-Za-z0-9-]{10,}"), REDACTED),
-    (re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+"), REDACTED),
+    (re.compile(r"(?i)https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+"), REDACTED),
     (re.compile(r"https://(?:[a-z]+\.)?discord(?:app)?\.com/api/webhooks/[A-Za-z0-9/_-]+"),
      REDACTED),
-    (re.compile(_NOT_WORD_BEFORE + r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"), REDACTED),
+    (re.compile(r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"), REDACTED),
+    (re.compile(r"sq0(?:csp|atp)-[0-9A-Za-z\\_-]{22,}"), REDACTED, ('sq0',)),  # Square
+    (re.compile(r"[0-9a-z]{32}-us[0-9]{1,2}"), REDACTED, ('-us',)),  # Mailchimp
+    (re.compile(r"(?:AC|SK)[a-z0-9]{32}"), REDACTED, ('ac', 'sk')),  # Twilio account / API key
+    (re.compile(r"[0-9]{8,10}:[0-9A-Za-z_-]{35}"), REDACTED, (':',)),  # Telegram bot token
+    (re.compile(r"(_authToken=)[^\n]*"), _keep(1), ('_authtoken',)),  # .npmrc lines (npm's own format)
+    (re.compile(r"(?i)(https?://api.softlayer.com/soap/v3(?:.1)?/)[a-z0-9]{64}"), _keep(1), ('softlayer',)),
+    (re.compile(r"(?<![A-Za-z0-9])(?:AP[0-9A-F][A-Za-z0-9]{8,}|AKC[A-Za-z0-9]{10,})"
+                r"(?![A-Za-z0-9])"), REDACTED, ("ap", "akc")),  # Artifactory
+    (re.compile(r"(?i)(AccountKey=)[A-Za-z0-9+/=]+"), _keep(1), ('accountkey',)),  # Azure storage
+    (re.compile(r"(?i)(\bcl(?:oudant|ou)?[_-]?(?:api)?[_-]?(?:key|pwd|pw|password|pass|token)[\"']?\]?[ ]*"
+                r"(?:=>|:=|::|=|:|[ ]+)[ ]*[\"']?)[A-Za-z0-9]{24,}"), _keep(1), ("cl",)),  # Cloudant
     (re.compile(_NOT_WORD_BEFORE + r"hvs\.[A-Za-z0-9_-]{20,}"), REDACTED),
     (re.compile(r"AIza[0-9A-Za-z_-]{35}"), REDACTED),
     (re.compile(_NOT_WORD_BEFORE + r"ya29\.[0-9A-Za-z_-]{10,}"), REDACTED),
-    (re.compile(r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}" + _NOT_WORD_AFTER),
-     REDACTED),
+    (re.compile(r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}"), REDACTED),
+    (re.compile(r"(?i)(aws.{0,20}?(?:key|pwd|pw|password|pass|token).{0,20}?['\"])"
+                r"[0-9a-zA-Z/+]{40}(?=['\"])"), _keep(1), ("aws",)),
     # Header credentials, any scheme ("Authorization: token X" keeps "token").
     (re.compile(r"(?i)\b((?:proxy-)?authorization|x-api-key|x-goog-api-key|api-?key|x-api-token"
                 r"|private-token|x-auth-token|cookie|set-cookie)"
@@ -92,8 +124,8 @@ _RULES: tuple[tuple[re.Pattern[str], Replacement], ...] = (
                 r"(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?(?![A-Za-z0-9+/=.])"),
      lambda m: f"{m[1]} {REDACTED}"),
     # URLs: user:password@ (the password may hold '@'), and a token used as the user name.
-    (re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{0,20}://)[^\s/@:'\"]*:[^\s/'\"]+@"),
-     lambda m: f"{m[1]}{REDACTED}@"),
+    (re.compile(r"((?:\b[a-zA-Z][a-zA-Z0-9+.-]{0,20})?://)[^\s/@:]*:[^\s/]+@"),
+     lambda m: f"{m[1]}{REDACTED}@", ("://",)),
     (re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{0,20}://)[A-Za-z0-9_-]{20,}@"),
      lambda m: f"{m[1]}{REDACTED}@"),
     # Credentials by position in well-known commands.
@@ -130,11 +162,20 @@ _RULES: tuple[tuple[re.Pattern[str], Replacement], ...] = (
     # key: value / key = value lines (YAML, TOML, .pypirc, heredocs), to the end of the line.
     (re.compile(r"(?im)^(\s*[A-Za-z0-9_.-]{0,40}(?:password|passwd|secret|token|api[_-]?key"
                 r"|credentials?)[A-Za-z0-9_.-]{0,40}\s*[:=]\s*)(?!\[REDACTED\])\S[^\n]*"), _keep(1)),
+    # key = value where the key says key/password/token/secret and the value is long and
+    # token-shaped (IBM Cloud, SoftLayer, IBM COS forms: ["ibm_cloud_iam_api_key"]="...").
+    (re.compile(r"(?i)((?:api|key|pwd|password|pass|token|secret)[A-Za-z_-]{0,20}[\"']?\]?[ ]*"
+                r"(?:=>|:=|::|=|:|[ ]+)[ ]*[\"']?)[A-Za-z0-9_-]{32,}"), _keep(1),
+     ("api", "key", "pwd", "pass", "token", "secret")),
     # Query parameters that carry credentials.
     (re.compile(r"(?i)([?&](?:pass|password|pwd|passwd|token|access_token|api[-_]?key|key|sig"
                 r"|signature|secret|auth|x-amz-signature|x-amz-credential|x-amz-security-token)=)"
                 r"(?!\[REDACTED\])[^&\s'\"#]+"), _keep(1)),
 )
+
+#: The rules with their needles (``()`` when a rule has none), unpacked once.
+_PLAN: tuple[tuple[re.Pattern[str], Replacement, tuple[str, ...]], ...] = tuple(
+    (rule[0], rule[1], rule[2] if len(rule) > 2 else ()) for rule in _RULES)
 
 _CONTINUATION = re.compile(r"\\\r?\n")
 _LAST_WORD = re.compile(r"\S+\Z")
@@ -149,7 +190,14 @@ def scrub(text: str, cut: bool = False) -> str:
     too. Idempotent: ``scrub(scrub(t)) == scrub(t)``. Never raises for any ``str``.
     """
     text = _CONTINUATION.sub("", text)
-    for pattern, replacement in _RULES:
+    lowered = text.lower()
+    for pattern, replacement, needles in _PLAN:
+        if needles:
+            for needle in needles:
+                if needle in lowered:
+                    break
+            else:
+                continue
         text = pattern.sub(replacement, text)
     if cut:
         text = _LAST_WORD.sub(REDACTED, text)

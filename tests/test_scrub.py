@@ -243,3 +243,79 @@ def test_positional_passwords(template: str, expected: str) -> None:
 def test_positional_rules_leave_other_flags(text: str) -> None:
     """The positional rules only touch the password argument."""
     assert scrub(text) == text
+
+
+# --- detect-secrets as a test oracle (issue 6) ---------------------------------------------------
+
+def _oracle_patterns() -> list[tuple[str, object, object]]:
+    """(plugin name, plugin, pattern) for every detect-secrets plugin that recognises secrets by
+    their shape (its ``denylist``): not the entropy plugins (any long random word), the keyword
+    plugin (any ``password = x``: covered by our own name rules) or public IPv4 addresses."""
+    plugins = pytest.importorskip("detect_secrets.core.plugins.util")
+    skip = {"Base64HighEntropyString", "HexHighEntropyString", "KeywordDetector",
+            "IPPublicDetector"}
+    out = []
+    for cls in sorted(plugins.get_mapping_from_secret_type_to_class().values(),
+                      key=lambda c: c.__name__):
+        if cls.__name__ not in skip:
+            plugin = cls()
+            out.extend((cls.__name__, plugin, pattern) for pattern in plugin.denylist)
+    return out
+
+
+def test_whatever_detect_secrets_flags_is_redacted() -> None:
+    """For every shape-based detect-secrets plugin and each of its patterns, strings drawn from
+    the pattern itself (printable ASCII) are put in a command; whenever the plugin flags the
+    command, it flags nothing in the scrubbed command. The oracle is detect-secrets' own
+    patterns, so a token kind it knows and we do not fails here."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    gaps, flagged = [], set()
+    patterns = _oracle_patterns()
+    for name, plugin, pattern in patterns:
+        @settings(max_examples=40, deadline=None, database=None,
+                  suppress_health_check=list(HealthCheck))
+        @given(st.from_regex(pattern, alphabet=st.characters(min_codepoint=32,
+                                                             max_codepoint=126)))
+        def check(token: str) -> None:
+            command = f"curl -H 'X: {token}' https://example.com"
+            if plugin.analyze_line(filename="cmd", line=command, line_number=1):
+                flagged.add(name)
+                scrubbed = scrub(command)
+                if plugin.analyze_line(filename="cmd", line=scrubbed, line_number=1):
+                    gaps.append((name, pattern.pattern[:60], scrubbed))
+
+        check()
+    assert gaps == []
+    # Every plugin's tokens were tried; a random string is never a JWT (the plugin decodes its
+    # JSON), so a JWT is built: header and payload JSON, base64url, a random signature.
+    assert flagged | {"JwtTokenDetector"} == {name for name, _, _ in patterns}
+    import base64
+    import secrets
+
+    def b64(data: bytes) -> str:
+        return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+    jwt = ".".join([b64(b'{"alg":"HS256","typ":"JWT"}'), b64(b'{"sub":"agent","iat":1}'),
+                    b64(secrets.token_bytes(32))])
+    command = f"curl -H 'X-Token: {jwt}' https://example.com"
+    (plugin,) = [p for name, p, _ in patterns if name == "JwtTokenDetector"][:1]
+    assert plugin.analyze_line(filename="cmd", line=command, line_number=1)
+    assert not plugin.analyze_line(filename="cmd", line=scrub(command), line_number=1)
+
+
+@pytest.mark.parametrize("text", [
+    "git checkout 3f2c9a1b7e5d4c3b2a1f0e9d8c7b6a5f4e3d2c1b", "git show HEAD~3:src/token.py",
+    "docker pull python@sha256:" + "ab" * 32, "npm install lodash@4.17.21",
+    "git commit -m 'fix token parsing'", "kubectl logs pod-7d9f8b6c5-x2x4z -n apps",
+    "aws s3 ls s3://my-bucket/path/key", "make APPLY=1 DEPLOY_ENV=staging",
+    "gh pr view 1234 --json title,body", "pytest tests/test_scrub.py -k secret",
+    "grep -rn 'BEGIN CERTIFICATE' /etc/ssl", "curl https://example.com/api/v1/users?page=2",
+    "python -m http.server 8000", "ssh deploy@10.0.0.5 uptime", "ls /tmp/APPLICATIONS",
+    "echo ACCESS_GRANTED", "go test ./... -run TestSK", "cat README.md | head -20",
+])
+def test_plain_commands_are_not_redacted(text: str) -> None:
+    """The false-positive list: ordinary commands (SHAs, digests, versions, paths, numbers,
+    words that merely mention secrets) pass through unchanged."""
+    assert scrub(text) == text
