@@ -143,7 +143,7 @@ class SessionTail:
         self._real_home = Path(os.path.realpath(self.home))
         self._rotation = 0  # which file a poll starts with, so one big file starves none
         self._pending_total = 0  # bytes of unfinished lines held over all files
-        self._files: dict[str, _File] = {}  # path relative to home (or absolute) -> file
+        self._files: dict[str, _File] = {}  # key (digest of the path, _key) -> file
         self._saved: dict[str, dict] = {}  # restored offsets not yet matched to a file
         self._scanned_at: float | None = None
 
@@ -324,17 +324,26 @@ class SessionTail:
         except orjson.JSONDecodeError:
             result.errors[NOT_JSON] += 1
             return
+        events = self._call_reader(result, self.reader.parse_line, obj, f.state)
+        if events is not None:
+            result.events.extend(_stamped(events, now, key))
+
+    def _call_reader(self, result: PollResult, method: Callable[..., list[SessionEvent]],
+                     *args: Any) -> list[SessionEvent] | None:
+        """``method(*args)`` of the reader, or None after counting why it failed: the reader's
+        own reason, ``unreadable`` for a database that cannot be read now (the next poll tries
+        again), ``reader_bug`` (logged by class name only, never the data) for anything else."""
         try:
-            events = self.reader.parse_line(obj, f.state)
+            return method(*args)
         except ReaderFormatError as exc:
             result.errors[exc.reason] += 1
-            return
+        except sqlite3.Error:
+            result.errors[UNREADABLE] += 1
         except Exception as exc:  # noqa: BLE001 - a reader bug must not stop the sidecar
             result.errors[READER_BUG] += 1
-            log.error("session-log reader failed on a line (line not logged)",
+            log.error("session-log reader failed (its input not logged)",
                       extra={"backend": self.reader.backend, "error": exc.__class__.__name__})
-            return
-        result.events.extend(_stamped(events, now, key))
+        return None
 
     def _poll_db(self, key: str, f: _File, result: PollResult, now: float) -> None:
         stamp = tuple(_stamp(Path(f"{f.path}{s}")) for s in ("", "-wal"))
@@ -346,20 +355,11 @@ class SessionTail:
             result.errors[UNREADABLE] += 1
             return
         try:
-            events = self.reader.poll_db(conn, f.state)
-        except ReaderFormatError as exc:
-            result.errors[exc.reason] += 1
-            return
-        except sqlite3.Error:
-            result.errors[UNREADABLE] += 1  # locked or mid-write: the next poll tries again
-            return
-        except Exception as exc:  # noqa: BLE001
-            result.errors[READER_BUG] += 1
-            log.error("session-log reader failed on its database",
-                      extra={"backend": self.reader.backend, "error": exc.__class__.__name__})
-            return
+            events = self._call_reader(result, self.reader.poll_db, conn, f.state)
         finally:
             conn.close()
+        if events is None:
+            return
         f.stamp = stamp
         if f.discard:
             f.discard = False
