@@ -1,7 +1,7 @@
 """The sidecar, wired: one place where the pipeline stages meet.
 
 ``records/<agent>.jsonl`` → :mod:`collector` (rename, read) → :mod:`parse` → :mod:`scrub` →
-:mod:`normalize` → :mod:`dedup` → :mod:`exclude` → :mod:`detector` → :mod:`checkstate` →
+:mod:`normalize` → :mod:`exclude` → :mod:`dedup` → :mod:`detector` → :mod:`checkstate` →
 :mod:`exporter`.
 
 Beside it, the agent's own session log (in its home) → :mod:`sessionlog` (tail, the backend's
@@ -380,7 +380,7 @@ class Sidecar:
         self._process_record(state, record, now)
 
     def _process_record(self, state: AgentState, record: Record, now: float) -> None:
-        """scrub → normalize → dedup → exclude → detector, for a record of any route."""
+        """scrub → normalize → exclude → dedup → detector, for a record of any route."""
         from_session = record.route.endswith("_session_log")
         if not from_session:
             state.activity.on_record(record.ts)
@@ -485,14 +485,16 @@ class Sidecar:
             return []
         return [d for s in self.agents.values() if s.tail is not None for d in s.tail.watch_dirs()]
 
-    def run_once(self, stop: threading.Event | None = None) -> None:
-        """One pass: the session logs, then collection over every agent, then expiry. A large
-        file is taken in slices of the collector's byte budget; the lock is released between
-        slices so scrapes are answered meanwhile, and ``stop`` ends the pass between slices."""
+    def run_once(self, stop: threading.Event | None = None, sessions: bool = True) -> None:
+        """One pass: the session logs (unless ``sessions`` is False: :meth:`run_forever` polls
+        them on its own schedule), then collection over every agent, then expiry. A large file
+        is taken in slices of the collector's byte budget; the lock is released between slices
+        so scrapes are answered meanwhile, and ``stop`` ends the pass between slices."""
         started = time.perf_counter()
         with self._lock:
             self._repair_layout()
-        self.poll_sessions()
+        if sessions:
+            self.poll_sessions()
         for state in list(self.agents.values()):
             more = True
             while more and not (stop is not None and stop.is_set()):
@@ -572,17 +574,20 @@ class Sidecar:
         try:
             next_pass = time.monotonic()
             self._watch_sessions(watcher)
+            has_sessions = any(s.tail is not None for s in self.agents.values())
             while not stop.is_set():
+                # Collection passes (and expiry) are due at these; session polls separately.
                 deadlines = [next_pass]
-                if any(s.tail is not None for s in self.agents.values()):
-                    deadlines.append(self._session_polled_at + SESSION_POLL_S)
                 grace = self.collector.next_deadline()
                 if grace is not None:
                     deadlines.append(grace)
                 soonest = self._next_change()
                 if soonest is not None:
                     deadlines.append(time.monotonic() + max(0.0, soonest - self.clock()) + 0.001)
-                timeout = max(0.0, min(min(deadlines) - time.monotonic(), 1.0))
+                wake = min(deadlines)
+                if has_sessions:
+                    wake = min(wake, self._session_polled_at + SESSION_POLL_S)
+                timeout = max(0.0, min(wake - time.monotonic(), 1.0))
                 if watcher is not None:
                     records_changed, config_changed, sessions_changed = watcher.wait(timeout)
                 else:
@@ -592,7 +597,8 @@ class Sidecar:
                     break
                 if config_changed or self._config_stamp != self._stamp():
                     self.reload_config()
-                if sessions_changed or time.monotonic() >= self._session_polled_at + SESSION_POLL_S:
+                if has_sessions and (sessions_changed or time.monotonic()
+                                     >= self._session_polled_at + SESSION_POLL_S):
                     try:
                         self.poll_sessions()
                     except Exception:  # a bug must not stop monitoring
@@ -602,7 +608,7 @@ class Sidecar:
                     stop.wait(DEBOUNCE_S)
                 if records_changed or time.monotonic() >= min(deadlines) - 0.0005:
                     try:
-                        self.run_once(stop)
+                        self.run_once(stop, sessions=False)
                     except Exception:  # a bug must not stop monitoring; the next pass retries
                         log.exception("collection pass failed")
                     if time.monotonic() >= next_pass:
