@@ -569,8 +569,8 @@ def expected_session(db: Path) -> list[SessionEvent]:
 def replay_events(backend: str, tmp_path: Path) -> tuple[Path, list[tuple[int, str]],
                                                           Callable[[int], None]]:
     """The real store emptied of its message and part rows, plus a function that re-applies
-    the store's own ``event`` log (``message.updated.1`` / ``message.part.updated.1``, in
-    ``seq`` order) one event at a time, the way opencode projects them (insert, or update the
+    the store's own ``event`` log (``message.updated.1`` / ``message.part.updated.1`` /
+    ``message.part.removed.1``, in ``seq`` order) one event at a time, the way opencode projects them (insert, or update the
     same row's ``data``), in WAL mode as the CLI writes. Each step is a real intermediate state
     of the session (pending, running, completed parts; open and completed steps). Returns
     (db, [(seq, type)], apply)."""
@@ -604,6 +604,8 @@ def replay_events(backend: str, tmp_path: Path) -> tuple[Path, list[tuple[int, s
                       " time_updated, data) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE"
                       " SET data = excluded.data, time_updated = excluded.time_updated",
                       (pid, mid, sid, data["time"], data["time"], json.dumps(part)))
+        elif kind == "message.part.removed.1":
+            w.execute("DELETE FROM part WHERE id = ?", (data["partID"],))
         w.commit()
         w.close()
 

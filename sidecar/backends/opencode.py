@@ -103,7 +103,10 @@ class OpencodeReader(SessionLogReader):
     - ``tool``: any other tool part, once, when first seen (``ts`` ``state.time.start`` or the
       row's ``time_created``).
     - ``text``: a ``text`` part of an assistant message, once, when first seen (``ts`` its
-      ``time.start``); the user's own prompt text is not model output and gives nothing.
+      ``time.start``); the user's own prompt text is not model output and gives nothing, nor is
+      a ``synthetic`` part (Kilo 7.7.7 writes one, "Initializing snapshot…", into the
+      assistant's message while it prepares a snapshot, and removes it afterwards; seen in a
+      harness run on a loaded machine).
 
     ``turn_id`` on part events is the prompt's id (the message's ``parentID``).
     """
@@ -334,7 +337,7 @@ class _Poll:
         if kind == "tool":
             self._tool(part_id, created, updated, data, self._message_of(message_id, message_raw),
                        first)
-        elif kind == "text" and first:
+        elif kind == "text" and first and data.get("synthetic") is not True:
             role, turn = self._message_of(message_id, message_raw)
             if role == "assistant":
                 times = data.get("time")
