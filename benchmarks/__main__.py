@@ -43,11 +43,16 @@ import orjson
 
 from sidecar import hook
 from sidecar.app import Sidecar
+from sidecar.collector import COLLECTING
 from sidecar.backends import session_reader
 from sidecar.config import AgentSpec
 from sidecar.sessionlog import MAX_FILES, SessionTail
 
 REPO = Path(__file__).resolve().parent.parent
+
+# Record files written here must be 0660, as the hook writes them (umask 007): the collector
+# refuses a record file that others may read.
+os.umask(0o007)
 
 
 def _line(i: int, ts: float, distinct: int) -> bytes:
@@ -253,6 +258,79 @@ def bench_junk(megabytes: int) -> dict:
             "ratio_peak_after_to_before": after / before}
 
 
+def _stress_writer(live: str, index: int, records: int, now: float) -> None:
+    """Append ``records`` hook-format records to ``live`` the way the hook does: open with
+    O_APPEND, one write(2) per record, close. Commands ``make test-<index>-<k>``, k < 2 (16
+    commands in all for 8 writers: within the 20 the snapshot shows), all failing with exit 2."""
+    for i in range(records):
+        line = orjson.dumps({"v": 1, "ts": now + i * 1e-4, "agent": "bench", "backend": "bash",
+                             "route": "bash_env", "exit": 2,
+                             "cmd": f"make test-{index}-{i % 2}"}) + b"\n"
+        fd = os.open(live, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o660)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+
+
+def bench_stress(records: int, writers: int = 8, kill_every_s: float = 2.0) -> dict:
+    """Loss and crash at scale: ``writers`` processes append ``records`` records in all while a
+    real ``repeat-failure run`` (collecting every 10 ms) is SIGKILLed and restarted every
+    ``kill_every_s`` seconds until the writers are done and the records are drained; a last
+    sidecar then resumes from the state file. Every command's failure count must equal what was
+    written (``lost`` and ``double`` count the differences) and no collected file may be left."""
+    from multiprocessing import Process
+
+    from sidecar.config import AgentSpec as Spec
+
+    per = records // writers
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        config = root / "config.yaml"
+        config.write_text("repeat_failure:\n  enabled: true\n  threshold: 10000\n"
+                          "  window_s: 86400\n  collect_interval_s: 0.01\n"
+                          "  collect_grace_s: 0.5\n")
+        shared = root / "shared"
+        argv = [sys.executable, "-m", "sidecar", "run", "--config", str(config), "--shared-dir",
+                str(shared), "--agent", "bench", "--backend", "bash", "--listen", "127.0.0.1:0"]
+        proc = subprocess.Popen(argv, stderr=subprocess.DEVNULL)
+        while not hook.hook_path(shared, "bench").exists():
+            time.sleep(0.05)
+        live = str(hook.records_path(shared, "bench"))
+        t = time.perf_counter()
+        now = time.time() - 3600
+        procs = [Process(target=_stress_writer, args=(live, w, per, now)) for w in range(writers)]
+        for w in procs:
+            w.start()
+        kills = 0
+        try:
+            while any(w.is_alive() for w in procs) or (Path(live).exists() or any(
+                    COLLECTING in n for n in os.listdir(shared / "records"))):
+                time.sleep(kill_every_s)
+                proc.kill()
+                proc.wait()
+                kills += 1
+                proc = subprocess.Popen(argv, stderr=subprocess.DEVNULL)
+        finally:
+            proc.terminate()
+            proc.wait(30)
+            for w in procs:
+                w.join()
+        final = Sidecar(shared, [Spec("bench", "bash")], config)
+        final.run_once()
+        time.sleep(0.6)
+        final.run_once()
+        seconds = time.perf_counter() - t
+        counts = {cmd: n for cmd, _, n in final.snapshot()[0].failures}
+        expected = {f"make test-{w}-{k}": len(range(k, per, 2))
+                    for w in range(writers) for k in range(2)}
+        lost = sum(max(0, n - counts.get(c, 0)) for c, n in expected.items())
+        double = sum(max(0, n - expected.get(c, 0)) for c, n in counts.items())
+        left = sorted(os.listdir(shared / "records"))
+    return {"records": per * writers, "writers": writers, "kills": kills, "lost": lost,
+            "double": double, "collected_files_left": len(left), "seconds": seconds}
+
+
 def bench_latency(samples: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         sc = _sidecar(Path(tmp))
@@ -299,6 +377,7 @@ def main() -> int:
                                      idle_s=5.0 if args.quick else 60.0),
         "session_log": bench_session_log(20_000 if args.quick else 200_000),
         "junk": bench_junk(50 if args.quick else 1024),
+        "stress": bench_stress(50_000 if args.quick else 1_000_000),
     }
     for group, figures in results.items():
         for key, value in figures.items():

@@ -179,6 +179,7 @@ class Sidecar:
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
         )
         hook.prepare_shared_dir(self.shared_dir)
+        self._layout_ok = self._layout()
         self.collector = Collector(self.shared_dir / hook.RECORDS_DIR, self.config.collect_grace_s,
                                    clock=monotonic)
         self._apply_enabled()
@@ -250,20 +251,32 @@ class Sidecar:
             except (OSError, hook.HookError) as exc:
                 log.error("hook files not updated", extra={"agent": name, "error": str(exc)})
 
+    def _layout(self) -> dict[str, tuple[bool, int] | None]:
+        """Each shared-dir folder: (is a real directory, permission bits), or None if absent."""
+        found: dict[str, tuple[bool, int] | None] = {}
+        for name in hook.LAYOUT_MODES:
+            try:
+                info = os.lstat(self.shared_dir / name)
+            except FileNotFoundError:
+                found[name] = None
+            else:
+                found[name] = (stat.S_ISDIR(info.st_mode), stat.S_IMODE(info.st_mode))
+        return found
+
     def _repair_layout(self) -> None:
         """Recreate what someone deleted or replaced on the shared volume while the sidecar
-        runs: the folders (a symlink in their place is removed, never followed), and the hook
+        runs: the folders (a symlink in their place is removed, never followed; a folder whose
+        mode was changed, say ``records/`` opened to others, gets its mode back), and the hook
         files while the check is on (a shell must keep finding its hook)."""
-        def is_dir(name: str) -> bool:
-            try:
-                return stat.S_ISDIR(os.lstat(self.shared_dir / name).st_mode)
-            except FileNotFoundError:
-                return False
-
-        if not all(is_dir(n) for n in (hook.RECORDS_DIR, hook.STATE_DIR, hook.HOOK_DIR)):
-            log.warning("shared dir layout missing or replaced, recreating",
+        found = self._layout()
+        if found != self._layout_ok and found != {n: (True, m) for n, m in
+                                                  hook.LAYOUT_MODES.items()}:
+            log.warning("shared dir layout missing, replaced or its modes changed, recreating",
                         extra={"dir": str(self.shared_dir)})
             hook.prepare_shared_dir(self.shared_dir)
+            # What the file system allowed (it may drop the set-group-ID bit): the next passes
+            # compare with this, so a mode that cannot be set does not log at every pass.
+            self._layout_ok = self._layout()
         if self.config.enabled:
             for name, state in self.agents.items():
                 if not hook.hook_path(self.shared_dir, name).is_file() or \

@@ -12,6 +12,11 @@ Contract (DESIGN.md "Pipeline", spec Constraints):
 * A line longer than 4095 bytes is rejected as ``oversized`` without being held in memory; a last
   line with no newline when the grace period ends is ``torn``; a path that is a symlink, a FIFO
   or anything but a regular file is ``unreadable`` and removed without being followed.
+* A record file that others may read or write (mode ``o+r``/``o+w``: the hook writes it
+  ``0660`` under ``umask 007``), or whose owner is neither the sidecar's user nor in the
+  records directory's group, is ``insecure``: removed unread, one rejection per file. Records
+  are the agent's commands and may hold secrets before scrubbing; a file others can read leaked
+  them already, and one others can write may carry forged records.
 
 :class:`Watcher` wakes the caller on writes (inotify) and on config changes; the caller's timer
 guarantees a pass at least every ``collect_interval_s``.
@@ -31,7 +36,7 @@ from pathlib import Path
 
 import inotify_simple
 
-from sidecar.parse import MAX_LINE_BYTES, OVERSIZED, TORN, UNREADABLE
+from sidecar.parse import INSECURE, MAX_LINE_BYTES, OVERSIZED, TORN, UNREADABLE
 
 _CHUNK = 1 << 16
 COLLECTING = ".collecting."
@@ -225,9 +230,12 @@ class Collector:
             if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
                 _discard(dir_fd, name)  # a symlink, FIFO or socket: never ours to read
             return None  # out of descriptors, say: leave the file for a later pass
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        reason = (UNREADABLE if not stat.S_ISREG(info.st_mode)
+                  else INSECURE if not _trusted(info, os.fstat(dir_fd)) else None)
+        if reason is not None:
             os.close(fd)
-            batch.lines.append(UNREADABLE)
+            batch.lines.append(reason)
             _discard(dir_fd, name)
             return None
         held = _Held(agent, name, fd, now + self.grace_s)
@@ -302,6 +310,15 @@ class Collector:
     def holding(self) -> int:
         """How many collected files are still held open for late writers."""
         return len(self._held)
+
+
+def _trusted(info: os.stat_result, records_dir: os.stat_result) -> bool:
+    """Whether a record file (``info``, from ``fstat``) may be read: nobody but its owner and
+    group can read or write it, and it belongs to the sidecar's user or to the records
+    directory's group (the set-group-ID directory gives every file created in it that group)."""
+    if info.st_mode & (stat.S_IROTH | stat.S_IWOTH):
+        return False
+    return info.st_uid == os.geteuid() or info.st_gid == records_dir.st_gid
 
 
 def _discard(dir_fd: int, name: str) -> None:

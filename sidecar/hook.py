@@ -129,6 +129,10 @@ def write_atomic(path: Path, data: bytes, mode: int) -> None:
         raise
 
 
+#: The shared directory's folders and their modes (:func:`prepare_shared_dir`).
+LAYOUT_MODES = {HOOK_DIR: 0o755, RECORDS_DIR: RECORDS_DIR_MODE, STATE_DIR: 0o700}
+
+
 def prepare_shared_dir(shared_dir: str | os.PathLike[str]) -> None:
     """Create ``hook/`` (0755), ``records/`` (2770) and ``state/`` (0700) under ``shared_dir``.
 
@@ -137,7 +141,7 @@ def prepare_shared_dir(shared_dir: str | os.PathLike[str]) -> None:
     """
     shared = Path(shared_dir)
     shared.mkdir(parents=True, exist_ok=True)
-    for name, mode in ((HOOK_DIR, 0o755), (RECORDS_DIR, RECORDS_DIR_MODE), (STATE_DIR, 0o700)):
+    for name, mode in LAYOUT_MODES.items():
         path = shared / name
         if path.is_symlink() or (path.exists() and not path.is_dir()):
             path.unlink()

@@ -30,7 +30,10 @@ MALFORMED = "malformed"
 TORN = "torn"
 OVERSIZED = "oversized"
 UNREADABLE = "unreadable"
-REASONS = (MALFORMED, TORN, OVERSIZED, UNREADABLE)
+#: A record file others may read or write (mode o+r or o+w), or owned by a user who is neither
+#: the sidecar's nor in the records directory's group: refused unread (the hook writes 0660).
+INSECURE = "insecure"
+REASONS = (MALFORMED, TORN, OVERSIZED, UNREADABLE, INSECURE)
 
 
 class RecordError(ValueError):

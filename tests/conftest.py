@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from sidecar import hook as hook_mod
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Tests write record files the way the hook does: ``umask 007`` (files 0660). The collector
+    refuses a record file others may read (``insecure``), so a test writing one under the usual
+    umask 022 would see it refused; the tests of that refusal set the mode themselves."""
+    os.umask(0o007)
 
 #: PATH for child processes: system tools only (no pyenv shims or other per-user helpers).
 CLEAN_PATH = "/usr/local/bin:/usr/bin:/bin"

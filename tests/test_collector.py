@@ -9,6 +9,7 @@ import subprocess
 import threading
 from pathlib import Path
 
+import pytest
 
 from sidecar import hook
 from sidecar.collector import COLLECTING, Collector, _Lines
@@ -146,6 +147,37 @@ def test_symlink_and_fifo_are_refused(tmp_path: Path) -> None:
     assert secret.read_bytes() == b"must not be read\n" and leftovers(d) == []
     os.mkfifo(d / "a1.jsonl")
     assert col.collect("a1").lines == ["unreadable"]
+    assert leftovers(d) == []
+
+
+@pytest.mark.parametrize("mode, owner, group, verdict", [
+    (0o660, "me", "dir", [b"a record"]),
+    (0o600, "other", "dir", [b"a record"]),     # an agent user in the shared group (fsGroup)
+    (0o640, "me", "other", [b"a record"]),
+    (0o644, "me", "dir", ["insecure"]),         # others may read it
+    (0o662, "me", "dir", ["insecure"]),         # others may write it
+    (0o660, "other", "other", ["insecure"]),    # a user outside the shared group
+])
+def test_record_file_others_can_read_or_foreign_is_refused(
+        tmp_path: Path, mode: int, owner: str, group: str, verdict: list) -> None:
+    """A record file that others may read or write, or that belongs to a user neither the
+    sidecar's nor in the records directory's group, is refused unread and removed: one
+    ``insecure`` rejection. (Runs as root here, so the test can hand files to other ids.)"""
+    d = records_dir(tmp_path)
+    foreign = 54321
+    os.chown(d, -1, os.getegid())
+    path = d / "a1.jsonl"
+    path.write_bytes(b"a record\n")
+    os.chmod(path, mode)
+    if os.geteuid() == 0:
+        os.chown(path, foreign if owner == "other" else 0,
+                 foreign if group == "other" else os.getegid())
+    elif (owner, group) != ("me", "dir"):
+        pytest.skip("needs root to give a file to another user or group")
+    col = Collector(d, grace_s=0)
+    batch = col.collect("a1")
+    assert batch.lines == verdict
+    col.release(batch)
     assert leftovers(d) == []
 
 

@@ -1,7 +1,9 @@
 """Loss and crash under load (issue 6), sized for CI on 2 cores: 8 writer processes run real
 `bash -c` commands through the rendered hook while the sidecar (`repeat-failure run`,
 collecting every 10 ms) is killed with SIGKILL and restarted every 2 s. Afterwards every record
-is counted exactly once and no collected file is left behind.
+is counted exactly once, no collected file is left behind, and the notes are those of a straight
+replay of the same records (each writer's command fails COMMANDS times: one note each, raised at
+the last failure).
 
 The benchmark-sized run (1,000,000 records) is not part of the test suite."""
 
@@ -42,7 +44,7 @@ def start_sidecar(config: Path, shared: Path) -> subprocess.Popen:
 def test_sigkill_every_2_s_loses_nothing_and_counts_nothing_twice(tmp_path: Path) -> None:
     shared = tmp_path / "shared"
     config = tmp_path / "config.yaml"
-    config.write_text("repeat_failure:\n  enabled: true\n  threshold: 10000\n"
+    config.write_text(f"repeat_failure:\n  enabled: true\n  threshold: {COMMANDS}\n"
                       "  window_s: 86400\n  collect_interval_s: 0.01\n  collect_grace_s: 0.5\n")
     sidecar = start_sidecar(config, shared)
     deadline = time.monotonic() + 30
@@ -77,4 +79,6 @@ def test_sigkill_every_2_s_loses_nothing_and_counts_nothing_twice(tmp_path: Path
     assert sorted(view.failures) == sorted(
         (f"ls /nonexistent/w{i}", 2, COMMANDS) for i in range(WRITERS))
     assert view.rejected == {}
+    assert sorted((n.command, n.exit, n.count) for n in final.rows()[0].notes) == sorted(
+        (f"ls /nonexistent/w{i}", 2, COMMANDS) for i in range(WRITERS))
     assert sorted(p.name for p in (shared / "records").iterdir()) == []
