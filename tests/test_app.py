@@ -527,3 +527,70 @@ def test_each_crash_point_loses_nothing_and_counts_nothing_twice(
     assert list((again.shared_dir / "records").iterdir()) == []
     saved = orjson.loads((again.shared_dir / "state" / "a1.json").read_bytes())
     assert saved["collecting"] == {}
+
+
+def _saved_state(tmp_path: Path) -> bytes:
+    """A real state file: an open note on `make` (exit 2, 5 failures) and a success."""
+    sc = make(tmp_path)
+    for i in range(5):
+        append(sc.shared_dir, "a1", "make", 2, T0 - 9 + i)
+    append(sc.shared_dir, "a1", "true", 0, T0 - 2)
+    sc.run_once()
+    return (sc.shared_dir / "state" / "a1.json").read_bytes()
+
+
+def test_state_file_cut_at_every_byte_is_ignored_or_whole(tmp_path: Path) -> None:
+    """A state file torn at any byte (a crash mid-write on a file system without atomic
+    rename, a full disk) is ignored with a log line: no crash, no note from half a file. Only
+    the whole file restores the note."""
+    data = _saved_state(tmp_path)
+    state_file = tmp_path / "shared" / "state" / "a1.json"
+    stream = io.StringIO()
+    configure_logging(stream)
+    try:
+        for cut in [*range(0, len(data), max(1, len(data) // 400)), len(data) - 1]:
+            state_file.write_bytes(data[:cut])
+            restored = [(n.command, n.count) for n in make(tmp_path).rows()[0].notes]
+            assert restored == [], cut
+        state_file.write_bytes(data)
+        assert [(n.command, n.count) for n in make(tmp_path).rows()[0].notes] == [("make", 5)]
+    finally:
+        logging.getLogger("repeat_failure").handlers.clear()
+    assert stream.getvalue().count("state file ignored") >= 400
+
+
+def test_state_file_with_wrong_values_never_crashes(tmp_path: Path) -> None:
+    """A state file of the right version whose fields hold random JSON (hypothesis) loads
+    without an exception, and what the sidecar then exports renders."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    base = orjson.loads(_saved_state(tmp_path))
+    state_file = tmp_path / "shared" / "state" / "a1.json"
+    values = st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+            st.text(max_size=8), inner, max_size=3), max_leaves=12)
+    paths = [(k,) for k in base if k != "version"] + [
+        ("detector", k) for k in base["detector"]] + [
+        ("detector", "commands", 0, k) for k in base["detector"]["commands"][0]]
+
+    @settings(max_examples=150, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(st.sampled_from(paths), values)
+    def check(path: tuple, value: object) -> None:
+        data = orjson.loads(orjson.dumps(base))
+        target = data
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        state_file.write_bytes(json.dumps(data).encode())  # NaN and inf too
+        sc = make(tmp_path)
+        metrics(sc)
+        status_json(sc)
+
+    logging.disable(logging.WARNING)
+    try:
+        check()
+    finally:
+        logging.disable(logging.NOTSET)
