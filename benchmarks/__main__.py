@@ -260,12 +260,13 @@ def bench_junk(megabytes: int) -> dict:
 
 def _stress_writer(live: str, index: int, records: int, now: float) -> None:
     """Append ``records`` hook-format records to ``live`` the way the hook does: open with
-    O_APPEND, one write(2) per record, close. Commands ``make test-<index>-<k>``, k < 2 (16
-    commands in all for 8 writers: within the 20 the snapshot shows), all failing with exit 2."""
+    O_APPEND, one write(2) per record, close. Commands ``make test-<index>-<k>``, k < 25 (200
+    commands for 8 writers, 5,000 failures each for 1,000,000 records: under the detector's
+    10,000 kept per command), all failing with exit 2."""
     for i in range(records):
         line = orjson.dumps({"v": 1, "ts": now + i * 1e-4, "agent": "bench", "backend": "bash",
                              "route": "bash_env", "exit": 2,
-                             "cmd": f"make test-{index}-{i % 2}"}) + b"\n"
+                             "cmd": f"make test-{index}-{i % 25}"}) + b"\n"
         fd = os.open(live, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o660)
         try:
             os.write(fd, line)
@@ -288,6 +289,7 @@ def bench_stress(records: int, writers: int = 8, kill_every_s: float = 2.0) -> d
         root = Path(tmp)
         config = root / "config.yaml"
         config.write_text("repeat_failure:\n  enabled: true\n  threshold: 10000\n"
+                          "  top_commands: 1000\n"
                           "  window_s: 86400\n  collect_interval_s: 0.01\n"
                           "  collect_grace_s: 0.5\n")
         shared = root / "shared"
@@ -322,8 +324,8 @@ def bench_stress(records: int, writers: int = 8, kill_every_s: float = 2.0) -> d
         final.run_once()
         seconds = time.perf_counter() - t
         counts = {cmd: n for cmd, _, n in final.snapshot()[0].failures}
-        expected = {f"make test-{w}-{k}": len(range(k, per, 2))
-                    for w in range(writers) for k in range(2)}
+        expected = {f"make test-{w}-{k}": len(range(k, per, 25))
+                    for w in range(writers) for k in range(25)}
         lost = sum(max(0, n - counts.get(c, 0)) for c, n in expected.items())
         double = sum(max(0, n - expected.get(c, 0)) for c, n in counts.items())
         left = sorted(os.listdir(shared / "records"))
