@@ -101,8 +101,10 @@ def public_hook(make_hook):
     try:
         top.chmod(0o755)
         home = top / "home"
-        home.mkdir(mode=0o755)
+        home.mkdir()
+        home.chmod(0o755)  # explicit: the suite runs under umask 007 (tests/conftest.py)
         hook = make_hook(top / "shared")
+        (top / "shared").chmod(0o755)
         base = {"PATH": "/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
                 "SHELL": "/bin/bash", "SHLVL": "1"}
         yield hook, hook.env(base), base
