@@ -22,9 +22,13 @@ from __future__ import annotations
 
 import bisect
 import math
+from array import array
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, Union
+
+import orjson
 
 from sidecar.normalize import command_label
 
@@ -85,19 +89,72 @@ class NoteCleared:
 Event = Union[NoteRaised, NoteCleared]
 
 
-@dataclass
 class _Command:
-    failures: dict[ExitKey, list[float]] = field(default_factory=dict)
-    qualified: set[ExitKey] = field(default_factory=set)
-    raised: bool = False
+    """What the detector keeps per distinct command. There may be ``MAX_COMMANDS`` of them, so
+    it is compact (issue 6: RSS after 1,000,000 records over 10,000 commands):
+
+    * the failure times per exit key, in the order the keys first failed (what a dict would
+      keep): the first key inline (``key``, ``times``), any further ones in ``more`` (a dict,
+      ``None`` while there is one key, the usual case). Times are epoch seconds, sorted, in an
+      ``array('d')``: 8 bytes a failure, no float object kept alive per failure. A key is
+      never kept with no times;
+    * ``qualified``: the keys that reached the threshold (a set), ``None`` when none (no empty
+      set per command);
+    * ``raised``: whether the command's note is raised.
+    """
+
+    __slots__ = ("key", "times", "more", "qualified", "raised")
+
+    def __init__(self, raised: bool = False) -> None:
+        self.key: ExitKey | None = None
+        self.times: array | None = None
+        self.more: dict[ExitKey, array] | None = None
+        self.qualified: set[ExitKey] | None = None
+        self.raised = raised
+
+    def items(self) -> list[tuple[ExitKey, array]]:
+        """(exit key, times) for every key with failures, in first-failed order."""
+        if self.times is None:
+            return []
+        if self.more is None:
+            return [(self.key, self.times)]
+        return [(self.key, self.times), *self.more.items()]
+
+    def keys(self) -> list[ExitKey]:
+        """The exit keys with failures, in first-failed order."""
+        return [key for key, _ in self.items()]
+
+    def get(self, key: ExitKey) -> array | None:
+        """The failure times of ``key``, or ``None`` when it has none."""
+        if self.times is not None and self.key == key:
+            return self.times
+        return self.more.get(key) if self.more is not None else None
+
+    def add(self, key: ExitKey, times: array) -> None:
+        """Start tracking ``key`` (one without failures so far) with ``times`` (non-empty)."""
+        if self.times is None:
+            self.key, self.times = key, times
+        elif self.more is None:
+            self.more = {key: times}
+        else:
+            self.more[key] = times
 
     def forget_until(self, ts: float) -> None:
         """Drop the failures at or before ``ts``, and keys left without any."""
-        for key in list(self.failures):
-            times = self.failures[key]
+        if self.times is None:
+            return
+        if self.more is None:
+            times = self.times
             del times[: bisect.bisect_right(times, ts)]
             if not times:
-                del self.failures[key]
+                self.key = self.times = None
+            return
+        kept = self.items()
+        self.key = self.times = self.more = None
+        for key, times in kept:
+            del times[: bisect.bisect_right(times, ts)]
+            if times:
+                self.add(key, times)
 
 
 def exit_key(exit_status: int | None) -> ExitKey:
@@ -124,7 +181,11 @@ class Detector:
         self.window_s = window_s
         events: list[Event] = list(self.expire(now))
         for command, state in self._commands.items():
-            state.qualified |= {k for k, times in state.failures.items() if self._qualifies(times)}
+            qualified = {k for k, times in state.items() if self._qualifies(times)}
+            if qualified:
+                if state.qualified is None:
+                    state.qualified = set()
+                state.qualified |= qualified
             if state.qualified and not state.raised:
                 state.raised = True
                 note = self._note(command, state, now)
@@ -156,13 +217,20 @@ class Detector:
         else:
             self._commands.move_to_end(command)
         key = exit_key(exit_status)
-        times = state.failures.setdefault(key, [])
-        pos = bisect.bisect_right(times, ts)
-        times.insert(pos, ts)
-        if len(times) > MAX_FAILURES_PER_KEY:
-            del times[0]
-            pos = max(0, pos - 1)
+        times = state.get(key)
+        if times is None:
+            times = array("d", (ts,))
+            state.add(key, times)
+            pos = 0
+        else:
+            pos = bisect.bisect_right(times, ts)
+            times.insert(pos, ts)
+            if len(times) > MAX_FAILURES_PER_KEY:
+                del times[0]
+                pos = max(0, pos - 1)
         if self._qualifies(times, pos):
+            if state.qualified is None:
+                state.qualified = set()
             state.qualified.add(key)
             if not state.raised:
                 state.raised = True
@@ -171,7 +239,7 @@ class Detector:
                     events.append(NoteRaised(note))
         return events
 
-    def _qualifies(self, times: list[float], pos: int | None = None) -> bool:
+    def _qualifies(self, times: array, pos: int | None = None) -> bool:
         """Whether some run of ``threshold`` failures spans less than the window: one that
         includes ``times[pos]``, or any run when ``pos`` is None."""
         n = self.threshold
@@ -187,7 +255,7 @@ class Detector:
         if state.raised and not state.qualified:
             state.raised = False
             events.append(NoteCleared(command, reason))
-        if not state.failures:
+        if state.times is None:
             del self._commands[command]
         return events
 
@@ -196,7 +264,7 @@ class Detector:
         if state is None:
             return []
         state.forget_until(ts)
-        state.qualified = {k for k, times in state.failures.items() if self._qualifies(times)}
+        state.qualified = {k for k, times in state.items() if self._qualifies(times)} or None
         return self._settle(command, state, "success")
 
     def _evict_one(self) -> list[Event]:
@@ -211,14 +279,16 @@ class Detector:
         for command in list(self._commands):
             state = self._commands[command]
             state.forget_until(horizon)
-            state.qualified &= set(state.failures)
+            if state.qualified:
+                state.qualified &= set(state.keys())
+                state.qualified = state.qualified or None
             events += self._settle(command, state, "expired")
         return events
 
     def next_change(self) -> float | None:
         """The earliest time at which :meth:`expire` would change something, or ``None``."""
         oldest = min(
-            (times[0] for s in self._commands.values() for times in s.failures.values()),
+            (times[0] for s in self._commands.values() for _, times in s.items()),
             default=None,
         )
         return None if oldest is None else oldest + self.window_s
@@ -228,8 +298,8 @@ class Detector:
     def _note(self, command: str, state: _Command, now: float) -> Note | None:
         horizon = now - self.window_s
         best: tuple[float, ExitKey, list[float]] | None = None
-        for key in state.qualified:
-            times = [t for t in state.failures.get(key, ()) if t > horizon]
+        for key in state.qualified or ():
+            times = [t for t in state.get(key) or () if t > horizon]
             if times and (best is None or times[-1] > best[0]):
                 best = (times[-1], key, times)
         if best is None:
@@ -252,7 +322,7 @@ class Detector:
         horizon = now - self.window_s
         rows: list[tuple[int, float, str, ExitKey]] = []
         for command, state in self._commands.items():
-            for key, times in state.failures.items():
+            for key, times in state.items():
                 count = len(times) - bisect.bisect_right(times, horizon)
                 if count:
                     rows.append((count, times[-1], command, key))
@@ -265,16 +335,30 @@ class Detector:
         """A JSON-ready snapshot (commands are already scrubbed and normalized)."""
         return {
             "version": STATE_VERSION,
-            "commands": [
-                {
-                    "command": command,
-                    "raised": state.raised,
-                    "qualified": sorted(str(k) for k in state.qualified),
-                    "failures": {str(k): list(v) for k, v in state.failures.items()},
-                }
-                for command, state in self._commands.items()
-            ],
+            "commands": [_item(command, state) for command, state in self._commands.items()],
         }
+
+    def iter_json(self, chunk_bytes: int = 1 << 16) -> Iterator[bytes]:
+        """:meth:`to_dict` as compact JSON, in pieces of about ``chunk_bytes`` bytes (the last
+        one shorter): joined, exactly the bytes of ``orjson.dumps(self.to_dict())``.
+
+        Built one command at a time, so that saving the state of ``MAX_COMMANDS`` commands
+        never holds all their dicts at once (a few MiB of small objects that would stay behind
+        as a fragmented heap), nor a second copy of the text (about 1 MiB for 10,000
+        commands) when the caller appends the pieces to its own buffer as they come. Raises
+        ``TypeError`` where ``orjson.dumps`` would. The commands must not change while the
+        pieces are taken."""
+        parts = [b'{"version":%d,"commands":[' % STATE_VERSION]
+        size = 0
+        for i, (command, state) in enumerate(self._commands.items()):
+            part = orjson.dumps(_item(command, state))
+            parts.append(b"," + part if i else part)
+            size += len(part) + 1
+            if size >= chunk_bytes:
+                yield b"".join(parts)
+                parts, size = [], 0
+        parts.append(b"]}")
+        yield b"".join(parts)
 
     def load_dict(self, data: Any) -> None:
         """Replace the current state with a snapshot from :meth:`to_dict`.
@@ -293,16 +377,33 @@ class Detector:
                     if not all(math.isfinite(t) for t in values):
                         raise StateError("a failure time is not finite")
                     if values:
-                        state.failures[_parse_key(key_text)] = values[-MAX_FAILURES_PER_KEY:]
-                state.qualified = {_parse_key(k) for k in item["qualified"]} & set(state.failures)
+                        key = _parse_key(key_text)
+                        kept = array("d", values[-MAX_FAILURES_PER_KEY:])
+                        if state.get(key) is None:
+                            state.add(key, kept)
+                        else:  # "1" and "01" name one key: the last one wins, in its place
+                            state.get(key)[:] = kept
+                state.qualified = ({_parse_key(k) for k in item["qualified"]}
+                                   & set(state.keys())) or None
                 command = item["command"]
                 if not isinstance(command, str) or not command:
                     raise StateError("a command is not a non-empty string")
-                if state.failures:
+                if state.times is not None:
                     commands[command] = state
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise StateError(f"detector state has the wrong shape: {exc.__class__.__name__}") from None
         self._commands = commands
+
+
+def _item(command: str, state: _Command) -> dict[str, Any]:
+    """One command of :meth:`Detector.to_dict`: ``command``, ``raised``, ``qualified`` (sorted
+    key texts) and ``failures`` (key text -> list of epoch seconds)."""
+    return {
+        "command": command,
+        "raised": state.raised,
+        "qualified": sorted(str(k) for k in state.qualified or ()),
+        "failures": {str(k): list(v) for k, v in state.items()},
+    }
 
 
 def _parse_key(text: str) -> ExitKey:

@@ -15,6 +15,9 @@ class Exclusions:
 
     def __init__(self, entries: Iterable[str]) -> None:
         self._entries = tuple(" ".join(e.split()) for e in entries if e.strip())
+        # The two tests of matches(), each done by one C call over all entries.
+        self._exact = frozenset(self._entries)
+        self._prefixes = tuple(e + " " for e in self._entries)
 
     @property
     def entries(self) -> tuple[str, ...]:
@@ -23,4 +26,4 @@ class Exclusions:
 
     def matches(self, command: str) -> bool:
         """True when the normalized ``command`` is excluded."""
-        return any(command == e or command.startswith(e + " ") for e in self._entries)
+        return command in self._exact or command.startswith(self._prefixes)

@@ -109,7 +109,7 @@ def render_text(shared_dir: str | os.PathLike[str], agent: str, backend: str,
     return hook, slow
 
 
-def write_atomic(path: Path, data: bytes, mode: int) -> None:
+def write_atomic(path: Path, data: bytes | bytearray, mode: int) -> None:
     """Replace ``path`` with ``data`` (file mode ``mode``) through a temporary file and a rename,
     so a reader sees the old file or the new one, never a part. Raises ``OSError`` (a full disk,
     say) after removing the temporary file; the old file is then untouched."""

@@ -30,15 +30,29 @@ _ISO = re.compile(
 _UNIX = re.compile(r"(?<![0-9.])(\d{13}|\d{10}(?:\.\d{1,9})?)(?![0-9])")
 
 
-def _tmp_pattern() -> re.Pattern[str]:
+# Four and ten digits in a row: a text without them holds no ISO date (_ISO) or Unix time
+# (_UNIX), and searching for these is several times cheaper than running those patterns. In an
+# ASCII text ``\d`` is ``[0-9]``, which the engine scans for far faster than the Unicode class.
+_DIGITS4 = re.compile(r"\d{4}")
+_DIGITS10 = re.compile(r"\d{10}")
+_ASCII_DIGITS4 = re.compile(r"[0-9]" * 4)
+_ASCII_DIGITS10 = re.compile(r"[0-9]" * 10)
+
+
+def _tmp_pattern() -> tuple[re.Pattern[str], tuple[str, ...]]:
+    """The tmp-path pattern and its needles: every match holds one of the needles (the roots'
+    literal text: ``/tmp`` is in ``/var/tmp``, ``TMPDIR`` in both ``$TMPDIR`` forms)."""
     roots = [r"/var/tmp", r"/tmp", r"\$\{TMPDIR\}", r"\$TMPDIR\b"]
+    needles = ["/tmp", "TMPDIR"]
     tmpdir = os.environ.get("TMPDIR", "").rstrip("/")
     if tmpdir and tmpdir not in ("/tmp", "/var/tmp") and tmpdir.startswith("/") and len(tmpdir) > 1:
         roots.insert(0, re.escape(tmpdir))
-    return re.compile(r"(?<![\w./-])(?:" + "|".join(roots) + r")(?![\w.-])" + _PATH_TAIL)
+        needles.append(tmpdir)
+    pattern = re.compile(r"(?<![\w./-])(?:" + "|".join(roots) + r")(?![\w.-])" + _PATH_TAIL)
+    return pattern, tuple(needles)
 
 
-_TMP = _tmp_pattern()
+_TMP, _TMP_NEEDLES = _tmp_pattern()
 
 
 def _unix_time(match: re.Match[str], low: float, high: float) -> str:
@@ -56,12 +70,18 @@ def normalize(command: str, backend: str, now: float | None = None) -> str:
     stripper = wrapper_stripper(backend)
     if stripper is not None:
         command = stripper(command)
-    command = _TMP.sub(TMP, command)
-    command = _ISO.sub(TS, command)
-    if now is None:
-        now = time.time()
-    low, high = now - 10 * _YEAR_S, now + _YEAR_S
-    command = _UNIX.sub(lambda m: _unix_time(m, low, high), command)
+    for needle in _TMP_NEEDLES:
+        if needle in command:
+            command = _TMP.sub(TMP, command)
+            break
+    ascii_ = command.isascii()
+    if (_ASCII_DIGITS4 if ascii_ else _DIGITS4).search(command) is not None:
+        command = _ISO.sub(TS, command)
+        if (_ASCII_DIGITS10 if ascii_ else _DIGITS10).search(command) is not None:
+            if now is None:
+                now = time.time()
+            low, high = now - 10 * _YEAR_S, now + _YEAR_S
+            command = _UNIX.sub(lambda m: _unix_time(m, low, high), command)
     return " ".join(command.split())
 
 

@@ -1,0 +1,200 @@
+"""Issue 6, memory: the sidecar's RSS after 1,000,000 records over 10,000 distinct failing
+commands stays <= 40 MiB (measured by ``python -m benchmarks``; these tests pin what gets it
+there without changing behaviour): a compact per-command detector state, the state file
+serialized one command at a time, jsonschema imported only for a config that needs it, and
+glibc's mmap threshold fixed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tracemalloc
+from array import array
+from pathlib import Path
+
+import jsonschema
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sidecar.app import Sidecar
+from sidecar.config import _SCHEMA, AgentSpec, ConfigError, _surely_valid, parse_config
+from sidecar.detector import MAX_COMMANDS, Detector, NoteCleared, NoteRaised
+from sidecar.malloc import MMAP_THRESHOLD_BYTES
+
+T0 = 1_800_000_000.0
+REPO = Path(__file__).resolve().parent.parent
+
+
+# -- the detector's state --------------------------------------------------------------------
+
+
+def test_ten_thousand_commands_cost_under_300_bytes_each() -> None:
+    """10,000 distinct commands with one failure each (the benchmark's steady state): the
+    detector holds under 300 bytes per command besides the command text (it held 714: a
+    dataclass, a dict, an empty set, a list and a float object per command)."""
+    commands = [f"gh pr view {c} --json title,body --repo example/repo-{c % 7}"
+                for c in range(MAX_COMMANDS)]
+    tracemalloc.start()
+    try:
+        det = Detector(5, 600)
+        for i, command in enumerate(commands):
+            assert det.record(command, 2, True, T0 + i * 0.001, T0 + i * 0.001) == []
+        per_command = tracemalloc.get_traced_memory()[0] / len(commands)
+    finally:
+        tracemalloc.stop()
+    assert len(det.failures(T0 + 10, MAX_COMMANDS)) == MAX_COMMANDS
+    assert per_command < 300, per_command
+
+
+def test_failure_times_are_packed_doubles_and_no_empty_sets() -> None:
+    """Failure times are kept as 8-byte doubles in order (not one float object each), a command
+    without a qualifying key keeps no set, and a second exit of the same command is counted
+    separately, in the order the keys first failed."""
+    det = Detector(2, 600)
+    det.record("make", 2, True, T0 + 5, T0 + 5)
+    det.record("make", 2, True, T0 + 1, T0 + 5)  # out of order: sorted in
+    det.record("make", 7, True, T0 + 3, T0 + 5)
+    state = det._commands["make"]
+    assert not hasattr(state, "__dict__")
+    assert state.items() == [(2, array("d", [T0 + 1, T0 + 5])), (7, array("d", [T0 + 3]))]
+    assert state.qualified == {2}
+    det.record("ls", 1, True, T0 + 6, T0 + 6)
+    assert det._commands["ls"].qualified is None
+    assert det.failures(T0 + 6, 10) == [("make", 2, 2), ("ls", 1, 1), ("make", 7, 1)]
+
+
+def test_forgetting_the_first_key_keeps_the_order_of_the_others() -> None:
+    """A success forgets the failures before it: when the first exit's go, the others keep
+    their order (the saved state lists them as the former dict did)."""
+    det = Detector(3, 600)
+    for exit_status, ts in ((1, T0), (2, T0 + 2), (3, T0 + 3), (2, T0 + 5)):
+        det.record("x", exit_status, True, ts, T0 + 5)
+    det.record("x", 0, False, T0 + 1, T0 + 5)
+    assert det.to_dict()["commands"] == [{
+        "command": "x", "raised": False, "qualified": [],
+        "failures": {"2": [T0 + 2, T0 + 5], "3": [T0 + 3]}}]
+    det.record("x", 1, True, T0 + 6, T0 + 6)
+    assert list(det.to_dict()["commands"][0]["failures"]) == ["2", "3", "1"]
+
+
+def test_iter_json_is_exactly_the_dumped_dict() -> None:
+    """The state is serialized a command at a time, in pieces of about ``chunk_bytes``; joined,
+    they are byte for byte ``orjson.dumps(to_dict())``."""
+    det = Detector(2, 600)
+    for i in range(300):
+        det.record(f"cmd {i % 40}", None if i % 5 == 0 else i % 3, True, T0 + i, T0 + i)
+    det.record("cmd 3", 0, False, T0 + 250.5, T0 + 300)
+    whole = orjson.dumps(det.to_dict())
+    for chunk_bytes in (1, 200, 1 << 16):
+        pieces = list(det.iter_json(chunk_bytes))
+        assert b"".join(pieces) == whole
+    assert len(list(det.iter_json(200))) > 5
+    assert b"".join(Detector(5, 600).iter_json()) == b'{"version":1,"commands":[]}'
+    again = Detector(2, 600)
+    again.load_dict(json.loads(b"".join(det.iter_json())))
+    assert again.to_dict() == det.to_dict()
+
+
+def test_saved_state_file_holds_the_detector(tmp_path: Path) -> None:
+    """The state file written from the pieces is the same JSON as before: the detector's
+    to_dict under "detector", next to the other keys; a new sidecar restores the open note."""
+    config = tmp_path / "config.yaml"
+    config.write_text("repeat_failure:\n  enabled: true\n  threshold: 2\n")
+    clock = [T0]
+    sc = Sidecar(tmp_path / "shared", [AgentSpec("a1", "bash")], config, clock=lambda: clock[0])
+    det = sc.agents["a1"].detector
+    events = det.record("make test", 2, True, T0 - 2, T0) + det.record("make test", 2, True,
+                                                                        T0 - 1, T0)
+    assert [type(e) for e in events] == [NoteRaised]
+    sc._save_state(sc.agents["a1"])
+    data = json.loads((tmp_path / "shared" / "state" / "a1.json").read_bytes())
+    assert data["detector"] == det.to_dict()
+    assert set(data) == {"version", "agent", "last_record_ts", "collecting", "detector",
+                         "activity", "sessions", "session_calls"}
+    again = Sidecar(tmp_path / "shared", [AgentSpec("a1", "bash")], config,
+                    clock=lambda: clock[0])
+    assert [n.message for n in again.rows()[0].notes] == [
+        "Repeating failure: make test failed 2 times in 1 min (exit 2)"]
+    assert again.agents["a1"].detector.record("make test", 0, False, T0 + 1, T0 + 1) == [
+        NoteCleared("make test", "success")]
+
+
+# -- the config's validation -----------------------------------------------------------------
+
+
+def test_a_valid_config_does_not_import_jsonschema(tmp_path: Path) -> None:
+    """jsonschema (about 6 MiB resident) is imported only for a config the fast check is not
+    sure of; a valid one, and an invalid one, give the same result as before."""
+    config = tmp_path / "config.yaml"
+    config.write_text("repeat_failure:\n  enabled: true\n  threshold: 3\n  window_s: 120\n"
+                      "  exclude: [make wait]\n  agents:\n    - {name: a1, backend: claude,"
+                      " home: /h, session_env: {CODEX_HOME: .c}}\n")
+    code = ("import sys\nfrom sidecar.config import load_config\n"
+            f"c = load_config({str(config)!r})\n"
+            "assert (c.enabled, c.threshold, c.window_s, c.exclude) == "
+            "(True, 3, 120.0, ('make wait',)), c\n"
+            "print('jsonschema' in sys.modules)\n"
+            "from sidecar.config import parse_config, ConfigError\n"
+            "try:\n    parse_config({'repeat_failure': {'threshold': 0}}, 'x.yaml')\n"
+            "except ConfigError as e:\n    print(e)\n"
+            "print('jsonschema' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=tmp_path).stdout.splitlines()
+    assert out == ["False", "x.yaml: repeat_failure.threshold: 0 is less than the minimum of 1",
+                   "True"]
+
+
+def test_surely_valid_knows_only_what_it_checks() -> None:
+    """An unknown keyword, or a value jsonschema would accept leniently, is "not sure" (False),
+    never "valid"."""
+    assert _surely_valid(_SCHEMA, {}) and _surely_valid(_SCHEMA, {"repeat_failure": {}})
+    assert not _surely_valid({"format": "email"}, "x")
+    assert not _surely_valid(_SCHEMA, {"repeat_failure": {"threshold": 5.0}})
+    assert not _surely_valid(_SCHEMA, {"repeat_failure": {"window_s": float("nan")}})
+    assert not _surely_valid(_SCHEMA, {"repeat_failure": {"enabled": 1}})
+    with pytest.raises(ConfigError, match="whole number"):
+        parse_config({"repeat_failure": {"threshold": 5.0}})
+
+
+_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(-5, 20_000), st.floats(allow_nan=True),
+    st.sampled_from(["", " ", "x", "a1", "claude", "/h", ".c", "A-b", "1"]),
+    st.lists(st.sampled_from(["", " ", "make wait", "x"]), max_size=3),
+)
+_KEYS = st.sampled_from(["enabled", "threshold", "window_s", "no_data_after_s", "exclude",
+                         "collect_interval_s", "collect_grace_s", "top_commands", "events",
+                         "agents", "typo"])
+_AGENT = st.dictionaries(st.sampled_from(["name", "backend", "home", "session_env", "x"]),
+                         st.one_of(_VALUES, st.dictionaries(st.sampled_from(["A", "1B", "_c"]),
+                                                            _VALUES, max_size=2)),
+                         max_size=5)
+_SECTION = st.dictionaries(_KEYS, st.one_of(_VALUES, st.lists(_AGENT, max_size=2)), max_size=6)
+_DOCS = st.one_of(st.dictionaries(st.sampled_from(["repeat_failure", "other"]),
+                                  st.one_of(_SECTION, _VALUES), max_size=2), _VALUES)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_DOCS)
+def test_surely_valid_is_never_wrong(doc) -> None:
+    """Whatever the document, "surely valid" implies jsonschema finds no error: the fast path
+    never lets through what validation used to refuse."""
+    if _surely_valid(_SCHEMA, doc):
+        assert list(jsonschema.Draft202012Validator(_SCHEMA).iter_errors(doc)) == []
+
+
+# -- the allocator ---------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc"),
+                    reason="glibc only")
+def test_tune_malloc_fixes_the_mmap_threshold() -> None:
+    """On glibc, ``repeat-failure run`` fixes M_MMAP_THRESHOLD at 128 KiB (mallopt accepts it)."""
+    assert MMAP_THRESHOLD_BYTES == 128 * 1024
+    code = "from sidecar.malloc import tune_malloc; print(tune_malloc())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out == "True\n"
