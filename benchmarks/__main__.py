@@ -1,4 +1,5 @@
-"""Benchmark runner: ``python -m benchmarks [--records N] [--commands N] [--quick]``.
+"""Benchmark runner: ``python -m benchmarks [--records N] [--process-records N] [--commands N]
+[--quick]``.
 
 Every figure is measured in one run next to a baseline measured in the same run, because the
 machines are noisy; the ratios are what to compare between runs:
@@ -11,9 +12,10 @@ machines are noisy; the ratios are what to compare between runs:
 * record → metric latency: a record appended to the live file until the exporter's snapshot shows
   it, with the real inotify-driven loop (median and p95, ms);
 * memory: RSS of a real ``repeat-failure run`` process when idle and after it has taken
-  ``--records`` records over 10,000 distinct failing commands (VmRSS and VmHWM from /proc), and
-  their ratio; the same process's idle CPU over 60 s with no records (percent of one core, from
-  /proc/<pid>/stat), and how many series one agent has in the scrape after those records; and
+  ``--process-records`` records (default 1,000,000; issue 6's target: <= 40 MiB after them) over
+  10,000 distinct failing commands (VmRSS and VmHWM from /proc), and their ratio; the same
+  process's idle CPU over 60 s with no records (percent of one core, from /proc/<pid>/stat),
+  and how many series one agent has in the scrape after those records; and
   its peak RSS before and after it read 1 GiB of junk lines (all rejected);
 * session-log reading: lines/s through the tail and Claude Code's reader over a large session
   built from the harness's real Claude Code session (its lines repeated), the ratio to bare
@@ -101,13 +103,17 @@ def bench_throughput(records: int, distinct: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         sc = _sidecar(Path(tmp))
         hook.records_path(sc.shared_dir, "bench").write_bytes(data)
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         sc.run_once()
         pipeline_s = time.perf_counter() - t
+        cpu_s = time.process_time() - cpu
         view = sc.snapshot()[0]
         assert sum(view.records.values()) == records, view.records
+        # Wall time is what the issue's target is stated in; CPU time (this process) is less
+        # disturbed by other work on a shared machine, so both are given.
         return {"records": records, "distinct_commands": distinct,
                 "records_per_s": records / pipeline_s, "us_per_record": pipeline_s / records * 1e6,
+                "cpu_records_per_s": records / cpu_s,
                 "ratio_to_orjson_loads": pipeline_s / parse_s}
 
 
@@ -363,19 +369,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--process-records", type=int, default=1_000_000,
+                        help="records fed to the real process for its memory figures")
     parser.add_argument("--commands", type=int, default=200, help="bash -c runs per hook arm")
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--json", type=Path, help="also write the results to this file")
     args = parser.parse_args()
     if args.quick:
-        args.records, args.commands = 20_000, 40
+        args.records, args.process_records, args.commands = 20_000, 20_000, 40
     results = {
         "hook_true": bench_hook(args.commands, "true"),
         "hook_false": bench_hook(args.commands, "false"),
         "throughput": bench_throughput(args.records, distinct=1000),
         "distinct_10k": bench_throughput(min(args.records, 100_000), distinct=10_000),
         "latency": bench_latency(50 if args.quick else 200),
-        "process": bench_process_rss(args.records, distinct=10_000,
+        "process": bench_process_rss(args.process_records, distinct=10_000,
                                      idle_s=5.0 if args.quick else 60.0),
         "session_log": bench_session_log(20_000 if args.quick else 200_000),
         "junk": bench_junk(50 if args.quick else 1024),

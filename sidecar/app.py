@@ -35,9 +35,10 @@ from sidecar.activity import Activity
 from sidecar.backends import SHELL_END, SessionEvent, session_reader
 from sidecar.checkstate import Row, build_row
 from sidecar.collector import Batch, Collector, Watcher
-from sidecar.config import AgentSpec, ConfigError, load_config
+from sidecar.config import AgentSpec, Config, ConfigError, load_config
 from sidecar.dedup import NEUTRAL, SESSION, RouteDedup
 from sidecar.detector import Detector, ExitKey, NoteCleared, NoteRaised, StateError
+from sidecar.events import EventPublisher, EventStats
 from sidecar.exclude import Exclusions
 from sidecar.normalize import command_label, normalize
 from sidecar.parse import MAX_CLOCK_SKEW_S, MAX_LINE_BYTES, Record, RecordError, parse_line
@@ -128,6 +129,7 @@ class AgentView:
     last_record_ts: float | None
     reader_errors: dict = field(default_factory=dict)
     last_shell_ts: float | None = None
+    events: dict = field(default_factory=dict)  # Kubernetes Events: outcome -> n
 
 
 class Sidecar:
@@ -136,7 +138,11 @@ class Sidecar:
     ``agents`` are watched under ``shared_dir``; ``config_path`` (or ``None`` for defaults) is
     re-read when it changes; ``chain_bash_env`` is baked into rendered hooks. ``clock`` returns
     seconds since the epoch and ``monotonic`` monotonic seconds (both injectable for tests).
-    ``registry`` receives the collection-duration histogram.
+    ``registry`` receives the collection-duration histogram. With ``config_optional`` a config
+    file missing at start-up is not an error: the built-in defaults (check off) apply until the
+    file appears, then it is read as on any change. ``events_configuration`` makes the
+    ``kubernetes.client.Configuration`` for Kubernetes Events (default: the pod's in-cluster
+    config; see :class:`sidecar.events.EventPublisher`); it is used only with Events on.
     """
 
     def __init__(self, shared_dir: str | os.PathLike[str], agents: list[AgentSpec],
@@ -144,7 +150,9 @@ class Sidecar:
                  chain_bash_env: str | None = None,
                  clock: Callable[[], float] = time.time,
                  registry: CollectorRegistry | None = None,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic,
+                 events_configuration: Callable[[], object] | None = None,
+                 config_optional: bool = False) -> None:
         if not agents:
             raise ConfigError("no agent to watch: pass --agent/--backend or list "
                               "repeat_failure.agents in the config")
@@ -153,8 +161,18 @@ class Sidecar:
         self.chain_bash_env = chain_bash_env
         self.clock = clock
         self.registry = registry or CollectorRegistry()
-        self.config = load_config(config_path)
+        # --config-optional: a config file missing at start-up means the built-in defaults
+        # (check off) until it appears; once read, the file behaves as without the flag.
+        self.config_optional = config_optional
         self._config_stamp = self._stamp()
+        self._config_seen = not (config_optional and config_path is not None
+                                 and self._config_stamp is None)
+        if self._config_seen:
+            self.config = load_config(config_path)
+        else:
+            self.config = Config()
+            log.warning("config file not found: running with the built-in defaults (check off) "
+                        "until it appears", extra={"config": str(config_path)})
         self._lock = threading.RLock()
         self._exclusions = Exclusions(self.config.exclude)
         self.agents = {
@@ -183,6 +201,10 @@ class Sidecar:
         self.collector = Collector(self.shared_dir / hook.RECORDS_DIR, self.config.collect_grace_s,
                                    clock=monotonic)
         self._apply_enabled()
+        self._event_stats = EventStats()
+        self._events_configuration = events_configuration
+        self.events: EventPublisher | None = None  # running only with the check and Events on
+        self._apply_events()
         for state in self.agents.values():
             self._load_state(state)
 
@@ -251,6 +273,19 @@ class Sidecar:
             except (OSError, hook.HookError) as exc:
                 log.error("hook files not updated", extra={"agent": name, "error": str(exc)})
 
+    def _apply_events(self) -> None:
+        """Start (check and ``events`` on) or stop (either off) the Kubernetes Events publisher.
+        Off costs nothing: no thread, and ``kubernetes`` is never imported."""
+        wanted = self.config.enabled and self.config.events
+        if wanted and self.events is None:
+            self.events = EventPublisher(self._event_stats, self._events_configuration).start()
+            log.info("Kubernetes Events on: one Event per raised note",
+                     extra={"pod": self.events.pod.name if self.events.pod else None})
+        elif not wanted and self.events is not None:
+            self.events.close()
+            self.events = None
+            log.info("Kubernetes Events off")
+
     def _layout(self) -> dict[str, tuple[bool, int] | None]:
         """Each shared-dir folder: (is a real directory, permission bits), or None if absent."""
         found: dict[str, tuple[bool, int] | None] = {}
@@ -291,6 +326,9 @@ class Sidecar:
         if not force and stamp == self._config_stamp:
             return False
         self._config_stamp = stamp
+        if stamp is None and not self._config_seen:
+            return False  # --config-optional and still no file: the defaults stay, no log line
+        self._config_seen = True
         try:
             new = load_config(self.config_path, allow_empty=False)
         except ConfigError as exc:
@@ -313,6 +351,7 @@ class Sidecar:
             self._exclusions = Exclusions(new.exclude)
             self.collector.grace_s = new.collect_grace_s
             self._apply_enabled()
+            self._apply_events()
             now = self.clock()
             for state in self.agents.values():
                 self._report(state, state.detector.reconfigure(new.threshold, new.window_s, now))
@@ -367,12 +406,19 @@ class Sidecar:
         next pass, and never stops the collected raw files from being deleted."""
         data = {"version": STATE_FILE_VERSION, "agent": state.spec.name,
                 "last_record_ts": state.last_record_ts, "collecting": state.checkpoint,
-                "detector": state.detector.to_dict(), "activity": state.activity.to_dict(),
+                "activity": state.activity.to_dict(),
                 "sessions": state.tail.to_dict() if state.tail is not None else {},
                 "session_calls": list(state.delivered_calls)}
         state.saved_at = time.monotonic()
         try:
-            hook.write_atomic(self._state_path(state.spec.name), orjson.dumps(data), 0o600)
+            # One buffer, the detector appended to it a command at a time (Detector.iter_json):
+            # no dict per command, no second copy of the text (issue 6, memory).
+            out = bytearray(orjson.dumps(data)[:-1])
+            out += b',"detector":'
+            for piece in state.detector.iter_json():
+                out += piece
+            out += b"}"
+            hook.write_atomic(self._state_path(state.spec.name), out, 0o600)
         except (OSError, TypeError, ValueError) as exc:  # TypeError: orjson met unexpected data
             log.error("state file not saved; open notes survive a restart only once it is",
                       extra={"agent": state.spec.name, "error": str(exc)})
@@ -415,6 +461,9 @@ class Sidecar:
         self._report(state, events)
 
     def _report(self, state: AgentState, events: list) -> None:
+        """Act on detector events: count and log a raised note once (and queue its Kubernetes
+        Event, with Events on: the detector raises a note once per raise, so a note that stays
+        raised makes no second Event), log a cleared one."""
         for event in events:
             state.dirty = True
             if isinstance(event, NoteRaised):
@@ -425,6 +474,9 @@ class Sidecar:
                     "backend": state.spec.backend, "command": command_label(note.command),
                     "exit": note.exit,
                     "count": note.count, "minutes": note.minutes, "note": note.message})
+                if self.events is not None:  # never blocks: a bounded queue, a daemon thread
+                    self.events.publish(state.spec.name, state.spec.backend, note.message,
+                                        self.clock())
             elif isinstance(event, NoteCleared):
                 log.info("repeating failure note cleared", extra={
                     "event": "note_cleared", "agent": state.spec.name,
@@ -660,6 +712,7 @@ class Sidecar:
                     notes_raised=state.notes_raised, last_record_ts=state.last_record_ts,
                     reader_errors=dict(state.reader_errors),
                     last_shell_ts=state.activity.last_shell_ts,
+                    events=self._event_stats.counts(name, all_outcomes=self.events is not None),
                 ))
         return views
 

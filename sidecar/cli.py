@@ -1,10 +1,12 @@
-"""``repeat-failure`` command line: run, demo, hook env, check-config, coverage.
+"""``repeat-failure`` command line: run, demo, hook env, check-config, coverage, inject-webhook.
 
 Flags of ``run`` and ``hook env`` may also come from environment variables
 (``REPEAT_FAILURE_CONFIG``, ``REPEAT_FAILURE_SHARED_DIR``, ``REPEAT_FAILURE_AGENT``,
-``REPEAT_FAILURE_BACKEND``, ``REPEAT_FAILURE_LISTEN``, ``REPEAT_FAILURE_CHAIN_BASH_ENV``) so a pod
-can set them from the Downward API. Exit codes: 0 success, 2 bad usage or invalid config,
-1 a runtime failure.
+``REPEAT_FAILURE_BACKEND``, ``REPEAT_FAILURE_LISTEN``, ``REPEAT_FAILURE_CHAIN_BASH_ENV``,
+``REPEAT_FAILURE_CONFIG_OPTIONAL=1``) so a pod can set them from the Downward API; those of
+``inject-webhook`` from ``REPEAT_FAILURE_INJECTOR_CONFIG``, ``REPEAT_FAILURE_INJECTOR_LISTEN``,
+``REPEAT_FAILURE_INJECTOR_TLS_CERT`` and ``REPEAT_FAILURE_INJECTOR_TLS_KEY``. Exit codes:
+0 success, 2 bad usage or invalid config, 1 a runtime failure.
 """
 
 from __future__ import annotations
@@ -20,18 +22,30 @@ from collections.abc import Sequence
 
 from sidecar import __version__, hook
 from sidecar.app import configure_logging
-from sidecar.config import AgentSpec, ConfigError, check_backend, load_config
+from sidecar.config import AgentSpec, Config, ConfigError, check_backend, load_config
 
 DEFAULT_SHARED_DIR = "/var/run/repeat-failure"
 DEFAULT_LISTEN = "0.0.0.0:9466"
+DEFAULT_INJECTOR_LISTEN = "0.0.0.0:8443"
 
 
 def _env(name: str, default: str | None = None) -> str | None:
     return os.environ.get(f"REPEAT_FAILURE_{name}", default)
 
 
+def _env_flag(name: str) -> bool:
+    """A boolean flag's default from ``REPEAT_FAILURE_<name>``: ``1``, ``true`` or ``yes``."""
+    return (_env(name) or "").strip().lower() in ("1", "true", "yes")
+
+
+def _config_missing(args: argparse.Namespace) -> bool:
+    """True when ``run --config-optional`` names a config file that does not exist (yet)."""
+    return bool(getattr(args, "config_optional", False) and args.config
+                and not os.path.exists(args.config))
+
+
 def _agents(args: argparse.Namespace) -> list[AgentSpec]:
-    config = load_config(args.config)
+    config = Config() if _config_missing(args) else load_config(args.config)
     if config.agents:
         if args.agent or args.backend:
             raise ConfigError(
@@ -55,12 +69,18 @@ def _agents(args: argparse.Namespace) -> list[AgentSpec]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the sidecar: render the agent's hook (check on), collect its records, detect repeating
-    failures and serve /metrics and /status until SIGTERM or SIGINT."""
+    failures and serve /metrics and /status until SIGTERM or SIGINT. With --config-optional a
+    config file that does not exist yet means the built-in defaults (check off) until it
+    appears (the injected sidecar's ConfigMap is optional); without it, a missing file is an
+    error (exit 2)."""
     from sidecar.app import Sidecar
     from sidecar.exporter import Server
+    from sidecar.malloc import tune_malloc
 
     configure_logging()
-    sidecar = Sidecar(args.shared_dir, _agents(args), args.config, args.chain_bash_env)
+    tune_malloc()  # big transient buffers go back to the system when freed (issue 6)
+    sidecar = Sidecar(args.shared_dir, _agents(args), args.config, args.chain_bash_env,
+                      config_optional=args.config_optional)
     server = Server(sidecar, args.listen).start()
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -71,6 +91,45 @@ def cmd_run(args: argparse.Namespace) -> int:
                                   "agents": sorted(sidecar.agents)})
     try:
         sidecar.run_forever(stop)
+    finally:
+        server.stop()
+    return 0
+
+
+def cmd_inject_webhook(args: argparse.Namespace) -> int:
+    """Serve the sidecar injector, a Kubernetes mutating admission webhook: POST /mutate answers
+    an admission.k8s.io/v1 AdmissionReview for a Pod CREATE with a JSONPatch that adds the
+    repeat-failure sidecar (docs/kubernetes.md), GET /healthz answers ok; HTTPS only (TLS >= 1.2).
+    The config and the certificate and key are re-read when their files change. Runs until
+    SIGTERM or SIGINT. Exit 2 for a missing or invalid config, 1 when the certificate or key
+    cannot be loaded or the port bound."""
+    from sidecar.injector import ConfigSource, InjectorServer, TLSFiles
+
+    missing = [flag for flag, value in (("--config", args.config), ("--tls-cert", args.tls_cert),
+                                        ("--tls-key", args.tls_key)) if not value]
+    if missing:
+        raise ConfigError(f"inject-webhook needs {', '.join(missing)} (or "
+                          "REPEAT_FAILURE_INJECTOR_CONFIG / _TLS_CERT / _TLS_KEY)")
+    configure_logging()
+    config = ConfigSource(args.config)
+    try:
+        tls = TLSFiles(args.tls_cert, args.tls_key)
+    except (OSError, ValueError) as exc:
+        print(f"repeat-failure: cannot load the TLS certificate {args.tls_cert} and key "
+              f"{args.tls_key}: {exc}", file=sys.stderr)
+        return 1
+    server = InjectorServer(args.listen, config, tls).start()
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    current = config.current()
+    logging.getLogger("repeat_failure").info(
+        "injector started", extra={"listen": args.listen, "port": server.port,
+                                   "enabled": current.enabled,
+                                   "native_sidecar": current.native_sidecar,
+                                   "image": current.image})
+    try:
+        stop.wait()
     finally:
         server.stop()
     return 0
@@ -160,6 +219,11 @@ def build_parser() -> argparse.ArgumentParser:
                           "(read-only is enough): "
                           "where the backend's session log is read for the 'not receiving "
                           "data' safeguard and the session-log route")
+    run.add_argument("--config-optional", action="store_true",
+                     default=_env_flag("CONFIG_OPTIONAL"),
+                     help="a --config file that does not exist yet is not an error: run with "
+                          "the built-in defaults (check off) until it appears "
+                          "(REPEAT_FAILURE_CONFIG_OPTIONAL=1)")
     run.set_defaults(func=cmd_run)
 
     demo = sub.add_parser("demo", help="watch a note appear and clear on real bash commands",
@@ -187,6 +251,20 @@ def build_parser() -> argparse.ArgumentParser:
     cov = sub.add_parser("coverage", help="print the backend coverage table",
                          description=cmd_coverage.__doc__)
     cov.set_defaults(func=cmd_coverage)
+
+    inject = sub.add_parser("inject-webhook",
+                            help="serve the sidecar injector (a mutating admission webhook)",
+                            description=cmd_inject_webhook.__doc__)
+    inject.add_argument("--config", default=_env("INJECTOR_CONFIG"),
+                        help="the injector's YAML config (REPEAT_FAILURE_INJECTOR_CONFIG)")
+    inject.add_argument("--listen", default=_env("INJECTOR_LISTEN", DEFAULT_INJECTOR_LISTEN),
+                        help=f"HOST:PORT for HTTPS (default {DEFAULT_INJECTOR_LISTEN}; "
+                             "REPEAT_FAILURE_INJECTOR_LISTEN)")
+    inject.add_argument("--tls-cert", default=_env("INJECTOR_TLS_CERT"),
+                        help="PEM certificate chain (REPEAT_FAILURE_INJECTOR_TLS_CERT)")
+    inject.add_argument("--tls-key", default=_env("INJECTOR_TLS_KEY"),
+                        help="PEM private key (REPEAT_FAILURE_INJECTOR_TLS_KEY)")
+    inject.set_defaults(func=cmd_inject_webhook)
     return parser
 
 

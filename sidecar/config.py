@@ -8,14 +8,17 @@ configuration stays in force, so a typo in a ConfigMap never turns the check off
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import yaml
+
+if TYPE_CHECKING:
+    import jsonschema
 
 #: Agent names become file names under the shared directory and JSON text baked into the hook.
 AGENT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
@@ -49,6 +52,8 @@ _SCHEMA: dict[str, Any] = {
                 # A writer that opened the file before the rename must still be read: > 0.
                 "collect_grace_s": {"type": "number", "minimum": 0.5, "maximum": 60},
                 "top_commands": {"type": "integer", "minimum": 1, "maximum": 1000},
+                # One Kubernetes Event per raised note on the sidecar's pod (sidecar.events).
+                "events": {"type": "boolean"},
                 "agents": {
                     "type": "array",
                     "items": {
@@ -97,7 +102,8 @@ class Config:
     """The validated ``repeat_failure:`` section. Durations are in seconds.
 
     ``exclude`` holds the entries with whitespace collapsed, so they compare against normalized
-    commands. ``agents`` is empty unless the file lists them (multi-agent pods).
+    commands. ``agents`` is empty unless the file lists them (multi-agent pods). ``events``
+    turns on one Kubernetes Event per raised note (off by default).
     """
 
     enabled: bool = False
@@ -109,6 +115,8 @@ class Config:
     collect_grace_s: float = 5.0
     top_commands: int = 20
     agents: tuple[AgentSpec, ...] = field(default_factory=tuple)
+    #: One Kubernetes Event per raised note on the sidecar's own pod (:mod:`sidecar.events`).
+    events: bool = False
 
 
 def _key_path(error: jsonschema.ValidationError) -> str:
@@ -140,6 +148,85 @@ def check_backend(backend: str, where: str = "backend") -> None:
         raise ConfigError(f"{where}: unknown backend {backend!r} (known: {', '.join(COVERAGE)})")
 
 
+def _is_number(value: Any) -> bool:
+    """A finite ``int`` or ``float`` that is not a ``bool``."""
+    return (isinstance(value, int) and not isinstance(value, bool)) or \
+        (isinstance(value, float) and math.isfinite(value))
+
+
+#: JSON Schema type name -> the strict check :func:`_surely_valid` applies.
+_TYPES: dict[str, Any] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": _is_number,
+}
+
+
+def _surely_valid(schema: dict[str, Any], instance: Any) -> bool:
+    """True only when ``instance`` is certainly valid against ``schema`` (JSON Schema draft
+    2020-12 as :mod:`jsonschema` applies it); False means "not sure", never "invalid".
+
+    A fast path that spares importing :mod:`jsonschema` for a valid config: it knows only the
+    keywords :data:`_SCHEMA` uses (an unknown keyword gives False), and wherever jsonschema is
+    lenient in a way a config has no use for (a float for an ``integer``, NaN, a keyword applied
+    to a value of another type, a non-string property name) it gives False too, so
+    :func:`parse_config` then asks jsonschema, which decides and words the error exactly as
+    before. Never raises for data ``yaml.safe_load`` can return.
+    """
+    for keyword, value in schema.items():
+        if keyword == "type":
+            if not isinstance(value, str) or value not in _TYPES or not _TYPES[value](instance):
+                return False
+        elif keyword == "properties":
+            if not isinstance(instance, dict) or not all(
+                    _surely_valid(sub, instance[name])
+                    for name, sub in value.items() if name in instance):
+                return False
+        elif keyword == "additionalProperties":
+            if not isinstance(instance, dict):
+                return False
+            extras = [name for name in instance if name not in schema.get("properties", {})]
+            if value is False:
+                if extras:
+                    return False
+            elif not isinstance(value, dict) or not all(
+                    _surely_valid(value, instance[name]) for name in extras):
+                return False
+        elif keyword == "required":
+            if not isinstance(instance, dict) or not all(name in instance for name in value):
+                return False
+        elif keyword == "items":
+            if not isinstance(instance, list) or not isinstance(value, dict) or not all(
+                    _surely_valid(value, item) for item in instance):
+                return False
+        elif keyword == "propertyNames":
+            if not isinstance(instance, dict) or not all(
+                    isinstance(name, str) and _surely_valid(value, name) for name in instance):
+                return False
+        elif keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+            if not _is_number(instance) or not _is_number(value):
+                return False
+            ok = {"minimum": instance >= value, "maximum": instance <= value,
+                  "exclusiveMinimum": instance > value,
+                  "exclusiveMaximum": instance < value}[keyword]
+            if not ok:
+                return False
+        elif keyword in ("minLength", "maxLength"):
+            if not isinstance(instance, str) or not isinstance(value, int):
+                return False
+            if (len(instance) < value) if keyword == "minLength" else (len(instance) > value):
+                return False
+        elif keyword == "pattern":
+            if not isinstance(instance, str) or not re.search(value, instance):
+                return False
+        else:
+            return False
+    return True
+
+
 def parse_config(data: Any, source: str = "<config>") -> Config:
     """Validate a parsed YAML document and return a :class:`Config`.
 
@@ -149,10 +236,15 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
     """
     if data is None:
         data = {}
-    validator = jsonschema.Draft202012Validator(_SCHEMA)
-    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
-    if errors:
-        raise ConfigError(f"{source}: {_describe(errors[0])}")
+    if not _surely_valid(_SCHEMA, data):
+        # Only now import jsonschema (about 6 MiB of resident memory a long-running sidecar
+        # would otherwise carry for nothing): it decides, and words the error.
+        import jsonschema
+
+        validator = jsonschema.Draft202012Validator(_SCHEMA)
+        errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+        if errors:
+            raise ConfigError(f"{source}: {_describe(errors[0])}")
     section = data.get("repeat_failure") or {}
     for key in ("threshold", "top_commands"):
         # JSON Schema's "integer" accepts 5.0; a count written as a float is a mistake.
@@ -186,6 +278,7 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
         collect_grace_s=float(section.get("collect_grace_s", 5)),
         top_commands=section.get("top_commands", 20),
         agents=agents,
+        events=section.get("events", False),
     )
 
 

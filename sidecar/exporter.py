@@ -72,6 +72,11 @@ class MetricsCollector(Collector):
             PREFIX + "last_shell_activity_timestamp_seconds",
             "Time of the newest shell-tool call start or end in the agent's session log, "
             "seconds since the epoch.", labels=["agent", "backend"])
+        k8s_events = CounterMetricFamily(
+            PREFIX + "events",
+            "Kubernetes Events for raised notes, by outcome: created, failed (the API refused or "
+            "could not be reached), dropped (the queue to the API was full).",
+            labels=["agent", "outcome"])
         for v in views:
             if v.row is not None:
                 for s in STATES:
@@ -95,8 +100,10 @@ class MetricsCollector(Collector):
                 reader_errors.add_metric([v.agent, v.backend, reason], float(n))
             if v.last_shell_ts is not None:
                 last_shell.add_metric([v.agent, v.backend], v.last_shell_ts)
+            for outcome, n in sorted(v.events.items()):
+                k8s_events.add_metric([v.agent, outcome], float(n))
         yield from (state, note, row_info, failures, records, rejected, raised, last,
-                    reader_errors, last_shell)
+                    reader_errors, last_shell, k8s_events)
 
 
 def status_json(sidecar: "Sidecar") -> bytes:

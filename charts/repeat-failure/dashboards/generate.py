@@ -1,0 +1,277 @@
+"""Generate the chart's Grafana dashboard, ``charts/repeat-failure/files/dashboard.json``.
+
+The dashboard is built with Grafana Labs' Foundation SDK (PyPI ``grafana-foundation-sdk``,
+pinned in the ``test`` extras: its versions carry an epoch, so only an exact pin picks the
+Grafana 11.6 schema). Edit this file, not the JSON, then regenerate::
+
+    python charts/repeat-failure/dashboards/generate.py          # rewrite the JSON
+    python charts/repeat-failure/dashboards/generate.py --check  # exit 1 if it is out of date
+
+``tests/test_monitoring.py`` checks that the committed JSON is what this file generates, and
+evaluates every panel's query against a real Prometheus scraping a real sidecar.
+
+Every query selects ``namespace=~"$namespace"`` (the label prometheus-operator's PodMonitor sets
+on each target) and, where the series has an ``agent`` label, ``agent=~"$agent"``. Both variables
+default to All (``.*``), which also matches series without the label (a Prometheus scraping the
+sidecar without Kubernetes labels).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from grafana_foundation_sdk.builders import bargauge, stat, table, timeseries
+from grafana_foundation_sdk.builders import common as common_builder
+from grafana_foundation_sdk.builders import dashboard as dash
+from grafana_foundation_sdk.builders import prometheus
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models import common
+from grafana_foundation_sdk.models import dashboard as model
+from grafana_foundation_sdk.models.prometheus import PromQueryFormat
+
+#: Where the chart reads the dashboard from (``.Files.Get``).
+OUTPUT = Path(__file__).resolve().parent.parent / "files" / "dashboard.json"
+
+UID = "repeat-failure"
+DATASOURCE = model.DataSourceRef(type_val="prometheus", uid="${datasource}")
+#: The selector every per-agent query uses; ``SEL_NS`` for series without an agent label.
+SEL = 'namespace=~"$namespace", agent=~"$agent"'
+SEL_NS = 'namespace=~"$namespace"'
+#: Labels of the scrape target (prometheus-operator's) that a table need not show.
+TARGET_COLUMNS = ("Time", "__name__", "job", "instance", "container", "endpoint", "service")
+
+# The queries, by panel title. Tests evaluate each of them against a real Prometheus.
+Q_STATES = f'count by (state) (hive_repeat_failure_check_state{{{SEL}}} == 1)'
+Q_ROWS = f'hive_repeat_failure_row_info{{{SEL}}}'
+Q_NOTES = f'hive_repeat_failure_note{{{SEL}}}'
+Q_SIDECARS_DOWN = f'count(up{{container="repeat-failure", {SEL_NS}}} == 0) or vector(0)'
+Q_TOP = f'topk(10, hive_repeat_failure_command_failures{{{SEL}}})'
+Q_NOTES_RAISED = (f'sum by (agent, backend) '
+                  f'(increase(hive_repeat_failure_notes_raised_total{{{SEL}}}[$__rate_interval]))')
+Q_RECORDS = (f'sum by (route, outcome) '
+             f'(rate(hive_repeat_failure_records_total{{{SEL}}}[$__rate_interval]))')
+Q_REJECTED = (f'sum by (agent, reason) '
+              f'(increase(hive_repeat_failure_records_rejected_total{{{SEL}}}[$__rate_interval]))')
+Q_READER_ERRORS = (f'sum by (agent, backend, reason) '
+                   f'(increase(hive_repeat_failure_reader_errors_total{{{SEL}}}'
+                   f'[$__rate_interval]))')
+Q_LAST_RECORD = (f'time() - max by (agent, backend) '
+                 f'(hive_repeat_failure_last_record_timestamp_seconds{{{SEL}}})')
+Q_COLLECT_P99 = (f'histogram_quantile(0.99, sum by (namespace, pod, le) '
+                 f'(rate(hive_repeat_failure_collect_duration_seconds_bucket{{{SEL_NS}}}'
+                 f'[$__rate_interval])))')
+
+
+def _query(expr: str, legend: str = "", instant: bool = False,
+           fmt: PromQueryFormat = PromQueryFormat.TIME_SERIES) -> prometheus.Dataquery:
+    """A Prometheus target on the dashboard's data source: a range query, or with ``instant``
+    one value per series at the end of the time range (tables, "now" stats)."""
+    q = (prometheus.Dataquery().expr(expr).ref_id("A").datasource(DATASOURCE).format(fmt))
+    q = q.instant() if instant else q.range()
+    if legend:
+        q = q.legend_format(legend)
+    return q
+
+
+def _pos(x: int, y: int, w: int, h: int) -> model.GridPos:
+    return model.GridPos(x=x, y=y, w=w, h=h)
+
+
+def _organize(rename: dict[str, str], hide: tuple[str, ...] = (),
+              order: tuple[str, ...] = ()) -> model.DataTransformerConfig:
+    """An ``organize`` transformation: drop the target's labels and ``hide``, rename columns."""
+    return model.DataTransformerConfig(id_val="organize", options={
+        "excludeByName": {name: True for name in (*TARGET_COLUMNS, *hide)},
+        "indexByName": {name: i for i, name in enumerate(order)},
+        "renameByName": rename,
+    })
+
+
+def _table(title: str, description: str, expr: str, pos: model.GridPos,
+           rename: dict[str, str], hide: tuple[str, ...] = (),
+           order: tuple[str, ...] = (), sort_by: str | None = None) -> table.Panel:
+    panel = (table.Panel().title(title).description(description).datasource(DATASOURCE)
+             .grid_pos(pos).with_target(_query(expr, instant=True, fmt=PromQueryFormat.TABLE))
+             .with_transformation(_organize(rename, hide, order))
+             .cell_height(common.TableCellHeight.SM).filterable(True))
+    if sort_by:
+        panel = panel.sort_by([common_builder.TableSortByFieldState()
+                               .display_name(sort_by).desc(True)])
+    return panel
+
+
+def _timeseries(title: str, description: str, expr: str, legend: str, unit: str,
+                pos: model.GridPos) -> timeseries.Panel:
+    return (timeseries.Panel().title(title).description(description).datasource(DATASOURCE)
+            .grid_pos(pos).with_target(_query(expr, legend)).unit(unit).min(0)
+            .fill_opacity(10).line_width(1)
+            .legend(common_builder.VizLegendOptions().display_mode(common.LegendDisplayMode.TABLE)
+                    .placement(common.LegendPlacement.RIGHT).show_legend(True)
+                    .calcs(["max", "lastNotNull"])))
+
+
+def _thresholds(*steps: tuple[float | None, str]) -> dash.ThresholdsConfig:
+    return (dash.ThresholdsConfig().mode(model.ThresholdsMode.ABSOLUTE)
+            .steps([model.Threshold(value=v, color=c) for v, c in steps]))
+
+
+def build() -> model.Dashboard:
+    """The dashboard model (the SDK's ``Dashboard``); :func:`render` turns it into JSON."""
+    datasource = (dash.DatasourceVariable("datasource").label("Data source").type("prometheus"))
+    namespace = (dash.QueryVariable("namespace").label("Namespace").datasource(DATASOURCE)
+                 .query("label_values(hive_repeat_failure_check_state, namespace)")
+                 .refresh(model.VariableRefresh.ON_TIME_RANGE_CHANGED)
+                 .sort(model.VariableSort.ALPHABETICAL_ASC)
+                 .multi(True).include_all(True).all_value(".*")
+                 .current(model.VariableOption(selected=True, text="All", value="$__all")))
+    agent = (dash.QueryVariable("agent").label("Agent").datasource(DATASOURCE)
+             .query('label_values(hive_repeat_failure_check_state{namespace=~"$namespace"}, agent)')
+             .refresh(model.VariableRefresh.ON_TIME_RANGE_CHANGED)
+             .sort(model.VariableSort.ALPHABETICAL_ASC)
+             .multi(True).include_all(True).all_value(".*")
+             .current(model.VariableOption(selected=True, text="All", value="$__all")))
+
+    states = (stat.Panel().title("Agents by check state")
+              .description("How many agents are in each check state now. Anything but `on` "
+                           "means a repeating failure would go unseen for that agent: see "
+                           "docs/metrics.md.")
+              .datasource(DATASOURCE).grid_pos(_pos(0, 1, 6, 7))
+              .with_target(_query(Q_STATES, "{{state}}", instant=True))
+              .reduce_options(common_builder.ReduceDataOptions().calcs(["lastNotNull"]))
+              .graph_mode(common.BigValueGraphMode.NONE)
+              .color_mode(common.BigValueColorMode.BACKGROUND)
+              .text_mode(common.BigValueTextMode.VALUE_AND_NAME)
+              .thresholds(_thresholds((None, "blue")))
+              .override_by_name("not_receiving_data", [
+                  model.DynamicConfigValue(id_val="color",
+                                           value={"mode": "fixed", "fixedColor": "orange"})])
+              .override_by_name("not_available", [
+                  model.DynamicConfigValue(id_val="color",
+                                           value={"mode": "fixed", "fixedColor": "text"})]))
+    rows = _table(
+        "Agent rows",
+        "What each agent's row shows: its check state, the state's text and the repeating-"
+        "failure note (empty when none is raised).",
+        Q_ROWS, _pos(6, 1, 18, 7),
+        rename={"state_text": "state text", "message": "note"},
+        hide=("Value",),
+        order=("namespace", "pod", "agent", "backend", "state", "state_text", "message"))
+    down = (stat.Panel().title("Sidecars down")
+            .description("Sidecar scrape targets Prometheus cannot reach (`up == 0`). Their "
+                         "agents run unwatched; the RepeatFailureSidecarDown alert fires after "
+                         "5 minutes.")
+            .datasource(DATASOURCE).grid_pos(_pos(0, 8, 6, 7))
+            .with_target(_query(Q_SIDECARS_DOWN, "down"))
+            .reduce_options(common_builder.ReduceDataOptions().calcs(["lastNotNull"]))
+            .graph_mode(common.BigValueGraphMode.AREA)
+            .color_mode(common.BigValueColorMode.BACKGROUND)
+            .thresholds(_thresholds((None, "green"), (1, "red"))))
+    notes = _table(
+        "Repeating failures now",
+        "Every raised note: the command, its exit status and how many times it failed within "
+        "the window. The agent is not paused; look at what it is trying to do.",
+        Q_NOTES, _pos(6, 8, 18, 7),
+        rename={"Value": "failures in window"},
+        order=("namespace", "pod", "agent", "backend", "command", "exit", "Value"),
+        sort_by="failures in window")
+
+    top = _table(
+        "Top failing commands",
+        "The 10 commands with the most failures in the window (per exit status), whether or "
+        "not a note is raised yet.",
+        Q_TOP, _pos(0, 16, 12, 9),
+        rename={"Value": "failures in window"},
+        order=("namespace", "pod", "agent", "backend", "command", "exit", "Value"),
+        sort_by="failures in window")
+    raised = _timeseries(
+        "Notes raised",
+        "Repeating-failure notes raised per agent.", Q_NOTES_RAISED,
+        "{{agent}} ({{backend}})", "short", _pos(12, 16, 12, 9))
+
+    records = _timeseries(
+        "Records per route and outcome",
+        "Commands recorded per second by route (`bash_env` is the hook, `<backend>_session_log` "
+        "the session log) and outcome (success, failure, excluded, duplicate). No records "
+        "while agents run shell commands means the route is broken.",
+        Q_RECORDS, "{{route}} {{outcome}}", "reqps", _pos(0, 26, 12, 8))
+    last = (bargauge.Panel().title("Seconds since the last record")
+            .description("Age of each agent's newest record. It grows while an agent is idle; "
+                         "growing while the agent runs shell commands means records are lost.")
+            .datasource(DATASOURCE).grid_pos(_pos(12, 26, 12, 8))
+            .with_target(_query(Q_LAST_RECORD, "{{agent}} ({{backend}})", instant=True))
+            .unit("s").min(0)
+            .reduce_options(common_builder.ReduceDataOptions().calcs(["lastNotNull"]))
+            .display_mode(common.BarGaugeDisplayMode.BASIC)
+            .orientation(common.VizOrientation.HORIZONTAL)
+            .thresholds(_thresholds((None, "green"), (900, "orange"))))
+    rejected = _timeseries(
+        "Rejected record lines",
+        "Record lines dropped by reason (malformed, torn, oversized, unreadable, insecure). "
+        "`insecure` means a record file others could read or write: check the agent's umask "
+        "and the shared volume's group.",
+        Q_REJECTED, "{{agent}} {{reason}}", "short", _pos(0, 35, 8, 8))
+    reader_errors = _timeseries(
+        "Session-log reader errors",
+        "Session-log lines the backend's reader did not recognise, by reason. A rise of the "
+        "reader's own reasons (not `unreadable`) after a CLI update means its log format "
+        "changed and the not-receiving-data safeguard may be blind.",
+        Q_READER_ERRORS, "{{agent}} ({{backend}}) {{reason}}", "short", _pos(8, 35, 8, 8))
+    collect = _timeseries(
+        "Collection pass duration (p99)",
+        "99th percentile of the sidecar's collection passes, per pod.",
+        Q_COLLECT_P99, "{{namespace}}/{{pod}}", "s", _pos(16, 35, 8, 8))
+
+    return (dash.Dashboard("repeat-failure").uid(UID)
+            .description("AI agents running the same failing shell command again and again "
+                         "(repeat-failure sidecar). Monitor only: nothing here pauses an agent.")
+            .tags(["repeat-failure", "agents"]).editable().timezone("browser")
+            .time("now-6h", "now").refresh("1m")
+            .tooltip(model.DashboardCursorSync.CROSSHAIR)
+            .annotation(dash.AnnotationQuery().name("Annotations & Alerts").built_in(1)
+                        .datasource(model.DataSourceRef(type_val="grafana", uid="-- Grafana --"))
+                        .enable(True).hide(True).icon_color("rgba(0, 211, 255, 1)")
+                        .type("dashboard"))
+            .with_variable(datasource).with_variable(namespace).with_variable(agent)
+            .with_row(dash.Row("Agents").grid_pos(_pos(0, 0, 24, 1)))
+            .with_panel(states).with_panel(rows).with_panel(down).with_panel(notes)
+            .with_row(dash.Row("Failing commands").grid_pos(_pos(0, 15, 24, 1)))
+            .with_panel(top).with_panel(raised)
+            .with_row(dash.Row("Input and sidecar health").grid_pos(_pos(0, 25, 24, 1)))
+            .with_panel(records).with_panel(last).with_panel(rejected)
+            .with_panel(reader_errors).with_panel(collect)
+            .build())
+
+
+def render() -> str:
+    """The dashboard as the JSON text committed in ``files/dashboard.json`` (2-space indent,
+    ending in a newline). Panel ids are numbered in order, so the text is stable."""
+    data = json.loads(json.dumps(build(), cls=JSONEncoder))
+    for i, panel in enumerate(data["panels"], start=1):
+        panel["id"] = i
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the dashboard JSON; with ``--check``, only compare and exit 1 when it differs."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 if the committed JSON differs from the generated one")
+    parser.add_argument("--output", type=Path, default=OUTPUT)
+    args = parser.parse_args(argv)
+    text = render()
+    if args.check:
+        current = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
+        if current != text:
+            print(f"{args.output} is out of date: run {Path(__file__).name}", file=sys.stderr)
+            return 1
+        return 0
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

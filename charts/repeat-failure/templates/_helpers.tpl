@@ -1,0 +1,125 @@
+{{/*
+Names, labels and the few values several templates derive the same way.
+*/}}
+
+{{- define "repeat-failure.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* <release>-<chart>, or the release name when it already contains the chart name. */}}
+{{- define "repeat-failure.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "repeat-failure.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+The recommended labels. Call with (dict "ctx" $ "component" "injector").
+*/}}
+{{- define "repeat-failure.labels" -}}
+helm.sh/chart: {{ include "repeat-failure.chart" .ctx }}
+{{ include "repeat-failure.selectorLabels" . }}
+app.kubernetes.io/version: {{ .ctx.Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: repeat-failure
+app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
+{{- end -}}
+
+{{- define "repeat-failure.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "repeat-failure.name" .ctx }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "repeat-failure.injectorName" -}}
+{{- printf "%s-injector" (include "repeat-failure.fullname" .) -}}
+{{- end -}}
+
+{{- define "repeat-failure.tlsSecretName" -}}
+{{- printf "%s-injector-tls" (include "repeat-failure.fullname" .) -}}
+{{- end -}}
+
+{{/* The webhook configuration is cluster-scoped: the release namespace keeps two releases apart. */}}
+{{- define "repeat-failure.webhookName" -}}
+{{- printf "%s-injector-%s" (include "repeat-failure.fullname" .) .Release.Namespace -}}
+{{- end -}}
+
+{{/* The sidecar config ConfigMap has a fixed name: the injector mounts it from the pod's namespace. */}}
+{{- define "repeat-failure.configMapName" -}}
+repeat-failure-config
+{{- end -}}
+
+{{/* JSON list of the agent namespaces (empty agentNamespaces: the release namespace). */}}
+{{- define "repeat-failure.agentNamespaces" -}}
+{{- if .Values.agentNamespaces -}}
+{{- toJson (uniq .Values.agentNamespaces) -}}
+{{- else -}}
+{{- toJson (list .Release.Namespace) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "repeat-failure.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+"true" or "false": inject a native sidecar? auto = Kubernetes >= 1.29 (SidecarContainers on by
+default). An explicit true below 1.28 would make the sidecar an ordinary init container that never
+exits, holding every injected pod in Init: refuse it.
+*/}}
+{{- define "repeat-failure.nativeSidecar" -}}
+{{- $v := .Values.injector.nativeSidecar -}}
+{{- $kube := .Capabilities.KubeVersion.Version -}}
+{{- if eq (toString $v) "auto" -}}
+{{- semverCompare ">=1.29.0-0" $kube | toString -}}
+{{- else if and $v (not (semverCompare ">=1.28.0-0" $kube)) -}}
+{{- fail (printf "injector.nativeSidecar: true needs Kubernetes 1.28 or newer (this is %s); use auto or false" $kube) -}}
+{{- else -}}
+{{- toString $v -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The injector's serving certificate when Helm issues it (no cert-manager), as JSON
+{"ca","cert","key"} (PEM). Computed once per render and kept in .Values, because genCA gives a new
+CA on every call and the Secret, the webhook's caBundle and the Deployment's checksum must agree.
+An existing Secret from an earlier release is reused (lookup; empty under `helm template`) when it
+was issued for the same Service hosts, so an upgrade does not rotate the certificate.
+*/}}
+{{- define "repeat-failure.tls" -}}
+{{- if not (hasKey .Values "__repeatFailureTLS") -}}
+{{- $svc := include "repeat-failure.injectorName" . -}}
+{{- $hosts := list $svc (printf "%s.%s" $svc .Release.Namespace) (printf "%s.%s.svc" $svc .Release.Namespace) -}}
+{{- $tls := dict "hosts" (join "," $hosts) -}}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "repeat-failure.tlsSecretName" .) -}}
+{{- $data := dig "data" (dict) $existing -}}
+{{- $sameHosts := eq (dig "metadata" "annotations" "repeat-failure.hive.dev/tls-hosts" "" $existing) (get $tls "hosts") -}}
+{{- if and $sameHosts (get $data "ca.crt") (get $data "tls.crt") (get $data "tls.key") -}}
+{{- $_ := set $tls "ca" (get $data "ca.crt" | b64dec) -}}
+{{- $_ := set $tls "cert" (get $data "tls.crt" | b64dec) -}}
+{{- $_ := set $tls "key" (get $data "tls.key" | b64dec) -}}
+{{- else -}}
+{{- $ca := genCA (printf "%s-ca" $svc) 3650 -}}
+{{- $cert := genSignedCert (printf "%s.%s.svc" $svc .Release.Namespace) nil $hosts 3650 $ca -}}
+{{- $_ := set $tls "ca" $ca.Cert -}}
+{{- $_ := set $tls "cert" $cert.Cert -}}
+{{- $_ := set $tls "key" $cert.Key -}}
+{{- end -}}
+{{- $_ := set .Values "__repeatFailureTLS" $tls -}}
+{{- end -}}
+{{- toJson (get .Values "__repeatFailureTLS") -}}
+{{- end -}}

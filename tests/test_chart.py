@@ -1,0 +1,1253 @@
+"""The Helm chart `charts/repeat-failure`: lint it, render it for each combination of values that
+changes what it installs, validate every rendered object, and pin the fields that the injector,
+the sidecar and docs/kubernetes.md (the contract) agree on.
+
+`helm` comes from scripts/test (`go install helm.sh/helm/v3/cmd/helm@v3.22.0` into
+~/.cache/repeat-failure/bin); without it every test here is skipped with that reason. Built-in
+kinds are validated with `kubernetes-validate` (its strict schemas: unknown fields fail) for
+Kubernetes 1.28 and the newest version the package ships. It has no schemas for custom resources,
+so PodMonitor, PrometheusRule, Certificate and Issuer are checked against small structural
+schemas written here from the fields this chart uses (not the upstream CRDs): they catch a typo
+or a wrong type in those fields, not everything the real CRDs would refuse. Nothing here talks to
+a cluster: `lookup` (certificate reuse on upgrade) always finds nothing under `helm template`, so
+its branch is exercised on a copy of the chart that reads the "existing" Secret from a file.
+Every render passes `--kube-version`: a go-installed helm has no build-time Kubernetes version
+and would assume v1.20, below the chart's floor.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import functools
+import hashlib
+import json
+import re
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Iterator
+
+import jsonschema
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+CHART = REPO / "charts" / "repeat-failure"
+VALUES = CHART / "values.yaml"
+SCHEMA = CHART / "values.schema.json"
+README = CHART / "README.md"
+CONTRACT = REPO / "docs" / "kubernetes.md"
+RULES_FILE = CHART / "files" / "prometheus-rules.yaml"
+DASHBOARD_FILE = CHART / "files" / "dashboard.json"
+
+RELEASE = "rf"
+NAMESPACE = "agents"
+FULLNAME = "rf-repeat-failure"
+INJECTOR = f"{FULLNAME}-injector"
+KUBE_OLD = "1.28.0"
+KUBE_NEW = "1.31.0"
+
+try:
+    import kubernetes_validate
+    KUBE_NEWEST = ".".join(kubernetes_validate.latest_version().split(".")[:2]) + ".0"
+except ImportError:  # the validation tests skip; the rest still run
+    kubernetes_validate = None
+    KUBE_NEWEST = "1.33.0"
+
+
+def _find_helm() -> str | None:
+    cached = Path.home() / ".cache" / "repeat-failure" / "bin" / "helm"
+    if cached.is_file():
+        return str(cached)
+    return shutil.which("helm")
+
+
+HELM = _find_helm()
+pytestmark = pytest.mark.skipif(
+    HELM is None, reason="helm is not installed; scripts/test installs it "
+    "(go install helm.sh/helm/v3/cmd/helm@v3.22.0 into ~/.cache/repeat-failure/bin)")
+
+MONITORING = ("monitoring.podMonitor.enabled=true", "monitoring.prometheusRule.enabled=true",
+              "monitoring.grafanaDashboard.enabled=true", "networkPolicy.enabled=true")
+TEAMS = ("team-a", "team-b", "team-c")
+
+#: name -> (--set arguments, --kube-version): every combination that changes what is installed.
+COMBOS: dict[str, tuple[tuple[str, ...], str]] = {
+    "defaults": ((), KUBE_NEW),
+    "defaults-kube-1.28": ((), KUBE_OLD),
+    "defaults-kube-newest": ((), KUBE_NEWEST),
+    "enabled-events": (("repeatFailure.enabled=true", "repeatFailure.events=true"), KUBE_NEW),
+    "cert-manager": (("injector.certManager.enabled=true",), KUBE_NEW),
+    "cert-manager-issuer-ref": (("injector.certManager.enabled=true",
+                                 "injector.certManager.issuerRef.name=corp-ca",
+                                 "injector.certManager.issuerRef.kind=ClusterIssuer"), KUBE_NEW),
+    "monitoring-networkpolicy": (MONITORING, KUBE_NEW),
+    "agent-namespaces": ((f"agentNamespaces={{{','.join(TEAMS)}}}", "repeatFailure.enabled=true",
+                          "repeatFailure.events=true", "agentServiceAccounts={default,runner}",
+                          *MONITORING), KUBE_NEW),
+    "native-sidecar-true-kube-1.28": (("injector.nativeSidecar=true",), KUBE_OLD),
+    "native-sidecar-false": (("injector.nativeSidecar=false",), KUBE_NEW),
+    "single-replica": (("injector.replicas=1",), KUBE_NEW),
+    "injector-disabled": (("injector.enabled=false", "repeatFailure.events=true",
+                           "networkPolicy.enabled=true"), KUBE_NEW),
+    "everything-kube-1.28": ((f"agentNamespaces={{{','.join(TEAMS)}}}",
+                              "repeatFailure.enabled=true", "repeatFailure.events=true",
+                              "injector.certManager.enabled=true", *MONITORING), KUBE_OLD),
+}
+
+
+def _helm(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    assert HELM is not None
+    proc = subprocess.run([HELM, *args], capture_output=True, text=True, timeout=120)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"helm {' '.join(args)} failed:\n{proc.stderr}")
+    return proc
+
+
+def _set_args(sets: tuple[str, ...]) -> list[str]:
+    """`--set key=value`, or `--set-json key=value` for an item written `json:key=value`
+    (`--set` passes `0.5` as the string "0.5", which the schema rightly refuses)."""
+    args = []
+    for s in sets:
+        args += ["--set-json", s[5:]] if s.startswith("json:") else ["--set", s]
+    return args
+
+
+def _template_args(sets: tuple[str, ...], kube: str, namespace: str) -> list[str]:
+    return ["template", RELEASE, str(CHART), "--namespace", namespace, "--kube-version", kube,
+            *_set_args(sets)]
+
+
+@functools.lru_cache(maxsize=None)
+def _render_text(sets: tuple[str, ...], kube: str, namespace: str) -> str:
+    return _helm(*_template_args(sets, kube, namespace)).stdout
+
+
+def render(*sets: str, kube: str = KUBE_NEW, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
+    """The objects `helm template` renders (a fresh copy: tests may change it)."""
+    text = _render_text(tuple(sets), kube, namespace)
+    return [doc for doc in yaml.safe_load_all(text) if doc is not None]
+
+
+def render_fails(*sets: str, kube: str = KUBE_NEW) -> str:
+    """`helm template` must fail; returns its error output."""
+    proc = _helm(*_template_args(tuple(sets), kube, NAMESPACE), check=False)
+    assert proc.returncode != 0, f"helm template {sets} succeeded"
+    return proc.stderr
+
+
+def of_kind(objs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [o for o in objs if o["kind"] == kind]
+
+
+def one(objs: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    found = [o for o in of_kind(objs, kind) if name is None or o["metadata"]["name"] == name]
+    assert len(found) == 1, f"expected one {kind} {name or ''}, found {len(found)}"
+    return found[0]
+
+
+def injector_config(objs: list[dict[str, Any]]) -> dict[str, Any]:
+    return yaml.safe_load(one(objs, "ConfigMap", INJECTOR)["data"]["injector.yaml"])
+
+
+def sidecar_configs(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [o for o in of_kind(objs, "ConfigMap")
+            if o["metadata"]["name"] == "repeat-failure-config"]
+
+
+def values_yaml() -> dict[str, Any]:
+    return yaml.safe_load(VALUES.read_text())
+
+
+# --- values.yaml documentation: the leaves the README table must list -------------------------
+
+def _doc_comment(lines: list[str], line: int) -> str | None:
+    """The `# --` comment right above values.yaml line `line` (0-based), continuation lines
+    joined; None when the key has none (helm-docs' convention)."""
+    parts: list[str] = []
+    i = line - 1
+    while i >= 0 and lines[i].strip().startswith("#"):
+        text = lines[i].strip()
+        if text.startswith("# --"):
+            return " ".join([text[4:].strip(), *reversed(parts)]).strip()
+        parts.append(text[1:].strip())
+        i -= 1
+    return None
+
+
+def values_leaves() -> list[tuple[str, Any, str]]:
+    """(dotted key, default, description) of every documented leaf of values.yaml, in file order.
+
+    A key documented with `# --` is a leaf (a map documented so, like `resources`, is one row);
+    an undocumented key must be a non-empty map and its keys are visited instead. An undocumented
+    key that is not a map fails: every value the chart reads is described."""
+    text = VALUES.read_text()
+    lines = text.splitlines()
+    root = yaml.compose(text)
+    plain = yaml.safe_load(text)
+    leaves: list[tuple[str, Any, str]] = []
+
+    def walk(node: yaml.MappingNode, value: dict[str, Any], prefix: str) -> None:
+        for key_node, child in node.value:
+            key = key_node.value
+            path = f"{prefix}{key}"
+            doc = _doc_comment(lines, key_node.start_mark.line)
+            if doc is not None:
+                leaves.append((path, value[key], doc))
+            elif isinstance(child, yaml.MappingNode) and child.value:
+                walk(child, value[key], path + ".")
+            else:
+                raise AssertionError(f"values.yaml: {path} has no `# --` comment")
+
+    walk(root, plain, "")
+    return leaves
+
+
+def schema_type(schema: dict[str, Any], dotted: str) -> str:
+    """The README's type name for a value, from values.schema.json."""
+    node = schema
+    for part in dotted.split("."):
+        node = node["properties"][part]
+    if "enum" in node and "type" not in node:
+        return "/".join(sorted({"bool" if isinstance(v, bool) else "string" for v in node["enum"]},
+                               reverse=True))
+    kind = node.get("type") or node["anyOf"][0]["type"]
+    return {"integer": "int", "number": "number", "boolean": "bool", "string": "string",
+            "array": "list", "object": "object"}[kind]
+
+
+def readme_values_table() -> dict[str, tuple[str, str, str]]:
+    """key -> (type, default, description) from the README's values table."""
+    rows: dict[str, tuple[str, str, str]] = {}
+    in_table = False
+    for line in README.read_text().splitlines():
+        if line.startswith("| key | type | default | description |"):
+            in_table = True
+            continue
+        if in_table:
+            if not line.startswith("|"):
+                break
+            if line.startswith("| ---"):
+                continue
+            cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+            key, typ, default, desc = cells
+            assert key.startswith("`") and default.startswith("`"), line
+            assert key not in rows, f"README lists {key} twice"
+            rows[key.strip("`")] = (typ, default[1:-1].replace("\\|", "|"), desc)
+    return rows
+
+
+# --- structural schemas of the custom resources the chart renders ------------------------------
+
+def _strict(props: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"type": "object", "additionalProperties": False, "properties": props,
+            "required": list(required)}
+
+
+_STR = {"type": "string", "minLength": 1}
+_STRMAP = {"type": "object", "additionalProperties": {"type": "string"}}
+_META = _strict({"name": _STR, "namespace": _STR, "labels": _STRMAP, "annotations": _STRMAP},
+                ("name", "namespace"))
+_GO_DURATION = {"type": "string", "pattern": r"^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$"}
+_PROM_DURATION = {"type": "string", "pattern": r"^(0|([0-9]+(ms|s|m|h|d|w|y))+)$"}
+_ISSUER_REF = _strict({"name": _STR, "kind": _STR, "group": _STR}, ("name",))
+_LABEL_SELECTOR = _strict({"matchLabels": _STRMAP, "matchExpressions": {"type": "array"}})
+
+
+def _crd(api_version: str, kind: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return _strict({"apiVersion": {"const": api_version}, "kind": {"const": kind},
+                    "metadata": _META, "spec": spec}, ("apiVersion", "kind", "metadata", "spec"))
+
+
+CRD_SCHEMAS: dict[str, dict[str, Any]] = {
+    "PodMonitor": _crd("monitoring.coreos.com/v1", "PodMonitor", _strict({
+        "selector": _LABEL_SELECTOR,
+        "namespaceSelector": _strict({"any": {"type": "boolean"},
+                                      "matchNames": {"type": "array", "items": _STR}}),
+        "podMetricsEndpoints": {"type": "array", "minItems": 1, "items": _strict({
+            "port": _STR, "path": {"type": "string", "pattern": "^/"},
+            "interval": _PROM_DURATION, "scrapeTimeout": _PROM_DURATION})},
+    }, ("selector", "podMetricsEndpoints"))),
+    "PrometheusRule": _crd("monitoring.coreos.com/v1", "PrometheusRule", _strict({
+        "groups": {"type": "array", "minItems": 1, "items": _strict({
+            "name": _STR, "interval": _PROM_DURATION, "limit": {"type": "integer"},
+            "rules": {"type": "array", "minItems": 1, "items": {
+                "type": "object", "additionalProperties": False,
+                "properties": {"alert": _STR, "record": _STR,
+                               "expr": {"type": ["string", "integer"]},
+                               "for": _PROM_DURATION, "keep_firing_for": _PROM_DURATION,
+                               "labels": _STRMAP, "annotations": _STRMAP},
+                "required": ["expr"],
+                "oneOf": [{"required": ["alert"]}, {"required": ["record"]}]}},
+        }, ("name", "rules"))},
+    }, ("groups",))),
+    "Certificate": _crd("cert-manager.io/v1", "Certificate", _strict({
+        "secretName": _STR, "commonName": _STR, "isCA": {"type": "boolean"},
+        "dnsNames": {"type": "array", "items": _STR},
+        "duration": _GO_DURATION, "renewBefore": _GO_DURATION,
+        "privateKey": _strict({"algorithm": {"enum": ["RSA", "ECDSA", "Ed25519"]},
+                               "size": {"type": "integer"},
+                               "rotationPolicy": {"enum": ["Never", "Always"]}}),
+        "usages": {"type": "array", "items": {"enum": [
+            "signing", "digital signature", "content commitment", "key encipherment",
+            "key agreement", "data encipherment", "cert sign", "crl sign", "encipher only",
+            "decipher only", "any", "server auth", "client auth", "code signing",
+            "email protection", "s/mime", "ipsec end system", "ipsec tunnel", "ipsec user",
+            "timestamping", "ocsp signing", "microsoft sgc", "netscape sgc"]}},
+        "issuerRef": _ISSUER_REF,
+    }, ("secretName", "issuerRef"))),
+    "Issuer": _crd("cert-manager.io/v1", "Issuer", {
+        "type": "object", "minProperties": 1, "maxProperties": 1, "additionalProperties": False,
+        "properties": {"selfSigned": _strict({}),
+                       "ca": _strict({"secretName": _STR}, ("secretName",))}}),
+}
+
+
+def validate_object(obj: dict[str, Any]) -> list[str]:
+    """Validate one rendered object; returns what validated it (one entry per schema used)."""
+    if obj["kind"] in CRD_SCHEMAS:
+        jsonschema.Draft202012Validator(CRD_SCHEMAS[obj["kind"]]).validate(obj)
+        return [f"own:{obj['kind']}"]
+    assert kubernetes_validate is not None
+    used = []
+    for version in sorted({KUBE_OLD, KUBE_NEWEST}):
+        kubernetes_validate.validate(obj, version, strict=True)
+        used.append(f"kubernetes-validate:{version}")
+    return used
+
+
+# --- lint and validation, every combination ----------------------------------------------------
+
+@pytest.mark.parametrize("combo", COMBOS)
+def test_helm_lint_plain_and_strict(combo: str) -> None:
+    """`helm lint` and `helm lint --strict` (warnings fail) pass for the combination."""
+    sets, kube = COMBOS[combo]
+    for strict in ((), ("--strict",)):
+        proc = _helm("lint", str(CHART), *strict, "--namespace", NAMESPACE, "--kube-version", kube,
+                     *_set_args(sets))
+        assert "0 chart(s) failed" in proc.stdout, proc.stdout
+        assert "[WARNING]" not in proc.stdout and "[ERROR]" not in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("combo", COMBOS)
+def test_every_rendered_object_validates(combo: str) -> None:
+    """Each object the combination renders validates: built-in kinds against kubernetes-validate's
+    strict schemas for 1.28 and the newest version it ships (unknown fields fail), custom
+    resources against the structural schemas above; no object goes unchecked."""
+    if kubernetes_validate is None:
+        pytest.skip("kubernetes-validate is not installed (pip install -e '.[test]')")
+    sets, kube = COMBOS[combo]
+    objs = render(*sets, kube=kube)
+    assert objs
+    for obj in objs:
+        try:
+            assert validate_object(obj)
+        except Exception as exc:  # name the object in the failure
+            raise AssertionError(f"{obj['kind']}/{obj['metadata']['name']}: {exc}") from exc
+
+
+_INJECTOR_OBJECTS = {"ServiceAccount": 1, "Service": 1, "Deployment": 1,
+                     "MutatingWebhookConfiguration": 1, "PodDisruptionBudget": 1}
+_HELM_TLS = {**_INJECTOR_OBJECTS, "Secret": 1}
+#: Objects per combination, kind by kind. ConfigMaps: one sidecar config per agent namespace, the
+#: injector's config, the Grafana dashboard.
+EXPECTED_COUNTS: dict[str, dict[str, int]] = {
+    "defaults": {"ConfigMap": 2, **_HELM_TLS},
+    "defaults-kube-1.28": {"ConfigMap": 2, **_HELM_TLS},
+    "defaults-kube-newest": {"ConfigMap": 2, **_HELM_TLS},
+    "enabled-events": {"ConfigMap": 2, **_HELM_TLS, "Role": 1, "RoleBinding": 1},
+    "cert-manager": {"ConfigMap": 2, **_INJECTOR_OBJECTS, "Certificate": 2, "Issuer": 2},
+    "cert-manager-issuer-ref": {"ConfigMap": 2, **_INJECTOR_OBJECTS, "Certificate": 1},
+    "monitoring-networkpolicy": {"ConfigMap": 3, **_HELM_TLS, "NetworkPolicy": 1,
+                                 "PodMonitor": 1, "PrometheusRule": 1},
+    "agent-namespaces": {"ConfigMap": 5, **_HELM_TLS, "Role": 3, "RoleBinding": 3,
+                         "NetworkPolicy": 3, "PodMonitor": 1, "PrometheusRule": 1},
+    "native-sidecar-true-kube-1.28": {"ConfigMap": 2, **_HELM_TLS},
+    "native-sidecar-false": {"ConfigMap": 2, **_HELM_TLS},
+    "single-replica": {"ConfigMap": 2, **_HELM_TLS, "PodDisruptionBudget": 0},
+    "injector-disabled": {"ConfigMap": 1, "Role": 1, "RoleBinding": 1, "NetworkPolicy": 1},
+    "everything-kube-1.28": {"ConfigMap": 5, **_INJECTOR_OBJECTS, "Certificate": 2, "Issuer": 2,
+                             "Role": 3, "RoleBinding": 3, "NetworkPolicy": 3, "PodMonitor": 1,
+                             "PrometheusRule": 1},
+}
+
+
+@pytest.mark.parametrize("combo", COMBOS)
+def test_object_counts(combo: str) -> None:
+    """Each combination renders exactly the expected objects, kind by kind (injector objects only
+    with the injector, the TLS Secret or the cert-manager objects, per-namespace objects once per
+    agent namespace, RBAC only with Events, a PDB only with more than one replica). Without
+    files/prometheus-rules.yaml or files/dashboard.json their objects are not expected."""
+    sets, kube = COMBOS[combo]
+    expected = {kind: n for kind, n in EXPECTED_COUNTS[combo].items() if n}
+    if not RULES_FILE.is_file():
+        expected.pop("PrometheusRule", None)
+    if not DASHBOARD_FILE.is_file() and "monitoring.grafanaDashboard.enabled=true" in sets:
+        expected["ConfigMap"] -= 1
+    counts: dict[str, int] = {}
+    for obj in render(*sets, kube=kube):
+        counts[obj["kind"]] = counts.get(obj["kind"], 0) + 1
+    assert counts == expected
+
+
+@pytest.mark.parametrize("combo", COMBOS)
+def test_labels_and_namespaces_everywhere(combo: str) -> None:
+    """Every object (and the injector's pod template) carries the seven recommended labels with
+    the chart's values; every namespaced object names its namespace, so `helm template | kubectl
+    apply` puts it where `helm install` would."""
+    sets, kube = COMBOS[combo]
+    expected = {"helm.sh/chart": "repeat-failure-0.1.0", "app.kubernetes.io/name": "repeat-failure",
+                "app.kubernetes.io/instance": RELEASE, "app.kubernetes.io/version": "0.1.0",
+                "app.kubernetes.io/part-of": "repeat-failure",
+                "app.kubernetes.io/managed-by": "Helm"}
+    components = {"injector", "sidecar-config", "events", "monitoring", "network-policy"}
+    for obj in render(*sets, kube=kube):
+        labels = obj["metadata"]["labels"]
+        where = f"{obj['kind']}/{obj['metadata']['name']}"
+        assert {k: labels.get(k) for k in expected} == expected, where
+        assert labels.get("app.kubernetes.io/component") in components, where
+        if obj["kind"] == "Deployment":
+            pod_labels = obj["spec"]["template"]["metadata"]["labels"]
+            assert {k: pod_labels.get(k) for k in expected} == expected
+        if obj["kind"] != "MutatingWebhookConfiguration":
+            assert obj["metadata"].get("namespace"), where
+        else:
+            assert "namespace" not in obj["metadata"]
+
+
+def test_packaged_chart_renders_the_same(tmp_path: Path) -> None:
+    """`helm package` keeps everything the templates read (.helmignore drops nothing needed):
+    the packaged chart renders the same kinds and names, monitoring files included."""
+    _helm("package", str(CHART), "--destination", str(tmp_path))
+    (tgz,) = tmp_path.glob("repeat-failure-0.1.0.tgz")
+    sets = ("monitoring.prometheusRule.enabled=true", "monitoring.grafanaDashboard.enabled=true")
+    packaged = [d for d in yaml.safe_load_all(_helm(
+        *_template_args(sets, KUBE_NEW, NAMESPACE)[:2], str(tgz),
+        *_template_args(sets, KUBE_NEW, NAMESPACE)[3:]).stdout) if d]
+    names = lambda objs: sorted((o["kind"], o["metadata"]["name"]) for o in objs)  # noqa: E731
+    assert names(packaged) == names(render(*sets))
+
+
+def test_kube_version_floor() -> None:
+    """The chart declares Kubernetes >= 1.25 (NetworkPolicy endPort ranges); an older cluster is
+    refused with helm's own message rather than half-installed."""
+    assert "incompatible with Kubernetes v1.24.0" in render_fails(kube="1.24.0")
+
+
+# --- the injector -------------------------------------------------------------------------------
+
+def test_injector_config_default_exact() -> None:
+    """The injector ConfigMap `<fullname>-injector` holds exactly the keys docs/kubernetes.md
+    lists, with the defaults: off, the chart's image, native sidecar on 1.31."""
+    assert injector_config(render()) == {
+        "enabled": False,
+        "image": "ghcr.io/hive/repeat-failure:0.1.0",
+        "imagePullPolicy": "IfNotPresent",
+        "nativeSidecar": True,
+        "configMap": "repeat-failure-config",
+        "runAsUser": 10001,
+        "runAsGroup": 10001,
+        "resources": {"requests": {"cpu": "10m", "memory": "48Mi"}, "limits": {"memory": "96Mi"}},
+    }
+
+
+def test_injector_config_keys_are_the_contracts() -> None:
+    """The rendered injector config has the same keys as the example in docs/kubernetes.md
+    ("The injector's config"), so the chart and the injector cannot drift apart silently."""
+    text = CONTRACT.read_text()
+    block = text.split("## The injector's config", 1)[1].split("```yaml", 1)[1].split("```", 1)[0]
+    assert set(injector_config(render())) == set(yaml.safe_load(block))
+
+
+def test_injector_config_follows_values() -> None:
+    """Values reach the injector config: the on switch, a pinned digest, pull policy, the
+    sidecar's user, group and resources; big UIDs stay integers (no 1e+09)."""
+    cfg = injector_config(render(
+        "repeatFailure.enabled=true", "image.repository=registry.example/rf",
+        "image.digest=sha256:" + "a" * 64, "image.pullPolicy=Always",
+        "sidecar.runAsUser=1000680000", "sidecar.runAsGroup=1000680000",
+        "sidecar.resources.requests.cpu=50m", "injector.nativeSidecar=false"))
+    assert cfg["enabled"] is True
+    assert cfg["image"] == "registry.example/rf@sha256:" + "a" * 64
+    assert cfg["imagePullPolicy"] == "Always"
+    assert cfg["runAsUser"] == 1000680000 and cfg["runAsGroup"] == 1000680000
+    assert cfg["resources"]["requests"] == {"cpu": "50m", "memory": "48Mi"}
+    assert cfg["nativeSidecar"] is False
+    assert injector_config(render("image.tag=0.2.0-rc1"))["image"] == \
+        "ghcr.io/hive/repeat-failure:0.2.0-rc1"
+
+
+@pytest.mark.parametrize(("kube", "setting", "expected"), [
+    ("1.28.0", "auto", False),
+    ("1.29.0", "auto", True),
+    ("1.31.0", "auto", True),
+    ("v1.29.1-gke.1589018", "auto", True),  # provider suffixes are prereleases to semver
+    (KUBE_NEWEST, "auto", True),
+    ("1.28.0", "true", True),
+    ("1.31.0", "false", False),
+])
+def test_native_sidecar_resolved_per_kube_version(kube: str, setting: str, expected: bool) -> None:
+    """`injector.nativeSidecar: auto` resolves to true from Kubernetes 1.29 on and false below;
+    an explicit true/false is taken as it is (true from 1.28, where the feature gate exists)."""
+    cfg = injector_config(render(f"injector.nativeSidecar={setting}", kube=kube))
+    assert cfg["nativeSidecar"] is expected
+
+
+def test_native_sidecar_true_refused_below_1_28() -> None:
+    """On 1.27 a `restartPolicy: Always` init container would be an init container that never
+    ends (every injected pod stuck in Init): an explicit true fails the render, naming the value."""
+    err = render_fails("injector.nativeSidecar=true", kube="1.27.0")
+    assert "injector.nativeSidecar: true needs Kubernetes 1.28" in err
+
+
+def test_injector_deployment_hardened() -> None:
+    """The injector runs `repeat-failure inject-webhook` with the contract's flags and paths,
+    non-root with a numeric UID, read-only root, no capabilities, RuntimeDefault seccomp, no
+    service account token, HTTPS probes on /healthz:8443; the config and the certificate are
+    mounted where the flags point, and the only pod annotation is the TLS checksum (the config is
+    hot-reloaded, so it has none)."""
+    objs = render()
+    dep = one(objs, "Deployment", INJECTOR)
+    pod = dep["spec"]["template"]["spec"]
+    assert dep["spec"]["replicas"] == 2
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["serviceAccountName"] == INJECTOR
+    assert one(objs, "ServiceAccount", INJECTOR)["automountServiceAccountToken"] is False
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    (c,) = pod["containers"]
+    assert c["image"] == "ghcr.io/hive/repeat-failure:0.1.0"
+    assert c["args"] == ["inject-webhook",
+                         "--config", "/etc/repeat-failure-injector/injector.yaml",
+                         "--listen", "0.0.0.0:8443",
+                         "--tls-cert", "/etc/repeat-failure-injector/tls/tls.crt",
+                         "--tls-key", "/etc/repeat-failure-injector/tls/tls.key"]
+    assert c["ports"] == [{"name": "https", "containerPort": 8443, "protocol": "TCP"}]
+    sc = c["securityContext"]
+    assert sc["runAsNonRoot"] is True and sc["runAsUser"] == 10001 and sc["runAsGroup"] == 10001
+    assert sc["readOnlyRootFilesystem"] is True and sc["allowPrivilegeEscalation"] is False
+    assert sc["capabilities"] == {"drop": ["ALL"]}
+    assert sc["seccompProfile"] == {"type": "RuntimeDefault"}
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert c[probe]["httpGet"] == {"path": "/healthz", "port": "https", "scheme": "HTTPS"}
+    # The files the flags name come from one projected volume mounted at the directory.
+    (mount,) = [m for m in c["volumeMounts"] if m["mountPath"] == "/etc/repeat-failure-injector"]
+    (vol,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    paths = {}
+    for source in vol["projected"]["sources"]:
+        (kind, ref), = source.items()
+        for item in ref["items"]:
+            paths[item["path"]] = (kind, ref["name"], item["key"])
+    assert paths == {
+        "injector.yaml": ("configMap", INJECTOR, "injector.yaml"),
+        "tls/tls.crt": ("secret", f"{INJECTOR}-tls", "tls.crt"),
+        "tls/tls.key": ("secret", f"{INJECTOR}-tls", "tls.key"),
+    }
+    assert set(dep["spec"]["template"]["metadata"]["annotations"]) == {"checksum/tls"}
+    svc = one(objs, "Service", INJECTOR)
+    assert svc["spec"]["ports"] == [{"name": "https", "port": 443, "targetPort": "https",
+                                     "protocol": "TCP"}]
+    assert svc["spec"]["selector"] == dep["spec"]["selector"]["matchLabels"]
+
+
+def test_injector_config_change_does_not_restart_injector() -> None:
+    """Turning the check on changes the injector ConfigMap but not the Deployment's pod
+    template (the injector re-reads its config; a restart would be needless churn)."""
+    def template(objs: list[dict[str, Any]]) -> dict[str, Any]:
+        tpl = copy.deepcopy(one(objs, "Deployment")["spec"]["template"])
+        tpl["metadata"]["annotations"].pop("checksum/tls")  # a fresh CA per render
+        return tpl
+    off, on = render(), render("repeatFailure.enabled=true")
+    assert injector_config(off) != injector_config(on)
+    assert template(off) == template(on)
+
+
+def test_pod_disruption_budget_only_with_replicas() -> None:
+    """A PDB (maxUnavailable 1, selecting the injector pods; unhealthy pods always evictable) is
+    rendered with 2 replicas and not with 1, where it would block every drain."""
+    objs = render()
+    pdb = one(objs, "PodDisruptionBudget", INJECTOR)
+    assert pdb["spec"]["maxUnavailable"] == 1
+    assert pdb["spec"]["selector"]["matchLabels"] == \
+        one(objs, "Deployment")["spec"]["selector"]["matchLabels"]
+    assert pdb["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
+    assert not of_kind(render("injector.replicas=1"), "PodDisruptionBudget")
+    assert not of_kind(render("injector.podDisruptionBudget.enabled=false"), "PodDisruptionBudget")
+
+
+def test_webhook_configuration_exact() -> None:
+    """The MutatingWebhookConfiguration: v1 reviews, no side effects, failurePolicy Ignore, 5 s,
+    never reinvoked, pod CREATE only, the agent namespaces by their name label, the injector's
+    own pods excluded by label, and the injector Service's /mutate on 443."""
+    objs = render()
+    mwc = one(objs, "MutatingWebhookConfiguration")
+    assert mwc["metadata"]["name"] == f"{INJECTOR}-{NAMESPACE}"
+    (hook,) = mwc["webhooks"]
+    assert hook["admissionReviewVersions"] == ["v1"]
+    assert hook["sideEffects"] == "None"
+    assert hook["failurePolicy"] == "Ignore"
+    assert hook["timeoutSeconds"] == 5
+    assert hook["reinvocationPolicy"] == "Never"
+    assert hook["rules"] == [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                              "resources": ["pods"], "scope": "Namespaced"}]
+    assert hook["namespaceSelector"] == {"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [NAMESPACE]}]}
+    assert hook["objectSelector"] == {"matchExpressions": [
+        {"key": "repeat-failure.hive.dev/injector", "operator": "DoesNotExist"}]}
+    injector_pod_labels = one(objs, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert injector_pod_labels["repeat-failure.hive.dev/injector"] == "true"
+    assert hook["clientConfig"]["service"] == {"name": INJECTOR, "namespace": NAMESPACE,
+                                               "path": "/mutate", "port": 443}
+    assert "annotations" not in mwc["metadata"]
+
+
+def test_webhook_follows_values() -> None:
+    """Several agent namespaces land in the namespaceSelector in their order; failurePolicy and
+    timeoutSeconds come from the values."""
+    (hook,) = one(render("agentNamespaces={team-b,team-a}", "injector.failurePolicy=Fail",
+                         "injector.timeoutSeconds=10"), "MutatingWebhookConfiguration")["webhooks"]
+    assert hook["namespaceSelector"]["matchExpressions"][0]["values"] == ["team-b", "team-a"]
+    assert hook["failurePolicy"] == "Fail" and hook["timeoutSeconds"] == 10
+
+
+# --- TLS ----------------------------------------------------------------------------------------
+
+def _load_pem(pem: bytes) -> Any:
+    from cryptography import x509
+    return x509.load_pem_x509_certificate(pem)
+
+
+def test_helm_issued_tls_verifies() -> None:
+    """Helm's genCA/genSignedCert: the webhook's caBundle is exactly the Secret's ca.crt; the
+    serving certificate is signed by that CA, names `<svc>`, `<svc>.<ns>`, `<svc>.<ns>.svc`
+    (CN `<svc>.<ns>.svc`), is valid for 3650 days for server auth and matches tls.key; the
+    Deployment's checksum is of these three PEMs (one CA per render, shared by all three)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    objs = render()
+    secret = one(objs, "Secret", f"{INJECTOR}-tls")
+    assert secret["type"] == "kubernetes.io/tls"
+    data = {k: base64.b64decode(v) for k, v in secret["data"].items()}
+    assert set(data) == {"ca.crt", "tls.crt", "tls.key"}
+    (hook,) = one(objs, "MutatingWebhookConfiguration")["webhooks"]
+    assert hook["clientConfig"]["caBundle"] == base64.b64encode(data["ca.crt"]).decode()
+
+    ca, cert = _load_pem(data["ca.crt"]), _load_pem(data["tls.crt"])
+    cert.verify_directly_issued_by(ca)
+    assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is True
+    hosts = [INJECTOR, f"{INJECTOR}.{NAMESPACE}", f"{INJECTOR}.{NAMESPACE}.svc"]
+    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert san.get_values_for_type(x509.DNSName) == hosts
+    assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == hosts[2]
+    assert cert.not_valid_after_utc - cert.not_valid_before_utc == timedelta(days=3650)
+    eku = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert ExtendedKeyUsageOID.SERVER_AUTH in eku
+    key = serialization.load_pem_private_key(data["tls.key"], password=None)
+    assert key.public_key().public_numbers() == cert.public_key().public_numbers()
+
+    annotations = one(objs, "Deployment")["spec"]["template"]["metadata"]["annotations"]
+    digest = hashlib.sha256(data["ca.crt"] + data["tls.crt"] + data["tls.key"]).hexdigest()
+    assert annotations["checksum/tls"] == digest
+    assert secret["metadata"]["annotations"]["repeat-failure.hive.dev/tls-hosts"] == ",".join(hosts)
+
+
+def test_helm_issued_tls_handshake_as_the_api_server_does(tmp_path: Path) -> None:
+    """A TLS server on 127.0.0.1 with the rendered certificate and key is accepted by a client
+    that trusts only the caBundle and checks the host name `<svc>.<ns>.svc`, which is what the
+    API server does when it calls the webhook; a wrong host name is refused."""
+    objs = render()
+    data = {k: base64.b64decode(v) for k, v in one(objs, "Secret")["data"].items()}
+    (hook,) = one(objs, "MutatingWebhookConfiguration")["webhooks"]
+    (tmp_path / "tls.crt").write_bytes(data["tls.crt"])
+    (tmp_path / "tls.key").write_bytes(data["tls.key"])
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(tmp_path / "tls.crt", tmp_path / "tls.key")
+    client_ctx = ssl.create_default_context(
+        cadata=base64.b64decode(hook["clientConfig"]["caBundle"]).decode())
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+
+        def serve(n: int) -> None:
+            for _ in range(n):
+                conn, _ = listener.accept()
+                try:
+                    with server_ctx.wrap_socket(conn, server_side=True) as tls:
+                        tls.sendall(b"ok")
+                except (ssl.SSLError, OSError):
+                    pass
+
+        thread = threading.Thread(target=serve, args=(2,), daemon=True)
+        thread.start()
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+            with client_ctx.wrap_socket(raw, server_hostname=f"{INJECTOR}.{NAMESPACE}.svc") as tls:
+                assert tls.recv(2) == b"ok"
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+            with pytest.raises(ssl.SSLCertVerificationError):
+                client_ctx.wrap_socket(raw, server_hostname="elsewhere.example")
+        thread.join(10)
+
+
+def test_upgrade_reuses_the_existing_certificate(tmp_path: Path) -> None:
+    """`helm upgrade` keeps the certificate: when `lookup` finds the release's Secret with all
+    three keys and the same Service hosts, the Secret, the caBundle and the checksum reuse it;
+    a Secret issued for other hosts, one missing a key, or none at all gets a new CA.
+    `lookup` needs a cluster, so a copy of the chart reads the "existing" Secret from a file
+    instead (the one line changed is asserted); everything after the lookup is the chart's."""
+    chart = tmp_path / "repeat-failure"
+    shutil.copytree(CHART, chart)
+    helpers = chart / "templates" / "_helpers.tpl"
+    call = 'lookup "v1" "Secret" .Release.Namespace (include "repeat-failure.tlsSecretName" .)'
+    assert helpers.read_text().count(call) == 1
+    helpers.write_text(helpers.read_text().replace(
+        call, '(.Files.Get "existing-secret.json" | fromJson)'))
+
+    def upgrade(existing: dict[str, Any]) -> tuple[dict[str, bytes], str, str]:
+        (chart / "existing-secret.json").write_text(json.dumps(existing))
+        objs = [d for d in yaml.safe_load_all(_helm(
+            "template", RELEASE, str(chart), "--namespace", NAMESPACE,
+            "--kube-version", KUBE_NEW).stdout) if d]
+        data = {k: base64.b64decode(v) for k, v in one(objs, "Secret")["data"].items()}
+        (hook,) = one(objs, "MutatingWebhookConfiguration")["webhooks"]
+        checksum = one(objs, "Deployment")["spec"]["template"]["metadata"]["annotations"]
+        return data, hook["clientConfig"]["caBundle"], checksum["checksum/tls"]
+
+    installed = one(render(), "Secret")
+    old = {k: base64.b64decode(v) for k, v in installed["data"].items()}
+    data, bundle, checksum = upgrade(installed)
+    assert data == old
+    assert bundle == base64.b64encode(old["ca.crt"]).decode()
+    assert checksum == hashlib.sha256(old["ca.crt"] + old["tls.crt"] + old["tls.key"]).hexdigest()
+
+    other_hosts = copy.deepcopy(installed)
+    other_hosts["metadata"]["annotations"]["repeat-failure.hive.dev/tls-hosts"] = "old-svc"
+    missing_key = copy.deepcopy(installed)
+    del missing_key["data"]["tls.key"]
+    for existing in (other_hosts, missing_key, {}):
+        data, bundle, _ = upgrade(existing)
+        assert data["ca.crt"] != old["ca.crt"] and data["tls.crt"] != old["tls.crt"]
+        assert bundle == base64.b64encode(data["ca.crt"]).decode()
+        _load_pem(data["tls.crt"]).verify_directly_issued_by(_load_pem(data["ca.crt"]))
+
+
+def test_cert_manager_self_signed_chain() -> None:
+    """With cert-manager: self-signed Issuer -> CA Certificate -> CA Issuer -> serving
+    Certificate into the Secret the Deployment mounts; the webhook has the inject-ca-from
+    annotation naming that Certificate and no caBundle; no Helm-made Secret and no checksum."""
+    objs = render("injector.certManager.enabled=true")
+    assert not of_kind(objs, "Secret")
+    issuers = {o["metadata"]["name"]: o["spec"] for o in of_kind(objs, "Issuer")}
+    assert issuers == {f"{INJECTOR}-selfsigned": {"selfSigned": {}},
+                       f"{INJECTOR}-ca": {"ca": {"secretName": f"{INJECTOR}-ca"}}}
+    ca = one(objs, "Certificate", f"{INJECTOR}-ca")["spec"]
+    assert ca["isCA"] is True and ca["secretName"] == f"{INJECTOR}-ca"
+    assert ca["issuerRef"] == {"name": f"{INJECTOR}-selfsigned", "kind": "Issuer",
+                               "group": "cert-manager.io"}
+    serving = one(objs, "Certificate", INJECTOR)["spec"]
+    assert serving["secretName"] == f"{INJECTOR}-tls"
+    assert serving["dnsNames"] == [INJECTOR, f"{INJECTOR}.{NAMESPACE}",
+                                   f"{INJECTOR}.{NAMESPACE}.svc"]
+    assert "server auth" in serving["usages"]
+    assert serving["issuerRef"] == {"name": f"{INJECTOR}-ca", "kind": "Issuer",
+                                    "group": "cert-manager.io"}
+    mwc = one(objs, "MutatingWebhookConfiguration")
+    assert mwc["metadata"]["annotations"] == {
+        "cert-manager.io/inject-ca-from": f"{NAMESPACE}/{INJECTOR}"}
+    assert "caBundle" not in mwc["webhooks"][0]["clientConfig"]
+    template = one(objs, "Deployment")["spec"]["template"]
+    assert "annotations" not in template["metadata"]
+    secrets = {s["secret"]["name"] for v in template["spec"]["volumes"] if "projected" in v
+               for s in v["projected"]["sources"] if "secret" in s}
+    assert secrets == {serving["secretName"]}
+
+
+def test_cert_manager_issuer_ref() -> None:
+    """With `injector.certManager.issuerRef` the serving Certificate uses that issuer (kind and
+    group defaulted when not given) and the chart makes no Issuer of its own."""
+    objs = render("injector.certManager.enabled=true", "injector.certManager.issuerRef.name=corp",
+                  "injector.certManager.issuerRef.kind=ClusterIssuer")
+    assert not of_kind(objs, "Issuer")
+    assert one(objs, "Certificate")["spec"]["issuerRef"] == {
+        "name": "corp", "kind": "ClusterIssuer", "group": "cert-manager.io"}
+    objs = render("injector.certManager.enabled=true", "injector.certManager.issuerRef.name=corp")
+    assert one(objs, "Certificate")["spec"]["issuerRef"]["kind"] == "Issuer"
+
+
+# --- the sidecar's config, RBAC, network policy -------------------------------------------------
+
+def test_sidecar_config_in_each_agent_namespace_validates_with_the_sidecar() -> None:
+    """The ConfigMap `repeat-failure-config` (the name the injector mounts) is rendered into each
+    agent namespace (empty agentNamespaces: the release namespace), its config.yaml is exactly
+    `repeat_failure:` with the values, off by default, and the sidecar's own validator
+    (sidecar.config.parse_config) accepts it, default and changed."""
+    from sidecar.config import parse_config
+
+    objs = render()
+    (cm,) = sidecar_configs(objs)
+    assert cm["metadata"]["namespace"] == NAMESPACE
+    doc = yaml.safe_load(cm["data"]["config.yaml"])
+    assert doc == {"repeat_failure": values_yaml()["repeatFailure"]}
+    assert doc["repeat_failure"]["enabled"] is False
+    assert parse_config(doc, "config.yaml").enabled is False
+    assert injector_config(objs)["configMap"] == cm["metadata"]["name"]
+
+    objs = render(f"agentNamespaces={{{','.join(TEAMS)}}}", "repeatFailure.enabled=true",
+                  "repeatFailure.threshold=3", "json:repeatFailure.collect_grace_s=0.5",
+                  "repeatFailure.exclude={make watch}")
+    cms = sidecar_configs(objs)
+    assert [c["metadata"]["namespace"] for c in cms] == list(TEAMS)
+    for c in cms:
+        section = yaml.safe_load(c["data"]["config.yaml"])["repeat_failure"]
+        assert (section["enabled"], section["threshold"], section["collect_grace_s"],
+                section["exclude"]) == (True, 3, 0.5, ["make watch"])
+        parsed = parse_config(yaml.safe_load(c["data"]["config.yaml"]), "config.yaml")
+        assert (parsed.enabled, parsed.threshold, parsed.exclude) == (True, 3, ("make watch",))
+
+
+def test_values_schema_mirrors_the_sidecar_schema() -> None:
+    """values.schema.json's repeatFailure has the sidecar's keys (sidecar/config.py) with the
+    same types and limits, so a value the sidecar would refuse fails at `helm install` instead of
+    in every pod. Not mirrored: `agents` (per pod, it cannot live in a namespace-wide
+    ConfigMap); `events` is the chart's and, once the sidecar knows it, must match too."""
+    from sidecar import config as sidecar_config
+
+    ours = json.loads(SCHEMA.read_text())["properties"]["repeatFailure"]
+    theirs = sidecar_config._SCHEMA["properties"]["repeat_failure"]
+    assert ours["additionalProperties"] is False
+    expected_keys = (set(theirs["properties"]) - {"agents"}) | {"events"}
+    assert set(ours["properties"]) == expected_keys
+    for key, rule in theirs["properties"].items():
+        if key != "agents":
+            assert ours["properties"][key] == rule, key
+    assert ours["properties"]["events"] == {"type": "boolean"}
+    assert set(values_yaml()["repeatFailure"]) == expected_keys
+
+
+def test_events_role_only_with_events() -> None:
+    """No RBAC by default. With `repeatFailure.events`, each agent namespace gets a Role allowing
+    exactly create and patch on events (core and events.k8s.io) and a RoleBinding of that Role
+    to each of `agentServiceAccounts` in that namespace."""
+    objs = render()
+    assert not of_kind(objs, "Role") and not of_kind(objs, "RoleBinding")
+    objs = render(f"agentNamespaces={{{','.join(TEAMS)}}}", "repeatFailure.events=true",
+                  "agentServiceAccounts={default,runner}")
+    roles = of_kind(objs, "Role")
+    assert [r["metadata"]["namespace"] for r in roles] == list(TEAMS)
+    for role in roles:
+        assert role["rules"] == [{"apiGroups": ["", "events.k8s.io"], "resources": ["events"],
+                                  "verbs": ["create", "patch"]}]
+    for binding in of_kind(objs, "RoleBinding"):
+        ns = binding["metadata"]["namespace"]
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                      "name": f"{FULLNAME}-events"}
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": sa, "namespace": ns} for sa in ("default", "runner")]
+    assert len(of_kind(objs, "RoleBinding")) == len(TEAMS)
+    assert not of_kind(objs, "ClusterRole") and not of_kind(objs, "ClusterRoleBinding")
+
+
+def test_network_policy_ports_exact() -> None:
+    """Per agent namespace, pods labelled injected: TCP 9466 only from the Prometheus namespace
+    (by its name label), and every other port open from anywhere (TCP 1-9465 and 9467-65535,
+    all UDP, all SCTP), ingress only, so the policy takes nothing else away from the pod."""
+    objs = render(f"agentNamespaces={{{','.join(TEAMS)}}}", "networkPolicy.enabled=true")
+    policies = of_kind(objs, "NetworkPolicy")
+    assert [p["metadata"]["namespace"] for p in policies] == list(TEAMS)
+    for policy in policies:
+        assert policy["spec"] == {
+            "podSelector": {"matchLabels": {"repeat-failure.hive.dev/injected": "true"}},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {"from": [{"namespaceSelector": {"matchLabels": {
+                    "kubernetes.io/metadata.name": "monitoring"}}}],
+                 "ports": [{"protocol": "TCP", "port": 9466}]},
+                {"ports": [{"protocol": "TCP", "port": 1, "endPort": 9465},
+                           {"protocol": "TCP", "port": 9467, "endPort": 65535},
+                           {"protocol": "UDP"}, {"protocol": "SCTP"}]},
+            ]}
+    objs = render("networkPolicy.enabled=true", "networkPolicy.prometheusNamespace=prom",
+                  "networkPolicy.prometheusPodSelector.app=prometheus")
+    peer = one(objs, "NetworkPolicy")["spec"]["ingress"][0]["from"][0]
+    assert peer == {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "prom"}},
+                    "podSelector": {"matchLabels": {"app": "prometheus"}}}
+    assert not of_kind(render(), "NetworkPolicy")
+
+
+def test_injector_disabled_keeps_the_rest() -> None:
+    """`injector.enabled: false` installs no webhook, Deployment, Service, Secret or injector
+    config, but still the sidecar config (for pods that add the sidecar themselves), the Events
+    RBAC and the NetworkPolicy."""
+    kinds = {(o["kind"], o["metadata"]["name"]) for o in render(
+        "injector.enabled=false", "repeatFailure.events=true", "networkPolicy.enabled=true")}
+    assert kinds == {("ConfigMap", "repeat-failure-config"), ("Role", f"{FULLNAME}-events"),
+                     ("RoleBinding", f"{FULLNAME}-events"),
+                     ("NetworkPolicy", f"{FULLNAME}-metrics")}
+
+
+# --- monitoring ---------------------------------------------------------------------------------
+
+def test_pod_monitor() -> None:
+    """The PodMonitor selects pods labelled `repeat-failure.hive.dev/injected: "true"` in the
+    agent namespaces and scrapes port `rf-metrics` at /metrics; extra labels are added."""
+    objs = render("monitoring.podMonitor.enabled=true", "monitoring.podMonitor.interval=15s",
+                  "monitoring.podMonitor.labels.release=prom",
+                  f"agentNamespaces={{{','.join(TEAMS)}}}")
+    pm = one(objs, "PodMonitor")
+    assert pm["metadata"]["namespace"] == NAMESPACE
+    assert pm["metadata"]["labels"]["release"] == "prom"
+    assert pm["spec"] == {
+        "selector": {"matchLabels": {"repeat-failure.hive.dev/injected": "true"}},
+        "namespaceSelector": {"matchNames": list(TEAMS)},
+        "podMetricsEndpoints": [{"port": "rf-metrics", "path": "/metrics", "interval": "15s"}]}
+    assert not of_kind(render(), "PodMonitor")
+
+
+def test_prometheus_rule_is_the_rules_file() -> None:
+    """The PrometheusRule's spec.groups are exactly the groups of files/prometheus-rules.yaml
+    (the file promtool tests), with the extra labels from the values."""
+    if not RULES_FILE.is_file():
+        pytest.skip(f"{RULES_FILE.relative_to(REPO)} is not written yet")
+    objs = render("monitoring.prometheusRule.enabled=true",
+                  "monitoring.prometheusRule.labels.release=prom")
+    rule = one(objs, "PrometheusRule")
+    assert rule["spec"]["groups"] == yaml.safe_load(RULES_FILE.read_text())["groups"]
+    assert rule["metadata"]["labels"]["release"] == "prom"
+    assert not of_kind(render(), "PrometheusRule")
+
+
+def test_grafana_dashboard_is_the_json_file() -> None:
+    """The dashboard ConfigMap carries files/dashboard.json byte for byte under
+    `repeat-failure.json`, labelled `grafana_dashboard: "1"`, in the configured namespace."""
+    if not DASHBOARD_FILE.is_file():
+        pytest.skip(f"{DASHBOARD_FILE.relative_to(REPO)} is not written yet")
+    objs = render("monitoring.grafanaDashboard.enabled=true",
+                  "monitoring.grafanaDashboard.namespace=grafana",
+                  "monitoring.grafanaDashboard.annotations.grafana_folder=Agents")
+    cm = one(objs, "ConfigMap", f"{FULLNAME}-dashboard")
+    assert cm["data"] == {"repeat-failure.json": DASHBOARD_FILE.read_text()}
+    json.loads(cm["data"]["repeat-failure.json"])
+    assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert cm["metadata"]["namespace"] == "grafana"
+    assert cm["metadata"]["annotations"] == {"grafana_folder": "Agents"}
+    default_ns = one(render("monitoring.grafanaDashboard.enabled=true"), "ConfigMap",
+                     f"{FULLNAME}-dashboard")["metadata"]["namespace"]
+    assert default_ns == NAMESPACE
+
+
+# --- values.schema.json -------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("setting", "message"), [
+    ("repeatFailure.threshold=five", "/repeatFailure/threshold"),   # wrong type
+    ("repeatFailure.enabled=yes", "/repeatFailure/enabled"),        # a string is not a bool
+    ("repeatFailure.thresold=5", "'thresold' not allowed"),         # unknown key (typo)
+    ("injector.replica=3", "'replica' not allowed"),
+    ("unknownTopLevel=1", "'unknownTopLevel' not allowed"),
+    ("repeatFailure.threshold=0", "/repeatFailure/threshold"),       # below the minimum
+    ("repeatFailure.collect_interval_s=31", "/repeatFailure/collect_interval_s"),
+    ("json:repeatFailure.collect_grace_s=0.1", "/repeatFailure/collect_grace_s"),  # minimum 0.5
+    ("repeatFailure.window_s=0", "/repeatFailure/window_s"),
+    ("injector.failurePolicy=Maybe", "/injector/failurePolicy"),    # not in the enum
+    ("injector.nativeSidecar=sometimes", "/injector/nativeSidecar"),
+    ("injector.timeoutSeconds=31", "/injector/timeoutSeconds"),
+    ("image.pullPolicy=Sometimes", "/image/pullPolicy"),
+    ("sidecar.runAsUser=0", "/sidecar/runAsUser"),                  # root: runAsNonRoot fails
+    ("agentNamespaces={Team_A}", "/agentNamespaces/0"),
+    ("agentNamespaces={team-a,team-a}", "/agentNamespaces"),       # duplicates
+    ("repeatFailure.collect_grace_s=0.5", "/repeatFailure/collect_grace_s"),  # --set: a string
+    ("monitoring.podMonitor.interval=30 seconds", "/monitoring/podMonitor/interval"),
+    ("injector.resources.requests.cpu=lots", "/injector/resources/requests/cpu"),
+])
+def test_values_schema_rejects(setting: str, message: str) -> None:
+    """values.schema.json (additionalProperties false, types, enums, limits) makes `helm template`
+    fail on a wrong type, an unknown key or an out-of-range value, naming where."""
+    err = render_fails(setting)
+    assert "don't meet the specifications of the schema" in err
+    assert message in err, err
+
+
+# --- documentation ------------------------------------------------------------------------------
+
+def test_every_value_documented_in_values_yaml() -> None:
+    """Every key of values.yaml is a `# --`-documented leaf or a map of such keys;
+    values.schema.json describes each of them, has no key values.yaml lacks, and refuses
+    unknown keys in every map it describes key by key."""
+    schema = json.loads(SCHEMA.read_text())
+    leaves = values_leaves()
+    assert leaves
+    for path, _, doc in leaves:
+        assert doc, path
+        schema_type(schema, path)  # raises KeyError when the schema lacks the key
+    # ... and the schema has no key values.yaml lacks (besides Helm's `global`), and closes
+    # every map it descends into.
+    leaf_paths = {path for path, _, _ in leaves}
+
+    def same_keys(node: dict[str, Any], value: dict[str, Any], prefix: str) -> None:
+        assert node.get("additionalProperties") is False, prefix or "(top level)"
+        assert set(node["properties"]) - {"global"} == set(value), prefix or "(top level)"
+        for key, child in value.items():
+            if f"{prefix}{key}" not in leaf_paths:
+                same_keys(node["properties"][key], child, f"{prefix}{key}.")
+
+    same_keys(schema, values_yaml(), "")
+
+
+def test_readme_values_table_lists_every_leaf() -> None:
+    """The README's values table has one row per leaf of values.yaml and nothing else, each with
+    the schema's type, the values.yaml default (as JSON) and its `# --` description."""
+    schema = json.loads(SCHEMA.read_text())
+    table = readme_values_table()
+    leaves = values_leaves()
+    assert list(table) == [path for path, _, _ in leaves]
+    for path, default, doc in leaves:
+        typ, shown, desc = table[path]
+        assert typ == schema_type(schema, path), path
+        assert json.loads(shown) == default, path
+        assert desc.replace("\\|", "|") == doc, path
+
+
+def _table_after(text: str, header: str) -> list[str]:
+    lines = text.splitlines()
+    start = lines.index(header)
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append(line)
+    return rows
+
+
+def test_readme_annotations_table_is_the_contracts() -> None:
+    """The README's pod annotation table is the one in docs/kubernetes.md, row for row."""
+    header = "| pod annotation (`repeat-failure.hive.dev/…`) | meaning | default |"
+    assert _table_after(README.read_text(), header) == _table_after(CONTRACT.read_text(), header)
+
+
+def _readme_snippets() -> dict[str, dict[str, Any]]:
+    text = README.read_text()
+    found = {}
+    for name, body in re.findall(r"<!-- static-snippet: (\S+) -->\s*```yaml\n(.*?)```", text, re.S):
+        found[name] = yaml.safe_load(body)
+    return found
+
+
+@pytest.mark.parametrize("form", ["native", "plain"])
+def test_readme_static_snippet(form: str) -> None:
+    """The README's pod specs for teams without the injector are valid Pods (kubernetes-validate,
+    strict; native form from 1.29, plain form on 1.28 too) and follow docs/kubernetes.md "What the
+    injector adds": sidecar name, args, env, port, probe, mounts, hardening, the config ConfigMap
+    (optional) and the emptyDir, the label PodMonitor and NetworkPolicy select, and the agent's
+    BASH_ENV/SHELL/SHLVL and shared mount."""
+    pod = _readme_snippets()[form]
+    if kubernetes_validate is not None:
+        for version in ((KUBE_NEWEST,) if form == "native" else (KUBE_OLD, KUBE_NEWEST)):
+            kubernetes_validate.validate(pod, version, strict=True)
+    spec = pod["spec"]
+    assert pod["metadata"]["labels"]["repeat-failure.hive.dev/injected"] == "true"
+    if form == "native":
+        sidecar = spec["initContainers"][0]
+        assert sidecar["restartPolicy"] == "Always"
+        agents = spec["containers"]
+    else:
+        assert "initContainers" not in spec
+        (sidecar,) = [c for c in spec["containers"] if c["name"] == "repeat-failure"]
+        assert "restartPolicy" not in sidecar
+        agents = [c for c in spec["containers"] if c["name"] != "repeat-failure"]
+    assert sidecar["name"] == "repeat-failure"
+    assert sidecar["image"] == "ghcr.io/hive/repeat-failure:0.1.0"
+    assert sidecar["args"] == ["run", "--config-optional"]
+    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in sidecar["env"]}
+    assert env["REPEAT_FAILURE_CONFIG"] == "/etc/repeat-failure/config.yaml"
+    assert env["REPEAT_FAILURE_SHARED_DIR"] == "/var/run/repeat-failure"
+    assert env["REPEAT_FAILURE_LISTEN"] == "0.0.0.0:9466"
+    assert env["REPEAT_FAILURE_AGENT_HOME"] == "/var/run/repeat-failure-home"
+    assert env["POD_NAME"] == {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}
+    assert env["POD_NAMESPACE"] == {"fieldRef": {"apiVersion": "v1",
+                                                 "fieldPath": "metadata.namespace"}}
+    assert env["POD_UID"] == {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.uid"}}
+    agent = env["REPEAT_FAILURE_AGENT"]
+    assert {"REPEAT_FAILURE_AGENT", "REPEAT_FAILURE_BACKEND"} <= set(env)
+    assert sidecar["ports"] == [{"name": "rf-metrics", "containerPort": 9466, "protocol": "TCP"}]
+    assert sidecar["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert "readinessProbe" not in sidecar and "startupProbe" not in sidecar
+    assert sidecar["securityContext"] == {
+        "runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001,
+        "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
+    mounts = {m["mountPath"]: m for m in sidecar["volumeMounts"]}
+    assert mounts["/var/run/repeat-failure"]["name"] == "repeat-failure-shared"
+    assert mounts["/etc/repeat-failure"] == {"name": "repeat-failure-config",
+                                             "mountPath": "/etc/repeat-failure", "readOnly": True}
+    assert mounts["/var/run/repeat-failure-home"]["readOnly"] is True
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    assert volumes["repeat-failure-shared"] == {"name": "repeat-failure-shared", "emptyDir": {}}
+    assert volumes["repeat-failure-config"]["configMap"] == {"name": "repeat-failure-config",
+                                                              "optional": True}
+    (agent_c,) = agents
+    agent_env = {e["name"]: e["value"] for e in agent_c["env"]}
+    assert agent_env["BASH_ENV"] == f"/var/run/repeat-failure/hook/{agent}.sh"
+    assert agent_env["SHELL"] == "/bin/bash" and agent_env["SHLVL"] == "1"
+    assert {"name": "repeat-failure-shared", "mountPath": "/var/run/repeat-failure"} in \
+        agent_c["volumeMounts"]
+    # The agent's home is the volume the sidecar mounts read-only as its home.
+    home_volume = mounts["/var/run/repeat-failure-home"]["name"]
+    assert any(m["name"] == home_volume and m["mountPath"] == agent_env["HOME"]
+               for m in agent_c["volumeMounts"])
+    # Agent and sidecar share the record files: same user, or a shared fsGroup.
+    assert spec.get("securityContext", {}).get("fsGroup") == 10001 or \
+        agent_c.get("securityContext", {}).get("runAsUser") == 10001
+
+
+def _apply_json_patch(doc: Any, ops: list[dict[str, Any]]) -> Any:
+    """RFC 6902 `add` and `replace` (all the injector emits) applied to a copy of `doc`."""
+    doc = copy.deepcopy(doc)
+    for op in ops:
+        assert op["op"] in ("add", "replace"), op
+        parts = op["path"].split("/")[1:]
+        *parents, last = [p.replace("~1", "/").replace("~0", "~") for p in parts]
+        target = doc
+        for part in parents:
+            target = target[int(part)] if isinstance(target, list) else target[part]
+        value = copy.deepcopy(op["value"])
+        if isinstance(target, list):
+            if last == "-":
+                target.append(value)
+            elif op["op"] == "add":
+                target.insert(int(last), value)
+            else:
+                target[int(last)] = value
+        else:
+            assert op["op"] == "add" or last in target, op
+            target[last] = value
+    return doc
+
+
+def _without_sidecar(pod: dict[str, Any]) -> dict[str, Any]:
+    """The pod as its team would write it before the sidecar: no repeat-failure container,
+    volumes, mounts, hook env or label."""
+    pod = copy.deepcopy(pod)
+    spec = pod["spec"]
+    spec.pop("initContainers", None)
+    spec["containers"] = [c for c in spec["containers"] if c["name"] != "repeat-failure"]
+    spec["volumes"] = [v for v in spec["volumes"] if not v["name"].startswith("repeat-failure")]
+    for c in spec["containers"]:
+        c["env"] = [e for e in c["env"] if e["name"] not in ("BASH_ENV", "SHELL", "SHLVL")]
+        c["volumeMounts"] = [m for m in c["volumeMounts"] if m["name"] != "repeat-failure-shared"]
+    del pod["metadata"]["labels"]["repeat-failure.hive.dev/injected"]
+    return pod
+
+
+@pytest.mark.parametrize("form", ["native", "plain"])
+def test_readme_static_snippet_is_what_the_injector_adds(form: str) -> None:
+    """Each README snippet equals what the injector (sidecar.injector, fed the injector config the
+    chart renders: native sidecar on 1.31, plain on 1.28) makes of the same pod written without
+    the sidecar and annotated inject/agent/backend, apart from the injector's status annotation:
+    the static route and the injected one cannot drift apart."""
+    from sidecar.injector import admission_response, parse_injector_config
+
+    snippet = _readme_snippets()[form]
+    kube = KUBE_NEW if form == "native" else KUBE_OLD
+    config = parse_injector_config(
+        {**injector_config(render(kube=kube)), "enabled": True}, "injector.yaml")
+    bare = _without_sidecar(snippet)
+    sidecar_env = {e["name"]: e.get("value") for c in snippet["spec"].get("initContainers", [])
+                   + snippet["spec"]["containers"] if c["name"] == "repeat-failure"
+                   for e in c["env"]}
+    bare["metadata"]["annotations"] = {
+        "repeat-failure.hive.dev/inject": "true",
+        "repeat-failure.hive.dev/agent": sidecar_env["REPEAT_FAILURE_AGENT"],
+        "repeat-failure.hive.dev/backend": sidecar_env["REPEAT_FAILURE_BACKEND"]}
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+              "request": {"uid": "u1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                          "resource": {"group": "", "version": "v1", "resource": "pods"},
+                          "operation": "CREATE", "namespace": NAMESPACE, "object": bare}}
+    response = admission_response(review, config)["response"]
+    assert response["allowed"] is True and "warnings" not in response, response
+    injected = _apply_json_patch(bare, json.loads(base64.b64decode(response["patch"])))
+    assert injected["metadata"].pop("annotations")["repeat-failure.hive.dev/status"] == "injected"
+    assert injected == snippet
+
+
+def test_rendered_injector_config_loads_in_the_injector() -> None:
+    """The injector's own loader (sidecar.injector.parse_injector_config) accepts the injector
+    config the chart renders, default and with every value changed, and reads back the values."""
+    from sidecar.injector import parse_injector_config
+
+    default = parse_injector_config(injector_config(render()), "injector.yaml")
+    assert (default.enabled, default.native_sidecar, default.config_map) == \
+        (False, True, "repeat-failure-config")
+    changed = parse_injector_config(injector_config(render(
+        "repeatFailure.enabled=true", "injector.nativeSidecar=false", "image.tag=9.9.9",
+        "image.pullPolicy=Always", "sidecar.runAsUser=2000", "sidecar.runAsGroup=3000",
+        "sidecar.resources.limits.memory=1Gi")), "injector.yaml")
+    assert (changed.enabled, changed.native_sidecar, changed.image, changed.image_pull_policy,
+            changed.run_as_user, changed.run_as_group) == \
+        (True, False, "ghcr.io/hive/repeat-failure:9.9.9", "Always", 2000, 3000)
+    assert changed.resources["limits"]["memory"] == "1Gi"
+
+
+def _notes(tmp_path: Path, *sets: str) -> str:
+    """NOTES.txt as `helm install` would print it: a copy of the chart gets one extra template
+    that includes NOTES.txt into a ConfigMap (helm template itself never renders the notes)."""
+    chart = tmp_path / "repeat-failure"
+    shutil.copytree(CHART, chart)
+    (chart / "templates" / "zz-notes-probe.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes-probe\ndata:\n"
+        '  notes: {{ include (print $.Template.BasePath "/NOTES.txt") . | toJson }}\n')
+    args = ["template", RELEASE, str(chart), "--namespace", NAMESPACE, "--kube-version", KUBE_NEW,
+            "--show-only", "templates/zz-notes-probe.yaml"]
+    for s in sets:
+        args += ["--set", s]
+    return yaml.safe_load(_helm(*args).stdout)["data"]["notes"]
+
+
+def test_notes(tmp_path: Path) -> None:
+    """NOTES.txt says whether the check is on, lists the agent namespaces, shows the opt-in
+    annotation, and tells an injector-less install to add the sidecar itself."""
+    notes = _notes(tmp_path)
+    assert "The check is OFF" in notes and "repeat-failure.hive.dev/inject: \"true\"" in notes
+    assert f"  - {NAMESPACE}" in notes
+    assert f"mutatingwebhookconfiguration {INJECTOR}-{NAMESPACE}" in notes
+    notes = _notes(tmp_path / "2", "repeatFailure.enabled=true", "injector.enabled=false",
+                   "agentNamespaces={team-a,team-b}")
+    assert "The check is ON" in notes and "  - team-a\n  - team-b" in notes
+    assert "Without the injector" in notes and "mutatingwebhookconfiguration" not in notes
+
+
+def test_scripts_test_installs_pinned_helm() -> None:
+    """scripts/test installs the pinned helm into the cache path this module looks in, and puts
+    it on PATH, so CI runs these tests instead of skipping them."""
+    text = (REPO / "scripts" / "test").read_text()
+    assert 'helm_bin="$HOME/.cache/repeat-failure/bin"' in text
+    assert 'GOBIN="$helm_bin" "$go" install helm.sh/helm/v3/cmd/helm@v3.22.0' in text
+    assert 'export PATH="$HOME/.cache/repeat-failure/bin:$PATH"' in text
+
+
+def _iter_strings(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        for v in node.values():
+            yield from _iter_strings(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _iter_strings(v)
+    elif isinstance(node, str):
+        yield node
+
+
+def test_no_leftover_template_markers() -> None:
+    """No rendered value of the fullest combination still holds `{{`, `<no value>` or
+    `%!` (a template bug that renders text instead of failing)."""
+    sets, kube = COMBOS["everything-kube-1.28"]
+    for obj in render(*sets, kube=kube):
+        if obj["kind"] == "PrometheusRule":
+            continue  # alert annotations use Prometheus's own {{ $labels.x }} templates
+        for s in _iter_strings(obj):
+            assert "<no value>" not in s and "%!" not in s, (obj["kind"], s)
+            if obj["kind"] != "ConfigMap" or "repeat-failure.json" not in obj.get("data", {}):
+                assert "{{" not in s, (obj["kind"], s)

@@ -1,0 +1,923 @@
+"""The sidecar injector (sidecar.injector) against docs/kubernetes.md.
+
+The fixtures under tests/fixtures/admission/ are AdmissionReview v1 requests as the API server
+sends them for a Pod CREATE: the object decoded and defaulted, the built-in mutating plugins
+already applied (the ServiceAccount plugin's kube-api-access volume, DefaultTolerationSeconds),
+and a pod created by a ReplicaSet or a Job carrying ``generateName`` and no ``name`` yet.
+
+Each injected case applies the returned JSONPatch with the ``jsonpatch`` library and compares
+the WHOLE resulting pod with the expected pod (the original plus exactly what the contract
+lists, written out literally here), then validates it against the Pod schema of
+``kubernetes-validate`` (strict: unknown fields fail). Native sidecars (``restartPolicy: Always``
+on an init container, KEP-753) are beta and on by default from Kubernetes 1.29, so those results
+are validated for 1.29 and the newest version the package ships; the plain-container variant for
+1.28 and the newest. (The 1.28 schema already has ``restartPolicy`` on containers: the field
+existed as alpha behind the SidecarContainers feature gate, off by default, so a 1.28 schema
+check could not tell whether a native sidecar works there; the 1.27 schema rejects it.)
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import datetime
+import http.client
+import io
+import ipaddress
+import json
+import os
+import re
+import socket
+import ssl
+import threading
+from pathlib import Path
+
+import jsonpatch
+import kubernetes_validate
+import pytest
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from sidecar import hook
+from sidecar.app import configure_logging
+from sidecar.config import AGENT_NAME_RE, ConfigError
+from sidecar.injector import (
+    AGENT_RE, CHAIN_PATH_RE, AdmissionError, ConfigSource, InjectorConfig, InjectorServer,
+    TLSFiles, admission_response, decide, load_injector_config, parse_injector_config, pointer,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "admission"
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "kubernetes.md"
+NEWEST = kubernetes_validate.utils.latest_version()
+
+#: The injector config as the chart renders it with the check on (docs/kubernetes.md).
+CONFIG_YAML = """\
+enabled: true
+image: ghcr.io/hive/repeat-failure:0.1.0
+imagePullPolicy: IfNotPresent
+nativeSidecar: {native}
+configMap: repeat-failure-config
+runAsUser: 10001
+runAsGroup: 10001
+resources: {{requests: {{cpu: 10m, memory: 48Mi}}, limits: {{memory: 96Mi}}}}
+"""
+
+
+def config(native: bool = True, enabled: bool = True) -> InjectorConfig:
+    text = CONFIG_YAML.format(native=str(native).lower())
+    text = text.replace("enabled: true", f"enabled: {str(enabled).lower()}")
+    return parse_injector_config(yaml.safe_load(text), "injector.yaml")
+
+
+def load(name: str) -> dict:
+    return json.loads((FIXTURES / f"{name}.json").read_text())
+
+
+def run(review: dict, cfg: InjectorConfig) -> tuple[dict, list | None, dict]:
+    """(response, patch operations or None, the pod after the patch)."""
+    answer = admission_response(review, cfg)
+    assert answer["apiVersion"] == "admission.k8s.io/v1" and answer["kind"] == "AdmissionReview"
+    response = answer["response"]
+    assert response["uid"] == review["request"]["uid"]
+    assert response["allowed"] is True
+    pod = review["request"]["object"]
+    if "patch" not in response:
+        assert "patchType" not in response
+        return response, None, pod
+    assert response["patchType"] == "JSONPatch"
+    ops = json.loads(base64.b64decode(response["patch"], validate=True))
+    assert isinstance(ops, list) and ops
+    return response, ops, jsonpatch.apply_patch(pod, ops)
+
+
+def validate(pod: dict, native: bool) -> None:
+    for version in (["1.29", NEWEST] if native else ["1.28", NEWEST]):
+        kubernetes_validate.validate(pod, version, strict=True)
+
+
+# -- what the contract lists, written out --------------------------------------------------------
+
+SHARED_MOUNT = {"name": "repeat-failure-shared", "mountPath": "/var/run/repeat-failure"}
+VOLUMES = [{"name": "repeat-failure-shared", "emptyDir": {}},
+           {"name": "repeat-failure-config",
+            "configMap": {"name": "repeat-failure-config", "optional": True}}]
+
+
+def expected_sidecar(agent: str, backend: str, uid: int, gid: int, native: bool,
+                     chain: str | None = None, home: dict | None = None) -> dict:
+    env = [{"name": "REPEAT_FAILURE_CONFIG", "value": "/etc/repeat-failure/config.yaml"},
+           {"name": "REPEAT_FAILURE_SHARED_DIR", "value": "/var/run/repeat-failure"},
+           {"name": "REPEAT_FAILURE_AGENT", "value": agent},
+           {"name": "REPEAT_FAILURE_BACKEND", "value": backend},
+           {"name": "REPEAT_FAILURE_LISTEN", "value": "0.0.0.0:9466"},
+           {"name": "POD_NAME",
+            "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
+           {"name": "POD_NAMESPACE",
+            "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}},
+           {"name": "POD_UID",
+            "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.uid"}}}]
+    if chain:
+        env.append({"name": "REPEAT_FAILURE_CHAIN_BASH_ENV", "value": chain})
+    mounts = [{"name": "repeat-failure-shared", "mountPath": "/var/run/repeat-failure"},
+              {"name": "repeat-failure-config", "mountPath": "/etc/repeat-failure",
+               "readOnly": True}]
+    if home:
+        env.append({"name": "REPEAT_FAILURE_AGENT_HOME", "value": "/var/run/repeat-failure-home"})
+        mounts.append({"name": home["volume"], "mountPath": "/var/run/repeat-failure-home",
+                       "readOnly": True, **({"subPath": home["subPath"]} if "subPath" in home
+                                            else {})})
+    container = {
+        "name": "repeat-failure",
+        "image": "ghcr.io/hive/repeat-failure:0.1.0",
+        "imagePullPolicy": "IfNotPresent",
+        "args": ["run", "--config-optional"],
+        "env": env,
+        "ports": [{"name": "rf-metrics", "containerPort": 9466, "protocol": "TCP"}],
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "rf-metrics"}},
+        "resources": {"requests": {"cpu": "10m", "memory": "48Mi"}, "limits": {"memory": "96Mi"}},
+        "volumeMounts": mounts,
+        "securityContext": {"runAsNonRoot": True, "runAsUser": uid, "runAsGroup": gid,
+                            "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False,
+                            "capabilities": {"drop": ["ALL"]},
+                            "seccompProfile": {"type": "RuntimeDefault"}},
+    }
+    if native:
+        container["restartPolicy"] = "Always"
+    return container
+
+
+def hook_env(agent: str) -> list[dict]:
+    return [{"name": "BASH_ENV", "value": f"/var/run/repeat-failure/hook/{agent}.sh"},
+            {"name": "SHELL", "value": "/bin/bash"}, {"name": "SHLVL", "value": "1"}]
+
+
+def expected_pod(original: dict, sidecar: dict, native: bool, session_logs: str | None = None,
+                 hooked: dict[int, dict] | None = None) -> dict:
+    """The original pod plus the status annotation (and session-logs), the injected label, the
+    two volumes, the sidecar first among init containers (native) or last among containers, and
+    each hooked container replaced by the dict given for its index."""
+    pod = copy.deepcopy(original)
+    meta = pod["metadata"]
+    meta["annotations"]["repeat-failure.hive.dev/status"] = "injected"
+    if session_logs is not None:
+        meta["annotations"]["repeat-failure.hive.dev/session-logs"] = session_logs
+    meta.setdefault("labels", {})["repeat-failure.hive.dev/injected"] = "true"
+    pod["spec"]["volumes"] = pod["spec"].get("volumes", []) + copy.deepcopy(VOLUMES)
+    for index, container in (hooked or {}).items():
+        pod["spec"]["containers"][index] = container
+    if native:
+        pod["spec"]["initContainers"] = [sidecar] + pod["spec"].get("initContainers", [])
+    else:
+        pod["spec"]["containers"].append(sidecar)
+    return pod
+
+
+def with_hook(container: dict, agent: str, env: list[dict] | None = None) -> dict:
+    """``container`` with the shared mount and the hook's env appended (``env`` replaces the
+    whole env list when given)."""
+    c = copy.deepcopy(container)
+    c["volumeMounts"] = c.get("volumeMounts", []) + [dict(SHARED_MOUNT)]
+    c["env"] = env if env is not None else c.get("env", []) + hook_env(agent)
+    return c
+
+
+NATIVE = pytest.mark.parametrize("native", [True, False], ids=["native-sidecar", "container"])
+
+
+# -- injected pods --------------------------------------------------------------------------------
+
+
+@NATIVE
+def test_deployment_pod_one_container_home_mounted_exactly(native: bool) -> None:
+    """A ReplicaSet's pod (generateName, no name): agent from app.kubernetes.io/name, backend
+    from the annotation, pod-level runAsUser/runAsGroup, the home volume mounted at HOME exactly
+    (no subPath); labels and volumes exist, so keys and items are added to them."""
+    review = load("deployment-one-container")
+    original = review["request"]["object"]
+    assert "name" not in original["metadata"] and original["metadata"]["generateName"]
+    response, ops, pod = run(review, config(native))
+    assert "warnings" not in response
+    agent = original["spec"]["containers"][0]
+    assert pod == expected_pod(
+        original, expected_sidecar("claude-agent", "claude", 1000, 1000, native,
+                                   home={"volume": "home"}),
+        native, hooked={0: with_hook(agent, "claude-agent")})
+    assert {"op": "add", "path": "/metadata/annotations/repeat-failure.hive.dev~1status",
+            "value": "injected"} in ops
+    assert {"op": "add", "path": "/metadata/labels/repeat-failure.hive.dev~1injected",
+            "value": "true"} in ops
+    # Native: the first init container (none before it: /spec/initContainers is created).
+    assert [op["path"] for op in ops if "initContainers" in op["path"]] == (
+        ["/spec/initContainers"] if native else [])
+    validate(pod, native)
+
+
+@NATIVE
+def test_several_containers_container_level_ids_and_parent_mount_with_subpath(native) -> None:
+    """Every container is an agent container by default; the first one's container-level
+    runAsUser/runAsGroup win over the pod's; HOME /home/codex under a mount of /home with
+    subPath users → the sidecar mounts subPath users/codex. A container with neither env nor
+    volumeMounts gets both created; the native sidecar goes before the existing init container."""
+    review = load("pod-several-containers")
+    original = review["request"]["object"]
+    response, ops, pod = run(review, config(native))
+    assert "warnings" not in response
+    agent, tools = original["spec"]["containers"]
+    assert "env" not in tools and "volumeMounts" not in tools
+    assert pod == expected_pod(
+        original, expected_sidecar("pair", "codex", 2000, 3000, native,
+                                   home={"volume": "work", "subPath": "users/codex"}),
+        native, hooked={0: with_hook(agent, "pair"), 1: with_hook(tools, "pair")})
+    if native:
+        assert [c["name"] for c in pod["spec"]["initContainers"]] == ["repeat-failure",
+                                                                      "init-workspace"]
+    assert {"op": "add", "path": "/spec/containers/1/env", "value": hook_env("pair")} in ops
+    assert {"op": "add", "path": "/spec/containers/1/volumeMounts",
+            "value": [SHARED_MOUNT]} in ops
+    validate(pod, native)
+
+
+@NATIVE
+def test_containers_annotation_names_the_agent_container(native: bool) -> None:
+    """`containers: " agent "` hooks only that container (the proxy stays as it is); the agent
+    annotation wins over the labels; HOME with a trailing slash matches the mount of exactly
+    that path with subPath oc-1; no runAs ids anywhere → the config's 10001."""
+    review = load("containers-annotation")
+    original = review["request"]["object"]
+    response, ops, pod = run(review, config(native))
+    assert "warnings" not in response
+    agent = original["spec"]["containers"][1]
+    assert pod == expected_pod(
+        original, expected_sidecar("oc-1", "opencode", 10001, 10001, native,
+                                   home={"volume": "home", "subPath": "oc-1"}),
+        native, hooked={1: with_hook(agent, "oc-1")})
+    assert pod["spec"]["containers"][0] == original["spec"]["containers"][0]
+    validate(pod, native)
+
+
+@NATIVE
+def test_job_pod_literal_bash_env_is_chained(native: bool) -> None:
+    """A Job's pod: the literal BASH_ENV is replaced by the hook and handed to the sidecar as
+    REPEAT_FAILURE_CHAIN_BASH_ENV; SHELL=/bin/sh becomes /bin/bash in place; the container's own
+    SHLVL stays; the agent-home annotation under a mount of /home without subPath → subPath
+    agent."""
+    review = load("job-bash-env-literal")
+    original = review["request"]["object"]
+    assert original["spec"]["restartPolicy"] == "Never"
+    response, ops, pod = run(review, config(native))
+    assert "warnings" not in response
+    agent = original["spec"]["containers"][0]
+    hooked_env = [{"name": "BASH_ENV", "value": "/var/run/repeat-failure/hook/gemini-run.sh"},
+                  {"name": "SHELL", "value": "/bin/bash"}, {"name": "SHLVL", "value": "2"}]
+    assert pod == expected_pod(
+        original, expected_sidecar("gemini-run", "gemini", 10001, 10001, native,
+                                   chain="/etc/agent/bash_env.sh",
+                                   home={"volume": "homes", "subPath": "agent"}),
+        native, hooked={0: with_hook(agent, "gemini-run", env=hooked_env)})
+    assert {"op": "replace", "path": "/spec/containers/0/env/0",
+            "value": hooked_env[0]} in ops
+    validate(pod, native)
+
+
+@NATIVE
+def test_bash_env_from_value_from_is_left_alone_with_a_warning(native: bool) -> None:
+    """A container whose BASH_ENV comes from valueFrom is left exactly as it is and named in the
+    warnings; the other container is hooked. No HOME anywhere: no home mount, and the pod says
+    why in the session-logs annotation."""
+    review = load("bash-env-value-from")
+    original = review["request"]["object"]
+    response, ops, pod = run(review, config(native))
+    assert response["warnings"] == [
+        "repeat-failure: container agent: BASH_ENV comes from valueFrom or refers to $(VAR); "
+        "left as it is (not hooked)"]
+    helper = original["spec"]["containers"][1]
+    assert pod == expected_pod(
+        original, expected_sidecar("pi-agent", "pi", 10001, 10001, native), native,
+        session_logs="agent home unknown", hooked={1: with_hook(helper, "pi-agent")})
+    assert pod["spec"]["containers"][0] == original["spec"]["containers"][0]
+    validate(pod, native)
+
+
+@NATIVE
+def test_home_not_covered_creates_labels_and_volumes(native: bool) -> None:
+    """HOME /home/dev with no mount covering it: the sidecar runs without the home and the pod
+    gets session-logs "no volume mount covers the agent home". A pod with no labels, no volumes
+    and a container without volumeMounts: each is created by the patch."""
+    review = load("home-not-covered")
+    original = review["request"]["object"]
+    assert "labels" not in original["metadata"] and "volumes" not in original["spec"]
+    response, ops, pod = run(review, config(native))
+    assert "warnings" not in response
+    agent = original["spec"]["containers"][0]
+    assert pod == expected_pod(
+        original, expected_sidecar("copilot-dev", "copilot", 10001, 10001, native), native,
+        session_logs="no volume mount covers the agent home",
+        hooked={0: with_hook(agent, "copilot-dev")})
+    assert {"op": "add", "path": "/metadata/labels",
+            "value": {"repeat-failure.hive.dev/injected": "true"}} in ops
+    assert {"op": "add", "path": "/spec/volumes", "value": VOLUMES} in ops
+    validate(pod, native)
+
+
+@NATIVE
+def test_root_agent_sidecar_takes_the_configs_user(native: bool) -> None:
+    """An agent running as uid 0: a sidecar with runAsNonRoot cannot run as 0, so it takes the
+    config's runAsUser (the group, 0, is copied). A backend the coverage table lists but does
+    not cover (aider) is injected: the sidecar's row says "not available"."""
+    review = load("root-agent")
+    original = review["request"]["object"]
+    response, ops, pod = run(review, config(native))
+    assert "warnings" not in response
+    agent = original["spec"]["containers"][0]
+    assert pod == expected_pod(
+        original, expected_sidecar("aider", "aider", 10001, 0, native), native,
+        session_logs="agent home unknown", hooked={0: with_hook(agent, "aider")})
+    validate(pod, native)
+
+
+# -- pods left unchanged --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["not-annotated", "inject-false", "already-injected-status",
+                                  "already-injected-container"])
+def test_left_alone_without_a_word(name: str) -> None:
+    """Not annotated, inject "false", already injected (the status annotation, or a container
+    named repeat-failure): allowed, no patch, no warning."""
+    response, ops, _ = run(load(name), config())
+    assert ops is None and "warnings" not in response
+    assert response == {"uid": load(name)["request"]["uid"], "allowed": True}
+
+
+def test_check_off_adds_nothing() -> None:
+    """Off means off: with enabled: false in the injector config an annotated pod gets nothing,
+    not even a warning for an invalid name."""
+    for name in ("deployment-one-container", "pod-several-containers", "invalid-agent"):
+        response, ops, _ = run(load(name), config(enabled=False))
+        assert ops is None and "warnings" not in response
+
+
+@pytest.mark.parametrize("name, warning", [
+    ("invalid-agent", "repeat-failure: agent name 'Claude Agent' is not a lowercase "
+                      "DNS-1123-style label (a-z, 0-9, '-', '.', '_'; at most 63); not injected"),
+    ("unknown-backend", "repeat-failure: unknown backend 'gpt-shell' (`repeat-failure coverage` "
+                        "lists them); not injected"),
+])
+def test_invalid_names_leave_the_pod_unchanged_with_a_warning(name: str, warning: str) -> None:
+    """An invalid agent or an unknown backend: allowed unchanged, one warning, never rejected."""
+    response, ops, _ = run(load(name), config())
+    assert ops is None and response["warnings"] == [warning]
+
+
+@NATIVE
+@pytest.mark.parametrize("name", ["deployment-one-container", "pod-several-containers",
+                                  "containers-annotation", "job-bash-env-literal",
+                                  "bash-env-value-from", "home-not-covered", "root-agent"])
+def test_injecting_twice_adds_nothing(name: str, native: bool) -> None:
+    """Idempotency: the patched pod sent again gets no patch (its status annotation), and so does
+    one that lost the annotation but carries the repeat-failure container."""
+    review = load(name)
+    _, _, pod = run(review, config(native))
+    again = copy.deepcopy(review)
+    again["request"]["object"] = pod
+    assert run(again, config(native))[1] is None
+    del again["request"]["object"]["metadata"]["annotations"]["repeat-failure.hive.dev/status"]
+    assert run(again, config(native))[1] is None
+
+
+def test_native_sidecar_field_is_versioned_in_the_schema() -> None:
+    """The schema check does see restartPolicy: Kubernetes 1.27's Pod schema rejects it on an
+    init container (1.28 has it as alpha, off by default; the contract emits it from 1.29)."""
+    _, _, pod = run(load("deployment-one-container"), config(native=True))
+    with pytest.raises(kubernetes_validate.ValidationError, match="restartPolicy"):
+        kubernetes_validate.validate(pod, "1.27", strict=True)
+    validate(pod, native=True)
+
+
+# -- rules in detail (pure function) --------------------------------------------------------------
+
+
+def variant(edit) -> dict:
+    review = load("deployment-one-container")
+    edit(review["request"]["object"])
+    return review
+
+
+def annotate(**pairs: str):
+    def edit(pod: dict) -> None:
+        pod["metadata"]["annotations"].update(
+            {f"repeat-failure.hive.dev/{k.replace('_', '-')}": v for k, v in pairs.items()})
+    return edit
+
+
+def test_json_pointer_escaping() -> None:
+    """RFC 6901: '~' → '~0' and '/' → '~1' in each reference token, and jsonpatch reads the key
+    back exactly."""
+    assert pointer("metadata", "annotations", "a/b~c") == "/metadata/annotations/a~1b~0c"
+    assert pointer("spec", "containers", 3, "env", "-") == "/spec/containers/3/env/-"
+    doc = jsonpatch.apply_patch({"m": {}}, [{"op": "add", "path": pointer("m", "x~/y~1"),
+                                             "value": 1}])
+    assert doc == {"m": {"x~/y~1": 1}}
+
+
+@pytest.mark.parametrize("edit", [
+    lambda r: r.update(operation="UPDATE"),
+    lambda r: r.update(kind={"group": "apps", "version": "v1", "kind": "Deployment"}),
+    lambda r: r.update(subResource="ephemeralcontainers"),
+    lambda r: r.update(object=None),
+], ids=["update", "deployment", "subresource", "no-object"])
+def test_only_pod_creations_are_considered(edit) -> None:
+    """An UPDATE, another kind, a subresource or a request without an object: no patch."""
+    review = load("deployment-one-container")
+    edit(review["request"])
+    response, ops, _ = run(review, config())
+    assert ops is None and "warnings" not in response
+
+
+@pytest.mark.parametrize("review, message", [
+    ([], "expected a JSON object"),
+    ({"apiVersion": "v1", "kind": "Pod"}, "expected kind AdmissionReview"),
+    ({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview",
+      "request": {"uid": "x"}}, "admissionReviewVersions"),
+    ({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}, "no request"),
+    ({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {}}, "no uid"),
+])
+def test_not_an_admission_review_is_an_error(review, message: str) -> None:
+    with pytest.raises(AdmissionError, match=message):
+        admission_response(review, config())
+
+
+def test_containers_annotation_naming_no_container_is_refused() -> None:
+    for value, text in (("agent,sidecar-x", "no container of this pod: sidecar-x"),
+                        (" , ", "names no container")):
+        response, ops, _ = run(variant(annotate(containers=value)), config())
+        assert ops is None and text in response["warnings"][0]
+
+
+@pytest.mark.parametrize("edit, text", [
+    (lambda p: p["spec"]["volumes"].append({"name": "repeat-failure-shared", "emptyDir": {}}),
+     "repeat-failure-shared"),
+    (lambda p: p["spec"]["containers"][0]["volumeMounts"].append(
+        {"name": "home", "mountPath": "/var/run/repeat-failure/"}),
+     "agent: mountPath /var/run/repeat-failure"),
+    (lambda p: p["spec"]["containers"][0].setdefault("ports", []).append(
+        {"containerPort": 9466, "protocol": "TCP"}), "agent: port 9466"),
+], ids=["volume-name", "mount-path", "port"])
+def test_collisions_leave_the_pod_unchanged(edit, text: str) -> None:
+    """What the API server would reject (a duplicate volume name or mountPath) or what would
+    crash the sidecar (port 9466 taken): unchanged, with a warning naming it."""
+    response, ops, _ = run(variant(edit), config())
+    assert ops is None and text in response["warnings"][0]
+
+
+@pytest.mark.parametrize("value", ["etc/bashrc", "/etc/my bashrc", "$(HOME)/.bashenv"])
+def test_unchainable_literal_bash_env_is_left_alone(value: str) -> None:
+    """A relative path, a path the hook renderer refuses, or one with $(VAR) (expanded in the
+    agent's container only): that container is not hooked, and the warning says so."""
+    def edit(pod: dict) -> None:
+        pod["spec"]["containers"][0]["env"].append({"name": "BASH_ENV", "value": value})
+    review = variant(edit)
+    response, ops, pod = run(review, config())
+    assert response["warnings"] == [
+        "repeat-failure: container agent: BASH_ENV " + (
+            "comes from valueFrom or refers to $(VAR)" if "$(" in value else
+            "is not an absolute path of letters, digits and ._/@+-") + "; left as it is "
+        "(not hooked)"]
+    assert pod["spec"]["containers"][0] == review["request"]["object"]["spec"]["containers"][0]
+    assert not any(op["path"].startswith("/spec/containers/0/") for op in ops)
+
+
+def test_chain_path_rule_matches_the_hook_renderer() -> None:
+    """Every BASH_ENV the injector chains, the sidecar's hook renderer accepts, and the ones it
+    refuses, the renderer refuses too."""
+    for value in ("/etc/agent/bash_env.sh", "/opt/x-y/.env@1+2"):
+        assert CHAIN_PATH_RE.match(value)
+        hook.render_text("/var/run/repeat-failure", "a1", "bash", value)
+    for value in ("etc/bashrc", "/etc/my bashrc", "/a;b", "/a$b"):
+        assert not CHAIN_PATH_RE.match(value)
+        with pytest.raises(hook.HookError):
+            hook.render_text("/var/run/repeat-failure", "a1", "bash", value)
+
+
+def test_two_different_literal_bash_envs() -> None:
+    """The sidecar chains one BASH_ENV: a second agent container with a different one is left
+    as it is (warned); the same one in both is chained once."""
+    review = load("pod-several-containers")
+    containers = review["request"]["object"]["spec"]["containers"]
+    containers[0]["env"].append({"name": "BASH_ENV", "value": "/etc/a.sh"})
+    containers[1]["env"] = [{"name": "BASH_ENV", "value": "/etc/b.sh"}]
+    response, ops, pod = run(review, config())
+    assert response["warnings"] == ["repeat-failure: container tools: BASH_ENV differs from "
+                                    "another agent container's; left as it is (not hooked)"]
+    assert pod["spec"]["containers"][1] == containers[1]
+    assert {"name": "REPEAT_FAILURE_CHAIN_BASH_ENV", "value": "/etc/a.sh"} in \
+        pod["spec"]["initContainers"][0]["env"]
+    containers[1]["env"] = [{"name": "BASH_ENV", "value": "/etc/a.sh"}]
+    response, ops, pod = run(review, config())
+    assert "warnings" not in response
+    assert pod["spec"]["containers"][1]["env"][0]["value"] == "/var/run/repeat-failure/hook/pair.sh"
+
+
+def test_agent_home_annotation_must_be_absolute() -> None:
+    response, ops, pod = run(variant(annotate(agent_home="home/agent")), config())
+    assert response["warnings"] == ["repeat-failure: the agent-home annotation must be an "
+                                    "absolute path; session logs not read"]
+    assert pod["metadata"]["annotations"]["repeat-failure.hive.dev/session-logs"] == \
+        "agent home unknown"
+
+
+def test_deepest_covering_mount_wins_and_subpath_expr_is_skipped() -> None:
+    def edit(pod: dict) -> None:
+        c = pod["spec"]["containers"][0]
+        c["env"][0]["value"] = "/data/homes/agent/x"
+        c["volumeMounts"] = [{"name": "a", "mountPath": "/data"},
+                             {"name": "b", "mountPath": "/data/homes", "subPath": "s"},
+                             {"name": "c", "mountPath": "/data/homes/agent",
+                              "subPathExpr": "$(POD_NAME)"}]
+    decision = decide(variant(edit)["request"], config())
+    sidecar = next(op["value"] for op in decision.patch if op["path"] == "/spec/initContainers")[0]
+    assert sidecar["volumeMounts"][-1] == {"name": "b", "mountPath": "/var/run/repeat-failure-home",
+                                           "readOnly": True, "subPath": "s/agent/x"}
+
+
+def test_session_log_route_without_home_warns() -> None:
+    """omp is recorded from its session log only: without the home in the sidecar nothing is
+    recorded, and the response says so (the pod is still injected)."""
+    def edit(pod: dict) -> None:
+        annotate(backend="omp")(pod)
+        pod["spec"]["containers"][0]["env"][0]["value"] = "/root"
+    response, ops, _ = run(variant(edit), config())
+    assert ops and response["warnings"] == [
+        "repeat-failure: backend omp is recorded from its session log in the agent home, which "
+        "the sidecar cannot see: nothing is recorded"]
+
+
+def test_agent_defaults_and_name_rule() -> None:
+    """agent: the annotation, else the label repeat-failure.hive.dev/agent, else
+    app.kubernetes.io/name, else "agent"; backend: annotation, else label, else bash. Every name
+    the injector accepts, the sidecar accepts too."""
+    def names(edit) -> tuple[str, str]:
+        d = decide(variant(edit)["request"], config())
+        return d.agent, d.backend
+
+    def labels(pod, **kv):
+        pod["metadata"]["labels"].update(kv)
+
+    def drop(pod):
+        pod["metadata"]["labels"] = {}
+        pod["metadata"]["annotations"].pop("repeat-failure.hive.dev/backend")
+
+    assert names(lambda p: None) == ("claude-agent", "claude")
+    assert names(lambda p: labels(p, **{"repeat-failure.hive.dev/agent": "a2",
+                                        "repeat-failure.hive.dev/backend": "codex"})) == \
+        ("a2", "claude")
+    assert names(drop) == ("agent", "bash")
+    for ok in ("a", "agent-1", "x.y_z", "9" * 63):
+        assert AGENT_RE.match(ok) and AGENT_NAME_RE.match(ok)
+    for bad in ("", "-a", ".a", "A", "a b", "a/b", "9" * 64, "é"):
+        assert not AGENT_RE.match(bad)
+
+
+def test_injected_sidecar_env_and_args_parse_as_the_cli_expects(monkeypatch) -> None:
+    """The container the injector writes is a valid `repeat-failure run` invocation: its args
+    and REPEAT_FAILURE_* env give the CLI exactly the flags the contract means."""
+    from sidecar.cli import build_parser
+
+    _, _, pod = run(load("job-bash-env-literal"), config())
+    sidecar = pod["spec"]["initContainers"][0]
+    for key in [k for k in os.environ if k.startswith("REPEAT_FAILURE_")]:
+        monkeypatch.delenv(key)
+    for entry in sidecar["env"]:
+        if "value" in entry:
+            monkeypatch.setenv(entry["name"], entry["value"])
+    args = build_parser().parse_args(sidecar["args"])
+    assert (args.command, args.config, args.config_optional, args.shared_dir, args.agent,
+            args.backend, args.listen, args.chain_bash_env, args.agent_home) == (
+        "run", "/etc/repeat-failure/config.yaml", True, "/var/run/repeat-failure", "gemini-run",
+        "gemini", "0.0.0.0:9466", "/etc/agent/bash_env.sh", "/var/run/repeat-failure-home")
+
+
+# -- the injector config --------------------------------------------------------------------------
+
+
+def test_docs_example_config_is_valid_and_the_defaults() -> None:
+    """The YAML block in docs/kubernetes.md parses, and equals the built-in defaults."""
+    text = DOCS.read_text()
+    block = re.search(r"## The injector's config.*?```yaml\n(.*?)```", text, re.S).group(1)
+    assert parse_injector_config(yaml.safe_load(block), "docs") == InjectorConfig()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("enabled: true\nnativeSidecars: true\n", "injector.yaml: nativeSidecars: unknown key"),
+    ("enabled: 'yes please'\n", "injector.yaml: enabled: 'yes please' is not of type 'boolean'"),
+    ("runAsUser: '1000'\n", "injector.yaml: runAsUser: '1000' is not of type 'integer'"),
+    ("runAsUser: 0\n", "injector.yaml: runAsUser: 0 is less than the minimum of 1"),
+    ("runAsGroup: 10001.0\n", "injector.yaml: runAsGroup: must be a whole number"),
+    ("imagePullPolicy: Sometimes\n", "injector.yaml: imagePullPolicy: 'Sometimes' is not one of"),
+    ("configMap: Bad_Name\n", "injector.yaml: configMap: 'Bad_Name' does not match"),
+    ("resources: {requests: {cpu: lots}}\n", "injector.yaml: resources.requests.cpu: 'lots' "
+                                              "does not match"),
+    ("resources: {request: {cpu: 1}}\n", "injector.yaml: resources.request: unknown key"),
+    ("- enabled\n", "injector.yaml: (top level): ['enabled'] is not of type 'object'"),
+    ("enabled: [\n", "injector.yaml: not valid YAML at line 2"),
+])
+def test_config_errors_name_the_key(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "injector.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_injector_config(path)
+    assert str(info.value).startswith(str(tmp_path / message.split(": ", 1)[0])), str(info.value)
+    assert message.split(": ", 1)[1] in str(info.value)
+
+
+def test_config_quantities_and_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "injector.yaml"
+    path.write_text("resources: {requests: {cpu: 1, memory: 64Mi}, limits: {cpu: 0.5}}\n")
+    assert load_injector_config(path).resources == {"requests": {"cpu": "1", "memory": "64Mi"},
+                                                    "limits": {"cpu": "0.5"}}
+    with pytest.raises(ConfigError, match="cannot read injector config"):
+        load_injector_config(tmp_path / "absent.yaml")
+    path.write_text("")
+    assert load_injector_config(path) == InjectorConfig()
+    with pytest.raises(ConfigError, match="empty"):
+        load_injector_config(path, allow_empty=False)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def capture_logs() -> io.StringIO:
+    stream = io.StringIO()
+    configure_logging(stream)
+    return stream
+
+
+def test_config_source_reloads_on_change_and_keeps_last_good(tmp_path: Path) -> None:
+    """Re-read when the file changes (checked at most once per interval); a bad edit is logged
+    once and the last good config stays; a good edit then applies; on → off takes effect."""
+    path = tmp_path / "injector.yaml"
+    path.write_text("enabled: true\n")
+    clock = Clock()
+    source = ConfigSource(path, check_interval_s=1.0, monotonic=clock)
+    logs = capture_logs()
+    assert source.current().enabled is True
+    path.write_text("enabled: false\n")
+    assert source.current().enabled is True  # not checked again within the interval
+    clock.t += 1.0
+    assert source.current().enabled is False
+    path.write_text("enabled: true\nimage: [x]\n")
+    for _ in range(3):
+        clock.t += 1.0
+        assert source.current() == InjectorConfig(enabled=False)
+    refused = [json.loads(line) for line in logs.getvalue().splitlines()
+               if "refused" in line]
+    assert len(refused) == 1 and "image" in refused[0]["error"]
+    os.replace(tmp_path / "injector.yaml", tmp_path / "old.yaml")  # deleted: kept, logged once
+    clock.t += 1.0
+    assert source.current().enabled is False
+    path.write_text("enabled: true\nnativeSidecar: false\n")
+    clock.t += 1.0
+    assert source.current() == InjectorConfig(enabled=True, native_sidecar=False)
+    with pytest.raises(ConfigError):
+        ConfigSource(tmp_path / "absent.yaml")
+
+
+# -- HTTPS ----------------------------------------------------------------------------------------
+
+
+def _name(cn: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+
+class PKI:
+    """A throwaway CA and server certificates for 127.0.0.1 (EC P-256)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self.ca_key = ec.generate_private_key(ec.SECP256R1())
+        now = datetime.datetime.now(datetime.timezone.utc)
+        ski = x509.SubjectKeyIdentifier.from_public_key(self.ca_key.public_key())
+        self.ca = (x509.CertificateBuilder().subject_name(_name("repeat-failure test CA"))
+                   .issuer_name(_name("repeat-failure test CA"))
+                   .public_key(self.ca_key.public_key()).serial_number(x509.random_serial_number())
+                   .not_valid_before(now - datetime.timedelta(minutes=5))
+                   .not_valid_after(now + datetime.timedelta(days=1))
+                   .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+                   .add_extension(x509.KeyUsage(False, False, False, False, False, True, True,
+                                                False, False), critical=True)
+                   .add_extension(ski, critical=False)
+                   .sign(self.ca_key, hashes.SHA256()))
+        self.ca_file = directory / "ca.crt"
+        self.ca_file.write_bytes(self.ca.public_bytes(serialization.Encoding.PEM))
+        self.cert_file = directory / "tls.crt"
+        self.key_file = directory / "tls.key"
+
+    def issue(self, cn: str = "injector") -> bytes:
+        """Write a new server certificate and key (atomically, each by a rename); return the
+        certificate's DER."""
+        key = ec.generate_private_key(ec.SECP256R1())
+        now = datetime.datetime.now(datetime.timezone.utc)
+        cert = (x509.CertificateBuilder().subject_name(_name(cn)).issuer_name(self.ca.subject)
+                .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                .not_valid_before(now - datetime.timedelta(minutes=5))
+                .not_valid_after(now + datetime.timedelta(hours=1))
+                .add_extension(x509.SubjectAlternativeName(
+                    [x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                     x509.DNSName("localhost")]), critical=False)
+                .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]),
+                               critical=False)
+                .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
+                    self.ca_key.public_key()), critical=False)
+                .sign(self.ca_key, hashes.SHA256()))
+        for path, data in ((self.key_file, key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption())),
+                (self.cert_file, cert.public_bytes(serialization.Encoding.PEM))):
+            tmp = path.with_suffix(".tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        return cert.public_bytes(serialization.Encoding.DER)
+
+    def client_context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.ca_file))
+
+
+@pytest.fixture
+def served(tmp_path: Path):
+    """An InjectorServer on 127.0.0.1 (free port) with the check on; yields a namespace with
+    the server, the PKI, the config path and a request helper."""
+    pki = PKI(tmp_path)
+    first_der = pki.issue()
+    cfg_path = tmp_path / "injector.yaml"
+    cfg_path.write_text(CONFIG_YAML.format(native="true"))
+    server = InjectorServer("127.0.0.1:0", ConfigSource(cfg_path, check_interval_s=0),
+                            TLSFiles(pki.cert_file, pki.key_file, check_interval_s=0)).start()
+
+    def request(method: str, path: str, body: bytes | None = None,
+                headers: dict | None = None) -> tuple[int, bytes, bytes]:
+        conn = http.client.HTTPSConnection("127.0.0.1", server.port,
+                                           context=pki.client_context(), timeout=10)
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            peer = conn.sock.getpeercert(binary_form=True)
+            response = conn.getresponse()
+            return response.status, response.read(), peer
+        finally:
+            conn.close()
+
+    class Served:
+        pass
+
+    s = Served()
+    s.server, s.pki, s.config_path, s.request, s.first_der = (server, pki, cfg_path, request,
+                                                              first_der)
+    yield s
+    server.stop()
+
+
+JSON = {"Content-Type": "application/json"}
+
+
+def test_https_valid_review_same_as_the_pure_function(served) -> None:
+    """POST /mutate?timeout=5s (as the API server calls it) → 200 and exactly the pure
+    function's response; one JSON log line for the injected pod with its namespace,
+    generateName, agent and backend, and no env value."""
+    logs = capture_logs()
+    review = load("deployment-one-container")
+    status, body, _ = served.request("POST", "/mutate?timeout=5s", json.dumps(review).encode(),
+                                     JSON)
+    assert status == 200
+    assert json.loads(body) == admission_response(review, config(native=True))
+    lines = [json.loads(line) for line in logs.getvalue().splitlines()]
+    injected = [line for line in lines if line.get("event") == "pod_injected"]
+    assert len(injected) == 1
+    assert {k: injected[0][k] for k in ("namespace", "generate_name", "pod", "agent",
+                                        "backend")} == {
+        "namespace": "agents", "generate_name": "claude-agent-6b8f9c7d4-", "pod": None,
+        "agent": "claude-agent", "backend": "claude"}
+    assert "litellm" not in logs.getvalue() and "/home/agent" not in logs.getvalue()
+
+
+def test_https_errors(served) -> None:
+    """Bad JSON → 400, JSON that is not an AdmissionReview → 400, another Content-Type → 415,
+    an unknown path → 404, GET /healthz → ok."""
+    status, body, _ = served.request("POST", "/mutate", b"{not json", JSON)
+    assert status == 400 and body.startswith(b"request body is not JSON")
+    status, body, _ = served.request("POST", "/mutate", b'{"kind": "Pod"}', JSON)
+    assert status == 400 and b"not an AdmissionReview: expected kind AdmissionReview" in body
+    status, _, _ = served.request("POST", "/mutate", b"{}", {"Content-Type": "text/plain"})
+    assert status == 415
+    assert served.request("GET", "/metrics")[0] == 404
+    assert served.request("GET", "/healthz")[:2] == (200, b"ok\n")
+
+
+def test_https_oversize_body_is_413_unread(served) -> None:
+    """A Content-Length over 4 MiB is answered 413 before the body is read."""
+    raw = socket.create_connection(("127.0.0.1", served.server.port), timeout=10)
+    with served.pki.client_context().wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+        tls.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: %d\r\n\r\n{" % (5 << 20))
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = tls.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    assert data.startswith(b"HTTP/1.1 413 ")
+
+
+def test_https_keep_alive_serves_several_reviews(served) -> None:
+    """The API server reuses connections: two reviews on one connection both answer 200."""
+    conn = http.client.HTTPSConnection("127.0.0.1", served.server.port,
+                                       context=served.pki.client_context(), timeout=10)
+    try:
+        for name in ("deployment-one-container", "not-annotated"):
+            conn.request("POST", "/mutate", json.dumps(load(name)).encode(), JSON)
+            response = conn.getresponse()
+            assert response.status == 200
+            assert json.loads(response.read())["response"]["uid"] == load(name)["request"]["uid"]
+    finally:
+        conn.close()
+
+
+def test_https_config_change_applies_to_the_next_review(served) -> None:
+    """Off means off: after the injector config turns the check off, the next review gets no
+    patch."""
+    served.config_path.write_text(CONFIG_YAML.format(native="true")
+                                  .replace("enabled: true", "enabled: false"))
+    status, body, _ = served.request("POST", "/mutate", json.dumps(
+        load("deployment-one-container")).encode(), JSON)
+    assert status == 200 and "patch" not in json.loads(body)["response"]
+
+
+def test_https_rotated_certificate_is_served(served) -> None:
+    """cert-manager renews the certificate into the same files: new connections get it."""
+    assert served.request("GET", "/healthz")[2] == served.first_der
+    second = served.pki.issue("injector-renewed")
+    assert second != served.first_der
+    status, body, peer = served.request("GET", "/healthz")
+    assert (status, body, peer) == (200, b"ok\n", second)
+
+
+def test_tls_files_reload_rules(tmp_path: Path) -> None:
+    """Checked at most once per interval; a pair that does not load (a key that does not match
+    the certificate, as mid-rotation) keeps the previous context, logged once; TLS >= 1.2."""
+    pki = PKI(tmp_path)
+    pki.issue()
+    clock = Clock()
+    tls = TLSFiles(pki.cert_file, pki.key_file, check_interval_s=5.0, monotonic=clock)
+    first = tls.context()
+    assert first.minimum_version == ssl.TLSVersion.TLSv1_2
+    old_key = pki.key_file.read_bytes()
+    pki.issue()
+    clock.t += 1.0
+    assert tls.context() is first
+    clock.t += 5.0
+    second = tls.context()
+    assert second is not first
+    logs = capture_logs()
+    pki.key_file.write_bytes(old_key)  # mismatched pair
+    for _ in range(3):
+        clock.t += 5.0
+        assert tls.context() is second
+    assert logs.getvalue().count("tls_reload_failed") == 1
+    pki.issue()
+    clock.t += 5.0
+    assert tls.context() is not second
+
+
+def test_tls_1_2_client_is_served_and_plain_http_is_not(served) -> None:
+    ctx = served.pki.client_context()
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    raw = socket.create_connection(("127.0.0.1", served.server.port), timeout=10)
+    with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+        assert tls.version() == "TLSv1.2"
+    with socket.create_connection(("127.0.0.1", served.server.port), timeout=10) as plain:
+        plain.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert b"ok" not in plain.recv(4096)
+    assert served.request("GET", "/healthz")[0] == 200  # the server still serves
+
+
+def test_many_concurrent_reviews(served) -> None:
+    """Concurrent admissions (a Deployment scaled up) are answered independently."""
+    results: list[int] = []
+
+    def one(i: int) -> None:
+        review = load("deployment-one-container")
+        review["request"]["uid"] = f"uid-{i}"
+        status, body, _ = served.request("POST", "/mutate", json.dumps(review).encode(), JSON)
+        results.append(status if json.loads(body)["response"]["uid"] == f"uid-{i}" else -1)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert results == [200] * 16

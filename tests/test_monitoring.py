@@ -1,0 +1,699 @@
+"""The chart's monitoring objects: the Prometheus rules, the Grafana dashboard, and both against
+real data.
+
+- ``promtool check rules`` and ``promtool test rules tests/promtool/rules.test.yaml``.
+- The dashboard JSON is what ``charts/repeat-failure/dashboards/generate.py`` generates (Grafana
+  Foundation SDK), and every panel has the data source variable and a query.
+- End to end: a real ``repeat-failure run`` (two agents: ``a1`` on the bash hook, ``a2`` a
+  Claude Code agent whose real mid-turn session log shows shell activity but no record arrives)
+  fed by real ``bash -c`` commands under the rendered hook, scraped every second by a real
+  ``prometheus`` on loopback that loads the rule file. Every dashboard query (template variables
+  substituted) and every alert expression is evaluated through ``/api/v1/query`` and compared
+  with what the commands must give; then the sidecar is killed and the sidecar-down expression
+  and alert show it.
+
+Counters are compared over an exact window: the commands run in two phases, and the rate and
+increase queries are evaluated at the timestamp ``t1`` of a scrape after phase B over a window
+reaching 1 ms before the scrape ``t0`` between the phases (``$__rate_interval`` is replaced by
+that window). Prometheus then extrapolates by at most that 1 ms, so ``increase`` is phase B's
+count (within 0.5 %) and ``rate`` that count divided by ``t1 - t0``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import yaml
+
+from sidecar import hook
+from sidecar.backends import session_reader
+from sidecar.detector import Detector
+from sidecar.sessionlog import SessionTail
+
+REPO = Path(__file__).resolve().parent.parent
+CHART = REPO / "charts" / "repeat-failure"
+RULES = CHART / "files" / "prometheus-rules.yaml"
+DASHBOARD = CHART / "files" / "dashboard.json"
+GENERATOR = CHART / "dashboards" / "generate.py"
+RULE_TESTS = REPO / "tests" / "promtool" / "rules.test.yaml"
+METRICS_DOC = REPO / "docs" / "metrics.md"
+EVIDENCE = REPO / "harness" / "evidence"
+
+ALERTS = ("RepeatFailureRepeatingFailure", "RepeatFailureCheckNotReceivingData",
+          "RepeatFailureSidecarDown")
+DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
+
+needs_promtool = pytest.mark.skipif(shutil.which("promtool") is None,
+                                    reason="promtool missing (Debian package prometheus)")
+needs_prometheus = pytest.mark.skipif(
+    shutil.which("prometheus") is None or shutil.which("promtool") is None,
+    reason="prometheus missing (Debian package prometheus)")
+
+
+def load_dashboard() -> dict[str, Any]:
+    """The committed dashboard JSON."""
+    return json.loads(DASHBOARD.read_text(encoding="utf-8"))
+
+
+def query_panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every panel that shows data (rows excluded), in order, rows' nested panels included."""
+    panels = []
+    for panel in dashboard["panels"]:
+        if panel["type"] == "row":
+            panels.extend(panel.get("panels", []))
+        else:
+            panels.append(panel)
+    return panels
+
+
+# --- Rules ---------------------------------------------------------------------------------
+
+@needs_promtool
+def test_promtool_check_rules() -> None:
+    """`promtool check rules` accepts the rule file and counts its 3 rules."""
+    done = subprocess.run(["promtool", "check", "rules", str(RULES)], capture_output=True,
+                          text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == f"Checking {RULES}\n  SUCCESS: 3 rules found\n\n"
+
+
+@needs_promtool
+def test_promtool_rule_unit_tests() -> None:
+    """`promtool test rules` passes tests/promtool/rules.test.yaml (all its test groups)."""
+    done = subprocess.run(["promtool", "test", "rules", "tests/promtool/rules.test.yaml"],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == "Unit Testing:  tests/promtool/rules.test.yaml\n  SUCCESS\n\n"
+
+
+def test_every_alert_is_tested_firing_and_not_firing() -> None:
+    """The rule file has exactly the three alerts, each with a ``for``, severity warning and a
+    summary and description; the promtool tests expect each of them both firing (a non-empty
+    ``exp_alerts``) and not firing (an empty one)."""
+    groups = yaml.safe_load(RULES.read_text())["groups"]
+    rules = [rule for group in groups for rule in group["rules"]]
+    assert [r["alert"] for r in rules] == list(ALERTS)
+    assert {r["alert"]: r["for"] for r in rules} == {
+        "RepeatFailureRepeatingFailure": "10m", "RepeatFailureCheckNotReceivingData": "5m",
+        "RepeatFailureSidecarDown": "5m"}
+    for rule in rules:
+        assert rule["labels"] == {"severity": "warning"}
+        assert set(rule["annotations"]) == {"summary", "description"}
+    tests = yaml.safe_load(RULE_TESTS.read_text())
+    assert tests["rule_files"] == ["../../charts/repeat-failure/files/prometheus-rules.yaml"]
+    seen: dict[str, set[bool]] = {name: set() for name in ALERTS}
+    for group in tests["tests"]:
+        for case in group["alert_rule_test"]:
+            seen[case["alertname"]].add(bool(case["exp_alerts"]))
+    assert seen == {name: {True, False} for name in ALERTS}
+
+
+def test_repeating_failure_annotations_name_the_note() -> None:
+    """The repeating-failure alert's texts name agent, backend, command and exit from the
+    series' labels and the failure count from its value."""
+    (rule,) = [r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]
+               if r["alert"] == "RepeatFailureRepeatingFailure"]
+    text = rule["annotations"]["summary"] + rule["annotations"]["description"]
+    for needle in ("$labels.agent", "$labels.backend", "$labels.command", "$labels.exit",
+                   "$value"):
+        assert needle in text
+
+
+# --- Dashboard -----------------------------------------------------------------------------
+
+def _generator():
+    if importlib.util.find_spec("grafana_foundation_sdk") is None:
+        pytest.fail("grafana-foundation-sdk is missing: pip install -e '.[test]'")
+    spec = importlib.util.spec_from_file_location("rf_dashboard_generate", GENERATOR)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_dashboard_json_is_generated() -> None:
+    """The committed dashboard.json is exactly what generate.py renders (run it after editing
+    the generator), and ``--check`` agrees."""
+    generator = _generator()
+    assert generator.render() == DASHBOARD.read_text(encoding="utf-8"), (
+        "charts/repeat-failure/files/dashboard.json is stale: run "
+        "python charts/repeat-failure/dashboards/generate.py")
+    assert generator.main(["--check"]) == 0
+
+
+def test_dashboard_shape() -> None:
+    """uid ``repeat-failure``, schemaVersion >= 39, a ``datasource`` variable of type prometheus
+    and ``namespace``/``agent`` variables from label_values on it; no ``__inputs`` (Grafana's
+    sidecar provisions the file as it is)."""
+    d = load_dashboard()
+    assert d["uid"] == "repeat-failure"
+    assert d["schemaVersion"] >= 39
+    assert "__inputs" not in d
+    variables = {v["name"]: v for v in d["templating"]["list"]}
+    assert list(variables) == ["datasource", "namespace", "agent"]
+    assert (variables["datasource"]["type"], variables["datasource"]["query"]) == (
+        "datasource", "prometheus")
+    assert variables["namespace"]["query"] == (
+        "label_values(hive_repeat_failure_check_state, namespace)")
+    assert variables["agent"]["query"] == (
+        'label_values(hive_repeat_failure_check_state{namespace=~"$namespace"}, agent)')
+    for name in ("namespace", "agent"):
+        v = variables[name]
+        assert (v["type"], v["datasource"], v["multi"], v["includeAll"], v["allValue"]) == (
+            "query", DATASOURCE, True, True, ".*")
+    assert d["annotations"]["list"][0]["builtIn"] == 1
+
+
+def test_every_panel_has_the_datasource_and_a_query() -> None:
+    """Each data panel uses ``${datasource}`` (panel and targets) and has at least one target
+    with an expression; every selector of a hive_ series filters by ``$namespace``, and by
+    ``$agent`` where the series has an agent label; panel ids are unique and the panels fit
+    the 24-column grid without overlapping."""
+    d = load_dashboard()
+    panels = query_panels(d)
+    assert len(panels) == 11
+    for panel in panels:
+        assert panel["datasource"] == DATASOURCE, panel["title"]
+        assert panel["targets"], panel["title"]
+        for target in panel["targets"]:
+            assert target["datasource"] == DATASOURCE, panel["title"]
+            assert target["expr"].strip(), panel["title"]
+            for metric, selector in re.findall(r"(hive_repeat_failure_\w+)\{([^}]*)\}",
+                                               target["expr"]):
+                assert 'namespace=~"$namespace"' in selector, (panel["title"], metric)
+                if not metric.startswith("hive_repeat_failure_collect_duration"):
+                    assert 'agent=~"$agent"' in selector, (panel["title"], metric)
+            assert not re.search(r"hive_repeat_failure_\w+(?![\w{])", target["expr"]), (
+                panel["title"], "a hive_ series without a selector")
+    ids = [p["id"] for p in d["panels"]] + [p["id"] for p in panels if p not in d["panels"]]
+    assert len(ids) == len(set(ids))
+    cells: set[tuple[int, int]] = set()
+    for panel in d["panels"]:
+        g = panel["gridPos"]
+        assert 0 <= g["x"] and g["x"] + g["w"] <= 24, panel["title"]
+        mine = {(x, y) for x in range(g["x"], g["x"] + g["w"])
+                for y in range(g["y"], g["y"] + g["h"])}
+        assert not cells & mine, f"{panel['title']} overlaps another panel"
+        cells |= mine
+
+
+def test_docs_describe_every_panel_and_alert() -> None:
+    """docs/metrics.md's "Dashboard and alerts" section names every panel and every alert."""
+    doc = METRICS_DOC.read_text()
+    section = doc[doc.index("## Dashboard and alerts"):]
+    for panel in query_panels(load_dashboard()):
+        assert f"**{panel['title']}**" in section, panel["title"]
+    for alert in ALERTS:
+        assert f"`{alert}`" in section, alert
+
+
+# --- End to end: real sidecar, real bash, real Prometheus ------------------------------------
+
+NAMESPACE = "agents-e2e"
+POD = "agent-pod-0"
+JOB = "monitoring/repeat-failure"
+LS = "ls /nonexistent"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(what: str, predicate: Callable[[], Any], timeout: float = 20.0) -> Any:
+    """``predicate()``'s first truthy value, polled every 0.1 s; fails naming ``what``."""
+    end = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < end:
+        try:
+            last = predicate()
+        except OSError as exc:  # not listening yet
+            last = exc
+        else:
+            if last:
+                return last
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+@dataclass
+class Prometheus:
+    """A running ``prometheus`` on loopback and its HTTP API."""
+
+    base: str
+    proc: subprocess.Popen
+
+    def api(self, path: str, **params: str) -> Any:
+        """``GET /api/v1/<path>``'s ``data``; fails on an error status."""
+        url = f"{self.base}/api/v1/{path}"
+        if params:
+            url += "?" + urllib.parse.urlencode(params)
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            body = json.loads(resp.read())
+        assert body["status"] == "success", body
+        return body["data"]
+
+    def query(self, expr: str, at: float | None = None) -> list[tuple[dict[str, str], float]]:
+        """An instant query (at ``at``, else now): ``(labels, value)`` per series, sorted."""
+        params = {"query": expr}
+        if at is not None:
+            params["time"] = f"{at:.3f}"
+        data = self.api("query", **params)
+        if data["resultType"] == "scalar":
+            return [({}, float(data["result"][1]))]
+        assert data["resultType"] == "vector", data
+        return sorted(((r["metric"], float(r["value"][1])) for r in data["result"]),
+                      key=lambda item: sorted(item[0].items()))
+
+    def values(self, expr: str, by: str) -> dict[str, float]:
+        """``{label value: sample value}`` of an instant query now."""
+        return {labels.get(by, ""): value for labels, value in self.query(expr)}
+
+    def last_scrape(self) -> float:
+        """The timestamp of the newest scrape of the sidecar (seconds, ms precision)."""
+        ((_, ts),) = self.query(f'timestamp(up{{job="{JOB}"}})')
+        return round(ts, 3)
+
+
+@dataclass
+class Stack:
+    """The running sidecar and Prometheus, and what the test saw while feeding them."""
+
+    sidecar: subprocess.Popen
+    sidecar_port: int
+    sidecar_log: list[str]
+    prom: Prometheus
+    shared: Path
+    t0: float = 0.0
+    t1: float = 0.0
+    alerts_before_kill: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def target(self) -> dict[str, str]:
+        """The scrape target's labels, as prometheus-operator's PodMonitor would set them."""
+        return {"job": JOB, "instance": f"127.0.0.1:{self.sidecar_port}",
+                "namespace": NAMESPACE, "pod": POD, "container": "repeat-failure",
+                "endpoint": "rf-metrics"}
+
+    @property
+    def window_ms(self) -> int:
+        """From 1 ms before the scrape between the phases to the scrape after them."""
+        return round((self.t1 - self.t0) * 1000) + 1
+
+    @property
+    def seconds(self) -> float:
+        """Seconds between the two scrapes: ``rate`` divides phase B's counts by this."""
+        return (round(self.t1 * 1000) - round(self.t0 * 1000)) / 1000
+
+
+def _claude_midturn_home(home: Path) -> float:
+    """Copy Claude Code's real mid-turn session (harness evidence: `ls /nonexistent` finished,
+    a second command still running, the turn not ended) into ``home``; returns the time of its
+    first event."""
+    src = EVIDENCE / "claude" / "midturn"
+    for path in src.rglob("*.jsonl"):
+        dest = home / path.relative_to(src)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        data = path.read_bytes()
+        dest.write_bytes(data[:data.rfind(b"\n") + 1])  # whole lines only
+    events = SessionTail(session_reader("claude"), home, backfill_s=1e12).poll().events
+    return min(e.ts for e in events)
+
+
+def _append(path: Path, line: bytes) -> None:
+    """Append one line in a single write(2), as the hook does (mode 0660 under umask 007)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o660)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def _start_sidecar(tmp: Path) -> tuple[subprocess.Popen, int, list[str], Path, Path]:
+    home = tmp / "a2-home"
+    first_event = _claude_midturn_home(home)
+    shared = tmp / "shared"
+    # a2's sidecar has watched since before the captured session began (calls from before a
+    # sidecar first started had no hook, so they would not count).
+    (shared / "state").mkdir(parents=True)
+    (shared / "state" / "a2.json").write_text(json.dumps(
+        {"version": 1, "agent": "a2", "detector": Detector(3, 600).to_dict(),
+         "activity": {"not_before": first_event - 1}}))
+    config = tmp / "config.yaml"
+    config.write_text(
+        "repeat_failure:\n  enabled: true\n  threshold: 3\n  window_s: 600\n"
+        "  no_data_after_s: 1\n  collect_interval_s: 1\n  collect_grace_s: 0.5\n"
+        "  exclude: [sleep]\n  agents:\n    - {name: a1, backend: bash}\n"
+        f"    - {{name: a2, backend: claude, home: {home}}}\n")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("REPEAT_FAILURE_") and k != "BASH_ENV"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sidecar", "run", "--config", str(config), "--shared-dir",
+         str(shared), "--listen", "127.0.0.1:0"],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True)
+    log: list[str] = []
+
+    def drain() -> None:
+        with proc.stderr:  # closed at EOF, when the sidecar exits
+            log.extend(proc.stderr)
+
+    threading.Thread(target=drain, daemon=True).start()
+
+    def started() -> int | None:
+        for line in list(log):
+            if '"sidecar started"' in line:
+                return json.loads(line)["port"]
+        assert proc.poll() is None, f"the sidecar exited: {log}"
+        return None
+
+    port = wait_for("the sidecar to start", started)
+    wait_for("the hook", lambda: hook.hook_path(shared, "a1").is_file())
+    return proc, port, log, shared, home
+
+
+def _start_prometheus(tmp: Path, sidecar_port: int) -> Prometheus:
+    port = free_port()
+    config = tmp / "prometheus.yml"
+    config.write_text(yaml.safe_dump({
+        "global": {"scrape_interval": "1s", "scrape_timeout": "1s",
+                   "evaluation_interval": "1s"},
+        "rule_files": [str(RULES)],
+        "scrape_configs": [{
+            "job_name": "podMonitor/monitoring/repeat-failure/0",  # prometheus-operator's name
+            "static_configs": [{
+                "targets": [f"127.0.0.1:{sidecar_port}"],
+                "labels": {"job": JOB, "namespace": NAMESPACE, "pod": POD,
+                           "container": "repeat-failure", "endpoint": "rf-metrics"},
+            }],
+        }],
+    }))
+    with open(tmp / "prometheus.log", "wb") as log:  # the child keeps its own descriptor
+        proc = subprocess.Popen(
+            ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={tmp / 'tsdb'}",
+             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+    prom = Prometheus(f"http://127.0.0.1:{port}", proc)
+
+    def ready() -> bool:
+        assert proc.poll() is None, (tmp / "prometheus.log").read_text()
+        with urllib.request.urlopen(f"{prom.base}/-/ready", timeout=2) as resp:
+            return resp.status == 200
+
+    wait_for("prometheus to be ready", ready)
+    return prom
+
+
+def _stop(proc: subprocess.Popen | None) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory):
+    """Sidecar and Prometheus running, fed in two phases (see the module docstring):
+
+    - phase A: a1 runs `ls /nonexistent`, `false`, `true`, `sleep 0` (excluded) once each, its
+      record file gets one line that is not a record, and a2's session log one cut line;
+    - scrape ``t0``;
+    - phase B: a1 runs `ls /nonexistent` 4 more times (5: the note, raised at the 3rd), `false`
+      once more (2: below the threshold), `true` twice more (3); two more bad record lines and
+      one more cut session line;
+    - scrape ``t1``, after which the pending alerts are recorded.
+    """
+    tmp = tmp_path_factory.mktemp("monitoring")
+    sidecar = prom = None
+    try:
+        sidecar, port, log, shared, home = _start_sidecar(tmp)
+        prom = _start_prometheus(tmp, port)
+        st = Stack(sidecar, port, log, prom, shared)
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp), "LANG": "C.UTF-8",
+               **hook.launch_env(shared, "a1", {})}
+        records = hook.records_path(shared, "a1")
+        (session,) = home.rglob("*.jsonl")
+
+        def run(command: str) -> int:
+            return subprocess.run(["bash", "-c", command], env=env, capture_output=True,
+                                  timeout=30).returncode
+
+        wait_for("a first scrape", lambda: prom.query(f'up{{job="{JOB}"}} == 1'))
+        assert [run(LS), run("false"), run("true"), run("sleep 0")] == [2, 1, 0, 0]
+        _append(records, b"this is not a record\n")
+        _append(session, b'{"type": "assistant", "message": {"cut\n')
+        phase_a = {"failure": 2, "success": 1, "excluded": 1}
+        wait_for("phase A in Prometheus", lambda: (
+            prom.values("hive_repeat_failure_records_total", "outcome") == phase_a
+            and prom.values("hive_repeat_failure_records_rejected_total", "reason")
+            == {"malformed": 1}
+            and prom.values("hive_repeat_failure_reader_errors_total", "reason")
+            == {"not_json": 1}
+            and prom.values("hive_repeat_failure_notes_raised_total", "agent")
+            == {"a1": 0, "a2": 0}
+            and prom.values("hive_repeat_failure_check_state == 1", "agent")
+            == {"a1": 1, "a2": 1}))
+        st.t0 = prom.last_scrape()
+
+        assert [run(LS) for _ in range(4)] + [run("false"), run("true"), run("true")] == (
+            [2] * 4 + [1, 0, 0])
+        _append(records, b"still not a record\n" + b"{\n")
+        _append(session, b"not json either\n")
+        final = {"failure": 7, "success": 3, "excluded": 1}
+        wait_for("phase B in Prometheus", lambda: (
+            prom.values("hive_repeat_failure_records_total", "outcome") == final
+            and prom.values("hive_repeat_failure_records_rejected_total", "reason")
+            == {"malformed": 3}
+            and prom.values("hive_repeat_failure_reader_errors_total", "reason")
+            == {"not_json": 2}
+            and prom.values("hive_repeat_failure_note", "command") == {LS: 5}))
+        st.t1 = prom.last_scrape()
+        assert st.t1 - st.t0 >= 0.9  # at least one scrape interval apart
+
+        def pending() -> list[dict[str, Any]] | None:
+            alerts = prom.api("alerts")["alerts"]
+            return alerts if len(alerts) == 2 else None
+
+        st.alerts_before_kill = wait_for("both pending alerts", pending)
+        yield st
+    finally:
+        _stop(sidecar)
+        if prom is not None:
+            _stop(prom.proc)
+
+
+def substitute(expr: str, st: Stack, agent: str) -> str:
+    """The query Grafana would send: ``$namespace`` the target's namespace, ``$agent`` the
+    selection (``.*`` for All), ``$__rate_interval``/``$__interval``/``$__range`` the exact
+    window between the scrapes t0 and t1 (see the module docstring)."""
+    window = f"{st.window_ms}ms"
+    for name, value in (("$__rate_interval", window), ("$__interval", window),
+                        ("$__range", window), ("$namespace", NAMESPACE), ("$agent", agent)):
+        expr = expr.replace("${" + name[1:] + "}", value).replace(name, value)
+    assert "$" not in expr, expr
+    return expr
+
+
+def _panel(title: str) -> dict[str, Any]:
+    (panel,) = [p for p in query_panels(load_dashboard()) if p["title"] == title]
+    return panel
+
+
+PANEL_TITLES = [p["title"] for p in query_panels(load_dashboard())]
+
+
+def expected_panels(st: Stack, agent: str) -> dict[str, list[tuple[dict[str, str], Any]]]:
+    """Per panel title: the series and values its query must return at t1 with ``$agent`` set
+    to ``agent`` (``.*`` is All). Rates are phase B's counts over :attr:`Stack.seconds`."""
+    both = agent == ".*"
+    w = st.seconds
+    t = st.target
+    a1_message = f"Repeating failure: {LS} failed 5 times in 1 min (exit 2)"
+    rows = [({"__name__": "hive_repeat_failure_row_info", **t, "agent": "a1", "backend": "bash",
+              "state": "on", "message": a1_message}, 1.0)]  # "" is no label at all
+    states = [({"state": "on"}, 1.0)]
+    raised = [({"agent": "a1", "backend": "bash"}, pytest.approx(1.0, rel=5e-3))]
+    reader_errors: list[tuple[dict[str, str], Any]] = []
+    if both:
+        rows.append(({"__name__": "hive_repeat_failure_row_info", **t, "agent": "a2",
+                      "backend": "claude", "state": "not_receiving_data",
+                      "state_text": "repeat-failure check not receiving data"},
+                     1.0))
+        states.append(({"state": "not_receiving_data"}, 1.0))
+        raised.append(({"agent": "a2", "backend": "claude"}, 0.0))
+        reader_errors = [({"agent": "a2", "backend": "claude", "reason": "not_json"},
+                          pytest.approx(1.0, rel=5e-3))]
+    return {
+        "Agents by check state": states,
+        "Agent rows": rows,
+        "Sidecars down": [({}, 0.0)],
+        "Repeating failures now": [
+            ({"__name__": "hive_repeat_failure_note", **t, "agent": "a1", "backend": "bash",
+              "command": LS, "exit": "2"}, 5.0)],
+        "Top failing commands": [
+            ({"__name__": "hive_repeat_failure_command_failures", **t, "agent": "a1",
+              "backend": "bash", "command": "false", "exit": "1"}, 2.0),
+            ({"__name__": "hive_repeat_failure_command_failures", **t, "agent": "a1",
+              "backend": "bash", "command": LS, "exit": "2"}, 5.0)],
+        "Notes raised": raised,
+        "Records per route and outcome": [
+            ({"route": "bash_env", "outcome": "excluded"}, 0.0),
+            ({"route": "bash_env", "outcome": "failure"}, pytest.approx(5 / w, rel=1e-6)),
+            ({"route": "bash_env", "outcome": "success"}, pytest.approx(2 / w, rel=1e-6))],
+        "Seconds since the last record": [
+            ({"agent": "a1", "backend": "bash"}, lambda v: 0 < v < w)],
+        "Rejected record lines": [
+            ({"agent": "a1", "reason": "malformed"}, pytest.approx(2.0, rel=5e-3))],
+        "Session-log reader errors": reader_errors,
+        "Collection pass duration (p99)": [
+            ({"namespace": NAMESPACE, "pod": POD}, lambda v: 0 < v <= 2.5)],
+    }
+
+
+def assert_series(got: list[tuple[dict[str, str], float]],
+                  want: list[tuple[dict[str, str], Any]], what: str) -> None:
+    """The same label sets, and each value equal to (or accepted by) the expected one."""
+    key = lambda labels: sorted(labels.items())  # noqa: E731
+    got_sorted = sorted(got, key=lambda item: key(item[0]))
+    want_sorted = sorted(want, key=lambda item: key(item[0]))
+    assert [g for g, _ in got_sorted] == [w for w, _ in want_sorted], what
+    for (labels, value), (_, expected) in zip(got_sorted, want_sorted):
+        if callable(expected) and not hasattr(expected, "expected"):
+            assert expected(value), (what, labels, value)
+        else:
+            assert value == expected, (what, labels, value)
+
+
+@needs_prometheus
+def test_template_variables_list_the_namespace_and_agents(stack: Stack) -> None:
+    """The namespace variable's label_values gives the target's namespace, and the agent
+    variable's (with $namespace substituted) both agents, as Grafana asks Prometheus."""
+    variables = {v["name"]: v["query"] for v in load_dashboard()["templating"]["list"]}
+    got = {}
+    for name in ("namespace", "agent"):
+        match = re.fullmatch(r"label_values\((.+), (\w+)\)", variables[name])
+        selector, label = substitute(match[1], stack, ".*"), match[2]
+        got[name] = stack.prom.api(f"label/{label}/values", **{"match[]": selector})
+    assert got == {"namespace": [NAMESPACE], "agent": ["a1", "a2"]}
+
+
+@needs_prometheus
+@pytest.mark.parametrize("agent", [".*", "a1"], ids=["all-agents", "agent-a1"])
+@pytest.mark.parametrize("title", PANEL_TITLES)
+def test_panel_query_against_real_prometheus(stack: Stack, title: str, agent: str) -> None:
+    """Each panel's query, as Grafana would send it, returns at t1 exactly the series and values
+    the commands give: e.g. check state on = 1 for a1 and not_receiving_data = 1 for a2; the
+    note and command failures for `ls /nonexistent` exit 2 = 5, `false` exit 1 = 2; records
+    per route: failure 5/(t1-t0)/s, success 2/(t1-t0)/s, excluded 0; notes raised 1 for a1;
+    rejected malformed 2; reader errors not_json 1 for a2. With ``$agent = a1`` only a1's."""
+    (target,) = _panel(title)["targets"]
+    expr = substitute(target["expr"], stack, agent)
+    got = stack.prom.query(expr, at=stack.t1)
+    assert_series(got, expected_panels(stack, agent)[title], f"{title}: {expr}")
+
+
+@needs_prometheus
+def test_alert_expressions_against_real_prometheus(stack: Stack) -> None:
+    """Each alert's expression at t1: the note series of a1 (value 5), a2's
+    not_receiving_data (value 1, a1 absent), and no sidecar down; the loaded rule group has
+    the three alerts, healthy."""
+    rules = {r["alert"]: r for g in yaml.safe_load(RULES.read_text())["groups"]
+             for r in g["rules"]}
+    t = stack.target
+    want = {
+        "RepeatFailureRepeatingFailure": [
+            ({"__name__": "hive_repeat_failure_note", **t, "agent": "a1", "backend": "bash",
+              "command": LS, "exit": "2"}, 5.0)],
+        "RepeatFailureCheckNotReceivingData": [
+            ({**t, "agent": "a2", "backend": "claude", "state": "not_receiving_data"}, 1.0)],
+        "RepeatFailureSidecarDown": [],
+    }
+    for name, rule in rules.items():
+        assert_series(stack.prom.query(rule["expr"], at=stack.t1), want[name], name)
+    (group,) = stack.prom.api("rules")["groups"]
+    assert (group["name"], group["file"]) == ("repeat-failure", str(RULES))
+    assert [(r["name"], r["type"], r["health"]) for r in group["rules"]] == [
+        (name, "alerting", "ok") for name in ALERTS]
+
+
+@needs_prometheus
+def test_pending_alerts_are_rendered_from_real_series(stack: Stack) -> None:
+    """While the sidecar runs, the repeating-failure and not-receiving-data alerts are pending
+    (their ``for`` has not passed) with the series' labels and the annotations rendered by
+    Prometheus: agent, backend, command, exit and the count 5."""
+    t = stack.target
+    got = sorted(((a["labels"], a["state"], a["annotations"]) for a in stack.alerts_before_kill),
+                 key=lambda item: item[0]["alertname"])
+    assert got == [
+        ({"alertname": "RepeatFailureCheckNotReceivingData", "severity": "warning", **t,
+          "agent": "a2", "backend": "claude", "state": "not_receiving_data"}, "pending",
+         {"summary": "repeat-failure check not receiving data for agent a2",
+          "description": (
+              f"Agent a2 (claude, namespace {NAMESPACE}, pod {POD}) runs shell commands "
+              "according to its session log, but no command record has reached the sidecar "
+              "for no_data_after_s: its repeating failures go unseen. Check that the agent's "
+              "shells still load the hook (BASH_ENV, SHELL=/bin/bash), that the agent can "
+              "write the shared records directory, and whether its CLI was updated "
+              "(docs/backend-support.md).")}),
+        ({"alertname": "RepeatFailureRepeatingFailure", "severity": "warning", **t,
+          "agent": "a1", "backend": "bash", "command": LS, "exit": "2"}, "pending",
+         {"summary": f"Agent a1 keeps running a failing command: {LS} (exit 2)",
+          "description": (
+              f"Agent a1 (bash, namespace {NAMESPACE}, pod {POD}) has run \"{LS}\", which "
+              "failed 5 times within the repeat-failure window (exit 2); the note has been "
+              "raised for over 10 minutes. repeat-failure never stops the agent: look at what "
+              "it is trying to do (its session, the command's output) and help it or stop "
+              "it.")}),
+    ]
+
+
+@needs_prometheus
+def test_killed_sidecar_shows_in_sidecar_down(stack: Stack) -> None:
+    """SIGKILL the sidecar: the sidecar-down expression returns its target with up = 0, the
+    "Sidecars down" panel counts 1, the alert goes pending, and the note series goes stale (so
+    the repeating-failure alert is no longer pending). Queries at t1 still see the old data."""
+    stack.sidecar.kill()
+    stack.sidecar.wait(timeout=10)
+    prom = stack.prom
+    (down_expr,) = [r["expr"] for g in yaml.safe_load(RULES.read_text())["groups"]
+                    for r in g["rules"] if r["alert"] == "RepeatFailureSidecarDown"]
+    got = wait_for("up == 0", lambda: prom.query(down_expr))
+    assert got == [({"__name__": "up", **stack.target}, 0.0)]
+    (panel_target,) = _panel("Sidecars down")["targets"]
+    assert prom.query(substitute(panel_target["expr"], stack, ".*")) == [({}, 1.0)]
+    assert prom.query("hive_repeat_failure_note") == []
+
+    def sidecar_down_pending() -> list[dict[str, Any]] | None:
+        alerts = [a for a in prom.api("alerts")["alerts"]
+                  if a["labels"]["alertname"] == "RepeatFailureSidecarDown"]
+        return alerts or None
+
+    (alert,) = wait_for("the sidecar-down alert", sidecar_down_pending)
+    assert (alert["labels"], alert["state"]) == (
+        {"alertname": "RepeatFailureSidecarDown", "severity": "warning", **stack.target},
+        "pending")
+    assert alert["annotations"]["summary"] == (
+        f"repeat-failure sidecar {NAMESPACE}/{POD} cannot be scraped")
+    assert not [a for a in prom.api("alerts")["alerts"]
+                if a["labels"]["alertname"] == "RepeatFailureRepeatingFailure"]
+    assert prom.query('hive_repeat_failure_note{agent="a1"}', at=stack.t1)[0][1] == 5.0
