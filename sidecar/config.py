@@ -282,6 +282,23 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
     )
 
 
+def read_yaml(path: str | os.PathLike[str], what: str) -> object:
+    """The YAML document in the file at ``path`` (``None`` for an empty file). Raises
+    :class:`ConfigError` naming ``path`` (and ``what`` it is) when the file cannot be read or is
+    not valid YAML, with the line and column of the problem."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read {what}: {exc}") from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{path}: not valid YAML{at}: {problem}") from exc
+
+
 def load_config(path: str | os.PathLike[str] | None, allow_empty: bool = True) -> Config:
     """Read and validate the YAML file at ``path``; ``None`` means all defaults (check off).
 
@@ -291,17 +308,7 @@ def load_config(path: str | os.PathLike[str] | None, allow_empty: bool = True) -
     """
     if path is None:
         return Config()
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read config file: {exc}") from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"{path}: not valid YAML{at}: {problem}") from exc
+    data = read_yaml(path, "config file")
     if not allow_empty and (data is None or (isinstance(data, dict)
                                              and data.get("repeat_failure", {}) is None)):
         raise ConfigError(f"{path}: the file is empty; write `repeat_failure: {{enabled: false}}` "

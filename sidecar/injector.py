@@ -33,15 +33,13 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 
 from sidecar import __version__
 from sidecar.backends import session_reader
-from sidecar.config import ConfigError
+from sidecar.config import ConfigError, read_yaml
 from sidecar.coverage import COVERAGE
 
 log = logging.getLogger("repeat_failure")
@@ -209,17 +207,7 @@ def load_injector_config(path: str | os.PathLike[str], allow_empty: bool = True)
     file must not turn injection off by itself). Raises :class:`sidecar.config.ConfigError` when
     the file is missing, unreadable, not YAML, or invalid; the message names the file and key.
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read injector config: {exc}") from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(f"{path}: not valid YAML{at}: "
-                          f"{getattr(exc, 'problem', None) or exc}") from exc
+    data = read_yaml(path, "injector config")
     if data is None and not allow_empty:
         raise ConfigError(f"{path}: the file is empty; write `enabled: false` to turn "
                           "injection off")

@@ -8,7 +8,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -24,22 +23,7 @@ from sidecar.app import Sidecar, configure_logging
 from sidecar.cli import build_parser
 from sidecar.config import AgentSpec
 from test_injector import PKI, load  # tests/ is on sys.path (pytest's rootdir insertion)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until(predicate, timeout: float = 15.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
+from waiting import free_port, wait_until
 
 
 def log_lines(path: Path) -> list[dict]:

@@ -26,7 +26,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -44,6 +43,7 @@ from sidecar import hook
 from sidecar.backends import session_reader
 from sidecar.detector import Detector
 from sidecar.sessionlog import SessionTail
+from waiting import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 CHART = REPO / "charts" / "repeat-failure"
@@ -227,13 +227,6 @@ NAMESPACE = "agents-e2e"
 POD = "agent-pod-0"
 JOB = "monitoring/repeat-failure"
 LS = "ls /nonexistent"
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for(what: str, predicate: Callable[[], Any], timeout: float = 20.0) -> Any:
