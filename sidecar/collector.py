@@ -13,7 +13,7 @@ Contract (DESIGN.md "Pipeline", spec Constraints):
   line with no newline when the grace period ends is ``torn``; a path that is a symlink, a FIFO
   or anything but a regular file is ``unreadable`` and removed without being followed.
 * A record file that others may read or write (mode ``o+r``/``o+w``: the hook writes it
-  ``0660`` under ``umask 007``), or whose owner is neither the sidecar's user nor in the
+  ``0660`` under ``umask 007``), that has another name (a hard link), or whose owner is neither the sidecar's user nor in the
   records directory's group, is ``insecure``: removed unread, one rejection per file. Records
   are the agent's commands and may hold secrets before scrubbing; a file others can read leaked
   them already, and one others can write may carry forged records.
@@ -314,9 +314,11 @@ class Collector:
 
 def _trusted(info: os.stat_result, records_dir: os.stat_result) -> bool:
     """Whether a record file (``info``, from ``fstat``) may be read: nobody but its owner and
-    group can read or write it, and it belongs to the sidecar's user or to the records
-    directory's group (the set-group-ID directory gives every file created in it that group)."""
-    if info.st_mode & (stat.S_IROTH | stat.S_IWOTH):
+    group can read or write it, it has no other name (a hard link planted at the record path
+    would make the sidecar read, and export scrubbed lines of, a file that lives elsewhere), and
+    it belongs to the sidecar's user or to the records directory's group (the set-group-ID
+    directory gives every file created in it that group)."""
+    if info.st_mode & (stat.S_IROTH | stat.S_IWOTH) or info.st_nlink != 1:
         return False
     return info.st_uid == os.geteuid() or info.st_gid == records_dir.st_gid
 

@@ -30,8 +30,9 @@ MALFORMED = "malformed"
 TORN = "torn"
 OVERSIZED = "oversized"
 UNREADABLE = "unreadable"
-#: A record file others may read or write (mode o+r or o+w), or owned by a user who is neither
-#: the sidecar's nor in the records directory's group: refused unread (the hook writes 0660).
+#: A record file others may read or write (mode o+r or o+w), with a second name (a hard link),
+#: or owned by a user who is neither the sidecar's nor in the records directory's group:
+#: refused unread (the hook writes 0660).
 INSECURE = "insecure"
 REASONS = (MALFORMED, TORN, OVERSIZED, UNREADABLE, INSECURE)
 

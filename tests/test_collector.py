@@ -181,6 +181,21 @@ def test_record_file_others_can_read_or_foreign_is_refused(
     assert leftovers(d) == []
 
 
+def test_hard_link_at_the_record_path_is_refused(tmp_path: Path) -> None:
+    """A hard link planted at the record path (to a file elsewhere on the volume) is refused
+    unread: one ``insecure``; the link is removed and the linked file keeps its content."""
+    d = records_dir(tmp_path)
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_bytes(b"not a record\n")
+    os.chmod(elsewhere, 0o660)
+    os.link(elsewhere, d / "a1.jsonl")
+    col = Collector(d, grace_s=0)
+    batch = col.collect("a1")
+    assert batch.lines == ["insecure"]
+    col.release(batch)
+    assert leftovers(d) == [] and elsewhere.read_bytes() == b"not a record\n"
+
+
 def test_1000_failing_commands_survive_repeated_collection(tmp_path: Path) -> None:
     """C-AC14a: 1,000 failing real `bash -c` commands while the collector runs repeatedly give
     1,000 complete records, none torn; the collected files are gone afterwards."""
