@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from sidecar import __version__, hook
 from sidecar.app import configure_logging
-from sidecar.config import AgentSpec, Config, ConfigError, check_backend, load_config
+from sidecar.config import AGENT_NAME_RE, AgentSpec, Config, ConfigError, check_backend, load_config
 
 DEFAULT_SHARED_DIR = "/var/run/repeat-failure"
 DEFAULT_LISTEN = "0.0.0.0:9466"
@@ -59,6 +59,9 @@ def _agents(args: argparse.Namespace) -> list[AgentSpec]:
     if not args.agent or not args.backend:
         raise ConfigError("name the agent: --agent NAME --backend NAME (or REPEAT_FAILURE_AGENT "
                           "and REPEAT_FAILURE_BACKEND), or list repeat_failure.agents in the config")
+    if not AGENT_NAME_RE.match(args.agent):
+        raise ConfigError(f"--agent (or REPEAT_FAILURE_AGENT) {args.agent!r}: expected a name "
+                          f"matching {AGENT_NAME_RE.pattern} (it names the hook and record files)")
     check_backend(args.backend, "--backend")
     home = args.agent_home or None  # an empty REPEAT_FAILURE_AGENT_HOME means unset
     if home is not None and not os.path.isabs(home):

@@ -536,7 +536,8 @@ def decide(request: Mapping[str, Any], config: InjectorConfig) -> Decision:
 
     sidecar = sidecar_container(config, agent, backend, chain, home_mount,
                                 _run_as(first, spec, "runAsUser", config.run_as_user),
-                                _run_as(first, spec, "runAsGroup", config.run_as_group))
+                                _run_as(first, spec, "runAsGroup", config.run_as_group),
+                                _token_mount(first))
     if config.native_sidecar:
         if isinstance(init_containers, list):
             ops.append({"op": "add", "path": "/spec/initContainers/0", "value": sidecar})
@@ -551,13 +552,32 @@ def decide(request: Mapping[str, Any], config: InjectorConfig) -> Decision:
                     backend=backend, hooked=tuple(containers[i].get("name") for i in hooked))
 
 
+#: Where the API server's ServiceAccount admission plugin mounts a pod's token.
+TOKEN_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def _token_mount(container: dict) -> dict | None:
+    """The service-account token mount of ``container`` (the agent's), read-only, or None.
+
+    The ServiceAccount admission plugin adds that mount to every container before mutating
+    webhooks run, so a container a webhook adds never gets it (kubernetes/kubernetes#69733):
+    the sidecar needs a copy to create Kubernetes Events."""
+    for mount in container.get("volumeMounts") or ():
+        if isinstance(mount, dict) and mount.get("mountPath") == TOKEN_DIR \
+                and isinstance(mount.get("name"), str):
+            return {"name": mount["name"], "mountPath": TOKEN_DIR, "readOnly": True}
+    return None
+
+
 def sidecar_container(config: InjectorConfig, agent: str, backend: str, chain: str | None,
-                      home_mount: dict | None, run_as_user: int, run_as_group: int) -> dict:
+                      home_mount: dict | None, run_as_user: int, run_as_group: int,
+                      token_mount: dict | None = None) -> dict:
     """The ``repeat-failure`` container (a ``core/v1`` Container dict) as docs/kubernetes.md
     lists it: ``args: [run, --config-optional]``, its env (``POD_NAME``/``POD_NAMESPACE``/``POD_UID``
     from the Downward API ``fieldRef``; ``REPEAT_FAILURE_CHAIN_BASH_ENV`` when ``chain``;
     ``REPEAT_FAILURE_AGENT_HOME`` when ``home_mount``), port 9466 ``rf-metrics``, a liveness
-    probe on ``/healthz``, the shared, config and home mounts, a restricted ``securityContext``
+    probe on ``/healthz``, the shared, config and home mounts and a copy of the agent's
+    service-account token mount (``token_mount``, for Events), a restricted ``securityContext``
     and ``restartPolicy: Always`` when ``config.native_sidecar`` (a native sidecar, KEP-753)."""
     env = [
         {"name": "REPEAT_FAILURE_CONFIG", "value": CONFIG_FILE},
@@ -581,6 +601,8 @@ def sidecar_container(config: InjectorConfig, agent: str, backend: str, chain: s
               {"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True}]
     if home_mount is not None:
         mounts.append(dict(home_mount))
+    if token_mount is not None:
+        mounts.append(dict(token_mount))
     container = {
         "name": SIDECAR_NAME,
         "image": config.image,

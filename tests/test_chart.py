@@ -855,23 +855,25 @@ def test_events_role_only_with_events() -> None:
 
 def test_network_policy_ports_exact() -> None:
     """Per agent namespace, pods labelled injected: TCP 9466 only from the Prometheus namespace
-    (by its name label), and every other port open from anywhere (TCP 1-9465 and 9467-65535,
-    all UDP, all SCTP), ingress only, so the policy takes nothing else away from the pod."""
-    objs = render(f"agentNamespaces={{{','.join(TEAMS)}}}", "networkPolicy.enabled=true")
-    policies = of_kind(objs, "NetworkPolicy")
-    assert [p["metadata"]["namespace"] for p in policies] == list(TEAMS)
-    for policy in policies:
-        assert policy["spec"] == {
-            "podSelector": {"matchLabels": {"repeat-failure.hive.dev/injected": "true"}},
-            "policyTypes": ["Ingress"],
-            "ingress": [
-                {"from": [{"namespaceSelector": {"matchLabels": {
-                    "kubernetes.io/metadata.name": "monitoring"}}}],
-                 "ports": [{"protocol": "TCP", "port": 9466}]},
-                {"ports": [{"protocol": "TCP", "port": 1, "endPort": 9465},
+    (by its name label), ingress only. By default nothing else is allowed (policies add up: an
+    open rule would widen a namespace that denies by default); with openOtherPorts every other
+    port is open from anywhere (TCP 1-9465 and 9467-65535, all UDP, all SCTP)."""
+    metrics_rule = {"from": [{"namespaceSelector": {"matchLabels": {
+        "kubernetes.io/metadata.name": "monitoring"}}}],
+        "ports": [{"protocol": "TCP", "port": 9466}]}
+    open_rule = {"ports": [{"protocol": "TCP", "port": 1, "endPort": 9465},
                            {"protocol": "TCP", "port": 9467, "endPort": 65535},
-                           {"protocol": "UDP"}, {"protocol": "SCTP"}]},
-            ]}
+                           {"protocol": "UDP"}, {"protocol": "SCTP"}]}
+    for extra, ingress in (((), [metrics_rule]),
+                           (("networkPolicy.openOtherPorts=true",), [metrics_rule, open_rule])):
+        objs = render(f"agentNamespaces={{{','.join(TEAMS)}}}", "networkPolicy.enabled=true",
+                      *extra)
+        policies = of_kind(objs, "NetworkPolicy")
+        assert [p["metadata"]["namespace"] for p in policies] == list(TEAMS)
+        for policy in policies:
+            assert policy["spec"] == {
+                "podSelector": {"matchLabels": {"repeat-failure.hive.dev/injected": "true"}},
+                "policyTypes": ["Ingress"], "ingress": ingress}
     objs = render("networkPolicy.enabled=true", "networkPolicy.prometheusNamespace=prom",
                   "networkPolicy.prometheusPodSelector.app=prometheus")
     peer = one(objs, "NetworkPolicy")["spec"]["ingress"][0]["from"][0]

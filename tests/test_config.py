@@ -150,6 +150,23 @@ def test_run_refuses_relative_agent_home(tmp_path, capsys) -> None:
         "absolute path, the agent's home as mounted in the sidecar\n")
 
 
+@pytest.mark.parametrize("agent", ["../evil", "a/b", ".hidden", ""])
+def test_run_refuses_a_bad_agent_name_at_start(tmp_path, capsys, agent: str) -> None:
+    """An --agent that cannot name a hook or record file is refused before the sidecar starts
+    (it used to start and fail at its first collection pass)."""
+    code = main(["run", "--shared-dir", str(tmp_path / "s"), "--agent", agent,
+                 "--backend", "bash", "--listen", "127.0.0.1:0"])
+    err = capsys.readouterr().err
+    if agent:
+        assert code == 2
+        assert err == (f"repeat-failure: --agent (or REPEAT_FAILURE_AGENT) {agent!r}: expected a "
+                       "name matching ^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$ (it names the hook and "
+                       "record files)\n")
+    else:  # empty means unset: the usual "name the agent" error
+        assert code == 2 and "name the agent" in err
+    assert not (tmp_path / "s").exists()
+
+
 def test_hook_env_off_explains_on_stderr(tmp_path, capsys) -> None:
     """`hook env` with the check off prints nothing on stdout and says why on stderr."""
     assert main(["hook", "env", "--shared-dir", str(tmp_path), "--agent", "a1"]) == 0

@@ -107,7 +107,10 @@ VOLUMES = [{"name": "repeat-failure-shared", "emptyDir": {}},
 
 
 def expected_sidecar(agent: str, backend: str, uid: int, gid: int, native: bool,
-                     chain: str | None = None, home: dict | None = None) -> dict:
+                     chain: str | None = None, home: dict | None = None,
+                     token: str | None = None) -> dict:
+    """The sidecar container the contract lists; ``token`` is the name of the agent's
+    service-account token volume, whose mount the sidecar gets a read-only copy of."""
     env = [{"name": "REPEAT_FAILURE_CONFIG", "value": "/etc/repeat-failure/config.yaml"},
            {"name": "REPEAT_FAILURE_SHARED_DIR", "value": "/var/run/repeat-failure"},
            {"name": "REPEAT_FAILURE_AGENT", "value": agent},
@@ -129,6 +132,9 @@ def expected_sidecar(agent: str, backend: str, uid: int, gid: int, native: bool,
         mounts.append({"name": home["volume"], "mountPath": "/var/run/repeat-failure-home",
                        "readOnly": True, **({"subPath": home["subPath"]} if "subPath" in home
                                             else {})})
+    if token:
+        mounts.append({"name": token, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                       "readOnly": True})
     container = {
         "name": "repeat-failure",
         "image": "ghcr.io/hive/repeat-failure:0.1.0",
@@ -203,7 +209,7 @@ def test_deployment_pod_one_container_home_mounted_exactly(native: bool) -> None
     agent = original["spec"]["containers"][0]
     assert pod == expected_pod(
         original, expected_sidecar("claude-agent", "claude", 1000, 1000, native,
-                                   home={"volume": "home"}),
+                                   home={"volume": "home"}, token="kube-api-access-x7k2p"),
         native, hooked={0: with_hook(agent, "claude-agent")})
     assert {"op": "add", "path": "/metadata/annotations/repeat-failure.hive.dev~1status",
             "value": "injected"} in ops
@@ -252,7 +258,8 @@ def test_containers_annotation_names_the_agent_container(native: bool) -> None:
     agent = original["spec"]["containers"][1]
     assert pod == expected_pod(
         original, expected_sidecar("oc-1", "opencode", 10001, 10001, native,
-                                   home={"volume": "home", "subPath": "oc-1"}),
+                                   home={"volume": "home", "subPath": "oc-1"},
+                                   token="kube-api-access-m4q9z"),
         native, hooked={1: with_hook(agent, "oc-1")})
     assert pod["spec"]["containers"][0] == original["spec"]["containers"][0]
     validate(pod, native)
@@ -275,7 +282,8 @@ def test_job_pod_literal_bash_env_is_chained(native: bool) -> None:
     assert pod == expected_pod(
         original, expected_sidecar("gemini-run", "gemini", 10001, 10001, native,
                                    chain="/etc/agent/bash_env.sh",
-                                   home={"volume": "homes", "subPath": "agent"}),
+                                   home={"volume": "homes", "subPath": "agent"},
+                                   token="kube-api-access-b8n3w"),
         native, hooked={0: with_hook(agent, "gemini-run", env=hooked_env)})
     assert {"op": "replace", "path": "/spec/containers/0/env/0",
             "value": hooked_env[0]} in ops
@@ -295,7 +303,8 @@ def test_bash_env_from_value_from_is_left_alone_with_a_warning(native: bool) -> 
         "left as it is (not hooked)"]
     helper = original["spec"]["containers"][1]
     assert pod == expected_pod(
-        original, expected_sidecar("pi-agent", "pi", 10001, 10001, native), native,
+        original, expected_sidecar("pi-agent", "pi", 10001, 10001, native,
+                                   token="kube-api-access-r2d2c"), native,
         session_logs="agent home unknown", hooked={1: with_hook(helper, "pi-agent")})
     assert pod["spec"]["containers"][0] == original["spec"]["containers"][0]
     validate(pod, native)
@@ -333,7 +342,8 @@ def test_root_agent_sidecar_takes_the_configs_user(native: bool) -> None:
     assert "warnings" not in response
     agent = original["spec"]["containers"][0]
     assert pod == expected_pod(
-        original, expected_sidecar("aider", "aider", 10001, 0, native), native,
+        original, expected_sidecar("aider", "aider", 10001, 0, native,
+                                   token="kube-api-access-q1w2e"), native,
         session_logs="agent home unknown", hooked={0: with_hook(agent, "aider")})
     validate(pod, native)
 
