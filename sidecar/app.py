@@ -32,7 +32,7 @@ from prometheus_client import CollectorRegistry, Histogram
 
 from sidecar import hook
 from sidecar.activity import Activity
-from sidecar.backends import SHELL_END, SessionEvent, session_reader
+from sidecar.backends import SHELL_END, SessionEvent, session_reader, wrapper_stripper
 from sidecar.checkstate import Row, build_row
 from sidecar.collector import Batch, Collector, Watcher
 from sidecar.config import AgentSpec, Config, ConfigError, load_config
@@ -196,7 +196,8 @@ class Sidecar:
             registry=self.registry,
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
         )
-        hook.prepare_shared_dir(self.shared_dir)
+        self._layout_error: str | None = None
+        self._prepare_layout()
         self._layout_ok = self._layout()
         self.collector = Collector(self.shared_dir / hook.RECORDS_DIR, self.config.collect_grace_s,
                                    clock=monotonic)
@@ -298,6 +299,23 @@ class Sidecar:
                 found[name] = (stat.S_ISDIR(info.st_mode), stat.S_IMODE(info.st_mode))
         return found
 
+    def _prepare_layout(self) -> None:
+        """:func:`hook.prepare_shared_dir`, never raising: a failure is logged once per distinct
+        error (the next passes try again), and a folder an agent replaced is reported."""
+        try:
+            moved = hook.prepare_shared_dir(self.shared_dir)
+        except OSError as exc:
+            if str(exc) != self._layout_error:
+                self._layout_error = str(exc)
+                log.error("shared dir layout cannot be repaired; records are not collected until "
+                          "it is", extra={"dir": str(self.shared_dir), "error": str(exc)})
+            return
+        self._layout_error = None
+        for aside in moved:
+            log.warning("a shared dir folder belonged to another user (an agent replaced ours); "
+                        "moved aside and recreated", extra={"dir": str(self.shared_dir),
+                                                            "moved_to": aside})
+
     def _repair_layout(self) -> None:
         """Recreate what someone deleted or replaced on the shared volume while the sidecar
         runs: the folders (a symlink in their place is removed, never followed; a folder whose
@@ -308,7 +326,7 @@ class Sidecar:
                                                   hook.LAYOUT_MODES.items()}:
             log.warning("shared dir layout missing, replaced or its modes changed, recreating",
                         extra={"dir": str(self.shared_dir)})
-            hook.prepare_shared_dir(self.shared_dir)
+            self._prepare_layout()
             # What the file system allowed (it may drop the set-group-ID bit): the next passes
             # compare with this, so a mode that cannot be set does not log at every pass.
             self._layout_ok = self._layout()
@@ -444,6 +462,10 @@ class Sidecar:
         if not from_session:
             state.activity.on_record(record.ts)
         command = normalize(scrub(record.cmd, cut=record.cut), record.backend, now)
+        if wrapper_stripper(record.backend) is not None:
+            # A wrapper quotes the command inside it (Codex writes each ' as '"'"'), which can
+            # hide a secret's shape from the scrubber; unwrapping shows it: scrub again.
+            command = scrub(command)
         if not command or self._exclusions.matches(command):
             outcome = EXCLUDED
         elif state.session_route and state.dedup.is_duplicate(

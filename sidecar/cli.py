@@ -59,7 +59,7 @@ def _agents(args: argparse.Namespace) -> list[AgentSpec]:
     if not args.agent or not args.backend:
         raise ConfigError("name the agent: --agent NAME --backend NAME (or REPEAT_FAILURE_AGENT "
                           "and REPEAT_FAILURE_BACKEND), or list repeat_failure.agents in the config")
-    if not AGENT_NAME_RE.match(args.agent):
+    if not AGENT_NAME_RE.fullmatch(args.agent):
         raise ConfigError(f"--agent (or REPEAT_FAILURE_AGENT) {args.agent!r}: expected a name "
                           f"matching {AGENT_NAME_RE.pattern} (it names the hook and record files)")
     check_backend(args.backend, "--backend")

@@ -227,8 +227,10 @@ class Collector:
                          dir_fd=dir_fd)
         except OSError as exc:
             batch.lines.append(UNREADABLE)
-            if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
-                _discard(dir_fd, name)  # a symlink, FIFO or socket: never ours to read
+            if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.EACCES, errno.EPERM):
+                # A symlink, FIFO or socket is never ours to read; a file the sidecar may not
+                # open (an agent's umask 077) never will be: removed, counted once.
+                _discard(dir_fd, name)
             return None  # out of descriptors, say: leave the file for a later pass
         info = os.fstat(fd)
         reason = (UNREADABLE if not stat.S_ISREG(info.st_mode)

@@ -14,6 +14,7 @@ import os
 import re
 import shlex
 import shutil
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -65,14 +66,14 @@ def records_path(shared_dir: str | os.PathLike[str], agent: str) -> Path:
 
 
 def _check(shared_dir: Path, agent: str, backend: str, chain: str | None) -> None:
-    if not AGENT_NAME_RE.match(agent):
+    if not AGENT_NAME_RE.fullmatch(agent):
         raise HookError(f"agent name {agent!r} is not allowed (must match {AGENT_NAME_RE.pattern})")
-    if not BACKEND_NAME_RE.match(backend):
+    if not BACKEND_NAME_RE.fullmatch(backend):
         raise HookError(f"backend name {backend!r} is not allowed (must match {BACKEND_NAME_RE.pattern})")
-    if not _SAFE_PATH.match(str(shared_dir)):
+    if not _SAFE_PATH.fullmatch(str(shared_dir)):
         raise HookError(f"shared dir {str(shared_dir)!r} must be an absolute path of letters, "
                         "digits and ._/@+- only")
-    if chain is not None and not _SAFE_PATH.match(chain):
+    if chain is not None and not _SAFE_PATH.fullmatch(chain):
         raise HookError(f"chained BASH_ENV {chain!r} must be an absolute path of letters, "
                         "digits and ._/@+- only")
 
@@ -133,20 +134,34 @@ def write_atomic(path: Path, data: bytes | bytearray, mode: int) -> None:
 LAYOUT_MODES = {HOOK_DIR: 0o755, RECORDS_DIR: RECORDS_DIR_MODE, STATE_DIR: 0o700}
 
 
-def prepare_shared_dir(shared_dir: str | os.PathLike[str]) -> None:
+def prepare_shared_dir(shared_dir: str | os.PathLike[str]) -> list[str]:
     """Create ``hook/`` (0755), ``records/`` (2770) and ``state/`` (0700) under ``shared_dir``.
 
     Something else in their place (a symlink planted by an agent, a file) is removed, never
-    followed, and replaced by the directory. Raises ``OSError`` if that fails.
+    followed, and replaced by the directory. A directory that belongs to another user, or whose
+    mode cannot be set (an agent renamed ours away and made its own: the shared volume's root is
+    writable by the agent), is moved aside to ``.<name>.foreign.<ns>`` and replaced by one of
+    ours. Returns the names moved aside. Raises ``OSError`` if any of that fails.
     """
     shared = Path(shared_dir)
     shared.mkdir(parents=True, exist_ok=True)
+    moved = []
     for name, mode in LAYOUT_MODES.items():
         path = shared / name
         if path.is_symlink() or (path.exists() and not path.is_dir()):
             path.unlink()
         path.mkdir(exist_ok=True)
-        os.chmod(path, mode, follow_symlinks=False)
+        try:
+            if path.lstat().st_uid != os.geteuid():
+                raise PermissionError(f"{path} belongs to another user")
+            os.chmod(path, mode, follow_symlinks=False)
+        except PermissionError:
+            aside = f".{name}.foreign.{time.time_ns()}"
+            os.rename(path, shared / aside)
+            path.mkdir()
+            os.chmod(path, mode, follow_symlinks=False)
+            moved.append(aside)
+    return moved
 
 
 def render(shared_dir: str | os.PathLike[str], agent: str, backend: str,

@@ -277,6 +277,39 @@ def test_records_dir_opened_to_others_gets_its_mode_back(tmp_path: Path) -> None
     assert stream.getvalue().count("its modes changed, recreating") == 1
 
 
+def test_records_dir_replaced_by_an_agents_own_is_moved_aside(tmp_path: Path) -> None:
+    """An agent renames ``records/`` away and makes its own (the volume's root is writable by
+    the agent): the next pass moves the foreign folder aside, makes ours again (2770, owned by
+    the sidecar's user), logs it once, and collects what is written after that. Never raises,
+    also at a restart."""
+    import shutil
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give the folder to another user")
+    sc = make(tmp_path, extra="  threshold: 1\n")
+    records = sc.shared_dir / "records"
+    records.rename(sc.shared_dir / "records.old")
+    records.mkdir()
+    os.chmod(records, 0o777)
+    os.chown(records, 54321, 54321)
+    stream = io.StringIO()
+    configure_logging(stream)
+    try:
+        sc.run_once()
+        again = make(tmp_path, extra="  threshold: 1\n")  # a restart meanwhile: no crash
+    finally:
+        logging.getLogger("repeat_failure").handlers.clear()
+    info = records.stat()
+    assert (info.st_uid, oct(info.st_mode & 0o7777)) == (0, "0o2770")
+    (aside,) = [p.name for p in sc.shared_dir.iterdir() if p.name.startswith(".records.foreign.")]
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [line.get("moved_to") for line in lines if "moved_to" in line] == [aside]
+    append(sc.shared_dir, "a1", "false", 1, T0 - 1)
+    again.run_once()
+    assert [n.command for n in again.rows()[0].notes] == ["false"]
+    shutil.rmtree(sc.shared_dir / "records.old")
+
+
 # --- findings of the break-it review ------------------------------------------------------------
 
 def test_failed_state_save_counts_each_record_once(tmp_path: Path, monkeypatch) -> None:

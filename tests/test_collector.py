@@ -181,6 +181,29 @@ def test_record_file_others_can_read_or_foreign_is_refused(
     assert leftovers(d) == []
 
 
+def test_record_file_the_sidecar_may_not_open_is_removed_once(tmp_path: Path,
+                                                               monkeypatch) -> None:
+    """A record file the sidecar is not allowed to open (an agent with umask 077 and another
+    uid; simulated here, since root opens anything) is one ``unreadable`` and is removed, not
+    counted again at every pass."""
+    import sidecar.collector as collector_mod
+
+    d = records_dir(tmp_path)
+    (d / "a1.jsonl").write_bytes(b"a record\n")
+    real_open = os.open
+
+    def deny(path, flags, mode=0o777, *, dir_fd=None):
+        if isinstance(path, str) and path.startswith("a1.jsonl" + COLLECTING):
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, flags, mode, dir_fd=dir_fd)
+
+    monkeypatch.setattr(collector_mod.os, "open", deny)
+    col = Collector(d, grace_s=0)
+    assert col.collect("a1").lines == ["unreadable"]
+    assert leftovers(d) == []
+    assert col.collect("a1").lines == []
+
+
 def test_hard_link_at_the_record_path_is_refused(tmp_path: Path) -> None:
     """A hard link planted at the record path (to a file elsewhere on the volume) is refused
     unread: one ``insecure``; the link is removed and the linked file keeps its content."""

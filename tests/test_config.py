@@ -150,7 +150,7 @@ def test_run_refuses_relative_agent_home(tmp_path, capsys) -> None:
         "absolute path, the agent's home as mounted in the sidecar\n")
 
 
-@pytest.mark.parametrize("agent", ["../evil", "a/b", ".hidden", ""])
+@pytest.mark.parametrize("agent", ["../evil", "a/b", ".hidden", "abc\n", ""])
 def test_run_refuses_a_bad_agent_name_at_start(tmp_path, capsys, agent: str) -> None:
     """An --agent that cannot name a hook or record file is refused before the sidecar starts
     (it used to start and fail at its first collection pass)."""
@@ -174,3 +174,16 @@ def test_hook_env_off_explains_on_stderr(tmp_path, capsys) -> None:
     assert out.out == ""
     assert out.err == ("repeat-failure: the check is off (no --config: repeat_failure.enabled is "
                        "not true); nothing to export\n")
+
+
+@pytest.mark.parametrize("agent, backend, chain", [
+    ("abc\n", "bash", None), ("abc", "bash\n", None), ("abc", "bash", "/etc/x.sh\n")])
+def test_hook_refuses_names_and_paths_with_a_trailing_newline(tmp_path, agent, backend,
+                                                              chain) -> None:
+    """A name or chained path with a trailing newline (which `$` in a regular expression lets
+    through) would break the rendered hook in every agent shell: refused."""
+    from sidecar import hook
+
+    with pytest.raises(hook.HookError):
+        hook.render(tmp_path, agent, backend, chain)
+    assert not (tmp_path / "hook").exists() or list((tmp_path / "hook").iterdir()) == []

@@ -124,3 +124,40 @@ def test_plain_commands_reach_every_output_unchanged(tmp_path, command: str) -> 
     assert [n.command for n in sc.rows()[0].notes] == [command]
     assert f'command="{command}"' in generate_latest(sc.registry).decode()
     assert "[REDACTED]" not in status_json(sc).decode()
+
+
+@pytest.mark.parametrize("template", [
+    "curl -fsS -u 'admin:{pw}' https://api.example.com",
+    "curl --user 'admin:{pw}' https://api.example.com",
+    "python3 -c \"d={{'password': '{pw}'}}\"",
+])
+def test_secret_hidden_by_the_wrapper_quoting_is_scrubbed(tmp_path, template: str) -> None:
+    """Claude Code wraps the command in a single-quoted `eval '…'` (each ' becomes '"'"'), so
+    the scrubber does not see `-u 'admin:PW'` in the raw record; the wrapper stripper unquotes
+    it, and the pipeline scrubs again after normalizing: the password reaches no output."""
+    from test_backend_claude import wrap
+
+    pw = rand(ALNUM, 20)
+    command = template.format(pw=pw)
+    config = tmp_path / "config.yaml"
+    config.write_text("repeat_failure:\n  enabled: true\n  threshold: 3\n")
+    stream = io.StringIO()
+    configure_logging(stream)
+    try:
+        sc = Sidecar(tmp_path / "shared", [AgentSpec("a1", "claude")], config, clock=lambda: T0,
+                     monotonic=itertools.count(0, 10).__next__)
+        sc.registry.register(MetricsCollector(sc))
+        raw = wrap(command)
+        assert "'\"'\"'" in raw and len(raw) < 4000
+        hook.records_path(sc.shared_dir, "a1").write_bytes(b"".join(
+            orjson.dumps({"v": 1, "ts": T0 - 3 + i, "agent": "a1", "backend": "claude",
+                          "route": "bash_env", "exit": 1, "cmd": raw}) + b"\n"
+            for i in range(3)))
+        sc.run_once()
+        outputs = [generate_latest(sc.registry).decode(), status_json(sc).decode(),
+                   stream.getvalue(), (sc.shared_dir / "state" / "a1.json").read_text()]
+    finally:
+        logging.getLogger("repeat_failure").handlers.clear()
+    (note,) = sc.rows()[0].notes
+    assert pw not in note.command and "[REDACTED]" in note.command
+    assert [pw in text for text in outputs] == [False] * 4
