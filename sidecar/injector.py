@@ -20,7 +20,9 @@ Nothing here talks to the Kubernetes API: the injector needs no RBAC.
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import copy
+import http.client
 import json
 import logging
 import os
@@ -28,6 +30,7 @@ import posixpath
 import re
 import socket
 import ssl
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -78,11 +81,16 @@ DEFAULT_BACKEND = "bash"
 
 #: Agent names: a DNS-1123-style label (lowercase letters, digits, ``-``, ``.``, ``_``; a letter
 #: or digit first; at most 63). A subset of :data:`sidecar.config.AGENT_NAME_RE`, so every name
-#: the injector accepts is one the sidecar accepts too.
-AGENT_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
+#: the injector accepts is one the sidecar accepts too. Anchored with ``\Z``, not ``$``: ``$``
+#: also matches before a trailing newline, and ``"abc\n"`` would break the hook in every shell.
+AGENT_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}\Z")
 #: A chained ``BASH_ENV`` must be a path the sidecar's hook renderer accepts
-#: (``sidecar.hook``: an absolute path of letters, digits and ``._/@+-``).
-CHAIN_PATH_RE = re.compile(r"^/[A-Za-z0-9._/@+-]*$")
+#: (``sidecar.hook``: an absolute path of letters, digits and ``._/@+-``; no trailing newline).
+CHAIN_PATH_RE = re.compile(r"^/[A-Za-z0-9._/@+-]*\Z")
+#: Pods with more containers and init containers than this are left unchanged with a warning:
+#: the patch grows with each agent container (a 2 MiB review of ``{}`` containers would
+#: otherwise build a patch of gigabytes).
+MAX_CONTAINERS = 128
 
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 
@@ -415,21 +423,26 @@ def decide(request: Mapping[str, Any], config: InjectorConfig) -> Decision:
     if annotations.get(ANN_INJECT) != "true":
         return _unchanged("not annotated")
     init_containers = spec.get("initContainers")
-    if ANN_STATUS in annotations or any(
-            c.get("name") == SIDECAR_NAME for c in _dicts(containers) + _dicts(init_containers)):
+    if ANN_STATUS in annotations or any(  # generators: no copies of a huge hostile list
+            isinstance(c, dict) and c.get("name") == SIDECAR_NAME
+            for part in (containers, init_containers) if isinstance(part, list) for c in part):
         return _unchanged("already injected")
     if not config.enabled:
         return _unchanged("check off")
     if (not isinstance(containers, list) or not containers
-            or len(_dicts(containers)) != len(containers)
+            or not all(isinstance(c, dict) for c in containers)
             or (init_containers is not None and not isinstance(init_containers, list))
             or not isinstance(spec.get("volumes") or [], list)):
         return _unchanged("invalid", "repeat-failure: pod spec not understood; not injected")
+    count = len(containers) + len(init_containers or ())
+    if count > MAX_CONTAINERS:
+        return _unchanged("invalid", f"repeat-failure: the pod has {count} containers and init "
+                          f"containers, more than {MAX_CONTAINERS}; not injected")
 
     agent = annotations.get(ANN_AGENT, labels.get(LABEL_AGENT, labels.get(LABEL_APP_NAME,
                                                                           DEFAULT_AGENT)))
     backend = annotations.get(ANN_BACKEND, labels.get(LABEL_BACKEND, DEFAULT_BACKEND))
-    if not AGENT_RE.match(agent):
+    if not AGENT_RE.fullmatch(agent):
         return _unchanged("invalid", f"repeat-failure: agent name {agent[:64]!r} is not a "
                           "lowercase DNS-1123-style label (a-z, 0-9, '-', '.', '_'; at most 63); "
                           "not injected", backend=backend)
@@ -441,7 +454,8 @@ def decide(request: Mapping[str, Any], config: InjectorConfig) -> Decision:
     if ANN_CONTAINERS in annotations:
         wanted = list(dict.fromkeys(n.strip() for n in annotations[ANN_CONTAINERS].split(",")
                                     if n.strip()))
-        missing = [n for n in wanted if n not in names]
+        known = {n for n in names if isinstance(n, str)}
+        missing = [n for n in wanted if n not in known]
         if not wanted or missing:
             return _unchanged("invalid", "repeat-failure: the containers annotation names "
                               + (f"no container of this pod: {', '.join(missing)[:100]}"
@@ -504,7 +518,7 @@ def decide(request: Mapping[str, Any], config: InjectorConfig) -> Decision:
                                 "valueFrom or refers to $(VAR); left as it is (not hooked)")
                 continue
             if value and value != hook_file:  # our own hook is not chained to itself
-                if not CHAIN_PATH_RE.match(value):
+                if not CHAIN_PATH_RE.fullmatch(value):
                     warnings.append(f"repeat-failure: container {name}: BASH_ENV is not an "
                                     "absolute path of letters, digits and ._/@+-; left as it "
                                     "is (not hooked)")
@@ -655,15 +669,27 @@ def _hook_container_ops(index: int, container: dict, hook_file: str) -> list[dic
     return ops
 
 
+def _brief(value: Any) -> str:
+    """A short quote of a JSON value from the request for an error message: a string's first 64
+    characters, else its type (``str()`` of a 2 MiB or deeply nested value would be expensive or
+    raise RecursionError)."""
+    if isinstance(value, str):
+        return repr(value[:64])
+    if value is None:
+        return "null"
+    kinds = {dict: "object", list: "array", bool: "boolean", int: "number", float: "number"}
+    return f"a JSON {kinds.get(type(value), type(value).__name__)}"
+
+
 def review_response(review: Any, config: InjectorConfig) -> tuple[dict, Decision]:
     """:func:`admission_response` plus the :class:`Decision` behind it (for the server's log)."""
     if not isinstance(review, dict):
         raise AdmissionError("expected a JSON object: an admission.k8s.io/v1 AdmissionReview")
     if review.get("kind") != "AdmissionReview":
-        raise AdmissionError(f"expected kind AdmissionReview, got {str(review.get('kind'))[:64]!r}")
+        raise AdmissionError(f"expected kind AdmissionReview, got {_brief(review.get('kind'))}")
     if review.get("apiVersion") != ADMISSION_API_VERSION:
         raise AdmissionError(f"expected apiVersion {ADMISSION_API_VERSION}, got "
-                             f"{str(review.get('apiVersion'))[:64]!r} (set the webhook's "
+                             f"{_brief(review.get('apiVersion'))} (set the webhook's "
                              "admissionReviewVersions to [v1])")
     request = review.get("request")
     if not isinstance(request, dict):
@@ -757,37 +783,196 @@ class TLSFiles:
 
 # -- the HTTPS server -----------------------------------------------------------------------------
 
-#: Largest request body read (bytes); a pod spec is far smaller, the API server's own limit on
-#: an object is 3 MiB (etcd's 1.5 MiB in practice).
-MAX_BODY_BYTES = 4 << 20
+#: Largest request body read (bytes); a larger ``Content-Length`` is answered 413 unread. A Pod
+#: ``CREATE`` review carries the pod once (``request.object``; ``oldObject`` is null) plus a few
+#: KiB of metadata (uid, kind, resource, userInfo, options), and etcd refuses an object over
+#: 1.5 MiB (its default ``--max-request-bytes``), so 2 MiB holds any pod that can be created,
+#: with room for JSON's escaping. Not the API server's 3 MiB: parsing costs up to ~25 bytes of
+#: memory per body byte (``[{},{},...]``).
+MAX_BODY_BYTES = 2 << 20
+#: Bodies read and parsed at once. A review that finds no free slot within
+#: :data:`BUSY_WAIT_S` seconds gets 503 with ``Retry-After: 1`` (its body unread). Measured
+#: worst case with 2 (VmHWM of a real ``repeat-failure inject-webhook``, Python 3.11, x86-64):
+#: 36 MB idle; 153 MB with 56 connections holding 30 KiB request heads while 8 clients at a
+#: time post 2 MiB hostile bodies (``[{},{},...]`` and an AdmissionReview of ``{}``
+#: containers), 10 rounds; 4 MiB bodies before this limit: 142 MB for one, 234-380 MB for 8.
+#: Hence the chart's ``injector.resources.limits.memory`` of 256Mi (it was 128Mi).
+MAX_PARSING = 2
+BUSY_WAIT_S = 1.0
+#: Connections served at once (one thread each); more are closed at accept, counted in a log
+#: line at most once a minute.
+MAX_CONNECTIONS = 64
+#: Seconds from accept to the end of the TLS handshake.
+HANDSHAKE_TIMEOUT_S = 10.0
+#: Seconds from the first byte of a request line to the end of its body; the response then has
+#: as long again (waiting for a parse slot, deciding, writing).
+REQUEST_TIMEOUT_S = 10.0
+#: Seconds a connection may wait for its next request (keep-alive) before it is closed.
+IDLE_TIMEOUT_S = 30.0
+#: Bytes of request line and headers together; more is answered 431 (the API server sends well
+#: under 1 KiB; http.server alone would accept 100 headers of 64 KiB).
+MAX_HEAD_BYTES = 32 << 10
+
+_TEXT = "text/plain; charset=utf-8"
+
+
+class _Tally:
+    """Counts an event and logs it as a warning at most once per ``interval_s`` seconds, with
+    the count since the previous line (the first occurrence is logged at once)."""
+
+    def __init__(self, message: str, event: str, interval_s: float = 60.0,
+                 **fields: Any) -> None:
+        self.message, self.event, self.interval_s, self.fields = message, event, interval_s, fields
+        self._lock = threading.Lock()
+        self._count = 0
+        self._logged_at = -1e9
+        self.total = 0
+
+    def add(self, **fields: Any) -> None:
+        with self._lock:
+            self._count += 1
+            self.total += 1
+            now = time.monotonic()
+            if now - self._logged_at < self.interval_s:
+                return
+            count, self._count, self._logged_at = self._count, 0, now
+        log.warning(self.message, extra={"event": self.event, "count": count, **self.fields,
+                                         **fields})
+
+
+class _Deadlines:
+    """The connections' deadlines, enforced by one thread: when a connection's deadline passes,
+    its socket is shut down (both ways), so whatever its thread is blocked in (the TLS handshake,
+    a read, a write) returns or fails at once. A per-``recv`` timeout would not do: a client
+    trickling a byte at a time would reset it forever.
+
+    :meth:`arm` sets or moves a socket's deadline, :meth:`disarm` drops it; the socket must be
+    disarmed before it is closed (the shutdown happens under the same lock, so a closed
+    socket's reused descriptor is never shut down). ``on_expired(phase)`` is called for each
+    expiry, outside the lock.
+    """
+
+    def __init__(self, on_expired: Callable[[str], None]) -> None:
+        self._cond = threading.Condition()
+        self._due: dict[socket.socket, tuple[float, str]] = {}
+        self._stopped = False
+        self._on_expired = on_expired
+        self._thread = threading.Thread(target=self._run, name="injector-deadlines",
+                                        daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+
+    def arm(self, sock: socket.socket, seconds: float, phase: str) -> None:
+        with self._cond:
+            self._due[sock] = (time.monotonic() + seconds, phase)
+            self._cond.notify()
+
+    def disarm(self, sock: socket.socket) -> None:
+        with self._cond:
+            self._due.pop(sock, None)
+
+    def _run(self) -> None:
+        while True:
+            expired: list[str] = []
+            with self._cond:
+                if self._stopped:
+                    return
+                now = time.monotonic()
+                for sock, (due, phase) in list(self._due.items()):
+                    if due <= now:
+                        del self._due[sock]
+                        try:  # the plain socket's shutdown: SSLSocket's drops its TLS state
+                            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+                        except OSError:
+                            pass
+                        expired.append(phase)
+                if not expired:
+                    nxt = min((due for due, _ in self._due.values()), default=None)
+                    self._cond.wait(None if nxt is None else nxt - now)
+            for phase in expired:
+                try:
+                    self._on_expired(phase)
+                except Exception:  # a logging failure must not stop the deadlines
+                    pass
+
+
+class _HeadReader:
+    """The connection's reader as http.server reads the request line and headers through it:
+    raises :class:`http.client.LineTooLong` once they exceed ``limit`` bytes in all (http.server
+    itself accepts 100 header lines of 64 KiB each, 6.5 MB per request)."""
+
+    def __init__(self, stream: Any, limit: int) -> None:
+        self._stream, self._limit, self._left = stream, limit, limit
+
+    def readline(self, size: int | None = -1) -> bytes:
+        cap = self._left + 1 if size is None or size < 0 else min(size, self._left + 1)
+        line = self._stream.readline(cap)
+        self._left -= len(line)
+        if self._left < 0:
+            raise http.client.LineTooLong(f"request line and headers over {self._limit} bytes")
+        return line
 
 
 def _handler(server: "InjectorServer") -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "repeat-failure-injector"
         protocol_version = "HTTP/1.1"  # the API server keeps connections alive
-        timeout = 30  # seconds for the TLS handshake and each request; idle connections close
+        # A backstop per socket operation; the deadlines (_Deadlines) are what bound a
+        # connection's handshake, each request and each keep-alive wait.
+        timeout = 60
 
         def setup(self) -> None:
             super().setup()
-            self.request.do_handshake()
+            self._stream = self.rfile
+            self.request.do_handshake()  # under the handshake deadline armed at accept
 
-        def _send(self, code: int, body: bytes, ctype: str, close: bool = False) -> None:
+        def handle_one_request(self) -> None:
+            deadlines = self.server.deadlines
+            deadlines.arm(self.request, server.idle_timeout_s, "idle")
+            try:
+                first = self._stream.peek(1)  # wait for the next request's first byte
+            except OSError:
+                first = b""
+            if not first:
+                self.close_connection = True
+                return
+            deadlines.arm(self.request, server.request_timeout_s, "request")
+            self.rfile = _HeadReader(self._stream, server.max_head_bytes)
+            try:
+                super().handle_one_request()
+            except http.client.LineTooLong as exc:  # the request line itself (headers: 431
+                self.requestline = self.request_version = self.command = ""  # by http.server)
+                self.close_connection = True
+                self.send_error(431, str(exc))
+            finally:
+                self.rfile = self._stream
+
+        def _send(self, code: int, body: bytes, ctype: str, close: bool = False,
+                  headers: Mapping[str, str] | None = None) -> None:
             self.send_response(code)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             if close:
                 self.send_header("Connection", "close")
                 self.close_connection = True
             self.end_headers()
             self.wfile.write(body)
 
-        def _fail(self, code: int, message: str, close: bool = False) -> None:
-            self._send(code, (message + "\n").encode(), "text/plain; charset=utf-8", close)
+        def _fail(self, code: int, message: str, close: bool = False,
+                  headers: Mapping[str, str] | None = None) -> None:
+            self._send(code, (message + "\n").encode(), _TEXT, close, headers)
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
             if self.path.split("?", 1)[0] == "/healthz":
-                self._send(200, b"ok\n", "text/plain; charset=utf-8")
+                self._send(200, b"ok\n", _TEXT)
             else:
                 self._fail(404, "not found: POST /mutate, GET /healthz")
 
@@ -815,19 +1000,46 @@ def _handler(server: "InjectorServer") -> type[BaseHTTPRequestHandler]:
             if length > server.max_body:
                 self._fail(413, f"request body over {server.max_body} bytes", close=True)
                 return
-            body = self.rfile.read(length)
+            # The body is read only with a slot: the bodies held at once, raw and parsed, are
+            # at most max_parsing. They are read and parsed by the max_parsing long-lived
+            # threads of server.parser, not this connection's: glibc gives each new thread its
+            # own malloc arena, and freed memory stays in it, so parses spread over ever new
+            # connection threads measured 200 MB peak and growing where two threads hold 143.
+            if not server.parsing.acquire(timeout=server.busy_wait_s):
+                self.server.busy.add()
+                self._fail(503, "busy: too many admission reviews at once; retry", close=True,
+                           headers={"Retry-After": "1"})
+                return
+            try:
+                answer = server.parser.submit(self._answer, length).result()
+            finally:
+                server.parsing.release()
+            if answer is None:  # the client hung up or its deadline passed: no one to answer
+                self.close_connection = True
+                return
+            self._send(*answer)
+
+        def _answer(self, length: int) -> tuple[int, bytes, str] | None:
+            body = self._stream.read(length)
+            if len(body) < length:
+                return None
+            self.server.deadlines.arm(self.request, server.request_timeout_s, "response")
             try:
                 review = json.loads(body)
+            except RecursionError:
+                return 400, b"request body is not JSON: nested too deeply\n", _TEXT
             except (ValueError, UnicodeDecodeError) as exc:
-                self._fail(400, f"request body is not JSON: {exc}")
-                return
+                return 400, f"request body is not JSON: {exc}\n".encode(), _TEXT
+            del body
             try:
                 answer = server.review(review)
             except AdmissionError as exc:
-                self._fail(400, f"not an AdmissionReview: {exc}")
-                return
-            self._send(200, json.dumps(answer, separators=(",", ":")).encode(),
-                       "application/json")
+                return 400, f"not an AdmissionReview: {exc}\n".encode(), _TEXT
+            except Exception:  # review() allows the pod on a decision bug; this is a last resort
+                log.exception("injector error answering a review", extra={
+                    "event": "injector_error"})
+                return 500, b"injector error\n", _TEXT
+            return 200, json.dumps(answer, separators=(",", ":")).encode(), "application/json"
 
         def log_message(self, format: str, *args: object) -> None:  # noqa: A002
             pass  # the admission decisions are logged; access lines would only add noise
@@ -840,11 +1052,27 @@ class _HTTPSServer(ThreadingHTTPServer):
     request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler],
-                 tls: TLSFiles, family: int) -> None:
+                 tls: TLSFiles, family: int, max_connections: int,
+                 handshake_timeout_s: float) -> None:
         self.address_family = family
         self.tls = tls
+        self.max_connections = max_connections
+        self.handshake_timeout_s = handshake_timeout_s
         self._errors_logged_at = -1e9
+        self._count_lock = threading.Lock()
+        self.active = 0
+        self.refused = _Tally("connections refused: too many at once", "connections_refused",
+                              limit=max_connections)
+        self.timed_out = _Tally("connections closed past their deadline",
+                                "connections_timed_out")
+        self.busy = _Tally("admission reviews answered 503: all parse slots busy",
+                           "reviews_busy")
+        self.deadlines = _Deadlines(self._expired)
         super().__init__(address, handler)
+
+    def _expired(self, phase: str) -> None:
+        if phase != "idle":  # an idle keep-alive connection closing is routine
+            self.timed_out.add(phase=phase)
 
     def get_request(self) -> tuple[socket.socket, Any]:
         # The handshake runs in the connection's own thread (Handler.setup), never in the
@@ -857,16 +1085,49 @@ class _HTTPSServer(ThreadingHTTPServer):
             sock.close()
             raise
 
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._count_lock:
+            full = self.active >= self.max_connections
+            if not full:
+                self.active += 1
+        if full:  # closed before its handshake: no thread, no TLS state
+            self.refused.add()
+            self.shutdown_request(request)
+            return
+        self.deadlines.arm(request, self.handshake_timeout_s, "handshake")
+        try:
+            super().process_request(request, client_address)
+        except BaseException:  # no thread started (the caller closes the socket)
+            self._release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        with self._count_lock:
+            self.active -= 1
+
+    def shutdown_request(self, request: Any) -> None:
+        self.deadlines.disarm(request)
+        super().shutdown_request(request)
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that fails the handshake or hangs up: one line a minute at most.
         now = time.monotonic()
         if now - self._errors_logged_at >= 60.0:
             self._errors_logged_at = now
-            import sys
-
             exc = sys.exc_info()[1]
             log.warning("connection failed (TLS handshake or client hang-up)",
                         extra={"event": "connection_failed", "error": repr(exc)[:200]})
+
+
+def _text(value: Any, limit: int = 253) -> str | None:
+    """A request field for a log line: a string cut to ``limit`` characters, else None."""
+    return value[:limit] if isinstance(value, str) else None
 
 
 class InjectorServer:
@@ -876,15 +1137,30 @@ class InjectorServer:
     tells which). ``config`` supplies the config per request (:class:`ConfigSource`), ``tls``
     the certificate (:class:`TLSFiles`). ``POST /mutate`` (query string ignored: the API server
     adds ``?timeout=5s``) with ``Content-Type: application/json`` answers 200 and the
-    AdmissionReview response (:func:`admission_response`); 400 for a body that is not JSON or
-    not an AdmissionReview, 411 without a Content-Length, 413 over ``max_body`` bytes (not
-    read), 415 for another Content-Type. One JSON log line per injected pod (namespace, pod
-    name or generateName, agent, backend; never env values). Raises ``ValueError`` for a
-    malformed ``listen``, ``OSError`` if the port cannot be bound.
+    AdmissionReview response (:func:`admission_response`); 400 for a body that is not JSON
+    (nested too deeply included) or not an AdmissionReview, 411 without a Content-Length, 413
+    over ``max_body`` bytes (not read), 415 for another Content-Type, 431 for a request line and
+    headers over ``max_head_bytes``, 503 with ``Retry-After: 1`` when ``max_parsing`` bodies
+    are being read and parsed and no slot frees within ``busy_wait_s`` seconds.
+
+    Limits (the module constants are the defaults): at most ``max_connections`` connections at
+    once (more are closed at accept, logged at most once a minute); a connection is closed when
+    its TLS handshake takes over ``handshake_timeout_s`` seconds, a request over
+    ``request_timeout_s`` from the first byte of its request line to the end of its body (and as
+    long again to answer), or when it waits over ``idle_timeout_s`` for its next request.
+
+    One JSON log line per injected pod (namespace, pod name or generateName, agent, backend;
+    never env values). Raises ``ValueError`` for a malformed ``listen``, ``OSError`` if the port
+    cannot be bound.
     """
 
     def __init__(self, listen: str, config: ConfigSource, tls: TLSFiles,
-                 max_body: int = MAX_BODY_BYTES) -> None:
+                 max_body: int = MAX_BODY_BYTES, *, max_parsing: int = MAX_PARSING,
+                 busy_wait_s: float = BUSY_WAIT_S, max_connections: int = MAX_CONNECTIONS,
+                 handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S,
+                 request_timeout_s: float = REQUEST_TIMEOUT_S,
+                 idle_timeout_s: float = IDLE_TIMEOUT_S,
+                 max_head_bytes: int = MAX_HEAD_BYTES) -> None:
         host, sep, port = listen.rpartition(":")
         if not sep or not port.isdigit() or int(port) > 65535:
             raise ValueError(f"--listen {listen!r}: expected HOST:PORT, e.g. 0.0.0.0:8443")
@@ -892,8 +1168,16 @@ class InjectorServer:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.config = config
         self.max_body = max_body
+        self.parsing = threading.BoundedSemaphore(max_parsing)
+        self.parser = concurrent.futures.ThreadPoolExecutor(max_parsing,
+                                                            thread_name_prefix="injector-parse")
+        self.busy_wait_s = busy_wait_s
+        self.request_timeout_s = request_timeout_s
+        self.idle_timeout_s = idle_timeout_s
+        self.max_head_bytes = max_head_bytes
         try:
-            self._httpd = _HTTPSServer((host, int(port)), _handler(self), tls, family)
+            self._httpd = _HTTPSServer((host, int(port)), _handler(self), tls, family,
+                                       max_connections, handshake_timeout_s)
         except OSError as exc:
             raise OSError(exc.errno, f"cannot listen on {listen}: {exc.strerror}") from None
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="injector",
@@ -903,6 +1187,11 @@ class InjectorServer:
     def port(self) -> int:
         """The TCP port actually bound."""
         return self._httpd.server_address[1]
+
+    @property
+    def connections(self) -> int:
+        """The connections being served now (at most ``max_connections``)."""
+        return self._httpd.active
 
     def review(self, review: Any) -> dict:
         """Answer one parsed AdmissionReview with the current config and log the decision.
@@ -922,18 +1211,18 @@ class InjectorServer:
                         "repeat-failure: injector error; pod not injected"]}}
         request = review["request"]
         if decision.outcome == "injected" or decision.warnings:
-            pod = request.get("object") or {}
+            pod = request.get("object") if isinstance(request.get("object"), dict) else {}
             meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
             extra = {"event": "pod_injected" if decision.outcome == "injected"
                      else "pod_not_injected",
-                     "namespace": request.get("namespace") or meta.get("namespace"),
-                     "pod": meta.get("name") or request.get("name") or None,
-                     "generate_name": meta.get("generateName"),
-                     "agent": decision.agent, "backend": decision.backend,
-                     "uid": request.get("uid"), "dry_run": bool(request.get("dryRun"))}
+                     "namespace": _text(request.get("namespace")) or _text(meta.get("namespace")),
+                     "pod": _text(meta.get("name")) or _text(request.get("name")) or None,
+                     "generate_name": _text(meta.get("generateName")),
+                     "agent": _text(decision.agent), "backend": _text(decision.backend),
+                     "uid": _text(request.get("uid")), "dry_run": bool(request.get("dryRun"))}
             if decision.outcome == "injected":
                 extra.update(native_sidecar=config.native_sidecar,
-                             containers=list(decision.hooked))
+                             containers=[_text(name) for name in decision.hooked])
             if decision.warnings:
                 extra["warnings"] = list(decision.warnings)
             (log.info if decision.outcome == "injected" else log.warning)(
@@ -943,6 +1232,7 @@ class InjectorServer:
 
     def start(self) -> "InjectorServer":
         """Start serving in the background; returns self."""
+        self._httpd.deadlines.start()
         self._thread.start()
         return self
 
@@ -950,3 +1240,5 @@ class InjectorServer:
         """Stop serving and close the listening socket."""
         self._httpd.shutdown()
         self._httpd.server_close()
+        self._httpd.deadlines.stop()
+        self.parser.shutdown(wait=False)

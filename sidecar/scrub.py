@@ -19,13 +19,20 @@ Three kinds of rule, applied in order:
   these against detect-secrets as an oracle: whatever its shape-based plugins flag in a
   command is gone after :func:`scrub`;
 * credentials by position: ``Authorization:``-style headers (RFC 6750 Bearer, RFC 7617 Basic,
-  any scheme), ``user:password@`` in URLs (RFC 3986 userinfo), ``curl -u user:pass``,
-  ``mysql -pPASS``, ``sshpass -p``, ``redis-cli -a``, ``docker login -p``, ``openssl ...
+  any scheme) and any header named ``*-Token``/``-Key``/``-Secret``/``-Auth``/``-Password``,
+  ``user:password@`` in URLs (RFC 3986 userinfo), ``curl -u user:pass`` (also ``-su``,
+  ``-sSfu``, ``-U``/``--proxy-user``), HTTPie ``http -a user:pass``, ``lftp -u user,pass``,
+  ``sqlcmd -P``, ``mysql -pPASS``, ``sshpass -p``, ``redis-cli -a``, ``docker``/``podman``/
+  ``az``/``oc``/``cf``/``helm registry`` ``login -p``, ``npm config set ...:_authToken VALUE``,
+  ``openssl ...
   pass:PASS`` and ``-k``, ``keytool -storepass``, ``zip -P``, ``ldapsearch -w``,
   ``htpasswd -b``, ``smbclient -U user%PASS``, ``ssh-keygen -N``,
   ``aws configure set <secret-ish key> VALUE``, ``gh secret set ... --body VALUE``;
 * names that say secret: ``NAME=value`` (``GH_TOKEN=``, ``DB_PASSWORD=``, ``MYSQL_PWD=`` ...),
   ``--password``/``--token``/``--secret-key`` style flags, and ``"password": "..."`` in JSON.
+
+A text the route cut short (``cut=True``) also loses its last word, and a quoted value of a
+secret-named key whose closing quote the cut took runs to the end of the text (:data:`_CUT_RULES`).
 
 A rule errs towards redacting: a harmless string turned into ``[REDACTED]`` costs less than one
 leaked token. Every pattern is anchored on a literal or a boundary so its cost stays linear in
@@ -55,6 +62,21 @@ _NOT_WORD_BEFORE = r"(?<![A-Za-z0-9_])"
 _NOT_WORD_AFTER = r"(?![A-Za-z0-9])"
 
 Replacement = str | Callable[[re.Match[str]], str]
+
+
+def _user_password(command: str, flag: str, sep: str) -> re.Pattern[str]:
+    """``command ... FLAG user<sep>password``: group 1 is the command up to the flag, group 2 an
+    opening quote (if any), group 3 the user (kept). Quoted (``-u 'user:pw'``), the password
+    runs to the closing quote, which stays (or to the end of a cut text); unquoted, it is one
+    shell word."""
+    return re.compile(r"(\b(?:" + command + r")\b[^|;&\n]{0,200}?\s(?:" + flag + r"))"
+                      r"(['\"])?([^\s" + sep + r"'\"]*)" + sep
+                      + r"(?(2)(?:\\.|(?!\2)[^\\])*|" + _WORD + ")")
+
+
+def _keep_user(sep: str) -> Callable[[re.Match[str]], str]:
+    """The replacement of a :func:`_user_password` rule: the password goes, the user stays."""
+    return lambda m: f"{m[1]}{m[2] or ''}{m[3]}{sep}{REDACTED}"
 
 
 def _keep(*groups: int) -> Callable[[re.Match[str]], str]:
@@ -139,6 +161,11 @@ _RULES: tuple[tuple, ...] = (
      _ci(":"), _cs(*_DIGIT_COLON)),  # Telegram bot token
     (re.compile(r"(_authToken=)[^\n]*"), _keep(1),
      _cs("_authToken="), _ci("_authtoken")),  # .npmrc lines (npm's own format)
+    # npm config set //registry/:_authToken VALUE (the key and value as two words).
+    (re.compile(r"(\b(?:npm|pnpm|yarn)\s+(?:config\s+)?set\s+(?:-\S+\s+)*\S*"
+                r"(?:_authToken|_auth|_password|npmAuthToken|npmAuthIdent|npmPassword)\s+)"
+                r"(?!\[REDACTED\])" + _WORD), _keep(1),
+     _cs("set"), _cs("_auth", "_password", "npmAuth", "npmPassword")),
     (re.compile(r"(?i)(https?://api.softlayer.com/soap/v3(?:.1)?/)[a-z0-9]{64}"), _keep(1),
      _ci("softlayer")),
     (re.compile(r"(?<![A-Za-z0-9])(?:AP[0-9A-F][A-Za-z0-9]{8,}|AKC[A-Za-z0-9]{10,})"
@@ -157,12 +184,18 @@ _RULES: tuple[tuple, ...] = (
                 r"[0-9a-zA-Z/+]{40}(?=['\"])"), _keep(1),
      _ci("aws"), _cs("'", '"'), _ci("key", "pw", "pass", "token")),
     # Header credentials, any scheme ("Authorization: token X" keeps "token").
-    (re.compile(r"(?i)\b((?:proxy-)?authorization|x-api-key|x-goog-api-key|api-?key|x-api-token"
-                r"|private-token|x-auth-token|cookie|set-cookie)"
+    # Besides the names below, any header name ending in -Token, -Key, -Secret, -Auth, -Password,
+    # -Credential(s) (X-Vault-Token, X-GitHub-Token, Private-Token); not after "/" or "." (a
+    # path such as ./deploy-key:/root is no header).
+    (re.compile(r"(?i)(\b(?:(?:proxy-)?authorization|x-api-key|x-goog-api-key|api-?key"
+                r"|x-api-token|private-token|x-auth-token|cookie|set-cookie)"
+                r"|(?<![A-Za-z0-9_./-])[A-Za-z0-9_-]*-(?:token|key|secret|auth|pass(?:word|wd)?"
+                r"|credentials?))"
                 r"((?:\s|\\ )*:(?:\s|\\ )*)(?>(?:(bearer|basic|token|digest|negotiate)(?:\s|\\ )+)?)"
                 r"(?!\[REDACTED\])(?:\\ |[^\s'\"])+"),
      lambda m: f"{m[1]}{m[2]}{m[3] + ' ' if m[3] else ''}{REDACTED}",
-     _cs(":"), _ci("authorization", "api-", "apikey", "private-token", "auth-token", "cookie")),
+     _cs(":"), _ci("authorization", "apikey", "cookie", "-token", "-key", "-secret", "-auth",
+                   "-pass", "-credential")),
     # Bearer and Basic credentials anywhere else (Basic: base64 with a digit or + / =, so
     # "Basic configuration" stays).
     (re.compile(r"(?i)\b(bearer)\s+(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{8,}"),
@@ -176,16 +209,28 @@ _RULES: tuple[tuple, ...] = (
     (re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{0,20}://)[A-Za-z0-9_-]{20,}@"),
      lambda m: f"{m[1]}{REDACTED}@", _cs("@"), _cs("://")),
     # Credentials by position in well-known commands.
-    (re.compile(r"(\bcurl\b[^|;&\n]{0,200}?\s(?:-u\s*|--user[=\s]+)(?:'|\")?)([^\s:'\"]*):(" + _WORD + ")"),
-     lambda m: f"{m[1]}{m[2]}:{REDACTED}", _cs("curl"), _cs("-u")),
+    # curl -u / -U (proxy) user:password, also in a cluster of short flags (-su, -sSfu).
+    (_user_password("curl", r"-[A-Za-z0-9#]*[uU]\s*|--(?:proxy-)?user(?:=|\s+)", ":"),
+     _keep_user(":"), _cs("curl"), _cs(":"), _cs("-")),
+    # HTTPie (and xh): http -a user:password, --auth user:password.
+    (_user_password(r"(?<![\w/.:-])(?:https?|xhs?)(?=\s)", r"-a\s*|--auth(?:=|\s+)", ":"),
+     _keep_user(":"), _cs("-a"), _cs(":"), _cs("http", "xh")),
+    # lftp -u user,password.
+    (_user_password("lftp", r"-u\s*", ","), _keep_user(","), _cs("lftp"), _cs(",")),
+    # sqlcmd / bcp / osql -P password.
+    (re.compile(r"(\b(?:sqlcmd|bcp|osql)\b[^|;&\n]{0,200}?\s-P\s*)(?!\s)" + _WORD), _keep(1),
+     _cs("-P"), _cs("sqlcmd", "bcp", "osql")),
     (re.compile(r"(\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^|;&\n]{0,200}?\s-p)"
                 r"(?!\s)" + _WORD), _keep(1), _cs("mysql", "mariadb"), _cs("-p")),
     (re.compile(r"(\bsshpass\b(?:\s+-[a-oq-zA-Z]\S*)*\s+-p\s*)" + _WORD), _keep(1),
      _cs("sshpass"), _cs("-p")),
     (re.compile(r"(\bredis-cli\b[^|;&\n]{0,200}?\s-a\s+)" + _WORD), _keep(1),
      _cs("redis-cli"), _cs("-a")),
-    (re.compile(r"(\bdocker\s+login\b[^|;&\n]{0,200}?\s-p\s+)" + _WORD), _keep(1),
-     _cs("login"), _cs("docker"), _cs("-p")),
+    # <tool> [sub] login ... -p PASSWORD: docker, podman, az (acr), oc, cf, helm registry ...
+    (re.compile(r"(\b(?:docker|podman|buildah|skopeo|nerdctl|az|oc|cf|helm)\s+"
+                r"(?:[a-z][a-z0-9-]*\s+){0,2}login\b[^|;&\n]{0,200}?\s-p(?:=|\s+)?)(?!\s)" + _WORD),
+     _keep(1), _cs("login"), _cs("-p"),
+     _cs("docker", "podman", "buildah", "skopeo", "nerdctl", "az", "oc", "cf", "helm")),
     (re.compile(r"(\bpass:)" + _WORD), _keep(1), _cs("pass:")),
     (re.compile(r"(\bkeytool\b[^|;&\n]{0,200}?\s-(?:storepass|keypass|srcstorepass|deststorepass)"
                 r"\s+)" + _WORD), _keep(1), _cs("keytool"), _cs("pass")),
@@ -234,17 +279,33 @@ _RULES: tuple[tuple, ...] = (
      _ci("pass", "pwd", "token", "key", "sig", "secret", "auth", "credential")),
 )
 
+#: Rules for a text the route cut short (``scrub(text, cut=True)``), run after :data:`_RULES`:
+#: a quoted value whose key says secret and whose closing quote the cut took runs to the end of
+#: the text (``curl -d '{"password": "tr0ub4dor zebra quantum la`` keeps none of its words).
+#: Only for a cut text: otherwise an unclosed quote is no value (``grep '"token": "' f``).
+_CUT_RULES: tuple[tuple, ...] = (
+    (re.compile(r"(?i)((?<![A-Za-z0-9_.-])\\?[\"']?[A-Za-z0-9_.-]{0,40}(?:password|passwd"
+                r"|passphrase|secret|token|api[_-]?key|apikey|credentials?)[A-Za-z0-9_.-]{0,40}"
+                r"\\?[\"']?"
+                r"\s*(?:=>|:=|:|=)\s*)\\?([\"'])(?:(?!\\?\2)[\s\S]){0,4096}\Z"), _keep(1),
+     _cs('"', "'"), _cs(":", "="), _ci("pass", "secret", "token", "key", "credential")),
+)
+
 #: The rules unpacked once: (first needs group's needles, where they are looked for, pattern,
 #: replacement, the other needs groups). Most commands fail the first group of most rules.
 _PLAN: tuple[tuple[tuple[str, ...], int, re.Pattern[str], Replacement, tuple[_Needs, ...]], ...] = \
     tuple((rule[2][0], rule[2][1], rule[0], rule[1], tuple(rule[3:])) for rule in _RULES)
+_PLAN_CUT = _PLAN + tuple((rule[2][0], rule[2][1], rule[0], rule[1], tuple(rule[3:]))
+                          for rule in _CUT_RULES)
 
 #: Characters ``(?i)`` lets match an ASCII letter although ``str.lower()`` does not turn them
 #: into it (Python's ``re`` documentation: U+0130, U+0131, U+017F, U+212A).
 _FOLD_MAP = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
 
 _CONTINUATION = re.compile(r"\\\r?\n")
-_LAST_WORD = re.compile(r"\S+\Z")
+#: The last word (``\S+\Z``; the look-behind starts it only where a word starts, else the
+#: search is quadratic in the length of a text holding no space near its end).
+_LAST_WORD = re.compile(r"(?<!\S)\S+\Z")
 
 
 def _fold(text: str) -> str:
@@ -259,13 +320,14 @@ def scrub(text: str, cut: bool = False) -> str:
     Backslash-newline line continuations are removed first (as the shell does), so a value on the
     next line is still seen as the flag's value. ``cut`` says the route shortened the command:
     its last word may be the head of a secret too short to match any rule, so it is redacted
-    too. Idempotent: ``scrub(scrub(t)) == scrub(t)``. Never raises for any ``str``.
+    too, and a quoted value of a secret-named key left open by the cut (:data:`_CUT_RULES`) is
+    redacted to the end. Idempotent: ``scrub(scrub(t)) == scrub(t)``. Never raises for any ``str``.
     """
     if "\\" in text:
         text = _CONTINUATION.sub("", text)
     # The haystack each needs group is looked in: the text as it stands, and its fold.
     hay = [text, _fold(text)]
-    for first, first_where, pattern, replacement, needs in _PLAN:
+    for first, first_where, pattern, replacement, needs in _PLAN_CUT if cut else _PLAN:
         haystack = hay[first_where]
         for needle in first:
             if needle in haystack:

@@ -30,6 +30,7 @@ import re
 import socket
 import ssl
 import threading
+import time
 from pathlib import Path
 
 import jsonpatch
@@ -45,7 +46,7 @@ from sidecar import hook
 from sidecar.app import configure_logging
 from sidecar.config import AGENT_NAME_RE, ConfigError
 from sidecar.injector import (
-    AGENT_RE, CHAIN_PATH_RE, AdmissionError, ConfigSource, InjectorConfig, InjectorServer,
+    AGENT_RE, CHAIN_PATH_RE, MAX_BODY_BYTES, AdmissionError, ConfigSource, InjectorConfig, InjectorServer,
     TLSFiles, admission_response, decide, load_injector_config, parse_injector_config, pointer,
 )
 
@@ -397,6 +398,50 @@ def test_injecting_twice_adds_nothing(name: str, native: bool) -> None:
     assert run(again, config(native))[1] is None
 
 
+def test_agent_name_with_a_trailing_newline_is_invalid() -> None:
+    """`$` matches before a trailing newline: "abc\\n" would be injected and break the hook in
+    every shell. It is refused like any other invalid name: unchanged, one warning."""
+    response, ops, _ = run(variant(annotate(agent="abc\n")),
+                           config())
+    assert ops is None and response["warnings"] == [
+        "repeat-failure: agent name 'abc\\n' is not a lowercase DNS-1123-style label (a-z, 0-9, "
+        "'-', '.', '_'; at most 63); not injected"]
+
+
+def test_more_than_128_containers_is_left_unchanged() -> None:
+    """The patch grows with each agent container: a pod of 129 containers and init containers
+    gets a warning and no patch (a 2 MiB review of `{}` containers once built gigabytes); 128
+    is injected."""
+    def containers(n: int, init: int = 0):
+        def edit(pod: dict) -> None:
+            first = pod["spec"]["containers"][0]
+            pod["spec"]["containers"] = [first] + [{"name": f"c{i}", "image": "x"}
+                                                   for i in range(n - 1)]
+            pod["spec"]["initContainers"] = [{"name": f"i{i}", "image": "x"}
+                                             for i in range(init)]
+        return edit
+    response, ops, _ = run(variant(containers(100, 29)), config())
+    assert ops is None and response["warnings"] == [
+        "repeat-failure: the pod has 129 containers and init containers, more than 128; "
+        "not injected"]
+    assert decide(variant(containers(128))["request"], config()).outcome == "injected"
+    hostile = variant(lambda pod: pod["spec"].update(containers=[{}] * 100_000))
+    assert decide(hostile["request"], config()).outcome == "invalid"
+
+
+def test_error_messages_quote_strings_only() -> None:
+    """An error quotes at most 64 characters of a string, and only names the type of another
+    value (str() of a deeply nested one raised RecursionError)."""
+    nested: list = []
+    for _ in range(5000):
+        nested = [nested]
+    for kind, got in (("x" * 100, repr("x" * 64)), (nested, "a JSON array"),
+                      ({"a": 1}, "a JSON object"), (None, "null"), (3, "a JSON number")):
+        with pytest.raises(AdmissionError) as info:
+            admission_response({"kind": kind}, config())
+        assert str(info.value) == f"expected kind AdmissionReview, got {got}"
+
+
 def test_native_sidecar_field_is_versioned_in_the_schema() -> None:
     """The schema check does see restartPolicy: Kubernetes 1.27's Pod schema rejects it on an
     init container (1.28 has it as alpha, off by default; the contract emits it from 1.29)."""
@@ -482,7 +527,8 @@ def test_collisions_leave_the_pod_unchanged(edit, text: str) -> None:
     assert ops is None and text in response["warnings"][0]
 
 
-@pytest.mark.parametrize("value", ["etc/bashrc", "/etc/my bashrc", "$(HOME)/.bashenv"])
+@pytest.mark.parametrize("value", ["etc/bashrc", "/etc/my bashrc", "$(HOME)/.bashenv",
+                                   "/etc/x.sh\n"])
 def test_unchainable_literal_bash_env_is_left_alone(value: str) -> None:
     """A relative path, a path the hook renderer refuses, or one with $(VAR) (expanded in the
     agent's container only): that container is not hooked, and the warning says so."""
@@ -505,7 +551,7 @@ def test_chain_path_rule_matches_the_hook_renderer() -> None:
     for value in ("/etc/agent/bash_env.sh", "/opt/x-y/.env@1+2"):
         assert CHAIN_PATH_RE.match(value)
         hook.render_text("/var/run/repeat-failure", "a1", "bash", value)
-    for value in ("etc/bashrc", "/etc/my bashrc", "/a;b", "/a$b"):
+    for value in ("etc/bashrc", "/etc/my bashrc", "/a;b", "/a$b", "/etc/x.sh\n"):
         assert not CHAIN_PATH_RE.match(value)
         with pytest.raises(hook.HookError):
             hook.render_text("/var/run/repeat-failure", "a1", "bash", value)
@@ -586,7 +632,7 @@ def test_agent_defaults_and_name_rule() -> None:
     assert names(drop) == ("agent", "bash")
     for ok in ("a", "agent-1", "x.y_z", "9" * 63):
         assert AGENT_RE.match(ok) and AGENT_NAME_RE.match(ok)
-    for bad in ("", "-a", ".a", "A", "a b", "a/b", "9" * 64, "é"):
+    for bad in ("", "-a", ".a", "A", "a b", "a/b", "9" * 64, "é", "abc\n"):
         assert not AGENT_RE.match(bad)
 
 
@@ -788,6 +834,7 @@ def served(tmp_path: Path):
     s = Served()
     s.server, s.pki, s.config_path, s.request, s.first_der = (server, pki, cfg_path, request,
                                                               first_der)
+    server.pki = pki  # for tls_connect
     yield s
     server.stop()
 
@@ -931,3 +978,230 @@ def test_many_concurrent_reviews(served) -> None:
     for t in threads:
         t.join(30)
     assert results == [200] * 16
+
+
+# -- limits against hostile clients ---------------------------------------------------------------
+
+
+@pytest.fixture
+def serve(tmp_path: Path):
+    """A factory for InjectorServers on 127.0.0.1 with limits tuned for a test (keyword arguments
+    of InjectorServer); each is stopped at the end."""
+    pki = PKI(tmp_path)
+    pki.issue()
+    cfg_path = tmp_path / "injector.yaml"
+    cfg_path.write_text(CONFIG_YAML.format(native="true"))
+    servers = []
+
+    def make(**limits) -> InjectorServer:
+        server = InjectorServer("127.0.0.1:0", ConfigSource(cfg_path, check_interval_s=0),
+                                TLSFiles(pki.cert_file, pki.key_file), **limits).start()
+        server.pki = pki
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.stop()
+
+
+def tls_connect(server: InjectorServer, timeout: float = 10) -> ssl.SSLSocket:
+    raw = socket.create_connection(("127.0.0.1", server.port), timeout=timeout)
+    return server.pki.client_context().wrap_socket(raw, server_hostname="127.0.0.1")
+
+
+def read_until_closed(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection (a reset counts as closed)."""
+    data = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except (ConnectionError, ssl.SSLError):
+            return data
+        if not chunk:
+            return data
+        data += chunk
+
+
+def head(length: int, extra: bytes = b"") -> bytes:
+    return (b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n%s\r\n" % (length, extra))
+
+
+def wait_for(predicate, seconds: float = 5.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_body_limit_is_2_mib_and_a_body_at_it_is_read(served) -> None:
+    """2 MiB (a Pod CREATE review holds one object, etcd's limit is 1.5 MiB): one byte more is
+    413 unread; a body of exactly 2 MiB is read and parsed (not an AdmissionReview: 400)."""
+    assert MAX_BODY_BYTES == 2 * 1024 * 1024
+    with tls_connect(served.server) as tls:
+        tls.sendall(head(MAX_BODY_BYTES + 1) + b"{")
+        assert read_until_closed(tls).startswith(b"HTTP/1.1 413 ")
+    body = b"[" + b"0," * ((MAX_BODY_BYTES - 4) // 2) + b"0 ]"
+    assert len(body) == MAX_BODY_BYTES
+    status, answer, _ = served.request("POST", "/mutate", body, JSON)
+    assert (status, answer) == (400, b"not an AdmissionReview: expected a JSON object: an "
+                                     b"admission.k8s.io/v1 AdmissionReview\n")
+
+
+def test_deeply_nested_json_is_400(served) -> None:
+    """100000 nested arrays raise RecursionError in the JSON parser: a 400 saying so, and the
+    server goes on serving."""
+    status, body, _ = served.request("POST", "/mutate", b"[" * 100000 + b"]" * 100000, JSON)
+    assert (status, body) == (400, b"request body is not JSON: nested too deeply\n")
+    assert served.request("GET", "/healthz")[:2] == (200, b"ok\n")
+
+
+def test_busy_parse_slots_answer_503_with_retry_after(serve) -> None:
+    """With every parse slot taken (a body being read), another review waits busy_wait_s and
+    gets 503 with Retry-After: 1 and the connection closed; once the slot frees, reviews are
+    answered again."""
+    server = serve(max_parsing=1, busy_wait_s=0.3)
+    review = json.dumps(load("not-annotated")).encode()
+    logs = capture_logs()
+    with tls_connect(server) as holder:
+        holder.sendall(head(len(review)) + review[:10])  # the slot is held while the body comes
+        time.sleep(0.3)
+        with tls_connect(server) as other:
+            started = time.monotonic()
+            other.sendall(head(len(review)) + review)
+            answer = read_until_closed(other)
+            assert time.monotonic() - started >= 0.25
+        assert answer.startswith(b"HTTP/1.1 503 ")
+        assert b"\r\nRetry-After: 1\r\n" in answer and b"\r\nConnection: close\r\n" in answer
+        assert answer.endswith(b"\r\n\r\nbusy: too many admission reviews at once; retry\n")
+        holder.sendall(review[10:])
+        assert holder.recv(65536).startswith(b"HTTP/1.1 200 ")
+    lines = [json.loads(line) for line in logs.getvalue().splitlines()]
+    assert [(line["event"], line["count"]) for line in lines
+            if line.get("event") == "reviews_busy"] == [("reviews_busy", 1)]
+    with tls_connect(server) as again:
+        again.sendall(head(len(review)) + review)
+        assert again.recv(65536).startswith(b"HTTP/1.1 200 ")
+
+
+def test_connections_over_the_cap_are_closed_at_accept(serve) -> None:
+    """max_connections served at once; more are closed before their handshake, counted in one
+    log line a minute at most; a freed place serves again."""
+    server = serve(max_connections=3)
+    logs = capture_logs()
+    held = [tls_connect(server) for _ in range(3)]
+    wait_for(lambda: server.connections == 3)
+    for _ in range(2):
+        with pytest.raises((ConnectionError, ssl.SSLError)):
+            tls_connect(server).recv(1)
+    assert server.connections == 3
+    refused = [json.loads(line) for line in logs.getvalue().splitlines()
+               if "connections_refused" in line]
+    assert [(r["count"], r["limit"]) for r in refused] == [(1, 3)]
+    held.pop().close()
+    wait_for(lambda: server.connections == 2)
+    with tls_connect(server) as tls:
+        tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert tls.recv(4096).startswith(b"HTTP/1.1 200 ")
+    for sock in held:
+        sock.close()
+
+
+def test_a_trickled_request_is_cut_at_its_deadline(serve) -> None:
+    """request_timeout_s counts from the first byte of the request line: a client sending a
+    header byte every 0.2 s (each well within any per-recv timeout) is disconnected when it
+    passes, and the cut is logged."""
+    server = serve(request_timeout_s=1.0)
+    logs = capture_logs()
+    with tls_connect(server) as tls:
+        started = time.monotonic()
+        closed_after = None
+        for byte in head(10) * 10:
+            try:
+                tls.sendall(bytes([byte]))
+                time.sleep(0.2)
+                if time.monotonic() - started > 1.3 and not tls.recv(1):
+                    break
+            except (ConnectionError, ssl.SSLError, OSError):
+                break
+        closed_after = time.monotonic() - started
+    assert 1.0 <= closed_after < 3.0
+    wait_for(lambda: "connections_timed_out" in logs.getvalue())
+    line = next(json.loads(line) for line in logs.getvalue().splitlines()
+                if "connections_timed_out" in line)
+    assert (line["count"], line["phase"]) == (1, "request")
+
+
+def test_a_trickled_body_is_cut_at_the_same_deadline(serve) -> None:
+    """The deadline runs to the end of the body: a body trickled byte by byte is cut too, and
+    its parse slot is freed."""
+    server = serve(request_timeout_s=1.0, max_parsing=1, busy_wait_s=0.1)
+    review = json.dumps(load("not-annotated")).encode()
+    with tls_connect(server) as tls:
+        started = time.monotonic()
+        tls.sendall(head(len(review)))
+        for byte in review:
+            try:
+                tls.sendall(bytes([byte]))
+            except (ConnectionError, ssl.SSLError, OSError):
+                break
+            time.sleep(0.1)
+            if time.monotonic() - started > 3:
+                break
+        assert read_until_closed(tls) == b""
+        assert 1.0 <= time.monotonic() - started < 3.0
+    with tls_connect(server) as tls:
+        tls.sendall(head(len(review)) + review)
+        assert tls.recv(65536).startswith(b"HTTP/1.1 200 ")
+
+
+def test_idle_keep_alive_and_silent_handshake_are_closed(serve) -> None:
+    """A kept-alive connection waiting over idle_timeout_s for its next request is closed; so is
+    a TCP connection that never starts its TLS handshake (handshake_timeout_s)."""
+    server = serve(idle_timeout_s=0.5, handshake_timeout_s=0.5)
+    with tls_connect(server) as tls:
+        tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = b""
+        while not answer.endswith(b"ok\n"):
+            answer += tls.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 200 ")
+        started = time.monotonic()
+        assert read_until_closed(tls) == b""
+        assert 0.4 <= time.monotonic() - started < 2.5
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as plain:
+        started = time.monotonic()
+        assert read_until_closed(plain) == b""
+        assert 0.4 <= time.monotonic() - started < 2.5
+    wait_for(lambda: server.connections == 0)
+
+
+def test_request_head_over_32_kib_is_431(served) -> None:
+    """Request line and headers together are capped at 32 KiB (http.server alone would take
+    100 headers of 64 KiB): 431; a long request line alone too."""
+    with tls_connect(served.server) as tls:
+        tls.sendall(head(2, b"".join(b"X-%d: %s\r\n" % (i, b"a" * 1000) for i in range(40))))
+        assert read_until_closed(tls).startswith(b"HTTP/1.1 431 ")
+    with tls_connect(served.server) as tls:
+        tls.sendall(b"GET /" + b"a" * 40000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = read_until_closed(tls)
+    assert answer.startswith(b"HTTP/1.1 431 ")
+    assert b"request line and headers over 32768 bytes" in answer
+    assert served.request("GET", "/healthz")[:2] == (200, b"ok\n")
+
+
+def test_many_idle_connections_hold_at_most_64_threads(served) -> None:
+    """200 idle TCP connections: 64 are served (one thread each), the rest closed at accept."""
+    before = threading.active_count()
+    socks = [socket.create_connection(("127.0.0.1", served.server.port), timeout=10)
+             for _ in range(200)]
+    try:
+        wait_for(lambda: served.server.connections == 64)
+        time.sleep(0.3)
+        assert served.server.connections == 64
+        assert threading.active_count() - before <= 64 + 2  # + the parse threads
+    finally:
+        for sock in socks:
+            sock.close()
+    wait_for(lambda: served.server.connections == 0)
+    assert served.request("GET", "/healthz")[:2] == (200, b"ok\n")

@@ -319,3 +319,114 @@ def test_plain_commands_are_not_redacted(text: str) -> None:
     """The false-positive list: ordinary commands (SHAs, digests, versions, paths, numbers,
     words that merely mention secrets) pass through unchanged."""
     assert scrub(text) == text
+
+
+# --- third review: verified leaks ---------------------------------------------------------------
+
+@pytest.mark.parametrize("template, expected", [
+    # curl: -u in a cluster of short flags, quoted or not; the user stays, the closing quote too.
+    ("curl -su 'admin:{s}' https://x", "curl -su 'admin:[REDACTED]' https://x"),
+    ("curl -sSfu admin:{s} https://x", "curl -sSfu admin:[REDACTED] https://x"),
+    ("curl -u 'admin:{s}' https://x", "curl -u 'admin:[REDACTED]' https://x"),
+    ('curl -sS --user "admin:{s} x" https://x', 'curl -sS --user "admin:[REDACTED]" https://x'),
+    ("curl -uadmin:{s} https://x", "curl -uadmin:[REDACTED] https://x"),
+    ("curl --proxy-user admin:{s} https://x", "curl --proxy-user admin:[REDACTED] https://x"),
+    ("curl -x http://p:3128 -U admin:{s} https://x", "curl -x http://p:3128 -U admin:[REDACTED] https://x"),
+    # HTTPie, cloud and registry logins, lftp, sqlcmd.
+    ("http -a admin:{s} https://x", "http -a admin:[REDACTED] https://x"),
+    ("https --auth admin:{s} x.example", "https --auth admin:[REDACTED] x.example"),
+    ("xh -a 'admin:{s}' https://x", "xh -a 'admin:[REDACTED]' https://x"),
+    ("az login -u me -p {s}", "az login -u me -p [REDACTED]"),
+    ("az acr login -n reg -u me -p {s}", "az acr login -n reg -u me -p [REDACTED]"),
+    ("oc login -u x -p {s}", "oc login -u x -p [REDACTED]"),
+    ("oc login https://api.c:6443 -u x -p{s} --insecure-skip-tls-verify",
+     "oc login https://api.c:6443 -u x -p[REDACTED] --insecure-skip-tls-verify"),
+    ("podman login -u me -p {s} quay.io", "podman login -u me -p [REDACTED] quay.io"),
+    ("helm registry login r.example -u me -p {s}", "helm registry login r.example -u me -p [REDACTED]"),
+    ("lftp -u user,{s} host", "lftp -u user,[REDACTED] host"),
+    ("lftp -u 'user,{s}' sftp://host", "lftp -u 'user,[REDACTED]' sftp://host"),
+    ("sqlcmd -S h -U u -P {s}", "sqlcmd -S h -U u -P [REDACTED]"),
+    ("sqlcmd -S h -U u -P {s} -Q 'SELECT 1'", "sqlcmd -S h -U u -P [REDACTED] -Q 'SELECT 1'"),
+    # Header names ending in -Token, -Key, -Secret, -Auth, -Password (any case).
+    ("curl -H 'X-Vault-Token: {s}' https://x", "curl -H 'X-Vault-Token: [REDACTED]' https://x"),
+    ("curl -H 'X-GitHub-Token: {s}' https://x", "curl -H 'X-GitHub-Token: [REDACTED]' https://x"),
+    ("curl -H 'Private-Token: {s}' https://x", "curl -H 'Private-Token: [REDACTED]' https://x"),
+    ("curl -H 'x-client-secret:{s}' https://x", "curl -H 'x-client-secret:[REDACTED]' https://x"),
+    ("curl -H 'X-Auth: {s}' -H 'X-Admin-Password: {s}' https://x",
+     "curl -H 'X-Auth: [REDACTED]' -H 'X-Admin-Password: [REDACTED]' https://x"),
+    ("curl --header X-Consumer-Key:{s} https://x", "curl --header X-Consumer-Key:[REDACTED] https://x"),
+    ("http https://x X-Vault-Token:{s}", "http https://x X-Vault-Token:[REDACTED]"),
+    ("curl -H 'X-Authorization: Bearer {s}' x", "curl -H 'X-Authorization: Bearer [REDACTED]' x"),
+    # npm config set with the key and value as two words.
+    ("npm config set //registry.example.com/:_authToken {s}",
+     "npm config set //registry.example.com/:_authToken [REDACTED]"),
+    ("npm config set --location=project //r.example/:_password '{s}' && npm ci",
+     "npm config set --location=project //r.example/:_password [REDACTED] && npm ci"),
+    ("yarn config set npmAuthToken {s}", "yarn config set npmAuthToken [REDACTED]"),
+])
+def test_third_review_leaks_are_closed(template: str, expected: str) -> None:
+    """Shapes a third review found leaking: curl's clustered short flags, HTTPie, az/oc and
+    registry logins, lftp, sqlcmd, secret-named headers beyond a fixed list, npm's space form."""
+    secret = rand(ALNUM, 20)
+    out = scrub(template.format(s=secret))
+    assert out == expected
+    assert scrub(out) == out
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('curl -d \'{"password": "tr0ub4dor zebra quantum la', 'curl -d \'{"password": [REDACTED]'),
+    ('curl -d \'{"user": "bob", "api_key": "k3y with words', 'curl -d \'{"user": "bob", "api_key": [REDACTED]'),
+    ('curl -d "{\\"token\\": \\"abc def', 'curl -d "{\\"token\\": [REDACTED]'),
+    ("python3 -c \"d={'password': 'tr0ub4dor zebra", "python3 -c \"d={'password': [REDACTED]"),
+    ('cfg = {secret: "tr0ub4dor zebra quantum', "cfg = {secret: [REDACTED]"),
+    ('x --opts password = "tr0ub4dor zebra', 'x --opts password = [REDACTED]'),
+    ('curl -d \'{"password": "a", "token": "tr0ub4dor zebra',
+     'curl -d \'{"password": [REDACTED], "token": [REDACTED]'),
+])
+def test_cut_text_ending_inside_a_quoted_secret_value(text: str, expected: str) -> None:
+    """A command the hook cut inside the quoted value of a secret-named key: the value runs to
+    the end of the (cut) text, so none of its words is kept."""
+    assert scrub(text, cut=True) == expected
+    assert scrub(expected, cut=True) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "grep '\"token\": \"' config.json", "jq '.password' f.json | head -1",
+    'echo "{\\"api_key\\": \\"',
+])
+def test_unclosed_quote_is_no_value_unless_cut(text: str) -> None:
+    """Without the cut, an unclosed quote after a secret-named key is left alone (a grep for the
+    key is an ordinary command)."""
+    assert scrub(text) == text
+
+
+@pytest.mark.parametrize("text", [
+    "curl -H 'Content-Type: application/json' -H 'Accept: */*' https://x",
+    "curl -sSfL -H 'Accept: application/vnd.github+json' https://api.github.com/repos/o/r",
+    "curl -fsSL https://example.com:8443/install.sh", "curl -su admin https://x",
+    "http GET https://x Accept:application/json", "gh auth login -p ssh -h github.com",
+    "docker run -v ./deploy-key:/root/.ssh/id_rsa img", "docker run -v /etc/tls-key:/certs img",
+    "docker login -u me --password-stdin reg", "lftp -u user host", "sqlcmd -S h -E -Q 'SELECT 1'",
+    "npm config get registry", "grep _authToken ~/.npmrc", "kubectl get secret api-key -o yaml",
+    "az login --use-device-code", "oc login https://api.c:6443 --web",
+])
+def test_third_review_rules_leave_ordinary_commands(text: str) -> None:
+    """The new rules redact passwords only: plain headers, ports, paths with -key in them and
+    logins without a password stay as they are."""
+    assert scrub(text) == text
+
+
+@pytest.mark.parametrize("text", [
+    '{"password": \'' + "a" * 5000, ('"token": "x", ' * 400) + '"password": \'' + "b" * 2000,
+    "a-" * 3000 + ":", ("x-token " * 600) + ":", "curl " + "-su " * 1500 + "a:", "npm set " * 800,
+    ("login -p " * 600), "http -a " * 800 + "a:", "a-" * 10000 + ': "x', "password" * 3000 + ': "',
+])
+def test_new_rules_are_linear_cut_or_not(text: str) -> None:
+    """The third review's rules stay fast on adversarial input, cut or not (a cut text's last
+    word was found by a search quadratic in a long word before a final space)."""
+    import time
+
+    for cut in (False, True):
+        start = time.perf_counter()
+        scrub(text, cut=cut)
+        assert time.perf_counter() - start < 1.0

@@ -27,9 +27,10 @@ UNICODE_CASES = {"s": "\u017f", "i": "\u0131\u0130", "k": "\u212a"}
 
 
 def ungated_scrub(text: str, cut: bool = False) -> str:
-    """scrub() with no needs groups: every rule runs, in order."""
+    """scrub() with no needs groups: every rule runs, in order (the cut rules too for a cut
+    text)."""
     text = re.sub(r"\\\r?\n", "", text)
-    for rule in sc._RULES:
+    for rule in sc._RULES + (sc._CUT_RULES if cut else ()):
         text = rule[0].sub(rule[1], text)
     if cut:
         text = re.sub(r"\S+\Z", sc.REDACTED, text)
@@ -41,17 +42,22 @@ def _unicode_variants(text: str, rng: random.Random) -> str:
                    and rng.random() < 0.5 else c for c in text)
 
 
-@pytest.mark.parametrize("index", range(len(sc._RULES)))
+ALL_RULES = sc._RULES + sc._CUT_RULES
+
+
+@pytest.mark.parametrize("index", range(len(ALL_RULES)))
 def test_needs_groups_hold_wherever_the_pattern_matches(index: int) -> None:
     """Strings drawn from each rule's own pattern (and, for ``(?i)`` rules, the same strings
     spelled with U+017F, U+0131, U+0130, U+212A) satisfy each of its _cs/_ci groups whenever
     the pattern matches them: a group never skips a rule that would have redacted something.
-    On those strings scrub() gives what running every rule gives."""
-    pattern, groups = sc._RULES[index][0], sc._RULES[index][2:]
+    On those strings scrub() gives what running every rule gives, cut or not (the cut rules
+    are checked here too)."""
+    pattern, groups = ALL_RULES[index][0], ALL_RULES[index][2:]
     rng = random.Random(index)
 
     def holds(text: str) -> None:
         assert sc.scrub(text) == ungated_scrub(text), (index, text)
+        assert sc.scrub(text, cut=True) == ungated_scrub(text, cut=True), (index, text)
         if not pattern.search(text):
             return
         hay = {sc._TEXT: text, sc._FOLD: sc._fold(text)}
@@ -87,7 +93,7 @@ def _corpus(seed: int, count: int) -> list[str]:
     rng = random.Random(seed)
     words = {"[REDACTED]", "\\\n", "\n", "'", '"', "=", ":", "@", "?", "&", " -p ", " -u ",
              "--password ", "Authorization: Bearer ", "https://u:p@h/", "AKIA", "12345678:"}
-    for rule in sc._RULES:
+    for rule in ALL_RULES:
         words.update(n for needles, _ in rule[2:] for n in needles)
         words.update(re.findall(r"[A-Za-z0-9_.:/@%&?=-]{2,}", rule[0].pattern.replace("\\", "")))
     pool = sorted(words)
@@ -127,12 +133,25 @@ def test_gated_scrub_equals_ungated_scrub() -> None:
     ("GH_TOKEN=abc gh api x", "GH_TOKEN=[REDACTED] gh api x"),
     ("echo PA\u017f\u017fWORD=hunter2", "echo PA\u017f\u017fWORD=[REDACTED]"),
     ("curl -u bob:s3cret https://x", "curl -u bob:[REDACTED] https://x"),
+    ("curl -sSfu bob:s3cret https://x", "curl -sSfu bob:[REDACTED] https://x"),
+    ("curl -H 'X-Vault-Token: s3cret' x", "curl -H 'X-Vault-Token: [REDACTED]' x"),
+    ("oc login -u x -p s3cret", "oc login -u x -p [REDACTED]"),
 ])
 def test_exact_values(text: str, expected: str) -> None:
     """A few exact results of the gated scrubber, a clean command among them (returned as
     is), a ``(?i)`` keyword spelled with U+017F among them (its group is looked for in the
     fold)."""
     assert sc.scrub(text) == expected == ungated_scrub(text)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('curl -d \'{"password": "tr0ub4dor zebra', 'curl -d \'{"password": [REDACTED]'),
+    ("python3 -c \"cfg(api_key = 's3cret and", "python3 -c \"cfg(api_key = [REDACTED]"),
+    ("ls /nonexistent", "ls [REDACTED]"),
+])
+def test_exact_values_of_a_cut_text(text: str, expected: str) -> None:
+    """A cut text also runs the cut rules; gated and ungated agree."""
+    assert sc.scrub(text, cut=True) == expected == ungated_scrub(text, cut=True)
 
 
 def ungated_normalize(command: str, backend: str, now: float) -> str:
