@@ -50,8 +50,12 @@ log = logging.getLogger("repeat_failure")
 #: After an inotify wake, wait this long for more writes so a burst is collected in one pass.
 DEBOUNCE_S = 0.02
 STATE_FILE_VERSION = 1
-#: A state file larger than this is not ours (10,000 commands of scrubbed text fit easily).
-MAX_STATE_BYTES = 64 << 20
+#: A state file larger than this is ignored unread (logged "state file ignored"). What the
+#: sidecar writes holds at most the detector's MAX_COMMAND_BYTES (4 MiB) of command text, about
+#: 70 bytes per command besides and about 19 bytes per failure time in the window. Parsing
+#: (orjson) peaks at 3 to 5 times the file's size on top of the process (about 30 MiB), so a
+#: file of 8 MiB restarts at under 70 MiB, well inside the chart's 96Mi memory limit.
+MAX_STATE_BYTES = 8 << 20
 
 SUCCESS, FAILURE, EXCLUDED, DUPLICATE = "success", "failure", "excluded", "duplicate"
 #: Seconds between session-log polls when inotify says nothing (inotify wakes them sooner).
@@ -382,17 +386,26 @@ class Sidecar:
         return self.shared_dir / hook.STATE_DIR / f"{agent}.json"
 
     def _load_state(self, state: AgentState) -> None:
+        """Restore the agent's saved state, if any. A file over ``MAX_STATE_BYTES`` is ignored
+        without being parsed, as is one that is unreadable, not a regular file or not JSON (the
+        agent starts empty); the detector restores only the newest commands that fit in its
+        bounds (``Detector.load_dict``), and says how many it left out."""
         if not self.config.enabled:
             return
         path = self._state_path(state.spec.name)
         try:
-            data = orjson.loads(_read_regular(path, MAX_STATE_BYTES))
+            raw = _read_regular(path, MAX_STATE_BYTES)
+            if len(raw) > MAX_STATE_BYTES:  # it grew after its size was checked
+                raise OSError(f"{path} is over {MAX_STATE_BYTES} bytes")
+            data = orjson.loads(raw)
         except FileNotFoundError:
             return
         except (OSError, orjson.JSONDecodeError) as exc:
             log.warning("state file ignored: unreadable, not a regular file, too big or not JSON",
                         extra={"agent": state.spec.name, "error": exc.__class__.__name__})
             return
+        finally:
+            raw = None  # the parsed objects are all that is needed from here on
         try:
             if not isinstance(data, dict) or data.get("version") != STATE_FILE_VERSION:
                 raise StateError(f"not a version {STATE_FILE_VERSION} state file")
@@ -402,7 +415,12 @@ class Sidecar:
                 for item in detector["commands"]:
                     if isinstance(item, dict) and isinstance(item.get("command"), str):
                         item["command"] = scrub(item["command"])
-            state.detector.load_dict(detector)
+            left_out = state.detector.load_dict(detector)
+            data.pop("detector", None)
+            detector = None  # what load_dict did not keep can go now
+            if left_out:
+                log.warning("state file: commands over the detector's memory bound not restored",
+                            extra={"agent": state.spec.name, "commands": left_out})
             collecting = data.get("collecting")
             if isinstance(collecting, dict):
                 self.collector.restore(collecting)

@@ -36,6 +36,11 @@ ExitKey = Union[int, str]
 FAILED = "failed"
 #: Distinct commands tracked per agent; beyond it the command that failed least recently goes.
 MAX_COMMANDS = 10_000
+#: Bytes of normalized command text tracked per agent, all commands together (as counted by
+#: :func:`text_bytes`); beyond it, as beyond ``MAX_COMMANDS``, the commands that failed least
+#: recently go. Without it memory grew with command length: 10,000 distinct commands of 3.9 KB
+#: held 39 MB of text and wrote a 39 MB state file.
+MAX_COMMAND_BYTES = 4 << 20
 #: Failures kept per (command, exit) key: far above any useful threshold, bounds memory.
 MAX_FAILURES_PER_KEY = 10_000
 STATE_VERSION = 1
@@ -157,6 +162,21 @@ class _Command:
                 self.add(key, times)
 
 
+def text_bytes(command: str) -> int:
+    """What ``command`` counts against :data:`MAX_COMMAND_BYTES`: the larger of its size in the
+    state file (UTF-8, JSON-escaped: a control character takes 6 bytes there) and its size in
+    memory (CPython keeps a str at 1, 2 or 4 bytes a character, by its widest one), so that
+    neither exceeds the bound."""
+    try:
+        size = len(orjson.dumps(command)) - 2  # without the quotes
+    except TypeError:  # a lone surrogate, which orjson refuses: the most any text can take
+        return 6 * len(command)
+    if command.isascii():
+        return size
+    widest = max(map(ord, command))
+    return max(size, len(command) * (1 if widest < 0x100 else 2 if widest < 0x10000 else 4))
+
+
 def exit_key(exit_status: int | None) -> ExitKey:
     """The detector key for a record's exit: the number, or ``"failed"`` when there is none."""
     return FAILED if exit_status is None else exit_status
@@ -173,6 +193,13 @@ class Detector:
         self.window_s = window_s
         # Ordered by most recent failure last, so eviction takes the first entry in O(1).
         self._commands: OrderedDict[str, _Command] = OrderedDict()
+        self._text_bytes = 0  # text_bytes() of every key of _commands
+
+    @property
+    def command_bytes(self) -> int:
+        """The :func:`text_bytes` of all tracked commands together (at most
+        :data:`MAX_COMMAND_BYTES`)."""
+        return self._text_bytes
 
     def reconfigure(self, threshold: int, window_s: float, now: float) -> list[Event]:
         """Apply new thresholds and re-judge what is already counted: a lower threshold raises
@@ -201,6 +228,11 @@ class Detector:
 
         Returns the events it caused (a note raised or cleared). A failure already outside the
         window (``ts <= now - window_s``) and an empty command change nothing.
+
+        A new command is tracked only within ``MAX_COMMANDS`` commands and ``MAX_COMMAND_BYTES``
+        of their text (:func:`text_bytes`): the commands that failed least recently are
+        forgotten until it fits, each raised note among them cleared with reason ``evicted``.
+        A command whose text alone is over ``MAX_COMMAND_BYTES`` is never tracked.
         """
         if not command:
             return []
@@ -211,9 +243,14 @@ class Detector:
         events: list[Event] = []
         state = self._commands.get(command)
         if state is None:
-            if len(self._commands) >= MAX_COMMANDS:
+            size = text_bytes(command)
+            if size > MAX_COMMAND_BYTES:
+                return []
+            while self._commands and (len(self._commands) >= MAX_COMMANDS
+                                      or self._text_bytes + size > MAX_COMMAND_BYTES):
                 events.extend(self._evict_one())
             state = self._commands[command] = _Command()
+            self._text_bytes += size
         else:
             self._commands.move_to_end(command)
         key = exit_key(exit_status)
@@ -257,6 +294,7 @@ class Detector:
             events.append(NoteCleared(command, reason))
         if state.times is None:
             del self._commands[command]
+            self._text_bytes -= text_bytes(command)
         return events
 
     def _success(self, command: str, ts: float) -> list[Event]:
@@ -269,6 +307,7 @@ class Detector:
 
     def _evict_one(self) -> list[Event]:
         command, state = self._commands.popitem(last=False)
+        self._text_bytes -= text_bytes(command)
         return [NoteCleared(command, "evicted")] if state.raised else []
 
     def expire(self, now: float) -> list[Event]:
@@ -360,17 +399,26 @@ class Detector:
         parts.append(b"]}")
         yield b"".join(parts)
 
-    def load_dict(self, data: Any) -> None:
-        """Replace the current state with a snapshot from :meth:`to_dict`.
+    def load_dict(self, data: Any) -> int:
+        """Replace the current state with a snapshot from :meth:`to_dict`; returns how many of
+        its commands were left out to stay within the bounds.
 
-        Raises :class:`StateError` (and changes nothing) when ``data`` has another version or
-        the wrong shape.
+        The bounds of :meth:`record` apply: the most recently failed commands are restored,
+        newest first, while they fit in ``MAX_COMMANDS`` commands and ``MAX_COMMAND_BYTES`` of
+        text; the older ones (a state saved by a version without the byte bound, or with
+        bigger bounds) are left out, their notes with them. A command listed twice counts
+        once, the later entry winning. Raises :class:`StateError` (and changes nothing) when
+        ``data`` has another version or the wrong shape, in any of its commands.
         """
         if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
             raise StateError(f"not a version {STATE_VERSION} detector state")
-        commands: OrderedDict[str, _Command] = OrderedDict()
+        kept: list[tuple[str, _Command]] = []  # newest first
+        seen: set[str] = set()
+        total = 0
+        left_out = 0
+        full = False
         try:
-            for item in data["commands"]:
+            for item in reversed(data["commands"]):
                 state = _Command(raised=bool(item["raised"]))
                 for key_text, times in item["failures"].items():
                     values = sorted(float(t) for t in times)
@@ -378,21 +426,31 @@ class Detector:
                         raise StateError("a failure time is not finite")
                     if values:
                         key = _parse_key(key_text)
-                        kept = array("d", values[-MAX_FAILURES_PER_KEY:])
+                        kept_times = array("d", values[-MAX_FAILURES_PER_KEY:])
                         if state.get(key) is None:
-                            state.add(key, kept)
+                            state.add(key, kept_times)
                         else:  # "1" and "01" name one key: the last one wins, in its place
-                            state.get(key)[:] = kept
+                            state.get(key)[:] = kept_times
                 state.qualified = ({_parse_key(k) for k in item["qualified"]}
                                    & set(state.keys())) or None
                 command = item["command"]
                 if not isinstance(command, str) or not command:
                     raise StateError("a command is not a non-empty string")
-                if state.times is not None:
-                    commands[command] = state
+                if state.times is None or command in seen:
+                    continue
+                seen.add(command)
+                size = text_bytes(command)
+                if full or len(kept) >= MAX_COMMANDS or total + size > MAX_COMMAND_BYTES:
+                    full = True  # eviction keeps the newest ones only: so does loading
+                    left_out += 1
+                    continue
+                kept.append((command, state))
+                total += size
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise StateError(f"detector state has the wrong shape: {exc.__class__.__name__}") from None
-        self._commands = commands
+        self._commands = OrderedDict(reversed(kept))
+        self._text_bytes = total
+        return left_out
 
 
 def _item(command: str, state: _Command) -> dict[str, Any]:

@@ -7,6 +7,12 @@ variables ``POD_NAME`` and ``POD_NAMESPACE`` (``POD_UID`` too, when set): type `
 ``repeat-failure``. The detector raises a note once per raise, so a note that stays raised makes
 no second Event.
 
+Rate limits (:class:`RateLimit`), so that a note raised and cleared in a loop, or a flood of
+distinct notes, cannot spam the API server: per agent, a note of the same command raised again
+within ``SUPPRESS_S`` (10 minutes) of its last Event makes none; and all agents together spend
+tokens of one bucket (``BURST`` at once, one more every ``REFILL_S`` seconds). An Event held
+back either way is counted ``suppressed``.
+
 Monitoring must never wait for the API server: :meth:`EventPublisher.publish` only puts the
 Event on a bounded queue (a full queue drops it and counts ``dropped``); one daemon thread makes
 the calls. The ``kubernetes`` client is imported on that thread, so a sidecar with Events off
@@ -26,9 +32,11 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import re
 import secrets
 import threading
-from collections import Counter
+import time
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -46,9 +54,19 @@ COMPONENT = "repeat-failure"
 AGENT_ANNOTATION = "repeat-failure.hive.dev/agent"
 BACKEND_ANNOTATION = "repeat-failure.hive.dev/backend"
 
-CREATED, FAILED, DROPPED = "created", "failed", "dropped"
+CREATED, FAILED, DROPPED, SUPPRESSED = "created", "failed", "dropped", "suppressed"
 #: The ``outcome`` label values of ``hive_repeat_failure_events_total``.
-OUTCOMES = (CREATED, FAILED, DROPPED)
+OUTCOMES = (CREATED, FAILED, DROPPED, SUPPRESSED)
+
+#: A note of the same command (per agent) raised again within this many seconds of its last
+#: Event makes no new one (counted ``suppressed``).
+SUPPRESS_S = 600.0
+#: The token bucket shared by all agents: at most ``BURST`` Events at once, then one every
+#: ``REFILL_S`` seconds; an Event finding no token is counted ``suppressed``.
+BURST = 10
+REFILL_S = 10.0
+#: The variable tail of ``Note.message`` (count, minutes, exit): what is left names the command.
+_MESSAGE_TAIL = re.compile(r" failed \d+ times in \d+ min \((?:exit \d+|failed)\)$")
 
 #: Events waiting for the API; one more is dropped (and counted) rather than held.
 QUEUE_SIZE = 100
@@ -100,6 +118,58 @@ class PodRef:
         if not name or not namespace:
             return None
         return cls(name, namespace, environ.get("POD_UID", "").strip() or None)
+
+
+def note_key(message: str) -> str:
+    """The command part of a note's message (``Repeating failure: <command label>``, the count,
+    minutes and exit cut off): what the per-note rate limit keys on, so a note raised again
+    with another count is the same note. A message of another shape is its own key."""
+    return _MESSAGE_TAIL.sub("", message)
+
+
+class RateLimit:
+    """The Event rate limits: per (agent, note key) at most one Event per ``suppress_s``
+    seconds, and a token bucket of ``burst`` tokens refilled at one per ``refill_s`` seconds
+    for all agents together. Times come from ``clock`` (monotonic seconds; tests pass their
+    own), so a wall-clock step neither silences Events nor grants a burst.
+
+    Not thread-safe: the publisher calls it under its lock. It remembers only the notes sent
+    within the last ``suppress_s`` seconds: with the bucket, at most ``burst + suppress_s /
+    refill_s`` (70 by default), each key at most ``MAX_MESSAGE_BYTES`` characters.
+    """
+
+    def __init__(self, suppress_s: float = SUPPRESS_S, burst: int = BURST,
+                 refill_s: float = REFILL_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self.suppress_s = suppress_s
+        self.burst = burst
+        self.refill_s = refill_s
+        self._clock = clock
+        self._tokens = float(burst)
+        self._refilled_at = clock()
+        self._sent: OrderedDict[tuple[str, str], float] = OrderedDict()  # oldest first
+
+    def allow(self, agent: str, key: str) -> bool:
+        """Whether an Event for note ``key`` of ``agent`` may be sent now; when True, a token is
+        spent and the note remembered as sent now (give the token back with :meth:`undo` if
+        it is not sent after all)."""
+        now = self._clock()
+        while self._sent and now - next(iter(self._sent.values())) >= self.suppress_s:
+            self._sent.popitem(last=False)
+        if (agent, key) in self._sent:
+            return False
+        self._tokens = min(float(self.burst),
+                           self._tokens + max(0.0, now - self._refilled_at) / self.refill_s)
+        self._refilled_at = now
+        if self._tokens < 1.0:
+            return False
+        self._tokens -= 1.0
+        self._sent[(agent, key)] = now
+        return True
+
+    def undo(self, agent: str, key: str) -> None:
+        """Take back the last :meth:`allow` of ``key`` (its Event was not queued after all)."""
+        if self._sent.pop((agent, key), None) is not None:
+            self._tokens = min(float(self.burst), self._tokens + 1.0)
 
 
 class EventStats:
@@ -258,11 +328,16 @@ class EventPublisher:
     :func:`incluster_configuration`; tests point one at a local server); it is called on the
     thread, and again for the next Event when it fails. ``environ`` supplies ``POD_NAME``,
     ``POD_NAMESPACE`` and ``POD_UID`` (default ``os.environ``, read at :meth:`start`).
+    ``limit`` is the :class:`RateLimit` applied to every Event (default: the module's limits,
+    on the monotonic clock).
     """
 
     def __init__(self, stats: EventStats, configuration: Callable[[], Any] | None = None,
-                 environ: Mapping[str, str] | None = None, queue_size: int = QUEUE_SIZE) -> None:
+                 environ: Mapping[str, str] | None = None, queue_size: int = QUEUE_SIZE,
+                 limit: RateLimit | None = None) -> None:
         self.stats = stats
+        self.limit = limit or RateLimit()
+        self._limit_lock = threading.Lock()
         self._configuration = configuration or incluster_configuration
         self._environ = os.environ if environ is None else environ
         self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
@@ -285,19 +360,27 @@ class EventPublisher:
         """Queue one Event for a raised note of ``agent``; never blocks, never raises.
 
         ``message`` must be scrubbed (``Note.message``); ``now`` is the raise time in epoch
-        seconds. A full queue drops the Event (``dropped``); no pod identity or a closed
-        publisher counts it ``failed``/``dropped``."""
+        seconds. An Event the rate limits hold back (the same note, by :func:`note_key`, sent
+        within ``SUPPRESS_S``, or no token left) is counted ``suppressed``; a full queue drops
+        it (``dropped``); no pod identity or a closed publisher counts it
+        ``failed``/``dropped``."""
         if self.pod is None:
             self.stats.add(agent, FAILED)
             return
         if self._stop.is_set():
             self.stats.add(agent, DROPPED)
             return
-        body = event_body(self.pod, message, now, agent, backend)
-        try:
-            self._queue.put_nowait((agent, body))
-        except queue.Full:
-            self.stats.add(agent, DROPPED)
+        key = note_key(message)[:MAX_MESSAGE_BYTES]
+        with self._limit_lock:
+            if not self.limit.allow(agent, key):
+                self.stats.add(agent, SUPPRESSED)
+                return
+            body = event_body(self.pod, message, now, agent, backend)
+            try:
+                self._queue.put_nowait((agent, body))
+            except queue.Full:
+                self.limit.undo(agent, key)
+                self.stats.add(agent, DROPPED)
 
     def close(self, timeout: float | None = 0.0) -> None:
         """Stop the thread after its current call; Events still queued count ``dropped``.

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sidecar.detector import FAILED, Detector, NoteCleared, NoteRaised, StateError
+from sidecar.detector import (FAILED, Detector, NoteCleared, NoteRaised, StateError,
+                              text_bytes)
 
 T0 = 1_800_000_000.0
 MIN = 60.0
@@ -188,3 +189,96 @@ def test_memory_bound_evicts_least_recent(monkeypatch) -> None:
     events = feed(det, "d", [T0 + 4])
     assert events[0] == NoteCleared("b", "evicted")
     assert sorted(n.command for n in det.notes(T0 + 5)) == ["a", "c", "d"]
+
+
+def test_byte_bound_evicts_least_recent(monkeypatch) -> None:
+    """Past MAX_COMMAND_BYTES of command text, the commands that failed least recently are
+    forgotten until the new one fits (raised notes cleared as ``evicted``, oldest first), as
+    the count bound does; a command longer than the whole bound is never tracked; forgetting a
+    command by success or expiry gives its bytes back."""
+    import sidecar.detector as detector
+
+    monkeypatch.setattr(detector, "MAX_COMMAND_BYTES", 10)
+    det = Detector(1, 600)
+    assert [type(e) for e in feed(det, "aaaa", [T0])] == [NoteRaised]
+    feed(det, "bbb", [T0 + 1])
+    feed(det, "cc", [T0 + 2])
+    assert det.command_bytes == 9
+    assert feed(det, "aaaa", [T0 + 3]) == []  # already tracked: no new bytes, now the newest
+    events = feed(det, "dddd", [T0 + 4])  # 9 + 4 > 10: "bbb" goes, then 6 + 4 fits
+    assert events[0] == NoteCleared("bbb", "evicted")
+    assert [type(e) for e in events] == [NoteCleared, NoteRaised]
+    assert det.command_bytes == 10
+    assert list(det._commands) == ["cc", "aaaa", "dddd"]
+    assert feed(det, "e" * 11, [T0 + 5]) == []  # over the whole bound: not tracked
+    assert det.command_bytes == 10 and len(det._commands) == 3
+    events = feed(det, "e" * 10, [T0 + 6])
+    assert events[:3] == [NoteCleared("cc", "evicted"), NoteCleared("aaaa", "evicted"),
+                          NoteCleared("dddd", "evicted")]
+    assert det.command_bytes == 10 and list(det._commands) == ["e" * 10]
+    assert det.record("e" * 10, 0, False, T0 + 7, T0 + 7) == [NoteCleared("e" * 10, "success")]
+    assert det.command_bytes == 0
+    feed(det, "ff", [T0 + 8])
+    assert det.expire(T0 + 700) == [NoteCleared("ff", "expired")]
+    assert det.command_bytes == 0 and not det._commands
+
+
+def test_text_bytes_counts_the_larger_of_file_and_memory_size() -> None:
+    """A command counts its JSON-escaped UTF-8 size (the state file) or its size in memory (1,
+    2 or 4 bytes a character), whichever is larger."""
+    assert [text_bytes(c) for c in ("abc", 'a"b', "a\x01", "é", "€", "😀", "é😀",
+                                    "a" * 3 + "€")] == [3, 4, 7, 2, 3, 4, 8, 8]
+    assert text_bytes("a\ud800") == 12  # a lone surrogate: 6 bytes a character
+
+
+def test_load_keeps_the_newest_commands_that_fit(monkeypatch) -> None:
+    """A saved state over the bounds loads only its most recently failed commands, newest
+    first, while they fit: an older command is left out even if it alone would fit (eviction
+    keeps the newest only), and load_dict says how many it left out."""
+    import sidecar.detector as detector
+
+    det = Detector(1, 600)
+    for i, command in enumerate(["aaaa", "bbbbb", "cc", "ddd"]):
+        feed(det, command, [T0 + i])
+    saved = det.to_dict()
+    monkeypatch.setattr(detector, "MAX_COMMAND_BYTES", 9)
+    copy = Detector(1, 600)
+    assert copy.load_dict(saved) == 2  # "ddd" + "cc" = 5; "bbbbb" would be 10; "aaaa" goes too
+    assert list(copy._commands) == ["cc", "ddd"] and copy.command_bytes == 5
+    assert [n.command for n in copy.notes(T0 + 4)] == ["ddd", "cc"]
+    events = feed(copy, "eeee", [T0 + 5])  # 5 + 4 fits: nothing evicted
+    assert [type(e) for e in events] == [NoteRaised] and copy.command_bytes == 9
+    assert feed(copy, "f", [T0 + 6])[0] == NoteCleared("cc", "evicted")
+    monkeypatch.setattr(detector, "MAX_COMMAND_BYTES", 100)
+    monkeypatch.setattr(detector, "MAX_COMMANDS", 2)
+    again = Detector(1, 600)
+    assert again.load_dict(saved) == 2
+    assert list(again._commands) == ["cc", "ddd"] and again.command_bytes == 5
+
+
+def test_load_refuses_a_bad_command_even_past_the_bound(monkeypatch) -> None:
+    """A left-out command is still checked: a state with a bad one is refused whole."""
+    import sidecar.detector as detector
+
+    monkeypatch.setattr(detector, "MAX_COMMAND_BYTES", 4)  # "new" fits, "old" does not
+    det = Detector(1, 600)
+    feed(det, "keep", [T0])
+    saved = {"version": 1, "commands": [
+        {"command": "old", "raised": True, "qualified": [], "failures": {"1": ["nan"]}},
+        {"command": "new", "raised": False, "qualified": [], "failures": {"1": [T0]}}]}
+    with pytest.raises(StateError):
+        det.load_dict(saved)
+    assert list(det._commands) == ["keep"]
+
+
+def test_load_counts_a_command_listed_twice_once() -> None:
+    """A command listed twice in a saved state is one command (the later entry wins), and its
+    bytes count once."""
+    det = Detector(5, 600)
+    saved = {"version": 1, "commands": [
+        {"command": "x", "raised": False, "qualified": [], "failures": {"1": [T0]}},
+        {"command": "y", "raised": False, "qualified": [], "failures": {"1": [T0 + 1]}},
+        {"command": "x", "raised": False, "qualified": [], "failures": {"2": [T0 + 2]}}]}
+    assert det.load_dict(saved) == 0
+    assert det.command_bytes == 2
+    assert det.failures(T0 + 3, 10) == [("x", 2, 1), ("y", 1, 1)]

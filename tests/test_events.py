@@ -33,7 +33,8 @@ from sidecar import events as events_mod
 from sidecar import hook
 from sidecar.app import Sidecar, configure_logging
 from sidecar.config import AgentSpec
-from sidecar.events import EventPublisher, EventStats, PodRef, event_body, failure_reason
+from sidecar.events import (EventPublisher, EventStats, PodRef, RateLimit, event_body,
+                            failure_reason, note_key)
 from sidecar.exporter import MetricsCollector
 
 T0 = 1_800_000_000.0
@@ -297,7 +298,8 @@ def test_one_event_per_raised_note_with_exact_fields(tmp_path, api, pod_env, sid
         "firstTimestamp": rfc3339(T0), "lastTimestamp": rfc3339(T0),
         "eventTime": rfc3339(T0, micro=True), "count": 1,
     }
-    assert events_total(sc) == {"created": 1.0, "failed": 0.0, "dropped": 0.0}
+    assert events_total(sc) == {"created": 1.0, "failed": 0.0, "dropped": 0.0,
+                                "suppressed": 0.0}
 
     clock.t += 5
     fail(sc, "ls /nonexistent", 4, start=T0 - 40)  # the same note, still raised: no Event
@@ -312,7 +314,8 @@ def test_one_event_per_raised_note_with_exact_fields(tmp_path, api, pod_env, sid
     assert second["message"] == "Repeating failure: npm test failed 3 times in 1 min (exit 1)"
     assert second["metadata"]["name"] != name
     assert second["firstTimestamp"] == rfc3339(T0 + 5)
-    assert events_total(sc) == {"created": 2.0, "failed": 0.0, "dropped": 0.0}
+    assert events_total(sc) == {"created": 2.0, "failed": 0.0, "dropped": 0.0,
+                                "suppressed": 0.0}
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (Debian prometheus) missing")
@@ -329,21 +332,58 @@ def test_promtool_accepts_the_events_counter(tmp_path, api, pod_env, sidecars) -
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
 
 
+def succeed(sc: Sidecar, cmd: str, ts: float) -> None:
+    """Append one successful record of ``cmd`` and run one collection pass."""
+    with open(hook.records_path(sc.shared_dir, "a1"), "ab") as f:
+        f.write(orjson.dumps({"v": 1, "ts": ts, "agent": "a1", "backend": "bash",
+                              "route": "bash_env", "exit": 0, "cmd": cmd}) + b"\n")
+    sc.run_once()
+
+
 def test_note_raised_again_after_clearing_creates_a_new_event(tmp_path, api, pod_env,
                                                                sidecars) -> None:
-    """A note that clears (a success) and is raised again later is a new raise: one more Event
-    (the detector emits NoteRaised once per raise)."""
+    """A note that clears (a success) and is raised again is a new raise; within SUPPRESS_S
+    (600 s, on the publisher's monotonic clock) of its Event it makes none (``suppressed``),
+    after that a new one."""
     sc = make(tmp_path, sidecars, configuration=api.configuration)
+    ticks = Clock(0.0)
+    sc.events.limit = RateLimit(clock=ticks)
     fail(sc, "make build", 3)
-    with open(hook.records_path(sc.shared_dir, "a1"), "ab") as f:
-        f.write(orjson.dumps({"v": 1, "ts": T0 - 10, "agent": "a1", "backend": "bash",
-                              "route": "bash_env", "exit": 0, "cmd": "make build"}) + b"\n")
-    sc.run_once()
+    succeed(sc, "make build", T0 - 10)
     assert sc.rows()[0].notes == ()
+    ticks.t = 599.0
     fail(sc, "make build", 3, start=T0 - 5)
+    settle(sc)
+    assert len(api.requests) == 1
+    assert events_total(sc) == {"created": 1.0, "failed": 0.0, "dropped": 0.0,
+                                "suppressed": 1.0}
+    succeed(sc, "make build", T0 - 1)
+    ticks.t = 600.0
+    fail(sc, "make build", 3, start=T0)
     settle(sc)
     assert [json.loads(r[3])["message"] for r in api.requests] == [
         "Repeating failure: make build failed 3 times in 1 min (exit 2)"] * 2
+    assert events_total(sc) == {"created": 2.0, "failed": 0.0, "dropped": 0.0,
+                                "suppressed": 1.0}
+
+
+def test_note_flapping_in_a_loop_makes_one_event(tmp_path, api, pod_env, sidecars) -> None:
+    """The security review's loop: 5 failures then 1 success of the same command, 30 times
+    over (the note raised and cleared each time, with counts and minutes that vary): one
+    Event, 29 counted ``suppressed``; the notes themselves are raised every time."""
+    sc = make(tmp_path, sidecars, configuration=api.configuration)
+    sc.events.limit = RateLimit(clock=Clock(0.0))
+    start = T0 - 500
+    for i in range(30):
+        fail(sc, "npm test", 5 + i % 3, exit_status=1, start=start)
+        start += 5 + i % 3
+        succeed(sc, "npm test", start)
+        start += 1
+    settle(sc)
+    assert len(api.requests) == 1
+    assert sc.agents["a1"].notes_raised == 30
+    assert events_total(sc) == {"created": 1.0, "failed": 0.0, "dropped": 0.0,
+                                "suppressed": 29.0}
 
 
 def test_token_never_reaches_the_api(tmp_path, api, pod_env, sidecars, log_stream) -> None:
@@ -394,7 +434,8 @@ def test_api_error_is_logged_once_and_changes_nothing_else(tmp_path, api, pod_en
     assert len(lines) == 1
     assert (lines[0]["reason"], lines[0]["status"], lines[0]["level"]) == (reason, status,
                                                                            "warning")
-    assert events_total(sc) == {"created": 0.0, "failed": 3.0, "dropped": 0.0}
+    assert events_total(sc) == {"created": 0.0, "failed": 3.0, "dropped": 0.0,
+                                "suppressed": 0.0}
     off = baseline(tmp_path, sidecars, feed_three_notes)
     assert sc.rows() == off.rows()
     assert without_events_series(metrics(sc)) == without_events_series(metrics(off))
@@ -418,7 +459,8 @@ def test_api_server_down_is_logged_once(tmp_path, pod_env, sidecars, log_stream)
     settle(sc)
     lines = log_lines(log_stream, event="k8s_event_failed")
     assert [line["reason"] for line in lines] == ["unreachable"]
-    assert events_total(sc) == {"created": 0.0, "failed": 3.0, "dropped": 0.0}
+    assert events_total(sc) == {"created": 0.0, "failed": 3.0, "dropped": 0.0,
+                                "suppressed": 0.0}
     off = baseline(tmp_path, sidecars, feed_three_notes)
     assert sc.rows() == off.rows()
     assert without_events_series(metrics(sc)) == without_events_series(metrics(off))
@@ -438,7 +480,8 @@ def test_api_timeout_is_logged_once(tmp_path, api, pod_env, sidecars, log_stream
     settle(sc)
     assert [line["reason"] for line in log_lines(log_stream, event="k8s_event_failed")] == [
         "timeout"]
-    assert events_total(sc) == {"created": 0.0, "failed": 2.0, "dropped": 0.0}
+    assert events_total(sc) == {"created": 0.0, "failed": 2.0, "dropped": 0.0,
+                                "suppressed": 0.0}
 
 
 def test_no_in_cluster_config_is_logged_once(tmp_path, api, pod_env, sidecars,
@@ -465,7 +508,8 @@ def test_pod_name_absent_logs_once_and_sends_nothing(tmp_path, api, pod_env, sid
     assert [line["reason"] for line in log_lines(log_stream, event="k8s_event_failed")] == [
         "no_pod_identity"]
     assert len(sc.rows()[0].notes) == 3
-    assert events_total(sc) == {"created": 0.0, "failed": 3.0, "dropped": 0.0}
+    assert events_total(sc) == {"created": 0.0, "failed": 3.0, "dropped": 0.0,
+                                "suppressed": 0.0}
     time.sleep(0.2)
     assert api.requests == []
 
@@ -561,7 +605,8 @@ def test_full_queue_drops_and_never_blocks(api, pod_env) -> None:
     answers again."""
     api.gate = threading.Event()
     stats = EventStats()
-    publisher = EventPublisher(stats, api.configuration, queue_size=5).start()
+    publisher = EventPublisher(stats, api.configuration, queue_size=5,
+                               limit=RateLimit(burst=100)).start()
     try:
         started = time.monotonic()
         publisher.publish("a1", "bash", "Repeating failure: x failed 3 times in 1 min (exit 1)",
@@ -569,15 +614,20 @@ def test_full_queue_drops_and_never_blocks(api, pod_env) -> None:
         deadline = time.monotonic() + 10
         while not api.requests and time.monotonic() < deadline:
             time.sleep(0.01)  # the first Event is now in flight, held by the server
-        for _ in range(20):
-            publisher.publish("a1", "bash", "Repeating failure: y failed 3 times in 1 min "
+        for i in range(20):
+            publisher.publish("a1", "bash", f"Repeating failure: y{i} failed 3 times in 1 min "
                               "(exit 1)", T0)
         assert time.monotonic() - started < 5
         assert stats.counts("a1") == {"dropped": 15}
         api.gate.set()
         assert publisher.wait_idle(15)
         assert stats.counts("a1", all_outcomes=True) == {"created": 6, "failed": 0,
-                                                         "dropped": 15}
+                                                         "dropped": 15, "suppressed": 0}
+        # A dropped Event was not sent: its note is not held back, and its token came back.
+        publisher.publish("a1", "bash", "Repeating failure: y19 failed 4 times in 1 min "
+                          "(exit 1)", T0)
+        assert publisher.wait_idle(15)
+        assert stats.counts("a1")["created"] == 7
     finally:
         publisher.close(timeout=5)
 
@@ -591,8 +641,8 @@ def test_close_counts_queued_events_dropped(api, pod_env) -> None:
     deadline = time.monotonic() + 10
     while not api.requests and time.monotonic() < deadline:
         time.sleep(0.01)
-    for _ in range(3):
-        publisher.publish("a1", "bash", "m", T0)
+    for i in range(3):
+        publisher.publish("a1", "bash", f"m{i}", T0)
     publisher.close(timeout=0.0)
     api.gate.set()
     publisher.close(timeout=10)
@@ -645,3 +695,73 @@ def test_pod_ref_from_env() -> None:
     assert PodRef.from_env({"POD_NAME": "p", "POD_NAMESPACE": "n", "POD_UID": "u"}).uid == "u"
     assert PodRef.from_env({"POD_NAME": "p"}) is None
     assert PodRef.from_env({"POD_NAME": "", "POD_NAMESPACE": "n"}) is None
+
+
+# -- rate limits --------------------------------------------------------------------------------
+
+
+def test_rate_limit_same_note_once_per_ten_minutes() -> None:
+    """Per (agent, note key): allowed, then held back until exactly SUPPRESS_S (600 s) later;
+    another agent's note of the same command is its own."""
+    clock = Clock(0.0)
+    limit = RateLimit(clock=clock)
+    assert limit.allow("a1", "k")
+    clock.t = 599.999
+    assert not limit.allow("a1", "k")
+    assert limit.allow("a2", "k")
+    clock.t = 600.0
+    assert limit.allow("a1", "k")
+    assert not limit.allow("a1", "k")
+
+
+def test_rate_limit_token_bucket_exact() -> None:
+    """All agents share one bucket: 10 Events at once, then one per 10 s (a partial token is
+    no token); a held-back note is not remembered as sent, and ``undo`` gives the token back."""
+    clock = Clock(0.0)
+    limit = RateLimit(clock=clock)
+    assert [limit.allow(f"a{i % 2}", f"n{i}") for i in range(12)] == [True] * 10 + [False] * 2
+    clock.t = 9.9
+    assert not limit.allow("a1", "n10")
+    clock.t = 10.0
+    assert limit.allow("a1", "n10") and not limit.allow("a1", "n11")
+    clock.t = 35.0  # 2.5 tokens
+    assert [limit.allow("a1", f"m{i}") for i in range(3)] == [True, True, False]
+    limit.undo("a1", "m1")
+    assert limit.allow("a1", "m1") and not limit.allow("a1", "m2")
+    clock.t = 10_000.0  # refilled, but never past the burst
+    assert sum(limit.allow("a3", f"x{i}") for i in range(20)) == 10
+    assert len(limit._sent) == 10  # notes sent more than 600 s ago are forgotten
+
+
+def test_note_key_ignores_count_minutes_and_exit() -> None:
+    """The per-note limit keys on the command: count, minutes and exit vary between raises."""
+    assert note_key("Repeating failure: ls /x failed 5 times in 8 min (exit 2)") == (
+        note_key("Repeating failure: ls /x failed 12 times in 1 min (failed)")) == (
+        "Repeating failure: ls /x")
+    assert note_key("Repeating failure: ls /y failed 5 times in 8 min (exit 2)") != note_key(
+        "Repeating failure: ls /x failed 5 times in 8 min (exit 2)")
+    assert note_key("m") == "m"
+
+
+def test_flood_of_distinct_notes_is_rate_limited(api, pod_env) -> None:
+    """25 distinct notes at once: 10 Events (the burst), 15 ``suppressed``; 10 s later one more
+    gets through, and the same 25 again within 600 s add only suppressed counts."""
+    clock = Clock(0.0)
+    stats = EventStats()
+    publisher = EventPublisher(stats, api.configuration, limit=RateLimit(clock=clock)).start()
+    try:
+        notes = [f"Repeating failure: cmd {i} failed 3 times in 1 min (exit 1)" for i in range(25)]
+        for note in notes:
+            publisher.publish("a1", "bash", note, T0)
+        assert publisher.wait_idle(15)
+        assert stats.counts("a1", all_outcomes=True) == {"created": 10, "failed": 0,
+                                                         "dropped": 0, "suppressed": 15}
+        clock.t = 10.0
+        for note in notes:
+            publisher.publish("a1", "bash", note, T0 + 10)
+        assert publisher.wait_idle(15)
+        assert stats.counts("a1", all_outcomes=True) == {"created": 11, "failed": 0,
+                                                         "dropped": 0, "suppressed": 39}
+        assert [json.loads(r[3])["message"] for r in api.requests] == notes[:11]
+    finally:
+        publisher.close(timeout=5)

@@ -6,7 +6,9 @@ glibc's mmap threshold fixed."""
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -20,9 +22,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sidecar.app import Sidecar
+import sidecar.app as app_mod
+from sidecar.app import MAX_STATE_BYTES, Sidecar, configure_logging
 from sidecar.config import _SCHEMA, AgentSpec, ConfigError, _surely_valid, parse_config
-from sidecar.detector import MAX_COMMANDS, Detector, NoteCleared, NoteRaised
+from sidecar.detector import (MAX_COMMAND_BYTES, MAX_COMMANDS, Detector, NoteCleared,
+                              NoteRaised)
+from sidecar.scrub import scrub
 from sidecar.malloc import MMAP_THRESHOLD_BYTES
 
 T0 = 1_800_000_000.0
@@ -121,6 +126,122 @@ def test_saved_state_file_holds_the_detector(tmp_path: Path) -> None:
         "Repeating failure: make test failed 2 times in 1 min (exit 2)"]
     assert again.agents["a1"].detector.record("make test", 0, False, T0 + 1, T0 + 1) == [
         NoteCleared("make test", "success")]
+
+
+# -- long commands (security review: memory grew with command length) -------------------------
+
+_FLAGS = " ".join(f"--flag-{word}-{k}=value{k % 97}"
+                  for k, word in enumerate(["build", "test", "lint", "deploy", "check"] * 120))
+
+
+def long_command(i: int, size: int = 3900) -> str:
+    """A distinct, secret-free command of exactly ``size`` ASCII characters (the review's
+    commands were about 3.9 KB, just under the 4096-byte record limit)."""
+    head = f"make target-{i} "
+    return head + _FLAGS[: size - len(head)]
+
+
+def test_long_commands_hold_at_most_max_command_bytes() -> None:
+    """10,000 distinct failing commands of 3.9 KB (the review's 39 MB): the detector keeps the
+    newest 1,075 (4 MiB // 3,900 bytes), at most MAX_COMMAND_BYTES of text, and its saved
+    state stays about that size."""
+    assert MAX_COMMAND_BYTES == 4 << 20
+    assert len(long_command(MAX_COMMANDS)) == 3900
+    tracemalloc.start()
+    try:
+        det = Detector(5, 600)
+        for i in range(MAX_COMMANDS):
+            assert det.record(long_command(i), 2, True, T0 + i * 0.001, T0 + 10) == []
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert len(det._commands) == MAX_COMMAND_BYTES // 3900 == 1075
+    assert det.command_bytes == 1075 * 3900 == 4_192_500
+    assert list(det._commands) == [long_command(i) for i in range(MAX_COMMANDS - 1075,
+                                                                 MAX_COMMANDS)]
+    assert held < MAX_COMMAND_BYTES + (1 << 20), held
+    saved = b"".join(det.iter_json())
+    assert MAX_COMMAND_BYTES < len(saved) < MAX_COMMAND_BYTES + 150_000
+
+
+@pytest.fixture
+def log_stream():
+    """The sidecar's JSON log lines, captured; the handler is removed afterwards."""
+    stream = io.StringIO()
+    configure_logging(stream)
+    yield stream
+    logging.getLogger("repeat_failure").handlers.clear()
+
+
+def _log(stream: io.StringIO, msg: str) -> list[dict]:
+    return [line for line in map(json.loads, stream.getvalue().splitlines())
+            if line["msg"] == msg]
+
+
+def _state_file(commands: list[str], now: float) -> bytes:
+    """A state file as a sidecar without the byte bound wrote it: each command raised, failed
+    twice, the newest last."""
+    return orjson.dumps({
+        "version": 1, "agent": "a1", "last_record_ts": now, "collecting": {}, "activity": None,
+        "sessions": {}, "session_calls": [],
+        "detector": {"version": 1, "commands": [
+            {"command": c, "raised": True, "qualified": ["2"],
+             "failures": {"2": [now - 60 + i * 0.001, now - 30 + i * 0.001]}}
+            for i, c in enumerate(commands)]}})
+
+
+def _sidecar(tmp_path: Path, now: float) -> Sidecar:
+    config = tmp_path / "config.yaml"
+    config.write_text("repeat_failure:\n  enabled: true\n  threshold: 2\n")
+    return Sidecar(tmp_path / "shared", [AgentSpec("a1", "bash")], config, clock=lambda: now)
+
+
+def test_restart_restores_only_the_newest_commands_that_fit(tmp_path: Path, log_stream) -> None:
+    """A state file from before the byte bound (1,500 commands of 3.9 KB, 5.9 MB) restores the
+    newest 1,075 commands and their notes; the 425 older ones are left out, logged once with
+    their number (no command text)."""
+    commands = [long_command(i) for i in range(1500)]
+    assert all(scrub(c) == c for c in commands)
+    (tmp_path / "shared" / "state").mkdir(parents=True)
+    (tmp_path / "shared" / "state" / "a1.json").write_bytes(_state_file(commands, T0))
+    sc = _sidecar(tmp_path, T0)
+    det = sc.agents["a1"].detector
+    assert list(det._commands) == commands[425:]
+    assert det.command_bytes == 1075 * 3900
+    assert len(sc.rows()[0].notes) == 1075
+    lines = _log(log_stream, "state file: commands over the detector's memory bound not "
+                             "restored")
+    assert [(line["agent"], line["commands"]) for line in lines] == [("a1", 425)]
+    assert "make target" not in log_stream.getvalue()
+
+
+def test_state_file_over_max_state_bytes_is_ignored_unparsed(tmp_path: Path, log_stream,
+                                                             monkeypatch) -> None:
+    """A state file of exactly MAX_STATE_BYTES (8 MiB: a valid state padded with spaces) is
+    restored; one byte more and it is ignored without being parsed (orjson never sees it),
+    logged "state file ignored" like an unreadable one, and the agent starts empty."""
+    assert MAX_STATE_BYTES == 8 << 20
+    parsed: list[int] = []
+    loads = orjson.loads
+
+    def spy(data):
+        parsed.append(len(data))
+        return loads(data)
+
+    monkeypatch.setattr(app_mod.orjson, "loads", spy)
+    state = tmp_path / "shared" / "state" / "a1.json"
+    state.parent.mkdir(parents=True)
+    raw = _state_file(["make test"], T0)
+    state.write_bytes(raw + b" " * (MAX_STATE_BYTES - len(raw)))
+    assert [n.command for n in _sidecar(tmp_path, T0).rows()[0].notes] == ["make test"]
+    assert MAX_STATE_BYTES in parsed
+    parsed.clear()
+    state.write_bytes(raw + b" " * (MAX_STATE_BYTES + 1 - len(raw)))
+    assert _sidecar(tmp_path, T0).rows()[0].notes == ()
+    assert not any(n > MAX_STATE_BYTES for n in parsed)
+    lines = _log(log_stream, "state file ignored: unreadable, not a regular file, too big or "
+                             "not JSON")
+    assert [(line["agent"], line["error"]) for line in lines] == [("a1", "OSError")]
 
 
 # -- the config's validation -----------------------------------------------------------------
