@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from sidecar import hook as hook_mod
+from sidecar.app import configure_logging
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -71,3 +74,12 @@ def make_hook():
 def rendered_hook(tmp_path: Path) -> RenderedHook:
     """The hook for agent ``a1`` (backend ``bash``), rendered into ``tmp_path/shared``."""
     return _render_hook(tmp_path / "shared")
+
+
+@pytest.fixture
+def log_stream():
+    """The sidecar's JSON log lines, captured; the handler is removed afterwards."""
+    stream = io.StringIO()
+    configure_logging(stream)
+    yield stream
+    logging.getLogger("repeat_failure").handlers.clear()

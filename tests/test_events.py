@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import itertools
 import json
-import logging
 import random
 import re
 import shutil
@@ -31,7 +30,7 @@ from prometheus_client import generate_latest
 
 from sidecar import events as events_mod
 from sidecar import hook
-from sidecar.app import Sidecar, configure_logging
+from sidecar.app import Sidecar
 from sidecar.config import AgentSpec
 from sidecar.events import (EventPublisher, EventStats, PodRef, RateLimit, event_body,
                             failure_reason, note_key)
@@ -174,15 +173,6 @@ def pod_env(monkeypatch: pytest.MonkeyPatch) -> PodRef:
     monkeypatch.setenv("POD_NAMESPACE", "agents")
     monkeypatch.setenv("POD_UID", "0f1e2d3c-aaaa-bbbb-cccc-000000000001")
     return PodRef("agent-pod-1", "agents", "0f1e2d3c-aaaa-bbbb-cccc-000000000001")
-
-
-@pytest.fixture
-def log_stream():
-    """The sidecar's JSON log lines, captured; the handler is removed afterwards."""
-    stream = io.StringIO()
-    configure_logging(stream)
-    yield stream
-    logging.getLogger("repeat_failure").handlers.clear()
 
 
 @pytest.fixture

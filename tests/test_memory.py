@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 import os
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sidecar.app as app_mod
-from sidecar.app import MAX_STATE_BYTES, Sidecar, configure_logging
+from sidecar.app import MAX_STATE_BYTES, Sidecar
 from sidecar.config import _SCHEMA, AgentSpec, ConfigError, _surely_valid, parse_config
 from sidecar.detector import (MAX_COMMAND_BYTES, MAX_COMMANDS, Detector, NoteCleared,
                               NoteRaised)
@@ -162,15 +161,6 @@ def test_long_commands_hold_at_most_max_command_bytes() -> None:
     assert held < MAX_COMMAND_BYTES + (1 << 20), held
     saved = b"".join(det.iter_json())
     assert MAX_COMMAND_BYTES < len(saved) < MAX_COMMAND_BYTES + 150_000
-
-
-@pytest.fixture
-def log_stream():
-    """The sidecar's JSON log lines, captured; the handler is removed afterwards."""
-    stream = io.StringIO()
-    configure_logging(stream)
-    yield stream
-    logging.getLogger("repeat_failure").handlers.clear()
 
 
 def _log(stream: io.StringIO, msg: str) -> list[dict]:
