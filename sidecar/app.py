@@ -395,8 +395,6 @@ class Sidecar:
         path = self._state_path(state.spec.name)
         try:
             raw = _read_regular(path, MAX_STATE_BYTES)
-            if len(raw) > MAX_STATE_BYTES:  # it grew after its size was checked
-                raise OSError(f"{path} is over {MAX_STATE_BYTES} bytes")
             data = orjson.loads(raw)
         except FileNotFoundError:
             return
@@ -765,7 +763,10 @@ def _read_regular(path: Path, limit: int) -> bytes:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
             raise OSError(f"{path} is not a regular file of at most {limit} bytes")
-        return f.read(limit + 1)
+        data = f.read(limit + 1)
+        if len(data) > limit:  # it grew after its size was checked
+            raise OSError(f"{path} is over {limit} bytes")
+        return data
 
 
 def _unlink(path: Path) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import itertools
-import logging
 import string
 
 import orjson
@@ -15,7 +14,7 @@ import pytest
 from prometheus_client import generate_latest
 
 from sidecar import hook
-from sidecar.app import Sidecar, configure_logging
+from sidecar.app import Sidecar
 from sidecar.config import AgentSpec
 from sidecar.exporter import MetricsCollector, status_json
 from test_scrub import ALNUM, MORE_TOKENS, TOKENS, rand
@@ -72,31 +71,35 @@ def _record(cmd: str, ts: float, escape: bool = False) -> bytes:
     return line + b"\n"
 
 
-def test_no_token_survives_in_any_output(tmp_path) -> None:
+def _pipeline(tmp_path, backend: str, settings: str, records: bytes,
+              log_stream: io.StringIO | None = None) -> tuple[Sidecar, dict[str, str]]:
+    """A sidecar for agent ``a1`` on ``backend`` (config ``repeat_failure:`` plus ``settings``)
+    that collects ``records`` in two passes; returns it and every output: metrics, status,
+    the log (when ``log_stream`` captures it) and the state file."""
+    config = tmp_path / "config.yaml"
+    config.write_text(f"repeat_failure:\n  enabled: true\n{settings}")
+    sc = Sidecar(tmp_path / "shared", [AgentSpec("a1", backend)], config, clock=lambda: T0,
+                 monotonic=itertools.count(0, 10).__next__)
+    sc.registry.register(MetricsCollector(sc))
+    hook.records_path(sc.shared_dir, "a1").write_bytes(records)
+    sc.run_once()
+    sc.run_once()
+    return sc, {"metrics": generate_latest(sc.registry).decode(),
+                "status": status_json(sc).decode(),
+                "log": log_stream.getvalue() if log_stream is not None else "",
+                "state": (sc.shared_dir / "state" / "a1.json").read_text()}
+
+
+def test_no_token_survives_in_any_output(tmp_path, log_stream) -> None:
     """Every corpus command fails twice (threshold 2: a note each), once written plainly and once
     with its letters as JSON escapes; then every output is searched for each secret and for its
     last 10 characters."""
     corpus = _corpus()
     assert len(corpus) == 42
-    config = tmp_path / "config.yaml"
-    config.write_text("repeat_failure:\n  enabled: true\n  threshold: 2\n  top_commands: 1000\n"
-                      "  collect_grace_s: 1\n")
-    stream = io.StringIO()
-    configure_logging(stream)
-    try:
-        sc = Sidecar(tmp_path / "shared", [AgentSpec("a1", "bash")], config, clock=lambda: T0,
-                     monotonic=itertools.count(0, 10).__next__)
-        sc.registry.register(MetricsCollector(sc))
-        data = b"".join(_record(cmd, T0 - 100 + i, escape) for i, (escape, (cmd, _)) in
-                        enumerate(itertools.product((False, True), corpus)))
-        hook.records_path(sc.shared_dir, "a1").write_bytes(data)
-        sc.run_once()
-        sc.run_once()
-        outputs = {"metrics": generate_latest(sc.registry).decode(),
-                   "status": status_json(sc).decode(), "log": stream.getvalue(),
-                   "state": (sc.shared_dir / "state" / "a1.json").read_text()}
-    finally:
-        logging.getLogger("repeat_failure").handlers.clear()
+    data = b"".join(_record(cmd, T0 - 100 + i, escape) for i, (escape, (cmd, _)) in
+                    enumerate(itertools.product((False, True), corpus)))
+    sc, outputs = _pipeline(tmp_path, "bash", "  threshold: 2\n  top_commands: 1000\n"
+                            "  collect_grace_s: 1\n", data, log_stream)
     notes = sc.rows()[0].notes  # scrubbed commands that differed only in a secret merge
     assert sum(n.count for n in notes) == 2 * len(corpus)
     assert outputs["log"].count('"note_raised"') == len(notes)
@@ -113,17 +116,11 @@ def test_no_token_survives_in_any_output(tmp_path) -> None:
 ])
 def test_plain_commands_reach_every_output_unchanged(tmp_path, command: str) -> None:
     """The false-positive side end to end: a plain command is shown as typed."""
-    config = tmp_path / "config.yaml"
-    config.write_text("repeat_failure:\n  enabled: true\n  threshold: 2\n")
-    sc = Sidecar(tmp_path / "shared", [AgentSpec("a1", "bash")], config, clock=lambda: T0,
-                 monotonic=itertools.count(0, 10).__next__)
-    sc.registry.register(MetricsCollector(sc))
-    hook.records_path(sc.shared_dir, "a1").write_bytes(
-        _record(command, T0 - 2) + _record(command, T0 - 1))
-    sc.run_once()
+    sc, outputs = _pipeline(tmp_path, "bash", "  threshold: 2\n",
+                            _record(command, T0 - 2) + _record(command, T0 - 1))
     assert [n.command for n in sc.rows()[0].notes] == [command]
-    assert f'command="{command}"' in generate_latest(sc.registry).decode()
-    assert "[REDACTED]" not in status_json(sc).decode()
+    assert f'command="{command}"' in outputs["metrics"]
+    assert "[REDACTED]" not in outputs["status"]
 
 
 @pytest.mark.parametrize("template", [
@@ -131,7 +128,8 @@ def test_plain_commands_reach_every_output_unchanged(tmp_path, command: str) -> 
     "curl --user 'admin:{pw}' https://api.example.com",
     "python3 -c \"d={{'password': '{pw}'}}\"",
 ])
-def test_secret_hidden_by_the_wrapper_quoting_is_scrubbed(tmp_path, template: str) -> None:
+def test_secret_hidden_by_the_wrapper_quoting_is_scrubbed(tmp_path, log_stream,
+                                                           template: str) -> None:
     """Claude Code wraps the command in a single-quoted `eval '…'` (each ' becomes '"'"'), so
     the scrubber does not see `-u 'admin:PW'` in the raw record; the wrapper stripper unquotes
     it, and the pipeline scrubs again after normalizing: the password reaches no output."""
@@ -139,25 +137,12 @@ def test_secret_hidden_by_the_wrapper_quoting_is_scrubbed(tmp_path, template: st
 
     pw = rand(ALNUM, 20)
     command = template.format(pw=pw)
-    config = tmp_path / "config.yaml"
-    config.write_text("repeat_failure:\n  enabled: true\n  threshold: 3\n")
-    stream = io.StringIO()
-    configure_logging(stream)
-    try:
-        sc = Sidecar(tmp_path / "shared", [AgentSpec("a1", "claude")], config, clock=lambda: T0,
-                     monotonic=itertools.count(0, 10).__next__)
-        sc.registry.register(MetricsCollector(sc))
-        raw = wrap(command)
-        assert "'\"'\"'" in raw and len(raw) < 4000
-        hook.records_path(sc.shared_dir, "a1").write_bytes(b"".join(
-            orjson.dumps({"v": 1, "ts": T0 - 3 + i, "agent": "a1", "backend": "claude",
-                          "route": "bash_env", "exit": 1, "cmd": raw}) + b"\n"
-            for i in range(3)))
-        sc.run_once()
-        outputs = [generate_latest(sc.registry).decode(), status_json(sc).decode(),
-                   stream.getvalue(), (sc.shared_dir / "state" / "a1.json").read_text()]
-    finally:
-        logging.getLogger("repeat_failure").handlers.clear()
+    raw = wrap(command)
+    assert "'\"'\"'" in raw and len(raw) < 4000
+    records = b"".join(
+        orjson.dumps({"v": 1, "ts": T0 - 3 + i, "agent": "a1", "backend": "claude",
+                      "route": "bash_env", "exit": 1, "cmd": raw}) + b"\n" for i in range(3))
+    sc, outputs = _pipeline(tmp_path, "claude", "  threshold: 3\n", records, log_stream)
     (note,) = sc.rows()[0].notes
     assert pw not in note.command and "[REDACTED]" in note.command
-    assert [pw in text for text in outputs] == [False] * 4
+    assert [pw in text for text in outputs.values()] == [False] * 4
