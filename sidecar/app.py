@@ -38,12 +38,14 @@ from sidecar.collector import Batch, Collector, Watcher
 from sidecar.config import AgentSpec, Config, ConfigError, load_config
 from sidecar.dedup import NEUTRAL, SESSION, RouteDedup
 from sidecar.detector import Detector, ExitKey, NoteCleared, NoteRaised, StateError
-from sidecar.events import EventPublisher, EventStats
+from sidecar.events import PREVIEW_REASON, EventPublisher, EventStats
 from sidecar.exclude import Exclusions
 from sidecar.normalize import command_label, normalize
 from sidecar.parse import MAX_CLOCK_SKEW_S, MAX_LINE_BYTES, Record, RecordError, parse_line
+from sidecar.probe import OK as PROBE_OK, PREVIEW_ERROR, PreviewProber, ProbeResult
 from sidecar.scrub import scrub
 from sidecar.sessionlog import SessionTail
+from sidecar.verdict import OK, Turn, TurnTracker
 
 log = logging.getLogger("repeat_failure")
 
@@ -85,6 +87,13 @@ class AgentState:
     dedup: RouteDedup = field(default_factory=RouteDedup)
     delivered_calls: OrderedDict = field(default_factory=OrderedDict)  # call id -> None
     receiving_logged: bool = True  # the C12 state last logged
+    turns: TurnTracker = field(default_factory=TurnTracker)  # open turns (sidecar.verdict)
+    verdicts: Counter = field(default_factory=Counter)  # verdict -> turns classified
+    last_verdict: str | None = None  # the newest classified turn's verdict
+    failed_in_a_row: int = 0  # turns classified not ok since the last ok one
+    preview_probes: int = 0  # preview probes run (sidecar.probe)
+    preview_errors: Counter = field(default_factory=Counter)  # (outcome, reason) -> n
+    preview_state: str | None = None  # the newest probe's outcome
 
     def first_delivery(self, call_id: str) -> bool:
         """True the first time a session-log call id is delivered as a record (an empty id
@@ -134,6 +143,13 @@ class AgentView:
     reader_errors: dict = field(default_factory=dict)
     last_shell_ts: float | None = None
     events: dict = field(default_factory=dict)  # Kubernetes Events: outcome -> n
+    #: Turn verdicts (sidecar.verdict): None when the agent's session log is not read.
+    verdicts: dict | None = None
+    last_verdict: str | None = None
+    failed_in_a_row: int = 0
+    #: The preview probe: None when the agent has no preview URL (or the check is off), else
+    #: {"probes": n, "errors": {(outcome, reason): n}, "state": outcome or None}.
+    preview: dict | None = None
 
 
 class Sidecar:
@@ -188,6 +204,8 @@ class Sidecar:
         started = self.clock()
         for state in self.agents.values():
             state.activity = Activity(not_before=started)
+            if state.tail is not None:
+                state.turns = TurnTracker(state.tail.reader.edit_tools)
             self._describe_sessions(state)
         homes = [s.spec.home for s in self.agents.values() if s.tail is not None]
         for home in {h for h in homes if homes.count(h) > 1}:
@@ -209,6 +227,8 @@ class Sidecar:
         self._event_stats = EventStats()
         self._events_configuration = events_configuration
         self.events: EventPublisher | None = None  # running only with the check and Events on
+        #: Probes agents' previews after turns that edited files; its thread starts on first use.
+        self.prober = PreviewProber(self._on_probe)
         self._apply_events()
         for state in self.agents.values():
             self._load_state(state)
@@ -274,6 +294,8 @@ class Sidecar:
                         log.info("check off: hook removed", extra={"agent": name})
                     state.detector = Detector(self.config.threshold, self.config.window_s)
                     state.activity = Activity(not_before=self.clock())
+                    state.turns = TurnTracker(state.turns.edit_tools)
+                    state.last_verdict, state.failed_in_a_row = None, 0
                     _unlink(self._state_path(name))
             except (OSError, hook.HookError) as exc:
                 log.error("hook files not updated", extra={"agent": name, "error": str(exc)})
@@ -369,6 +391,8 @@ class Sidecar:
                 for state in self.agents.values():
                     state.tail = self._tail(state.spec, backfill_s=0.0)
                     state.activity = Activity(not_before=self.clock())
+                    state.turns = TurnTracker(state.tail.reader.edit_tools
+                                              if state.tail is not None else frozenset())
             self.config = new
             self._exclusions = Exclusions(new.exclude)
             self.collector.grace_s = new.collect_grace_s
@@ -423,6 +447,7 @@ class Sidecar:
             if isinstance(collecting, dict):
                 self.collector.restore(collecting)
             state.activity.load_dict(data.get("activity"))
+            self._load_turns(state, data.get("turns"))
             calls = data.get("session_calls")
             if isinstance(calls, list):
                 for call_id in calls[-MAX_DELIVERED_CALLS:]:
@@ -441,6 +466,8 @@ class Sidecar:
         data = {"version": STATE_FILE_VERSION, "agent": state.spec.name,
                 "last_record_ts": state.last_record_ts, "collecting": state.checkpoint,
                 "activity": state.activity.to_dict(),
+                "turns": {**state.turns.to_dict(), "last_verdict": state.last_verdict,
+                          "failed_in_a_row": state.failed_in_a_row},
                 "sessions": state.tail.to_dict() if state.tail is not None else {},
                 "session_calls": list(state.delivered_calls)}
         state.saved_at = time.monotonic()
@@ -556,11 +583,70 @@ class Sidecar:
                 now = self.clock()
                 for event in result.events:
                     state.activity.on_event(event)
+                    for turn in state.turns.on_event(event):
+                        self._on_turn(state, turn)
                     if (state.session_route and event.kind == SHELL_END and event.command
                             and state.first_delivery(event.call_id)):
                         record = self._session_record(state, event, now)
                         if record is not None:
                             self._process_record(state, record, now)
+
+    def _on_turn(self, state: AgentState, turn: Turn) -> None:
+        """A turn was classified (:mod:`sidecar.verdict`): count it, and log a failed one as
+        the audit event ``turn_failed`` (one JSON line: verdict, agent, backend, turn id, what
+        the turn showed, the scrubbed error text)."""
+        state.verdicts[turn.verdict] += 1
+        state.last_verdict = turn.verdict
+        state.failed_in_a_row = 0 if turn.verdict == OK else state.failed_in_a_row + 1
+        state.dirty = True
+        if turn.verdict != OK:
+            log.warning("agent turn failed", extra={
+                "event": "turn_failed", "agent": state.spec.name, "backend": state.spec.backend,
+                "verdict": turn.verdict, "turn_id": turn.turn_id, "text": turn.text,
+                "tools": turn.tools, "error": turn.error, "failed_in_a_row": state.failed_in_a_row})
+        if turn.edits and state.spec.preview_url and self.config.enabled:
+            # Seed ard-0038 §3: after a turn that touched the dev surface, probe the preview
+            # once; off the pipeline's thread (sidecar.probe.PreviewProber).
+            self.prober.request(state.spec.name, state.spec.preview_url,
+                                self.config.preview_timeout_s)
+
+    def _on_probe(self, agent: str, url: str, result: ProbeResult) -> None:
+        """A preview probe finished (on the prober's thread): count it, set the agent's preview
+        state, log a failed one (scrubbed: ``detail`` and the URL) and, with Events on, make a
+        ``PreviewError`` Event for a ``preview_error``."""
+        with self._lock:
+            state = self.agents.get(agent)
+            if state is None or not self.config.enabled:
+                return
+            state.preview_probes += 1
+            before, state.preview_state = state.preview_state, result.outcome
+            extra = {"agent": agent, "backend": state.spec.backend, "url": scrub(url),
+                     "outcome": result.outcome, "reason": result.reason, "status": result.status,
+                     "detail": result.detail, "seconds": round(result.elapsed_s, 3)}
+            if result.outcome == PROBE_OK:
+                if before not in (None, PROBE_OK):
+                    log.info("preview ok again", extra={"event": "preview_ok", **extra})
+                return
+            state.preview_errors[(result.outcome, result.reason)] += 1
+            log.warning("preview error" if result.outcome == PREVIEW_ERROR
+                        else "preview server down", extra={"event": result.outcome, **extra})
+            if result.outcome == PREVIEW_ERROR and self.events is not None:
+                self.events.publish(agent, state.spec.backend,
+                                    f"Preview error ({result.reason}): {result.detail}",
+                                    self.clock(), reason=PREVIEW_REASON)
+
+    @staticmethod
+    def _load_turns(state: AgentState, data: object) -> None:
+        """Restore the turn tracker and the last verdict from the state file's ``turns``."""
+        if not isinstance(data, dict):
+            return
+        state.turns.load_dict(data)
+        from sidecar.verdict import VERDICTS
+        if data.get("last_verdict") in VERDICTS:
+            state.last_verdict = data["last_verdict"]
+        n = data.get("failed_in_a_row")
+        if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
+            state.failed_in_a_row = n
 
     @staticmethod
     def _session_record(state: AgentState, event: SessionEvent, now: float) -> Record | None:
@@ -717,6 +803,7 @@ class Sidecar:
                     if time.monotonic() >= next_pass:
                         next_pass = time.monotonic() + self.config.collect_interval_s
         finally:
+            self.prober.close()
             if watcher is not None:
                 watcher.close()
             with self._lock:
@@ -751,6 +838,13 @@ class Sidecar:
                     reader_errors=dict(state.reader_errors),
                     last_shell_ts=state.activity.last_shell_ts,
                     events=self._event_stats.counts(name, all_outcomes=self.events is not None),
+                    verdicts=dict(state.verdicts) if on and state.tail is not None else None,
+                    last_verdict=state.last_verdict if on else None,
+                    failed_in_a_row=state.failed_in_a_row,
+                    preview={"probes": state.preview_probes,
+                             "errors": dict(state.preview_errors),
+                             "state": state.preview_state}
+                    if on and state.spec.preview_url else None,
                 ))
         return views
 

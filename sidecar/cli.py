@@ -1,17 +1,21 @@
-"""``repeat-failure`` command line: run, demo, hook env, check-config, coverage, inject-webhook.
+"""``repeat-failure`` command line: run, demo, hook env, check-config, coverage, inject-webhook,
+verdict.
 
 Flags of ``run`` and ``hook env`` may also come from environment variables
 (``REPEAT_FAILURE_CONFIG``, ``REPEAT_FAILURE_SHARED_DIR``, ``REPEAT_FAILURE_AGENT``,
 ``REPEAT_FAILURE_BACKEND``, ``REPEAT_FAILURE_LISTEN``, ``REPEAT_FAILURE_CHAIN_BASH_ENV``,
+``REPEAT_FAILURE_AGENT_HOME``, ``REPEAT_FAILURE_PREVIEW_URL``,
 ``REPEAT_FAILURE_CONFIG_OPTIONAL=1``) so a pod can set them from the Downward API; those of
 ``inject-webhook`` from ``REPEAT_FAILURE_INJECTOR_CONFIG``, ``REPEAT_FAILURE_INJECTOR_LISTEN``,
 ``REPEAT_FAILURE_INJECTOR_TLS_CERT`` and ``REPEAT_FAILURE_INJECTOR_TLS_KEY``. Exit codes:
-0 success, 2 bad usage or invalid config, 1 a runtime failure.
+0 success, 2 bad usage or invalid config, 1 a runtime failure; ``verdict`` adds 3, 4 and 5,
+one per failed verdict (:data:`sidecar.verdict.EXIT_CODES`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import shlex
@@ -22,7 +26,8 @@ from collections.abc import Sequence
 
 from sidecar import __version__, hook
 from sidecar.app import configure_logging
-from sidecar.config import AGENT_NAME_RE, AgentSpec, Config, ConfigError, check_backend, load_config
+from sidecar.config import (AGENT_NAME_RE, AgentSpec, Config, ConfigError, check_backend,
+                            check_preview_url, load_config)
 
 DEFAULT_SHARED_DIR = "/var/run/repeat-failure"
 DEFAULT_LISTEN = "0.0.0.0:9466"
@@ -51,6 +56,10 @@ def _agents(args: argparse.Namespace) -> list[AgentSpec]:
             raise ConfigError(
                 f"{args.config}: repeat_failure.agents lists the agents, so do not also pass "
                 "--agent/--backend (or REPEAT_FAILURE_AGENT/REPEAT_FAILURE_BACKEND)")
+        if args.preview_url:
+            raise ConfigError(
+                f"{args.config}: repeat_failure.agents lists the agents; give each its "
+                "`preview_url` there instead of --preview-url (or REPEAT_FAILURE_PREVIEW_URL)")
         if args.agent_home:
             raise ConfigError(
                 f"{args.config}: repeat_failure.agents lists the agents; give each its `home` "
@@ -67,7 +76,10 @@ def _agents(args: argparse.Namespace) -> list[AgentSpec]:
     if home is not None and not os.path.isabs(home):
         raise ConfigError(f"--agent-home (or REPEAT_FAILURE_AGENT_HOME) {home!r}: expected an "
                           "absolute path, the agent's home as mounted in the sidecar")
-    return [AgentSpec(args.agent, args.backend, home)]
+    preview = args.preview_url or None
+    if preview is not None:
+        check_preview_url(preview, "--preview-url (or REPEAT_FAILURE_PREVIEW_URL)")
+    return [AgentSpec(args.agent, args.backend, home, preview_url=preview)]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -193,6 +205,50 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(serve=args.serve, listen=args.listen, window_s=args.window)
 
 
+def cmd_verdict(args: argparse.Namespace) -> int:
+    """Classify one agent run from its stream-json transcript (seed ard-0038 §1, §2), for CI
+    jobs: exit 0 for ok, 3 agent_no_output (no text and no tool call), 4 agent_error (the stream
+    ended on an error), 5 nonzero_exit (the --exit-status given is not 0); the verdict's name is
+    the one line on stderr. 1: the transcript cannot be read or its format is not known; 2: bad
+    usage. Formats: claude (Claude Code `-p --output-format stream-json --verbose`; Qwen Code's
+    stream-json has the same shape), gemini (Gemini CLI `--output-format stream-json`), codex
+    (Codex `exec --json`). Never probes a preview (batch mode, seed §4). Example:
+    `claude -p "$TASK" --output-format stream-json --verbose > t.jsonl; repeat-failure verdict
+    --exit-status $? t.jsonl`."""
+    from sidecar.verdict import EXIT_CODES, TranscriptError, read_transcript
+
+    source = args.file
+    try:
+        if source == "-":
+            stream = sys.stdin.buffer
+            result = read_transcript(stream, args.exit_status, args.format)
+        else:
+            with open(source, "rb") as stream:
+                result = read_transcript(stream, args.exit_status, args.format)
+    except TranscriptError as exc:
+        print(f"repeat-failure verdict: {source}: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"repeat-failure verdict: {source}: cannot read: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 1
+    if args.json:
+        sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
+    print(result.verdict, file=sys.stderr)
+    return EXIT_CODES[result.verdict]
+
+
+def _exit_status(text: str) -> int:
+    """``--exit-status``: an exit status 0-255 (what ``$?`` holds)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 255:
+        raise argparse.ArgumentTypeError(f"{value} is not an exit status (0-255, what $? holds)")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every subcommand."""
     parser = argparse.ArgumentParser(
@@ -222,6 +278,11 @@ def build_parser() -> argparse.ArgumentParser:
                           "(read-only is enough): "
                           "where the backend's session log is read for the 'not receiving "
                           "data' safeguard and the session-log route")
+    run.add_argument("--preview-url", default=_env("PREVIEW_URL"),
+                     help="the agent's web-app preview origin, e.g. http://127.0.0.1:5173/: "
+                          "after a turn that edited files it is fetched once (entry document "
+                          "and its scripts and stylesheets) and a blank page or broken asset "
+                          "counts as a preview error (REPEAT_FAILURE_PREVIEW_URL)")
     run.add_argument("--config-optional", action="store_true",
                      default=_env_flag("CONFIG_OPTIONAL"),
                      help="a --config file that does not exist yet is not an error: run with "
@@ -268,6 +329,24 @@ def build_parser() -> argparse.ArgumentParser:
     inject.add_argument("--tls-key", default=_env("INJECTOR_TLS_KEY"),
                         help="PEM private key (REPEAT_FAILURE_INJECTOR_TLS_KEY)")
     inject.set_defaults(func=cmd_inject_webhook)
+
+    from sidecar.backends import stream_readers
+
+    verdict = sub.add_parser("verdict", help="classify an agent run from its stream-json "
+                                             "transcript (exit 0 ok, 3/4/5 by verdict)",
+                             description=cmd_verdict.__doc__)
+    verdict.add_argument("file", nargs="?", default="-",
+                         help="the transcript (default: - , standard input)")
+    verdict.add_argument("--exit-status", type=_exit_status, default=None, metavar="N",
+                         help="the agent CLI's exit status ($?), when known: not 0 makes the "
+                              "verdict nonzero_exit unless the stream itself ended on an error")
+    verdict.add_argument("--format", choices=sorted(stream_readers()), default=None,
+                         help="the transcript's format (default: recognised from its first "
+                              "JSON line)")
+    verdict.add_argument("--json", action="store_true",
+                         help="also print the verdict and what it was decided from as one JSON "
+                              "object on stdout")
+    verdict.set_defaults(func=cmd_verdict)
     return parser
 
 

@@ -54,6 +54,8 @@ _SCHEMA: dict[str, Any] = {
                 "top_commands": {"type": "integer", "minimum": 1, "maximum": 1000},
                 # One Kubernetes Event per raised note on the sidecar's pod (sidecar.events).
                 "events": {"type": "boolean"},
+                # The preview probe's whole budget: entry document and its assets (sidecar.probe).
+                "preview_timeout_s": {"type": "number", "minimum": 0.5, "maximum": 30},
                 "agents": {
                     "type": "array",
                     "items": {
@@ -64,6 +66,7 @@ _SCHEMA: dict[str, Any] = {
                             "name": {"type": "string", "pattern": AGENT_NAME_RE.pattern},
                             "backend": {"type": "string", "pattern": BACKEND_NAME_RE.pattern},
                             "home": {"type": "string", "minLength": 1},
+                            "preview_url": {"type": "string", "minLength": 1},
                             "session_env": {
                                 "type": "object",
                                 "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
@@ -95,6 +98,9 @@ class AgentSpec:
     #: ``(VAR, path relative to home)`` pairs where the agent moves its session files
     #: (``CODEX_HOME``, ``XDG_DATA_HOME``, ...); see :func:`sidecar.sessionlog.expand_globs`.
     session_env: tuple[tuple[str, str], ...] = ()
+    #: The agent's web-app preview origin (``http://127.0.0.1:5173/``), probed after a turn
+    #: that edited files (:mod:`sidecar.probe`); ``None``: no probe.
+    preview_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +123,8 @@ class Config:
     agents: tuple[AgentSpec, ...] = field(default_factory=tuple)
     #: One Kubernetes Event per raised note on the sidecar's own pod (:mod:`sidecar.events`).
     events: bool = False
+    #: Seconds one preview probe may take in all (entry document and assets).
+    preview_timeout_s: float = 5.0
 
 
 def _key_path(error: jsonschema.ValidationError) -> str:
@@ -146,6 +154,18 @@ def check_backend(backend: str, where: str = "backend") -> None:
 
     if backend not in COVERAGE:
         raise ConfigError(f"{where}: unknown backend {backend!r} (known: {', '.join(COVERAGE)})")
+
+
+def check_preview_url(url: str, where: str = "preview_url") -> None:
+    """Raise :class:`ConfigError` naming ``where`` unless ``url`` is a preview origin the probe
+    can use (:func:`sidecar.probe.validate_preview_url`: http or https, a host, no credentials,
+    no fragment)."""
+    from sidecar.probe import validate_preview_url
+
+    try:
+        validate_preview_url(url)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def _is_number(value: Any) -> bool:
@@ -252,13 +272,16 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
             raise ConfigError(f"{source}: repeat_failure.{key}: must be a whole number")
     exclude = section.get("exclude")
     agents = tuple(AgentSpec(a["name"], a["backend"], a.get("home"),
-                             tuple(sorted((a.get("session_env") or {}).items())))
+                             tuple(sorted((a.get("session_env") or {}).items())),
+                             a.get("preview_url"))
                    for a in section.get("agents", ()))
     for i, agent in enumerate(agents):
         where = f"{source}: repeat_failure.agents[{i}]"
         if agent.home is not None and not os.path.isabs(agent.home):
             raise ConfigError(f"{where}.home: {agent.home!r} must be an absolute path (the "
                               "agent's home as mounted in the sidecar)")
+        if agent.preview_url is not None:
+            check_preview_url(agent.preview_url, f"{where}.preview_url")
         for var, value in agent.session_env:
             if os.path.isabs(value) or ".." in Path(value).parts:
                 raise ConfigError(f"{where}.session_env.{var}: {value!r} must be a path inside "
@@ -279,6 +302,7 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
         top_commands=section.get("top_commands", 20),
         agents=agents,
         events=section.get("events", False),
+        preview_timeout_s=float(section.get("preview_timeout_s", 5)),
     )
 
 

@@ -47,6 +47,8 @@ log = logging.getLogger("repeat_failure")
 
 TYPE = "Warning"
 REASON = "RepeatingFailure"
+#: The reason of an Event for a preview probe's ``preview_error`` (:mod:`sidecar.probe`).
+PREVIEW_REASON = "PreviewError"
 #: ``action`` is required by the API server once ``eventTime`` is set: what the reporter did.
 ACTION = "Detected"
 COMPONENT = "repeat-failure"
@@ -235,8 +237,9 @@ def event_name(pod: str, suffix: str | None = None) -> str:
 
 
 def event_body(pod: PodRef, message: str, now: float, agent: str = "", backend: str = "",
-               name: str | None = None) -> dict[str, Any]:
-    """The core/v1 Event (a JSON-ready dict) for one raised note.
+               name: str | None = None, reason: str = REASON) -> dict[str, Any]:
+    """The core/v1 Event (a JSON-ready dict) for one raised note (``reason``
+    :data:`REASON`), or one preview error (:data:`PREVIEW_REASON`).
 
     ``message`` is the note's already scrubbed message (``Note.message``); ``now`` the time the
     note was raised, in epoch seconds (``firstTimestamp``, ``lastTimestamp``, ``eventTime``);
@@ -257,7 +260,7 @@ def event_body(pod: PodRef, message: str, now: float, agent: str = "", backend: 
         "metadata": metadata,
         "involvedObject": involved,
         "type": TYPE,
-        "reason": REASON,
+        "reason": reason,
         "action": ACTION,
         "message": _cut_bytes(message, MAX_MESSAGE_BYTES),
         "source": {"component": COMPONENT},
@@ -356,8 +359,10 @@ class EventPublisher:
         self._thread.start()
         return self
 
-    def publish(self, agent: str, backend: str, message: str, now: float) -> None:
-        """Queue one Event for a raised note of ``agent``; never blocks, never raises.
+    def publish(self, agent: str, backend: str, message: str, now: float,
+                reason: str = REASON) -> None:
+        """Queue one Event for a raised note of ``agent`` (or, with ``reason``
+        :data:`PREVIEW_REASON`, a preview error); never blocks, never raises.
 
         ``message`` must be scrubbed (``Note.message``); ``now`` is the raise time in epoch
         seconds. An Event the rate limits hold back (the same note, by :func:`note_key`, sent
@@ -375,7 +380,7 @@ class EventPublisher:
             if not self.limit.allow(agent, key):
                 self.stats.add(agent, SUPPRESSED)
                 return
-            body = event_body(self.pod, message, now, agent, backend)
+            body = event_body(self.pod, message, now, agent, backend, reason=reason)
             try:
                 self._queue.put_nowait((agent, body))
             except queue.Full:

@@ -21,11 +21,16 @@ from prometheus_client.registry import Collector
 
 from sidecar.checkstate import MAX_NOTES_SHOWN, STATES
 from sidecar.normalize import command_label
+from sidecar.probe import OUTCOME_REASONS, OUTCOMES
+from sidecar.verdict import VERDICTS
 
 if TYPE_CHECKING:
     from sidecar.app import Sidecar
 
 PREFIX = "hive_repeat_failure_"
+#: Turn verdicts and the preview probe are about the agent, not the repeat-failure check:
+#: issue 8 names them ``hive_agent_*``.
+AGENT_PREFIX = "hive_agent_"
 
 
 class MetricsCollector(Collector):
@@ -77,7 +82,50 @@ class MetricsCollector(Collector):
             "Kubernetes Events for raised notes, by outcome: created, failed (the API refused or "
             "could not be reached), dropped (the queue to the API was full).",
             labels=["agent", "outcome"])
+        turns = CounterMetricFamily(
+            AGENT_PREFIX + "turns",
+            "Agent turns classified from the session log, by verdict (ok, agent_error, "
+            "nonzero_exit, agent_no_output).", labels=["agent", "backend", "verdict"])
+        verdict = GaugeMetricFamily(
+            AGENT_PREFIX + "turn_verdict",
+            "The newest classified turn's verdict (state set): 1 for it, 0 for the others.",
+            labels=["agent", "backend", "verdict"])
+        in_a_row = GaugeMetricFamily(
+            AGENT_PREFIX + "consecutive_failed_turns",
+            "Turns classified other than ok since the agent's last ok turn.",
+            labels=["agent", "backend"])
+        probes = CounterMetricFamily(
+            AGENT_PREFIX + "preview_probes",
+            "Preview probes run after turns that edited files.", labels=["agent", "backend"])
+        preview_errors = CounterMetricFamily(
+            AGENT_PREFIX + "preview_errors",
+            "Preview probes that failed, by outcome (preview_error: the server answered but the "
+            "entry is not 200, empty, or an asset is broken; server_down) and reason.",
+            labels=["agent", "backend", "outcome", "reason"])
+        preview_state = GaugeMetricFamily(
+            AGENT_PREFIX + "preview_state",
+            "The newest preview probe's outcome (state set): ok, preview_error, server_down.",
+            labels=["agent", "backend", "state"])
         for v in views:
+            if v.preview is not None:
+                probes.add_metric([v.agent, v.backend], float(v.preview["probes"]))
+                for outcome, reason in OUTCOME_REASONS:
+                    if reason is not None:
+                        preview_errors.add_metric(
+                            [v.agent, v.backend, outcome, reason],
+                            float(v.preview["errors"].get((outcome, reason), 0)))
+                if v.preview["state"] is not None:
+                    for name in OUTCOMES:
+                        preview_state.add_metric([v.agent, v.backend, name],
+                                                 1.0 if name == v.preview["state"] else 0.0)
+            if v.verdicts is not None:
+                for name in VERDICTS:
+                    turns.add_metric([v.agent, v.backend, name], float(v.verdicts.get(name, 0)))
+                in_a_row.add_metric([v.agent, v.backend], float(v.failed_in_a_row))
+                if v.last_verdict is not None:
+                    for name in VERDICTS:
+                        verdict.add_metric([v.agent, v.backend, name],
+                                           1.0 if name == v.last_verdict else 0.0)
             if v.row is not None:
                 for s in STATES:
                     state.add_metric([v.agent, v.backend, s], 1.0 if s == v.row.state else 0.0)
@@ -103,7 +151,8 @@ class MetricsCollector(Collector):
             for outcome, n in sorted(v.events.items()):
                 k8s_events.add_metric([v.agent, outcome], float(n))
         yield from (state, note, row_info, failures, records, rejected, raised, last,
-                    reader_errors, last_shell, k8s_events)
+                    reader_errors, last_shell, k8s_events, turns, verdict, in_a_row, probes,
+                    preview_errors, preview_state)
 
 
 def status_json(sidecar: "Sidecar") -> bytes:

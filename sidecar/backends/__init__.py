@@ -54,7 +54,8 @@ SHELL_START = "shell_start"
 SHELL_END = "shell_end"
 TOOL = "tool"
 TEXT = "text"
-EVENT_KINDS = (TURN_START, TURN_END, SHELL_START, SHELL_END, TOOL, TEXT)
+ERROR = "error"
+EVENT_KINDS = (TURN_START, TURN_END, SHELL_START, SHELL_END, TOOL, TEXT, ERROR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +64,11 @@ class SessionEvent:
 
     - ``kind``: one of :data:`EVENT_KINDS`. ``shell_start``/``shell_end`` are the backend's
       shell tool (the activity C12 watches); ``tool`` is any other tool call (reads, edits,
-      searches: never shell activity); ``text`` is model text output; ``turn_start`` /
-      ``turn_end`` bound one turn (a user prompt until the agent's final answer).
+      searches: never shell activity); ``text`` is model text output (only text with something
+      other than whitespace in it); ``turn_start`` / ``turn_end`` bound one turn (a user
+      prompt until the agent's final answer); ``error`` is an error the CLI or the model
+      provider reported that ended the turn (an API error logged as the reply, a failed
+      terminal result), not one the CLI retried past (:mod:`sidecar.verdict`).
     - ``ts``: seconds since the epoch, from the log itself; ``None`` when the log gives no time
       (the tailer then uses the time it read the line).
     - ``call_id``: the tool call's id, pairing a ``shell_end`` with its ``shell_start``
@@ -76,6 +80,8 @@ class SessionEvent:
       the exit is known), ``None`` otherwise.
     - ``tool``: the tool's name for ``tool``, ``shell_start`` and ``shell_end`` events.
     - ``turn_id``: the turn's id where the log names one (``""`` otherwise).
+    - ``detail``: for ``error`` events, the error's text as the log has it (RAW: may hold a
+      secret; scrub before keeping it), ``""`` when it gives none.
     - ``source``: set by :mod:`sidecar.sessionlog`, not by readers: which session file the
       event came from (a digest of its path). The tail also prefixes ``call_id`` with it, so
       ids are unique across sessions.
@@ -90,6 +96,7 @@ class SessionEvent:
     tool: str = ""
     turn_id: str = ""
     source: str = ""
+    detail: str = ""
 
 
 class ReaderFormatError(ValueError):
@@ -141,6 +148,10 @@ class SessionLogReader:
     - ``route_records``: True when the backend's commands never reach a fresh non-interactive
       bash, so the reader's finished shell calls are the backend's records (C3).
     - ``signal``: the coverage table's text for the shell-activity signal this reader gives.
+    - ``edit_tools``: the names of the backend's tools that write or edit files (its ``tool``
+      events with these names touched the dev surface: :mod:`sidecar.verdict`, the preview
+      probe). Shell commands that write files are not counted: what a command does is not
+      known from its text.
     """
 
     backend: ClassVar[str] = ""
@@ -149,6 +160,7 @@ class SessionLogReader:
     kind: ClassVar[str] = "jsonl"
     route_records: ClassVar[bool] = False
     signal: ClassVar[str] = ""
+    edit_tools: ClassVar[frozenset[str]] = frozenset()
 
     def new_file_state(self) -> dict[str, Any]:
         """Fresh per-file state (what :meth:`parse_line` keeps between the lines of one file,
@@ -316,6 +328,41 @@ def remember_call(state: Any, call_id: str, value: Any, limit: int) -> None:
     calls = open_calls(state)
     calls.pop(call_id, None)
     remember(calls, call_id, value, limit)
+
+
+class StreamReader(JsonLinesReader):
+    """A reader of a CLI's machine-readable output stream (``--output-format stream-json``,
+    ``exec --json``): the transcript a CI job captures, read by ``repeat-failure verdict``
+    (:mod:`sidecar.verdict`). It gives the same events as a session-log reader; besides, it
+    sets ``state["terminal"] = True`` when it reads the stream's terminal line (the run's
+    result), so a transcript cut short can be told from a finished one.
+
+    - ``format``: the name ``repeat-failure verdict --format`` takes.
+    - ``cli``: the CLI (and its flag) that writes the format, for help texts.
+    """
+
+    format: ClassVar[str] = ""
+    cli: ClassVar[str] = ""
+
+    def detects(self, obj: Any) -> bool:
+        """True when ``obj``, the first JSON line of a transcript, is this format's first
+        line."""
+        raise NotImplementedError
+
+
+_STREAM_READERS: dict[str, StreamReader] = {}
+
+
+def register_stream_reader(reader: StreamReader) -> None:
+    """Register ``reader`` under its ``format``; raises ValueError on a second registration."""
+    if reader.format in _STREAM_READERS:
+        raise ValueError(f"a stream reader for format {reader.format!r} is already registered")
+    _STREAM_READERS[reader.format] = reader
+
+
+def stream_readers() -> dict[str, StreamReader]:
+    """Every registered stream reader by format name (a copy)."""
+    return dict(_STREAM_READERS)
 
 
 _READERS: dict[str, SessionLogReader] = {}

@@ -14,9 +14,18 @@ Its session log (same run): ``~/.claude/projects/<cwd-slug>/<session id>.jsonl``
 ``.claude`` directory moves with ``CLAUDE_CONFIG_DIR``), one JSON object per line with a
 ``type``. ``user`` and ``assistant`` lines carry an Anthropic Messages ``message``; a ``Bash``
 call is a ``tool_use`` block of an assistant line and ends with the ``tool_result`` block of a
-later user line (``is_error``, text ``Exit code N`` first on a failure). Other line types
-(``queue-operation``, ``attachment``, ``last-prompt``, ``system``, ...) carry nothing we need.
-:class:`ClaudeSessionReader` reads it.
+later user line (``is_error``, text ``Exit code N`` first on a failure). An API error that ended the turn is an
+assistant line with ``isApiErrorMessage: true`` (and ``error``), its text ``API Error: <status>
+<message>``; an empty reply is not logged at all (Claude Code asks again with an ``isMeta`` user
+line, and logs nothing if the reply is empty again). ``last-prompt`` is written when the CLI
+exits (also on SIGTERM), so it ends a turn still open. Other line types (``queue-operation``,
+``attachment``, ``system``, ...) carry nothing we need. :class:`ClaudeSessionReader` reads it.
+
+``claude -p --output-format stream-json --verbose`` writes the same ``assistant`` and ``user``
+lines to stdout, between a ``system``/``init`` line and a terminal ``result`` line
+(``is_error``, ``api_error_status``, ``result``: the reply or the error's text);
+:class:`ClaudeStreamReader` reads that transcript for ``repeat-failure verdict``. Qwen Code's
+stream-json follows the same shape.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import shlex
 from typing import Any, ClassVar
 
 from sidecar.backends import (
+    ERROR,
     SHELL_END,
     SHELL_START,
     TEXT,
@@ -35,11 +45,13 @@ from sidecar.backends import (
     JsonLinesReader,
     ReaderFormatError,
     SessionEvent,
+    StreamReader,
     command_arg,
     exit_notice,
     log_timestamp,
     open_calls,
     register_reader,
+    register_stream_reader,
     register_stripper,
     remember_call,
     require_object,
@@ -77,7 +89,7 @@ for _backend in ("claude", "vllm", "llm-d", "litellm", "watsonx"):
 #: writer, in the CLI binary) other than ``user`` and ``assistant``: nothing we need.
 _QUIET_TYPES = frozenset({
     "attachment", "system", "progress", "summary", "custom-title", "ended-by-model", "ai-title",
-    "last-prompt", "tag", "relocated", "agent-name", "agent-color", "agent-setting", "pr-link",
+    "tag", "relocated", "agent-name", "agent-color", "agent-setting", "pr-link",
     "frame-link", "bridge-session", "file-history-snapshot", "attribution-snapshot",
     "speculation-accept", "mode", "permission-mode", "isolation-latch", "worktree-state",
     "queue-operation", "marble-origami-commit", "marble-origami-snapshot",
@@ -133,6 +145,11 @@ class ClaudeSessionReader(JsonLinesReader):
       Claude Code writes each block of a reply as its own line and may write a line before the
       reply's stop reason is known). Lines of one reply that repeat the end give one
       ``turn_end``. Subagent lines give no turn events;
+    - ``assistant`` with ``isApiErrorMessage: true``: ``error`` (``detail``: its text), then
+      ``turn_end``: the API error ended the turn (Claude Code writes it once its retries are
+      spent);
+    - ``last-prompt`` (written as the CLI exits): ``turn_end`` when a turn is still open (one
+      whose reply was empty has no other end), else ``[]``;
     - every other line type Claude Code writes: ``[]``.
 
     ``ts`` is the line's ``timestamp``. Errors (:class:`ReaderFormatError` ``reason``):
@@ -142,6 +159,9 @@ class ClaudeSessionReader(JsonLinesReader):
     """
 
     backend: ClassVar[str] = "claude"
+    #: Tools that write or edit files (Claude Code 2.1.197's file tools).
+    edit_tools: ClassVar[frozenset[str]] = frozenset({"Write", "Edit", "MultiEdit",
+                                                      "NotebookEdit"})
     globs: ClassVar[tuple[str, ...]] = ("$CLAUDE_CONFIG_DIR/projects/*/*.jsonl",
                                         "$CLAUDE_CONFIG_DIR/projects/*/*/subagents/*.jsonl")
     env_defaults: ClassVar[dict[str, str]] = {"CLAUDE_CONFIG_DIR": ".claude"}
@@ -150,9 +170,10 @@ class ClaudeSessionReader(JsonLinesReader):
 
     def new_file_state(self) -> dict[str, Any]:
         """``{"calls": {tool_use id: (tool name, command or None)}, "turn_id": str,
-        "ended": message id}``: calls started and not yet finished (``None`` for a tool that
-        is not a shell), the current prompt's id and the last reply that ended a turn."""
-        return {"calls": {}, "turn_id": "", "ended": None}
+        "ended": message id, "open": bool}``: calls started and not yet finished (``None`` for
+        a tool that is not a shell), the current prompt's id, the last reply that ended a turn
+        and whether a turn is open."""
+        return {"calls": {}, "turn_id": "", "ended": None, "open": False}
 
     def parse_typed(self, kind: str, obj: dict[str, Any],
                     state: dict[str, Any]) -> list[SessionEvent]:
@@ -164,6 +185,11 @@ class ClaudeSessionReader(JsonLinesReader):
             if kind == "user":
                 return self._user(obj, message, state)
             return self._assistant(obj, message, state)
+        if kind == "last-prompt":
+            if not isinstance(state, dict) or state.get("open") is not True:
+                return []
+            state["open"] = False
+            return [SessionEvent(TURN_END, None, turn_id=str_or_empty(state.get("turn_id")))]
         if kind in _QUIET_TYPES:
             return []
         raise ReaderFormatError("unknown_type")
@@ -189,11 +215,13 @@ class ClaudeSessionReader(JsonLinesReader):
                 or line.get("isCompactSummary") is True:
             return []
         if text.startswith(_INTERRUPTED):
+            state["open"] = False
             return [SessionEvent(TURN_END, ts, turn_id=str_or_empty(state.get("turn_id")))]
         if _TAGGED.match(text):
             return []
         turn_id = str_or_empty(line.get("promptId"))
         state["turn_id"] = turn_id
+        state["open"] = True
         return [SessionEvent(TURN_START, ts, turn_id=turn_id)]
 
     def _results(self, line: dict[str, Any], results: list[dict[str, Any]], ts: float | None,
@@ -240,6 +268,10 @@ class ClaudeSessionReader(JsonLinesReader):
             raise ReaderFormatError("unknown_shape")
         sidechain = line.get("isSidechain") is True
         turn_id = "" if sidechain else str_or_empty(state.get("turn_id"))
+        if line.get("isApiErrorMessage") is True and not sidechain:
+            state["open"] = False
+            return [SessionEvent(ERROR, ts, turn_id=turn_id, detail=text_blocks(content)),
+                    SessionEvent(TURN_END, ts, turn_id=turn_id)]
         events: list[SessionEvent] = []
         calls = 0
         for block in content:
@@ -270,6 +302,7 @@ class ClaudeSessionReader(JsonLinesReader):
         if calls == 0 and not sidechain and stop is not None and stop not in _GOES_ON \
                 and (reply is None or reply != state.get("ended")):
             state["ended"] = reply
+            state["open"] = False
             events.append(SessionEvent(TURN_END, ts, turn_id=turn_id))
         return events
 
@@ -290,3 +323,55 @@ def _bash_output(line: dict[str, Any]) -> bool:
 
 #: Inference backends run through the Claude Code CLI, so they read its session log too.
 register_reader(ClaudeSessionReader(), "vllm", "llm-d", "litellm", "watsonx")
+
+
+class ClaudeStreamReader(ClaudeSessionReader, StreamReader):
+    """``claude -p --output-format stream-json --verbose`` (Claude Code 2.1.197, the harness's
+    ``verdict`` captures; Qwen Code's stream-json has the same shape), for
+    ``repeat-failure verdict``:
+
+    - ``system``/``init`` (the first line): ``turn_start``; other ``system`` lines: ``[]``;
+    - ``assistant`` and ``user`` lines: as in the session log (:class:`ClaudeSessionReader`);
+      an assistant line with a top-level ``error`` (Claude Code's ``<synthetic>`` reply for an
+      API error) is ``error`` with its text; a user line with ``isSynthetic`` (Claude Code
+      asking again after an empty reply) is not a prompt: ``[]``;
+    - ``result`` (the terminal line; sets ``state["terminal"]``): ``error`` when ``is_error`` is
+      true or its ``subtype`` starts with ``error`` (``error_max_turns``,
+      ``error_during_execution``), ``detail`` its ``result`` text or subtype; then
+      ``turn_end``;
+    - ``stream_event`` (``--include-partial-messages``) and other types: ``[]``.
+    """
+
+    format: ClassVar[str] = "claude"
+    cli: ClassVar[str] = "claude -p --output-format stream-json --verbose"
+
+    def detects(self, obj: Any) -> bool:
+        """The first line of a Claude Code stream: ``{"type": "system", "subtype": "init"}``."""
+        return isinstance(obj, dict) and obj.get("type") == "system" \
+            and obj.get("subtype") == "init"
+
+    def parse_typed(self, kind: str, obj: dict[str, Any],
+                    state: dict[str, Any]) -> list[SessionEvent]:
+        """The events of one stream line (see the class docstring)."""
+        if kind == "system":
+            return [SessionEvent(TURN_START)] if obj.get("subtype") == "init" else []
+        if kind == "result":
+            state["terminal"] = True
+            subtype = str_or_empty(obj.get("subtype"))
+            events = []
+            if obj.get("is_error") is True or subtype.startswith("error"):
+                result = obj.get("result")
+                events.append(SessionEvent(ERROR, detail=result if isinstance(result, str)
+                                           and result else subtype or "error"))
+            return events + [SessionEvent(TURN_END)]
+        if kind == "assistant" and isinstance(obj.get("error"), str):
+            content = require_object(obj.get("message")).get("content")
+            return [SessionEvent(ERROR, detail=text_blocks(content) if content else obj["error"])]
+        if kind == "user" and obj.get("isSynthetic") is True:
+            return []
+        if kind in ("user", "assistant"):
+            return super().parse_typed(kind, obj, state)
+        return []
+
+
+register_stream_reader(ClaudeStreamReader())

@@ -167,6 +167,8 @@ class CodexReader(JsonLinesReader):
     """
 
     backend = "codex"
+    #: Tools that write or edit files (Codex's one edit tool, a freeform patch).
+    edit_tools: frozenset[str] = frozenset({"apply_patch"})
     globs = ("$CODEX_HOME/sessions/*/*/*/rollout-*.jsonl",)
     env_defaults = {"CODEX_HOME": ".codex"}
     route_records = False

@@ -87,6 +87,8 @@ class CopilotReader(JsonLinesReader):
     """
 
     backend = "copilot"
+    #: Tools that write or edit files (tool names in the Copilot CLI 1.0.102 bundle).
+    edit_tools: frozenset[str] = frozenset({"create", "edit", "str_replace_editor", "apply_patch"})
     globs = (".copilot/session-state/*/events.jsonl",)
     route_records = False
     signal = ("~/.copilot/session-state/*/events.jsonl: tool.execution_start of bash starts a "

@@ -220,6 +220,8 @@ class GeminiReader(JsonLinesReader):
     """
 
     backend = "gemini"
+    #: Tools that write or edit files (Gemini CLI's write-file and edit tools).
+    edit_tools: frozenset[str] = frozenset({"write_file", "replace"})
     globs = (".gemini/tmp/*/chats/session-*.jsonl",)
     route_records = False
     signal = ("~/.gemini/tmp/*/chats/session-*.jsonl: a gemini message's run_shell_command "

@@ -112,6 +112,8 @@ class OpencodeReader(SessionLogReader):
     """
 
     backend: ClassVar[str] = "opencode"
+    #: Tools that write or edit files (opencode's built-in file tools; Kilo inherits them).
+    edit_tools: ClassVar[frozenset[str]] = frozenset({"write", "edit", "patch", "multiedit", "apply_patch"})
     globs: ClassVar[tuple[str, ...]] = ("$XDG_DATA_HOME/opencode/opencode.db",)
     env_defaults: ClassVar[dict[str, str]] = {"XDG_DATA_HOME": ".local/share"}
     kind: ClassVar[str] = "sqlite"

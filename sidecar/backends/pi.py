@@ -76,6 +76,8 @@ class PiSessionReader(JsonLinesReader):
     """
 
     backend: ClassVar[str] = "pi"
+    #: Tools that write or edit files (tool names in the pi 0.73.1 bundle; omp inherits them).
+    edit_tools: ClassVar[frozenset[str]] = frozenset({"write", "edit"})
     globs: ClassVar[tuple[str, ...]] = ("$PI_CODING_AGENT_DIR/sessions/*/*.jsonl",)
     env_defaults: ClassVar[dict[str, str]] = {"PI_CODING_AGENT_DIR": ".pi/agent"}
     signal: ClassVar[str] = ("~/.pi/agent/sessions/*/*.jsonl: an assistant toolCall named bash "

@@ -1,0 +1,320 @@
+"""Turn verdicts: was an agent turn a success, or did the CLI exit 0 having done nothing?
+
+Source: seed ``ard-0038-run-health-verdicts.txt`` §1 and §2. Agent CLIs often end a turn with
+exit status 0 after an auth hiccup, a refusal or an empty reply, so the exit status alone calls
+that a success. A turn is classified from what its session log (or stream-json transcript)
+shows, by one backend-neutral rule fed by every reader (:mod:`sidecar.backends`): the reader
+turns its lines into :class:`~sidecar.backends.SessionEvent` values, and this module counts the
+turn's text and tool calls, watches for a terminal error, and decides.
+
+Verdicts, in precedence order (the first that applies wins):
+
+==================  ==========================================================================
+``agent_error``     the turn ended on an error the CLI or the model provider reported (a
+                    terminal stream result carrying an error, an API error logged as the turn's
+                    reply): the most specific account of what went wrong, so it comes first.
+``nonzero_exit``    the CLI's exit status is known and is not 0 (a killed or crashed run), with
+                    no error event to say why. Only where the run's exit is known: the
+                    ``repeat-failure verdict`` command is told it; a session log never says it,
+                    so the sidecar never gives this verdict.
+``agent_no_output`` zero text output **and** zero tool calls over the whole turn (the seed's
+                    ``agent_no_output`` class). A turn whose text says "nothing to change" has
+                    text, so it is not empty. Text is model text with something other than
+                    whitespace in it.
+``ok``              none of the above.
+==================  ==========================================================================
+
+:data:`EXIT_CODES` gives each verdict the distinct exit status of ``repeat-failure verdict``
+(0 for ``ok``), so a CI job can tell "the agent produced nothing" from "the build failed".
+
+:class:`TurnTracker` follows one agent's turns per session file (the event's ``source``): a
+``turn_start`` opens a turn, its events are counted, its ``turn_end`` classifies it. A
+``turn_start`` arriving while a turn of the same session is open ends that turn first (the CLI
+moved on to a new prompt; what it had is classified). A turn whose start the tracker never saw
+(it began before the sidecar read the file) is classified only when it shows output or an error:
+"no output" cannot be concluded from a part of a turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from sidecar.backends import (ERROR, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
+                              ReaderFormatError, SessionEvent, StreamReader, stream_readers)
+from sidecar.scrub import scrub
+
+OK, AGENT_NO_OUTPUT, AGENT_ERROR, NONZERO_EXIT = "ok", "agent_no_output", "agent_error", \
+    "nonzero_exit"
+#: Every verdict, in precedence order after ``ok`` (DESIGN-style enumeration for label values).
+VERDICTS = (OK, AGENT_ERROR, NONZERO_EXIT, AGENT_NO_OUTPUT)
+#: ``repeat-failure verdict``'s exit status per verdict. 1 and 2 stay the command line's own
+#: (a transcript that cannot be read, bad usage).
+EXIT_CODES = {OK: 0, AGENT_NO_OUTPUT: 3, AGENT_ERROR: 4, NONZERO_EXIT: 5}
+#: Characters of a terminal error's text kept (scrubbed) for the audit log line.
+MAX_ERROR_CHARS = 300
+#: Sessions whose open turn is remembered per agent (the oldest forgotten first).
+MAX_SESSIONS = 64
+
+
+def classify(text: int, tools: int, error: bool, exit_status: int | None = None) -> str:
+    """The verdict of a turn that showed ``text`` pieces of model text and ``tools`` tool calls
+    (shell or any other), ended on an error or not (``error``), and whose CLI exited with
+    ``exit_status`` (``None``: not known). Precedence as in the module docstring."""
+    if error:
+        return AGENT_ERROR
+    if exit_status is not None and exit_status != 0:
+        return NONZERO_EXIT
+    if text == 0 and tools == 0:
+        return AGENT_NO_OUTPUT
+    return OK
+
+
+@dataclass(slots=True)
+class TurnCounts:
+    """What one turn showed so far. ``error`` is the terminal error's text, RAW (it may quote a
+    request and hold a secret; :meth:`Turn.from_counts` scrubs it), ``""`` when none; ``errors``
+    counts error events (a reader may report one error twice, say as a message and as a
+    result). ``edits``: tool calls that wrote or edited files (the dev surface, for the preview
+    probe). ``seen_start``: the turn's start was seen."""
+
+    text: int = 0
+    tools: int = 0
+    edits: int = 0
+    errors: int = 0
+    error: str = ""
+    turn_id: str = ""
+    seen_start: bool = True
+
+    def add(self, event: SessionEvent, edit_tools: frozenset[str] = frozenset()) -> None:
+        """Count one event of the turn (``turn_start``/``turn_end`` are the tracker's)."""
+        if event.kind == TEXT:
+            self.text += 1
+        elif event.kind in (SHELL_START, TOOL):
+            self.tools += 1
+            if event.tool in edit_tools:
+                self.edits += 1
+        elif event.kind == ERROR:
+            self.errors += 1
+            if not self.error:
+                self.error = event.detail[:4 * MAX_ERROR_CHARS] or "error"
+        if event.turn_id and not self.turn_id:
+            self.turn_id = event.turn_id
+
+    def verdict(self, exit_status: int | None = None) -> str:
+        """:func:`classify` of these counts."""
+        return classify(self.text, self.tools, self.errors > 0, exit_status)
+
+    def to_list(self) -> list[Any]:
+        """The counts as a JSON-ready list (the error text scrubbed: the state file holds only
+        scrubbed text)."""
+        return [self.text, self.tools, self.edits, self.errors, _scrubbed(self.error),
+                self.turn_id, self.seen_start]
+
+    @classmethod
+    def from_list(cls, data: Any) -> "TurnCounts | None":
+        """:meth:`to_list`'s output back, or ``None`` for anything else."""
+        if not (isinstance(data, list) and len(data) == 7
+                and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                        for n in data[:4])
+                and isinstance(data[4], str) and isinstance(data[5], str)
+                and isinstance(data[6], bool)):
+            return None
+        return cls(*data)
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A classified turn: its ``verdict``, the session file it came from (``source``), the time
+    it ended (``ts``, epoch seconds), what it showed, and ``error``: the terminal error's text,
+    scrubbed and cut to :data:`MAX_ERROR_CHARS` (``""`` when none)."""
+
+    verdict: str
+    source: str
+    ts: float
+    turn_id: str
+    text: int
+    tools: int
+    edits: int
+    error: str
+
+    @classmethod
+    def from_counts(cls, counts: TurnCounts, source: str, ts: float,
+                    exit_status: int | None = None) -> "Turn":
+        """The classified turn of ``counts``."""
+        return cls(counts.verdict(exit_status), source, ts, _scrubbed(counts.turn_id),
+                   counts.text, counts.tools, counts.edits, _scrubbed(counts.error))
+
+
+def _scrubbed(text: str) -> str:
+    if not text:
+        return ""
+    text = scrub(text)
+    return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS - 1] + "…"
+
+
+class TurnTracker:
+    """One agent's open turns, per session file, and the turns they become.
+
+    ``edit_tools``: the backend's tool names that write or edit files
+    (:attr:`sidecar.backends.SessionLogReader.edit_tools`). Feed every session event to
+    :meth:`on_event`; it returns the turns the event finished (usually none, at most two).
+    JSON-serialisable through :meth:`to_dict` (counts and scrubbed text only)."""
+
+    def __init__(self, edit_tools: frozenset[str] = frozenset()) -> None:
+        self.edit_tools = edit_tools
+        self.open: dict[str, TurnCounts] = {}  # session source -> the open turn, newest last
+
+    def _finish(self, source: str, ts: float) -> list[Turn]:
+        counts = self.open.pop(source, None)
+        if counts is None:
+            return []
+        if not counts.seen_start and not (counts.text or counts.tools or counts.errors):
+            return []  # only a tail of a turn, and nothing in it: nothing can be concluded
+        return [Turn.from_counts(counts, source, ts)]
+
+    def _opened(self, source: str, counts: TurnCounts) -> TurnCounts:
+        self.open[source] = counts
+        while len(self.open) > MAX_SESSIONS:
+            del self.open[next(iter(self.open))]
+        return counts
+
+    def on_event(self, event: SessionEvent) -> list[Turn]:
+        """Apply one event (``ts`` and ``source`` set, as :mod:`sidecar.sessionlog` gives
+        them); the turns it finished, oldest first."""
+        ts = float(event.ts or 0.0)
+        if event.kind == TURN_START:
+            done = self._finish(event.source, ts)
+            self._opened(event.source, TurnCounts(turn_id=event.turn_id))
+            return done
+        if event.kind == TURN_END:
+            counts = self.open.get(event.source)
+            if counts is None:
+                return []  # an end without a start or output seen: nothing to classify
+            return self._finish(event.source, ts)
+        counts = self.open.get(event.source)
+        if counts is None:
+            counts = self._opened(event.source, TurnCounts(seen_start=False))
+        counts.add(event, self.edit_tools)
+        return []
+
+    def to_dict(self) -> dict[str, Any]:
+        """The open turns as JSON-ready data."""
+        return {"open": {source: counts.to_list() for source, counts in self.open.items()}}
+
+    def load_dict(self, data: Any) -> None:
+        """Restore :meth:`to_dict`'s output; malformed entries are ignored."""
+        if not isinstance(data, dict) or not isinstance(data.get("open"), dict):
+            return
+        for source, item in list(data["open"].items())[-MAX_SESSIONS:]:
+            counts = TurnCounts.from_list(item)
+            if isinstance(source, str) and counts is not None:
+                self.open[source] = counts
+
+
+# -- transcripts (``repeat-failure verdict``) ------------------------------------------------------
+
+#: Lines of a transcript read before its format must be known (leading non-JSON lines, such as
+#: a CLI's warnings on stdout, are skipped up to this many).
+DETECT_LINES = 50
+#: A transcript line longer than this is skipped and counted (a whole tool output on one line is
+#: far smaller).
+MAX_TRANSCRIPT_LINE = 16 << 20
+
+
+class TranscriptError(ValueError):
+    """A transcript that cannot be classified: empty, no JSON line, a format no reader knows,
+    or not the format asked for. The message says which."""
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptVerdict:
+    """The verdict of one run's transcript, read as one turn: ``format`` read, ``text`` and
+    ``tools`` counted over the whole run, ``error`` (the terminal error's text, scrubbed, ``""``
+    when none), ``complete`` (the stream's terminal line was read), ``exit_status`` as given,
+    ``lines`` read and ``unrecognised`` lines (not JSON, or a shape the reader does not know;
+    skipped)."""
+
+    verdict: str
+    format: str
+    text: int
+    tools: int
+    error: str
+    complete: bool
+    exit_status: int | None
+    lines: int
+    unrecognised: int
+
+    def to_json(self) -> dict[str, Any]:
+        """The fields as a JSON-ready dict (``repeat-failure verdict --json``)."""
+        return {"verdict": self.verdict, "format": self.format, "text": self.text,
+                "tools": self.tools, "error": self.error, "complete": self.complete,
+                "exit_status": self.exit_status, "lines": self.lines,
+                "unrecognised": self.unrecognised, "exit_code": EXIT_CODES[self.verdict]}
+
+
+def _detect(obj: Any, fmt: str | None) -> StreamReader:
+    readers = stream_readers()
+    if fmt is not None:
+        reader = readers.get(fmt)
+        if reader is None:
+            raise TranscriptError(f"unknown format {fmt!r} (known: {', '.join(sorted(readers))})")
+        return reader
+    for reader in readers.values():
+        try:
+            if reader.detects(obj):
+                return reader
+        except Exception:  # noqa: BLE001 - a detector meeting an odd shape says "not mine"
+            continue
+    raise TranscriptError("the first JSON line is not the start of a known transcript format "
+                          f"(known: {', '.join(sorted(readers))}); name it with --format")
+
+
+def read_transcript(lines: Iterable[bytes], exit_status: int | None = None,
+                    fmt: str | None = None) -> TranscriptVerdict:
+    """Classify one run from its transcript ``lines`` (bytes, one JSON object each, newline
+    optional), whose CLI exited with ``exit_status`` (``None``: unknown). ``fmt`` names the
+    format (a key of :func:`sidecar.backends.stream_readers`); by default the first JSON line
+    decides. The whole transcript is one turn: text and tool calls are counted over all of it,
+    any terminal error counts (a ``claude -p`` run, a ``codex exec`` run, a headless
+    ``gemini`` run are each one turn of the agent).
+
+    Raises :class:`TranscriptError` when no line is JSON, the format is not recognised within
+    the first :data:`DETECT_LINES` lines, or no line at all was given."""
+    reader: StreamReader | None = None
+    state: dict[str, Any] = {}
+    counts = TurnCounts()
+    read = unrecognised = 0
+    for raw in lines:
+        read += 1
+        if len(raw) > MAX_TRANSCRIPT_LINE or not raw.strip():
+            unrecognised += bool(raw.strip())
+            continue
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            unrecognised += 1
+            if reader is None and read >= DETECT_LINES:
+                break
+            continue
+        if reader is None:
+            reader = _detect(obj, fmt)
+            state = reader.new_file_state()
+        try:
+            events = reader.parse_line(obj, state)
+        except ReaderFormatError:
+            unrecognised += 1
+            continue
+        for event in events:
+            if event.kind not in (TURN_START, TURN_END):
+                counts.add(event)
+    if reader is None:
+        raise TranscriptError("no JSON line in the transcript" if read else
+                              "the transcript is empty")
+    return TranscriptVerdict(
+        verdict=counts.verdict(exit_status), format=reader.format, text=counts.text,
+        tools=counts.tools, error=_scrubbed(counts.error), complete=state.get("terminal") is True,
+        exit_status=exit_status, lines=read, unrecognised=unrecognised)
