@@ -208,7 +208,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_verdict(args: argparse.Namespace) -> int:
     """Classify one agent run from its stream-json transcript (seed ard-0038 §1, §2), for CI
     jobs: exit 0 for ok, 3 agent_no_output (no text and no tool call), 4 agent_error (the stream
-    ended on an error), 5 nonzero_exit (the --exit-status given is not 0); the verdict's name is
+    ended on an error, or stopped before its terminal result), 5 nonzero_exit (the
+    --exit-status given is not 0 and the stream shows no error); the verdict's name is
     the one line on stderr. 1: the transcript cannot be read or its format is not known; 2: bad
     usage. Formats: claude (Claude Code `-p --output-format stream-json --verbose`; Qwen Code's
     stream-json has the same shape), gemini (Gemini CLI `--output-format stream-json`), codex

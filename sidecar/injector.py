@@ -42,7 +42,7 @@ import jsonschema
 
 from sidecar import __version__
 from sidecar.backends import session_reader
-from sidecar.config import ConfigError, read_yaml
+from sidecar.config import ConfigError, check_preview_url, read_yaml
 from sidecar.coverage import COVERAGE
 
 log = logging.getLogger("repeat_failure")
@@ -55,6 +55,7 @@ ANN_AGENT = PREFIX + "agent"
 ANN_BACKEND = PREFIX + "backend"
 ANN_CONTAINERS = PREFIX + "containers"
 ANN_AGENT_HOME = PREFIX + "agent-home"
+ANN_PREVIEW_URL = PREFIX + "preview-url"
 ANN_STATUS = PREFIX + "status"
 ANN_SESSION_LOGS = PREFIX + "session-logs"
 LABEL_AGENT = PREFIX + "agent"
@@ -87,6 +88,9 @@ AGENT_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}\Z")
 #: A chained ``BASH_ENV`` must be a path the sidecar's hook renderer accepts
 #: (``sidecar.hook``: an absolute path of letters, digits and ``._/@+-``; no trailing newline).
 CHAIN_PATH_RE = re.compile(r"^/[A-Za-z0-9._/@+-]*\Z")
+#: Characters of a preview URL's validation message quoted in a warning (the message never
+#: echoes the URL itself: its query may hold a token).
+MAX_PREVIEW_REASON = 200
 #: Pods with more containers and init containers than this are left unchanged with a warning:
 #: the patch grows with each agent container (a 2 MiB review of ``{}`` containers would
 #: otherwise build a patch of gigabytes).
@@ -401,7 +405,8 @@ def decide(request: Mapping[str, Any], config: InjectorConfig) -> Decision:
     the pod is injected only when annotated ``repeat-failure.hive.dev/inject: "true"``, not yet
     injected (the ``status`` annotation, or a container or init container named
     ``repeat-failure``) and ``config.enabled``; an invalid agent name, an unknown backend, a
-    ``containers`` annotation naming no container of the pod, or names the patch would collide
+    ``preview-url`` annotation the sidecar would refuse (:func:`sidecar.config.check_preview_url`),
+    a ``containers`` annotation naming no container of the pod, or names the patch would collide
     with leave it unchanged with a warning. Never raises for a malformed pod: it is left
     unchanged. The patch creates ``/metadata/labels``, ``/spec/volumes``,
     ``/spec/initContainers`` and a container's ``env``/``volumeMounts`` when absent (RFC 6902
@@ -449,6 +454,16 @@ def decide(request: Mapping[str, Any], config: InjectorConfig) -> Decision:
     if backend not in COVERAGE:
         return _unchanged("invalid", f"repeat-failure: unknown backend {backend[:64]!r} "
                           "(`repeat-failure coverage` lists them); not injected", agent=agent)
+    # The sidecar refuses to start with a preview URL it cannot probe (exit 2, a crash loop),
+    # like with a bad agent or backend: the pod is left unchanged and told why. The reason
+    # never quotes the URL (a token in its query would reach logs and kubectl's output).
+    preview_url = annotations.get(ANN_PREVIEW_URL)
+    if preview_url is not None:
+        try:
+            check_preview_url(preview_url, "the preview-url annotation")
+        except ConfigError as exc:
+            return _unchanged("invalid", f"repeat-failure: {str(exc)[:MAX_PREVIEW_REASON]}; "
+                              "not injected", agent=agent, backend=backend)
 
     names = [c.get("name") for c in containers]
     if ANN_CONTAINERS in annotations:
@@ -551,7 +566,7 @@ def decide(request: Mapping[str, Any], config: InjectorConfig) -> Decision:
     sidecar = sidecar_container(config, agent, backend, chain, home_mount,
                                 _run_as(first, spec, "runAsUser", config.run_as_user),
                                 _run_as(first, spec, "runAsGroup", config.run_as_group),
-                                _token_mount(first))
+                                _token_mount(first), preview_url)
     if config.native_sidecar:
         if isinstance(init_containers, list):
             ops.append({"op": "add", "path": "/spec/initContainers/0", "value": sidecar})
@@ -585,11 +600,12 @@ def _token_mount(container: dict) -> dict | None:
 
 def sidecar_container(config: InjectorConfig, agent: str, backend: str, chain: str | None,
                       home_mount: dict | None, run_as_user: int, run_as_group: int,
-                      token_mount: dict | None = None) -> dict:
+                      token_mount: dict | None = None, preview_url: str | None = None) -> dict:
     """The ``repeat-failure`` container (a ``core/v1`` Container dict) as docs/kubernetes.md
     lists it: ``args: [run, --config-optional]``, its env (``POD_NAME``/``POD_NAMESPACE``/``POD_UID``
     from the Downward API ``fieldRef``; ``REPEAT_FAILURE_CHAIN_BASH_ENV`` when ``chain``;
-    ``REPEAT_FAILURE_AGENT_HOME`` when ``home_mount``), port 9466 ``rf-metrics``, a liveness
+    ``REPEAT_FAILURE_AGENT_HOME`` when ``home_mount``; ``REPEAT_FAILURE_PREVIEW_URL`` when
+    ``preview_url``, already validated), port 9466 ``rf-metrics``, a liveness
     probe on ``/healthz``, the shared, config and home mounts and a copy of the agent's
     service-account token mount (``token_mount``, for Events), a restricted ``securityContext``
     and ``restartPolicy: Always`` when ``config.native_sidecar`` (a native sidecar, KEP-753)."""
@@ -611,6 +627,8 @@ def sidecar_container(config: InjectorConfig, agent: str, backend: str, chain: s
         env.append({"name": "REPEAT_FAILURE_CHAIN_BASH_ENV", "value": chain})
     if home_mount is not None:
         env.append({"name": "REPEAT_FAILURE_AGENT_HOME", "value": HOME_MOUNT})
+    if preview_url is not None:
+        env.append({"name": "REPEAT_FAILURE_PREVIEW_URL", "value": preview_url})
     mounts = [{"name": SHARED_VOLUME, "mountPath": SHARED_DIR},
               {"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True}]
     if home_mount is not None:

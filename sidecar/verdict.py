@@ -225,6 +225,10 @@ DETECT_LINES = 50
 MAX_TRANSCRIPT_LINE = 16 << 20
 
 
+#: The error of a transcript with no terminal line, no error and no non-zero exit status.
+INCOMPLETE = "the transcript ends before the run's terminal result: the CLI stopped mid-run"
+
+
 class TranscriptError(ValueError):
     """A transcript that cannot be classified: empty, no JSON line, a format no reader knows,
     or not the format asked for. The message says which."""
@@ -280,7 +284,10 @@ def read_transcript(lines: Iterable[bytes], exit_status: int | None = None,
     format (a key of :func:`sidecar.backends.stream_readers`); by default the first JSON line
     decides. The whole transcript is one turn: text and tool calls are counted over all of it,
     any terminal error counts (a ``claude -p`` run, a ``codex exec`` run, a headless
-    ``gemini`` run are each one turn of the agent).
+    ``gemini`` run are each one turn of the agent). A transcript that ends before its terminal
+    line, with no error in it and an exit status unknown or 0, is ``agent_error``
+    (:data:`INCOMPLETE`): the run did not finish (Gemini CLI 0.61.0 exits 0 when killed); with
+    a non-zero exit status it is ``nonzero_exit``.
 
     Raises :class:`TranscriptError` when no line is JSON, the format is not recognised within
     the first :data:`DETECT_LINES` lines, or no line at all was given."""
@@ -314,7 +321,15 @@ def read_transcript(lines: Iterable[bytes], exit_status: int | None = None,
     if reader is None:
         raise TranscriptError("no JSON line in the transcript" if read else
                               "the transcript is empty")
+    for event in reader.finish(state):
+        counts.add(event)
+    complete = state.get("terminal") is True
+    if not complete and not counts.errors and not exit_status:
+        # The stream stopped before its terminal result and the exit status does not say why
+        # (Gemini CLI 0.61.0 exits 0 on SIGTERM; a job may not pass --exit-status): the run did
+        # not finish, which is not a success.
+        counts.add(SessionEvent(ERROR, detail=INCOMPLETE))
     return TranscriptVerdict(
         verdict=counts.verdict(exit_status), format=reader.format, text=counts.text,
-        tools=counts.tools, error=_scrubbed(counts.error), complete=state.get("terminal") is True,
+        tools=counts.tools, error=_scrubbed(counts.error), complete=complete,
         exit_status=exit_status, lines=read, unrecognised=unrecognised)

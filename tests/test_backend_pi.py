@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from sidecar.backends import TURN_END
+from sidecar.backends import ERROR, TURN_END
 from sidecar.backends.pi import PiSessionReader
 
 from sessionlogs import (
@@ -97,10 +97,11 @@ def test_broken_real_lines_raise_reader_format_error(how: str, broken: Any, reas
 
 def test_calls_of_a_failed_or_aborted_reply_never_start() -> None:
     """The real call line with ``stopReason`` changed to ``error`` or ``aborted``: pi 0.73.1
-    ends the run without running its calls, so no shell call starts and the turn ends."""
-    for stop in ("error", "aborted"):
+    ends the run without running its calls, so no shell call starts and the turn ends; an
+    ``error`` stop is the turn's terminal error (turn verdicts, issue 8)."""
+    for stop, kinds in (("error", [ERROR, TURN_END]), ("aborted", [TURN_END])):
         line = set_path(_first("assistant"), ("message", "stopReason"), stop)
-        assert [e.kind for e in READER.parse_line(line, READER.new_file_state())] == [TURN_END]
+        assert [e.kind for e in READER.parse_line(line, READER.new_file_state())] == kinds
 
 
 def test_the_users_own_bang_command_is_not_agent_activity() -> None:

@@ -349,6 +349,12 @@ class StreamReader(JsonLinesReader):
         line."""
         raise NotImplementedError
 
+    def finish(self, state: dict[str, Any]) -> list[SessionEvent]:
+        """The events the end of the transcript gives (after its last line; by default none):
+        a format whose fatal error is a line that may also be a passing notice decides here,
+        once it knows no terminal line followed."""
+        return []
+
 
 _STREAM_READERS: dict[str, StreamReader] = {}
 

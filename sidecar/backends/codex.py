@@ -38,7 +38,18 @@ lines the reader uses:
   call id, ``exit_code``, ``status`` ``completed``/``failed``, ``command`` = the argv Codex ran,
   ``["/bin/bash", "-lc", <cmd>]``): the call ends. The ``function_call_output`` after it
   repeats the exit only inside its text, so it is not used;
-* ``response_item`` ``message`` with role ``assistant``: model text.
+* ``response_item`` ``message`` with role ``assistant``: model text;
+* ``event_msg`` ``task_complete`` with ``error`` (``{"message": <the provider's error body>}``):
+  the provider refused and the turn ended on that error (once Codex's retries are spent).
+
+An empty reply is a turn with neither text nor a tool call: ``task_started``, ``task_complete``.
+
+``codex exec --json`` prints a different stream (the transcript, :class:`CodexExecReader`):
+``thread.started``, ``turn.started``, ``item.started`` / ``item.completed`` (items
+``agent_message``, ``command_execution``, ``file_change``, ``mcp_tool_call``, ``web_search``,
+``todo_list``, ``reasoning`` and ``error``, the last a notice such as a missing model
+description), ``turn.completed`` or ``turn.failed`` (``error.message``), and a top-level
+``error`` line before ``turn.failed``.
 """
 
 from __future__ import annotations
@@ -47,10 +58,11 @@ import json
 import re
 from typing import Any
 
-from sidecar.backends import (SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
-                              JsonLinesReader, ReaderFormatError, SessionEvent, exit_number,
-                              log_timestamp, open_calls, register_reader, register_stripper,
-                              remember, require_object, str_or_empty)
+from sidecar.backends import (ERROR, SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
+                              JsonLinesReader, ReaderFormatError, SessionEvent, StreamReader,
+                              exit_number, log_timestamp, open_calls, register_reader,
+                              register_stream_reader, register_stripper, remember,
+                              require_object, str_or_empty)
 
 # The snapshot writer: two lines no agent command carries together.
 _WRITER_MARKS = ("echo '# Snapshot file'", "__codex_snapshot_command")
@@ -212,7 +224,16 @@ class CodexReader(JsonLinesReader):
             state["turn"] = turn
             return [SessionEvent(TURN_START, ts, turn_id=turn)]
         if sub == "task_complete":
-            return [SessionEvent(TURN_END, ts, turn_id=self._turn(payload, state))]
+            turn = self._turn(payload, state)
+            end = SessionEvent(TURN_END, ts, turn_id=turn)
+            error = payload.get("error")
+            if isinstance(error, dict):
+                # Codex 0.171.0 ends a turn the provider refused with task_complete carrying
+                # error.message (the provider's error body) once its retries are spent.
+                message = error.get("message")
+                return [SessionEvent(ERROR, ts, turn_id=turn,
+                                     detail=message if isinstance(message, str) else ""), end]
+            return [end]
         if sub != "item_completed":
             return []
         item = require_object(payload.get("item"))
@@ -268,3 +289,88 @@ class CodexReader(JsonLinesReader):
 
 
 register_reader(CodexReader())
+
+
+#: ``codex exec --json`` item types that are tool calls (a shell call is ``command_execution``).
+_EXEC_TOOL_ITEMS = {"file_change": "apply_patch", "mcp_tool_call": "mcp", "web_search":
+                    "web_search", "todo_list": "update_plan"}
+#: Item ids remembered per transcript, so an item seen started and completed counts once.
+_MAX_EXEC_ITEMS = 4096
+
+
+class CodexExecReader(StreamReader):
+    """``codex exec --json`` (Codex 0.171.0, the harness's ``verdict`` captures), for
+    ``repeat-failure verdict``:
+
+    - ``thread.started`` (the first line): ``[]``; ``turn.started``: ``turn_start``;
+    - ``item.started`` / ``item.completed``, each item id once: ``agent_message`` with text is
+      ``text``; ``command_execution`` is ``shell_start`` (``command`` as Codex ran it);
+      ``file_change``, ``mcp_tool_call``, ``web_search`` and ``todo_list`` are ``tool``;
+      ``reasoning`` and ``error`` items (notices Codex goes on after) are ``[]``;
+    - ``turn.completed`` (terminal): ``turn_end``; ``turn.failed`` (terminal): ``error`` with
+      ``error.message``, then ``turn_end``;
+    - a top-level ``error`` line is remembered: with no terminal line after it (Codex gave up
+      before a turn could fail), the end of the transcript is that ``error``.
+    """
+
+    backend = "codex"
+    format = "codex"
+    cli = "codex exec --json"
+
+    def new_file_state(self) -> dict[str, Any]:
+        """``{"items": {item id: None}, "error": str}``."""
+        return {"items": {}, "error": ""}
+
+    def detects(self, obj: Any) -> bool:
+        """The first line of ``codex exec --json``: ``{"type": "thread.started"}``."""
+        return isinstance(obj, dict) and obj.get("type") == "thread.started"
+
+    def parse_typed(self, kind: str, obj: dict[str, Any],
+                    state: dict[str, Any]) -> list[SessionEvent]:
+        """The events of one line (see the class docstring)."""
+        if kind == "turn.started":
+            return [SessionEvent(TURN_START)]
+        if kind in ("turn.completed", "turn.failed"):
+            state["terminal"] = True
+            if kind == "turn.completed":
+                return [SessionEvent(TURN_END)]
+            error = obj.get("error")
+            message = error.get("message") if isinstance(error, dict) else None
+            return [SessionEvent(ERROR, detail=message if isinstance(message, str) else
+                                 state.get("error") or "turn.failed"), SessionEvent(TURN_END)]
+        if kind == "error":
+            message = obj.get("message")
+            state["error"] = message if isinstance(message, str) and message else "error"
+            return []
+        if kind not in ("item.started", "item.updated", "item.completed"):
+            return []
+        item = require_object(obj.get("item"))
+        item_id, item_type = item.get("id"), item.get("type")
+        if not isinstance(item_id, str) or not isinstance(item_type, str):
+            raise ReaderFormatError("unknown_shape")
+        items = state.setdefault("items", {})
+        if item_id in items:
+            return []
+        if item_type == "agent_message":
+            text = item.get("text")
+            if not isinstance(text, str) or not text.strip():
+                return []  # streamed in pieces: counted once it has text
+            event = SessionEvent(TEXT)
+        elif item_type == "command_execution":
+            event = SessionEvent(SHELL_START, call_id=item_id, command=str_or_empty(
+                item.get("command")), tool="exec_command")
+        elif item_type in _EXEC_TOOL_ITEMS:
+            event = SessionEvent(TOOL, call_id=item_id, tool=_EXEC_TOOL_ITEMS[item_type])
+        else:
+            return []
+        remember(items, item_id, None, _MAX_EXEC_ITEMS)
+        return [event]
+
+    def finish(self, state: dict[str, Any]) -> list[SessionEvent]:
+        """An ``error`` line no terminal line followed is the run's error."""
+        if state.get("terminal") is not True and state.get("error"):
+            return [SessionEvent(ERROR, detail=state["error"])]
+        return []
+
+
+register_stream_reader(CodexExecReader())

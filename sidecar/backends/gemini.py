@@ -31,6 +31,16 @@ A message is appended again, whole and with the same ``id``, each time it change
 message is written when its reply has streamed (``toolCalls`` absent) and written again with
 ``toolCalls`` once the calls have *finished* (the CLI records tool calls only on completion, so a
 running command is not in the log).
+
+An API error or an empty reply leaves no trace in that log (0.61.0: the prompt is written, no
+reply, no error), so such a turn has no end there; it is classified only when the session's
+next prompt arrives (as ``agent_no_output``).
+
+``gemini --output-format stream-json`` (the transcript, :class:`GeminiStreamReader`) says it:
+``init``, ``message`` (``role``, ``content``, ``delta``), ``tool_use`` (``tool_name``,
+``tool_id``, ``parameters``), ``tool_result``, ``error`` (``severity``, ``message``; 0.61.0
+writes ``The model returned an empty response ...`` for an empty reply), and the terminal
+``result`` (``status`` ``success`` or ``error``, ``error.message``).
 """
 
 from __future__ import annotations
@@ -38,10 +48,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sidecar.backends import (SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
-                              JsonLinesReader, ReaderFormatError, SessionEvent, command_arg,
-                              log_timestamp, register_reader, register_stripper, remember,
-                              str_or_empty)
+from sidecar.backends import (ERROR, SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
+                              JsonLinesReader, ReaderFormatError, SessionEvent, StreamReader,
+                              command_arg, log_timestamp, register_reader,
+                              register_stream_reader, register_stripper, remember, str_or_empty)
 
 # ``shopt -u promptvars nullglob extglob nocaseglob dotglob;`` and the one space after it (the
 # options after promptvars are matched loosely, so a version that guards one more still strips).
@@ -325,3 +335,66 @@ class GeminiReader(JsonLinesReader):
 
 
 register_reader(GeminiReader())
+
+
+class GeminiStreamReader(StreamReader):
+    """``gemini --output-format stream-json`` (Gemini CLI 0.61.0, the harness's ``verdict``
+    captures), for ``repeat-failure verdict``:
+
+    - ``init`` (the first line): ``turn_start``;
+    - ``message`` with ``role`` ``assistant`` and text: ``text`` (each streamed piece);
+    - ``tool_use``: ``shell_start`` for ``run_shell_command`` (``parameters.command``), else
+      ``tool``;
+    - ``error`` with ``severity`` ``error``: remembered as the turn's error text (a warning is
+      not);
+    - ``result`` (terminal): ``status`` ``error`` is ``error`` (``detail``: ``error.message``,
+      else the remembered error); then ``turn_end``;
+    - ``tool_result`` and other lines: ``[]``.
+    """
+
+    backend = "gemini"
+    format = "gemini"
+    cli = "gemini --output-format stream-json"
+
+    def detects(self, obj: Any) -> bool:
+        """The first line of a Gemini CLI stream: ``{"type": "init", "session_id": ...}``."""
+        return isinstance(obj, dict) and obj.get("type") == "init" and "session_id" in obj
+
+    def parse_typed(self, kind: str, obj: dict[str, Any],
+                    state: dict[str, Any]) -> list[SessionEvent]:
+        """The events of one line (see the class docstring)."""
+        ts = log_timestamp(obj.get("timestamp"))
+        if kind == "init":
+            return [SessionEvent(TURN_START, ts)]
+        if kind == "message":
+            content = obj.get("content")
+            if obj.get("role") == "assistant" and isinstance(content, str) and content.strip():
+                return [SessionEvent(TEXT, ts)]
+            return []
+        if kind == "tool_use":
+            name = obj.get("tool_name")
+            if not isinstance(name, str):
+                raise ReaderFormatError("unknown_shape")
+            call_id = str_or_empty(obj.get("tool_id"))
+            if name in _SHELL_TOOLS:
+                return [SessionEvent(SHELL_START, ts, call_id=call_id, tool=name,
+                                     command=command_arg(obj.get("parameters")))]
+            return [SessionEvent(TOOL, ts, call_id=call_id, tool=name)]
+        if kind == "error":
+            message = obj.get("message")
+            if obj.get("severity") == "error" and isinstance(message, str):
+                state["error"] = message
+            return []
+        if kind == "result":
+            state["terminal"] = True
+            events = []
+            if obj.get("status") == "error":
+                error = obj.get("error")
+                message = error.get("message") if isinstance(error, dict) else None
+                events.append(SessionEvent(ERROR, ts, detail=message if isinstance(message, str)
+                                           else str_or_empty(state.get("error")) or "error"))
+            return events + [SessionEvent(TURN_END, ts)]
+        return []
+
+
+register_stream_reader(GeminiStreamReader())

@@ -48,6 +48,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from sidecar.backends import (
+    ERROR,
     SHELL_END,
     SHELL_START,
     TEXT,
@@ -308,6 +309,15 @@ class _Poll:
         if data.get("finish") in _CONTINUES or not top:
             return
         turn = data.get("parentID")
+        error = data.get("error")
+        if isinstance(error, dict):
+            # opencode 1.18.33 (and Kilo) store the provider's refusal on the assistant message
+            # that ended the turn: {"name": "APIError", "data": {"message", "statusCode", ...}}.
+            detail = error.get("data") if isinstance(error.get("data"), dict) else {}
+            message = detail.get("message")
+            self._emit(SessionEvent(ERROR, _ts(done, updated), turn_id=str_or_empty(turn),
+                                    detail=message if isinstance(message, str)
+                                    else str_or_empty(error.get("name"))))
         self._emit(SessionEvent(TURN_END, _ts(done, updated),
                                 turn_id=str_or_empty(turn)))
 

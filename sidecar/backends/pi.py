@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from sidecar.backends import (
+    ERROR,
     SHELL_END,
     SHELL_START,
     TEXT,
@@ -169,6 +170,11 @@ class PiSessionReader(JsonLinesReader):
                 else:
                     events.append(SessionEvent(TOOL, ts, call_id=call_id, tool=name))
             # thinking and other blocks carry nothing we need
+        if stop == "error":
+            # The provider's error ended the run (pi 0.73.1 and omp 18.2.3 write the reply with
+            # stopReason "error" and the error's text in errorMessage once retries are spent).
+            error = message.get("errorMessage")
+            events.append(SessionEvent(ERROR, ts, detail=error if isinstance(error, str) else ""))
         if self._ends_turn(message, has_calls):
             events.append(SessionEvent(TURN_END, ts))
         return events
