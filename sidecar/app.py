@@ -632,7 +632,8 @@ class Sidecar:
                         else "preview server down", extra={"event": result.outcome, **extra})
             if result.outcome == PREVIEW_ERROR and self.events is not None:
                 self.events.publish(agent, state.spec.backend,
-                                    f"Preview error ({result.reason}): {result.detail}",
+                                    f"Preview error ({result.reason}) at {extra['url']}: "
+                                    f"{result.detail}",
                                     self.clock(), reason=PREVIEW_REASON)
 
     @staticmethod

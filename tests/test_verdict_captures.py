@@ -1,0 +1,216 @@
+"""Turn verdicts on real captured turns (issue 8; seed ard-0038 §1, §2).
+
+Every file here comes from the harness (``python -m harness run``, re-run by CI before the
+tests): the real agent CLIs against the stub provider on 127.0.0.1 in four ``verdict``
+scenarios (harness/runner.py ``VERDICT_SCENARIOS``): ``ok`` (one shell call, then text),
+``empty`` (the stub's reply has no text and no tool call), ``error`` (the stub answers every
+model request with the provider's documented HTTP 400 error) and ``killed`` (SIGTERM while a
+shell call runs). Nothing is edited.
+
+Two paths are checked:
+
+- ``repeat-failure verdict`` on the stream-json transcripts of Claude Code, Codex and Gemini
+  CLI, as a CI job runs it (a subprocess; exit status and stderr);
+- the sidecar on each covered backend's session log: the session files copied into an agent
+  home, one pass, and the ``hive_agent_turns_total`` series it exports.
+
+What each backend's log can say is in :data:`SESSION_VERDICTS` (``None``: that turn never ends
+in the log, so it is not classified; the reasons are in docs/metrics.md "Turn verdicts").
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from prometheus_client import generate_latest
+
+from sidecar.app import Sidecar
+from sidecar.config import AgentSpec
+from sidecar.exporter import MetricsCollector
+from sidecar.verdict import AGENT_ERROR, AGENT_NO_OUTPUT, NONZERO_EXIT, OK, VERDICTS
+
+REPO = Path(__file__).resolve().parent.parent
+EVIDENCE = REPO / "harness" / "evidence"
+SCENARIOS = ("ok", "empty", "error", "killed")
+
+#: ``repeat-failure verdict`` on each transcript: (verdict without --exit-status, with the
+#: CLI's real exit status). The killed run's transcript has no terminal line: agent_error when
+#: nothing else is known, nonzero_exit once the exit status says 143. Gemini CLI 0.61.0 turns an
+#: empty reply into its own error ("The model returned an empty response ..."), so its empty
+#: turn is agent_error, and it exits 0 when killed, so only the missing result line tells.
+TRANSCRIPT_VERDICTS = {
+    "claude": {"ok": (OK, OK), "empty": (AGENT_NO_OUTPUT, AGENT_NO_OUTPUT),
+               "error": (AGENT_ERROR, AGENT_ERROR), "killed": (AGENT_ERROR, NONZERO_EXIT)},
+    "codex": {"ok": (OK, OK), "empty": (AGENT_NO_OUTPUT, AGENT_NO_OUTPUT),
+              "error": (AGENT_ERROR, AGENT_ERROR), "killed": (AGENT_ERROR, NONZERO_EXIT)},
+    "gemini": {"ok": (OK, OK), "empty": (AGENT_ERROR, AGENT_ERROR),
+               "error": (AGENT_ERROR, AGENT_ERROR), "killed": (AGENT_ERROR, AGENT_ERROR)},
+}
+EXIT_CODES = {OK: 0, AGENT_NO_OUTPUT: 3, AGENT_ERROR: 4, NONZERO_EXIT: 5}
+
+#: The sidecar's verdict per scenario from the session log alone (the run's exit status is never
+#: in a session log, so never nonzero_exit); None: the turn has no end in the log.
+SESSION_VERDICTS = {
+    "claude": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": OK},
+    "codex": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": None},
+    "gemini": {"ok": OK, "empty": None, "error": None, "killed": None},
+    "pi": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": None},
+    "omp": {"ok": OK, "empty": None, "error": AGENT_ERROR, "killed": None},
+    "opencode": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": None},
+}
+
+
+def scenario(backend: str, name: str) -> dict:
+    data = json.loads((EVIDENCE / f"{backend}.json").read_text())
+    found = (data.get("verdict_scenarios") or {}).get(name)
+    assert found, f"{backend}: no {name!r} verdict scenario in the evidence (python -m harness run)"
+    return found
+
+
+def cli_exit(backend: str, name: str) -> int:
+    code = scenario(backend, name)["cli_exit"]
+    assert isinstance(code, int), f"{backend} {name}: the CLI did not exit ({code!r})"
+    return code
+
+
+def run_verdict(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sidecar", "verdict", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("backend", sorted(SESSION_VERDICTS))
+def test_the_cli_exits_0_on_an_empty_reply_and_on_a_normal_turn(backend):
+    """The failure class the verdicts exist for: an empty reply and no tool call, and the CLI
+    still exits 0 (as it does for a turn that worked)."""
+    assert cli_exit(backend, "empty") == 0
+    assert cli_exit(backend, "ok") == 0
+
+
+@pytest.mark.parametrize("backend,name", [(b, s) for b in sorted(TRANSCRIPT_VERDICTS)
+                                          for s in SCENARIOS])
+def test_repeat_failure_verdict_on_real_transcripts(backend, name):
+    path = EVIDENCE / backend / "verdict" / name / "transcript.jsonl"
+    assert path.is_file(), f"{path} missing: python -m harness run --backend {backend}"
+    alone, with_exit = TRANSCRIPT_VERDICTS[backend][name]
+    done = run_verdict(str(path))
+    assert (done.returncode, done.stderr, done.stdout) == (EXIT_CODES[alone], f"{alone}\n", "")
+    status = cli_exit(backend, name)
+    done = run_verdict("--exit-status", str(status), "--json", str(path))
+    assert (done.returncode, done.stderr) == (EXIT_CODES[with_exit], f"{with_exit}\n")
+    report = json.loads(done.stdout)
+    assert (report["verdict"], report["format"], report["exit_status"], report["exit_code"]) == \
+        (with_exit, backend, status, EXIT_CODES[with_exit])
+    assert report["complete"] is (name != "killed")
+    assert report["unrecognised"] == 0
+    if name == "ok":
+        assert (report["text"], report["tools"], report["error"]) == (1, 1, "")
+    if name == "error":
+        assert "harness: stub refused the request" in report["error"]
+
+
+def test_the_transcript_can_come_on_stdin_and_its_format_can_be_named():
+    path = EVIDENCE / "codex" / "verdict" / "error" / "transcript.jsonl"
+    done = subprocess.run([sys.executable, "-m", "sidecar", "verdict", "--format", "codex", "-"],
+                          input=path.read_bytes(), capture_output=True, timeout=60)
+    assert (done.returncode, done.stderr) == (4, b"agent_error\n")
+    wrong = run_verdict("--format", "gemini", str(path))  # a codex stream read as gemini
+    assert (wrong.returncode, wrong.stderr) == (4, "agent_error\n")  # nothing read: incomplete
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"", "the transcript is empty"),
+    (b"not json\nstill not\n", "no JSON line in the transcript"),
+    (b'{"type": "something.else"}\n', "not the start of a known transcript format"),
+])
+def test_a_transcript_that_cannot_be_classified_exits_1_naming_why(tmp_path, content, message):
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(content)
+    done = run_verdict(str(path))
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith(f"repeat-failure verdict: {path}: ") and message in done.stderr
+
+
+def test_bad_usage_exits_2(tmp_path):
+    for args in (["--exit-status", "256", "x"], ["--exit-status", "-1", "x"],
+                 ["--exit-status", "one", "x"], ["--format", "aider", "x"]):
+        done = run_verdict(*args)
+        assert done.returncode == 2, args
+    missing = run_verdict(str(tmp_path / "nope.jsonl"))
+    assert missing.returncode == 1 and "cannot read" in missing.stderr
+
+
+def test_junk_lines_in_a_real_transcript_are_skipped_and_counted(tmp_path):
+    lines = (EVIDENCE / "claude" / "verdict" / "ok" / "transcript.jsonl").read_bytes()
+    first, rest = lines.split(b"\n", 1)
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"npm WARN something\n" + first + b"\n[1, 2]\n{broken\n" + rest)
+    report = json.loads(run_verdict("--json", str(path)).stdout)
+    assert (report["verdict"], report["unrecognised"], report["text"], report["tools"]) == \
+        (OK, 3, 1, 1)
+
+
+def _home_with(backend: str, name: str, dest: Path) -> Path:
+    found = scenario(backend, name)
+    src = EVIDENCE / backend / "verdict" / name
+    home = dest / "home"
+    files = found.get("session_files") or []
+    assert files, f"{backend} {name}: no session file captured"
+    for rel in files:
+        target = home / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src / rel, target)
+    return home
+
+
+def _turn_series(sidecar: Sidecar) -> dict[str, float]:
+    text = generate_latest(_registry(sidecar)).decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("hive_agent_turns_total{"):
+            verdict = line.split('verdict="', 1)[1].split('"', 1)[0]
+            out[verdict] = float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def _registry(sidecar: Sidecar):
+    from prometheus_client import CollectorRegistry
+
+    registry = CollectorRegistry()
+    registry.register(MetricsCollector(sidecar))
+    return registry
+
+
+@pytest.mark.parametrize("backend,name", [(b, s) for b in sorted(SESSION_VERDICTS)
+                                          for s in SCENARIOS])
+def test_the_sidecar_classifies_each_real_session(tmp_path, log_stream, backend, name):
+    home = _home_with(backend, name, tmp_path)
+    config = tmp_path / "config.yaml"
+    config.write_text("repeat_failure:\n  enabled: true\n  collect_grace_s: 0.5\n")
+    sidecar = Sidecar(tmp_path / "shared", [AgentSpec("a1", backend, str(home))], config)
+    sidecar.run_once()
+    expected = SESSION_VERDICTS[backend][name]
+    series = _turn_series(sidecar)
+    assert series == {v: float(v == expected) for v in VERDICTS}
+    [view] = sidecar.snapshot()
+    assert view.last_verdict == expected
+    assert view.failed_in_a_row == (0 if expected in (None, OK) else 1)
+    failed = [json.loads(line) for line in log_stream.getvalue().splitlines()
+              if json.loads(line).get("event") == "turn_failed"]
+    if expected in (None, OK):
+        assert failed == []
+    else:
+        [line] = failed
+        assert {k: line[k] for k in ("level", "msg", "agent", "backend", "verdict", "text",
+                                     "tools", "failed_in_a_row")} == {
+            "level": "warning", "msg": "agent turn failed", "agent": "a1", "backend": backend,
+            "verdict": expected, "text": 0, "tools": 0, "failed_in_a_row": 1}
+        assert isinstance(line["turn_id"], str)
+        if expected == AGENT_ERROR:
+            assert "harness: stub refused the request" in line["error"]
+        else:
+            assert line["error"] == ""
