@@ -800,15 +800,17 @@ def test_sidecar_config_in_each_agent_namespace_validates_with_the_sidecar() -> 
 
     objs = render(f"agentNamespaces={{{','.join(TEAMS)}}}", "repeatFailure.enabled=true",
                   "repeatFailure.threshold=3", "json:repeatFailure.collect_grace_s=0.5",
-                  "repeatFailure.exclude={make watch}")
+                  "repeatFailure.exclude={make watch}", "json:repeatFailure.preview_timeout_s=2.5")
     cms = sidecar_configs(objs)
     assert [c["metadata"]["namespace"] for c in cms] == list(TEAMS)
     for c in cms:
         section = yaml.safe_load(c["data"]["config.yaml"])["repeat_failure"]
         assert (section["enabled"], section["threshold"], section["collect_grace_s"],
-                section["exclude"]) == (True, 3, 0.5, ["make watch"])
+                section["exclude"], section["preview_timeout_s"]) == (
+            True, 3, 0.5, ["make watch"], 2.5)
         parsed = parse_config(yaml.safe_load(c["data"]["config.yaml"]), "config.yaml")
-        assert (parsed.enabled, parsed.threshold, parsed.exclude) == (True, 3, ("make watch",))
+        assert (parsed.enabled, parsed.threshold, parsed.exclude, parsed.preview_timeout_s) == (
+            True, 3, ("make watch",), 2.5)
 
 
 def test_values_schema_mirrors_the_sidecar_schema() -> None:
@@ -954,6 +956,8 @@ def test_grafana_dashboard_is_the_json_file() -> None:
     ("repeatFailure.threshold=0", "/repeatFailure/threshold"),       # below the minimum
     ("repeatFailure.collect_interval_s=31", "/repeatFailure/collect_interval_s"),
     ("json:repeatFailure.collect_grace_s=0.1", "/repeatFailure/collect_grace_s"),  # minimum 0.5
+    ("json:repeatFailure.preview_timeout_s=0.4", "/repeatFailure/preview_timeout_s"),  # min 0.5
+    ("repeatFailure.preview_timeout_s=31", "/repeatFailure/preview_timeout_s"),  # max 30
     ("repeatFailure.window_s=0", "/repeatFailure/window_s"),
     ("injector.failurePolicy=Maybe", "/injector/failurePolicy"),    # not in the enum
     ("injector.nativeSidecar=sometimes", "/injector/nativeSidecar"),

@@ -205,3 +205,61 @@ def test_inject_webhook_serves_from_env_flags(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=15) == 0
     assert any(line.get("event") == "pod_injected" for line in log_lines(stderr))
+
+
+# -- the injected sidecar's preview URL -----------------------------------------------------------
+
+
+def _injected_env(tmp_path: Path, preview_url: str) -> tuple[dict[str, str], list[str]]:
+    """The env and args of the sidecar the injector makes of tests/fixtures/admission/
+    preview-url.json (with ``preview_url`` as its annotation), its paths moved under
+    ``tmp_path`` and its listen address onto loopback; the config file does not exist
+    (an optional ConfigMap not created yet)."""
+    from sidecar.injector import decide, parse_injector_config
+
+    review = load("preview-url")
+    review["request"]["object"]["metadata"]["annotations"][
+        "repeat-failure.hive.dev/preview-url"] = preview_url
+    decision = decide(review["request"], parse_injector_config({"enabled": True}))
+    (sidecar,) = [op["value"][0] for op in decision.patch if op["path"] == "/spec/initContainers"]
+    moved = {"REPEAT_FAILURE_CONFIG": str(tmp_path / "cfg" / "config.yaml"),
+             "REPEAT_FAILURE_SHARED_DIR": str(tmp_path / "shared"),
+             "REPEAT_FAILURE_LISTEN": "127.0.0.1:0",
+             "REPEAT_FAILURE_AGENT_HOME": str(tmp_path / "home")}
+    env = {e["name"]: moved.get(e["name"], e["value"]) for e in sidecar["env"] if "value" in e}
+    (tmp_path / "home").mkdir(exist_ok=True)
+    return clean_env(**env), [sys.executable, "-m", "sidecar", *sidecar["args"]]
+
+
+def test_injected_preview_url_starts_the_real_sidecar(tmp_path: Path) -> None:
+    """The sidecar the injector writes for a pod with the preview-url annotation, run as a real
+    process from its env (REPEAT_FAILURE_PREVIEW_URL among it) and args: it starts, serves
+    /healthz, and SIGTERM exits 0."""
+    env, cmd = _injected_env(tmp_path, "http://127.0.0.1:5173/")
+    assert env["REPEAT_FAILURE_PREVIEW_URL"] == "http://127.0.0.1:5173/"
+    stderr = tmp_path / "stderr.log"
+    with open(stderr, "w") as err:
+        proc = subprocess.Popen(cmd, stderr=err, env=env)
+    try:
+        started = wait_until(lambda: next((line for line in log_lines(stderr)
+                                           if line.get("msg") == "sidecar started"), None)
+                             or proc.poll() is not None)
+        assert started is not True, stderr.read_text()
+        assert started["agents"] == ["web-agent"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{started['port']}/healthz",
+                                    timeout=5) as r:
+            assert r.read() == b"ok\n"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+
+
+def test_a_preview_url_the_injector_refuses_would_stop_the_sidecar(tmp_path: Path) -> None:
+    """Why the injector leaves a pod with a bad preview-url annotation unchanged: the sidecar
+    given that URL exits 2 at start (a crash loop in the pod), naming the variable."""
+    env, cmd = _injected_env(tmp_path, "http://127.0.0.1:5173/")
+    env["REPEAT_FAILURE_PREVIEW_URL"] = "localhost:5173"
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=30, env=env)
+    assert done.returncode == 2, done.stderr
+    assert "REPEAT_FAILURE_PREVIEW_URL" in done.stderr
+    assert "must be http:// or https://" in done.stderr

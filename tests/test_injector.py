@@ -109,9 +109,10 @@ VOLUMES = [{"name": "repeat-failure-shared", "emptyDir": {}},
 
 def expected_sidecar(agent: str, backend: str, uid: int, gid: int, native: bool,
                      chain: str | None = None, home: dict | None = None,
-                     token: str | None = None) -> dict:
+                     token: str | None = None, preview: str | None = None) -> dict:
     """The sidecar container the contract lists; ``token`` is the name of the agent's
-    service-account token volume, whose mount the sidecar gets a read-only copy of."""
+    service-account token volume, whose mount the sidecar gets a read-only copy of;
+    ``preview`` the preview-url annotation (env ``REPEAT_FAILURE_PREVIEW_URL``, last)."""
     env = [{"name": "REPEAT_FAILURE_CONFIG", "value": "/etc/repeat-failure/config.yaml"},
            {"name": "REPEAT_FAILURE_SHARED_DIR", "value": "/var/run/repeat-failure"},
            {"name": "REPEAT_FAILURE_AGENT", "value": agent},
@@ -133,6 +134,8 @@ def expected_sidecar(agent: str, backend: str, uid: int, gid: int, native: bool,
         mounts.append({"name": home["volume"], "mountPath": "/var/run/repeat-failure-home",
                        "readOnly": True, **({"subPath": home["subPath"]} if "subPath" in home
                                             else {})})
+    if preview:
+        env.append({"name": "REPEAT_FAILURE_PREVIEW_URL", "value": preview})
     if token:
         mounts.append({"name": token, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
                        "readOnly": True})
@@ -349,6 +352,58 @@ def test_root_agent_sidecar_takes_the_configs_user(native: bool) -> None:
     validate(pod, native)
 
 
+@NATIVE
+def test_preview_url_annotation_reaches_the_sidecar_env(native: bool) -> None:
+    """A web-app agent whose dev server runs in a second container of the pod (the sidecar
+    shares the pod's network, so 127.0.0.1:5173 is the same server for it): the preview-url
+    annotation becomes the sidecar's REPEAT_FAILURE_PREVIEW_URL, exactly as written and last in
+    its env; nothing else changes (the dev-server container, not named by `containers`, is not
+    hooked). HOME /workspace/home under the mount of /workspace → subPath home."""
+    review = load("preview-url")
+    original = review["request"]["object"]
+    assert original["metadata"]["annotations"]["repeat-failure.hive.dev/preview-url"] == \
+        "http://127.0.0.1:5173/"
+    response, ops, pod = run(review, config(native))
+    assert "warnings" not in response
+    agent, dev_server = original["spec"]["containers"]
+    assert pod == expected_pod(
+        original, expected_sidecar("web-agent", "claude", 1000, 1000, native,
+                                   home={"volume": "workspace", "subPath": "home"},
+                                   token="kube-api-access-w5e6b",
+                                   preview="http://127.0.0.1:5173/"),
+        native, hooked={0: with_hook(agent, "web-agent")})
+    assert pod["spec"]["containers"][1] == dev_server
+    sidecar_op = next(op for op in ops if op["path"] in ("/spec/initContainers",
+                                                          "/spec/containers/-"))
+    sidecar = sidecar_op["value"][0] if native else sidecar_op["value"]
+    assert sidecar["env"][-1] == {"name": "REPEAT_FAILURE_PREVIEW_URL",
+                                  "value": "http://127.0.0.1:5173/"}
+    # Without the annotation the same pod's sidecar has no such entry.
+    del original["metadata"]["annotations"]["repeat-failure.hive.dev/preview-url"]
+    _, _, plain = run(review, config(native))
+    sidecars = plain["spec"]["initContainers" if native else "containers"]
+    assert all(e["name"] != "REPEAT_FAILURE_PREVIEW_URL"
+               for c in sidecars if c["name"] == "repeat-failure" for e in c["env"])
+    validate(pod, native)
+
+
+@pytest.mark.parametrize("url", [
+    "https://preview.agents.svc.cluster.local/app/?tab=1",
+    "http://[::1]:3000",
+    "HTTP://127.0.0.1:8080/index.html",
+])
+def test_preview_url_forms_the_sidecar_accepts_are_passed_unchanged(url: str) -> None:
+    """Any URL the sidecar's own check accepts (https, a path and query, an IPv6 literal, an
+    upper-case scheme) is injected and handed over byte for byte, never normalised."""
+    from sidecar.config import check_preview_url
+
+    check_preview_url(url)
+    response, ops, pod = run(variant(annotate(preview_url=url)), config())
+    assert "warnings" not in response
+    assert pod["spec"]["initContainers"][0]["env"][-1] == {
+        "name": "REPEAT_FAILURE_PREVIEW_URL", "value": url}
+
+
 # -- pods left unchanged --------------------------------------------------------------------------
 
 
@@ -365,7 +420,8 @@ def test_left_alone_without_a_word(name: str) -> None:
 def test_check_off_adds_nothing() -> None:
     """Off means off: with enabled: false in the injector config an annotated pod gets nothing,
     not even a warning for an invalid name."""
-    for name in ("deployment-one-container", "pod-several-containers", "invalid-agent"):
+    for name in ("deployment-one-container", "pod-several-containers", "invalid-agent",
+                 "preview-url", "invalid-preview-url"):
         response, ops, _ = run(load(name), config(enabled=False))
         assert ops is None and "warnings" not in response
 
@@ -375,9 +431,13 @@ def test_check_off_adds_nothing() -> None:
                       "DNS-1123-style label (a-z, 0-9, '-', '.', '_'; at most 63); not injected"),
     ("unknown-backend", "repeat-failure: unknown backend 'gpt-shell' (`repeat-failure coverage` "
                         "lists them); not injected"),
+    # "localhost:5173" (the scheme forgotten) parses as the scheme "localhost".
+    ("invalid-preview-url", "repeat-failure: the preview-url annotation: preview URL must be "
+                            "http:// or https:// (scheme 'localhost'); not injected"),
 ])
 def test_invalid_names_leave_the_pod_unchanged_with_a_warning(name: str, warning: str) -> None:
-    """An invalid agent or an unknown backend: allowed unchanged, one warning, never rejected."""
+    """An invalid agent, an unknown backend or a preview URL the sidecar would refuse (it would
+    exit 2 at start, again and again): allowed unchanged, one warning, never rejected."""
     response, ops, _ = run(load(name), config())
     assert ops is None and response["warnings"] == [warning]
 
@@ -385,7 +445,8 @@ def test_invalid_names_leave_the_pod_unchanged_with_a_warning(name: str, warning
 @NATIVE
 @pytest.mark.parametrize("name", ["deployment-one-container", "pod-several-containers",
                                   "containers-annotation", "job-bash-env-literal",
-                                  "bash-env-value-from", "home-not-covered", "root-agent"])
+                                  "bash-env-value-from", "home-not-covered", "root-agent",
+                                  "preview-url"])
 def test_injecting_twice_adds_nothing(name: str, native: bool) -> None:
     """Idempotency: the patched pod sent again gets no patch (its status annotation), and so does
     one that lost the annotation but carries the repeat-failure container."""
@@ -576,6 +637,44 @@ def test_two_different_literal_bash_envs() -> None:
     assert pod["spec"]["containers"][1]["env"][0]["value"] == "/var/run/repeat-failure/hook/pair.sh"
 
 
+@pytest.mark.parametrize("url, secret", [
+    ("ftp://127.0.0.1:5173/", None),
+    ("http://dev:hunter2@127.0.0.1:5173/", "hunter2"),       # credentials: never echoed
+    ("http://127.0.0.1:5173/#/login?token=s3cr3t", "s3cr3t"),  # a fragment is never sent
+    ("http:///index.html", None),                             # no host
+    ("http://127.0.0.1:99999/", None),                        # bad port
+    ("http://127.0.0.1:5173/ ", None),                        # whitespace
+    ("", None),                                               # present but empty
+], ids=["ftp", "userinfo", "fragment", "no-host", "bad-port", "whitespace", "empty"])
+def test_invalid_preview_url_leaves_the_pod_unchanged(url: str, secret: str | None) -> None:
+    """Every preview URL sidecar.config.check_preview_url refuses leaves the pod unchanged with
+    one warning giving the check's reason, the same reason the sidecar would exit 2 with, and
+    never the URL's credentials or fragment; the decision still names agent and backend (the
+    injector's log line)."""
+    from sidecar.config import check_preview_url
+
+    with pytest.raises(ConfigError) as refused:
+        check_preview_url(url, "the preview-url annotation")
+    review = variant(annotate(preview_url=url))
+    response, ops, _ = run(review, config())
+    assert ops is None
+    assert response["warnings"] == [f"repeat-failure: {refused.value}; not injected"]
+    assert response["warnings"][0].startswith("repeat-failure: the preview-url annotation: ")
+    if secret is not None:
+        assert secret not in response["warnings"][0]
+    decision = decide(review["request"], config())
+    assert (decision.outcome, decision.agent, decision.backend) == (
+        "invalid", "claude-agent", "claude")
+
+
+def test_preview_url_warning_is_bounded() -> None:
+    """A long bad scheme (what the check quotes of a URL) is cut: the warning stays short."""
+    response, ops, _ = run(variant(annotate(preview_url="x" * 5000 + "://a/")), config())
+    assert ops is None
+    (warning,) = response["warnings"]
+    assert warning.endswith("; not injected") and len(warning) < 260
+
+
 def test_agent_home_annotation_must_be_absolute() -> None:
     response, ops, pod = run(variant(annotate(agent_home="home/agent")), config())
     assert response["warnings"] == ["repeat-failure: the agent-home annotation must be an "
@@ -650,9 +749,29 @@ def test_injected_sidecar_env_and_args_parse_as_the_cli_expects(monkeypatch) -> 
             monkeypatch.setenv(entry["name"], entry["value"])
     args = build_parser().parse_args(sidecar["args"])
     assert (args.command, args.config, args.config_optional, args.shared_dir, args.agent,
-            args.backend, args.listen, args.chain_bash_env, args.agent_home) == (
+            args.backend, args.listen, args.chain_bash_env, args.agent_home,
+            args.preview_url) == (
         "run", "/etc/repeat-failure/config.yaml", True, "/var/run/repeat-failure", "gemini-run",
-        "gemini", "0.0.0.0:9466", "/etc/agent/bash_env.sh", "/var/run/repeat-failure-home")
+        "gemini", "0.0.0.0:9466", "/etc/agent/bash_env.sh", "/var/run/repeat-failure-home", None)
+
+
+def test_injected_preview_url_env_is_the_clis_preview_url(monkeypatch) -> None:
+    """REPEAT_FAILURE_PREVIEW_URL as injected is `run --preview-url` for the CLI, and passes the
+    sidecar's own check (tests/test_cli_inject.py starts the real process with it)."""
+    from sidecar.cli import build_parser
+    from sidecar.config import check_preview_url
+
+    _, _, pod = run(load("preview-url"), config())
+    sidecar = pod["spec"]["initContainers"][0]
+    for key in [k for k in os.environ if k.startswith("REPEAT_FAILURE_")]:
+        monkeypatch.delenv(key)
+    for entry in sidecar["env"]:
+        if "value" in entry:
+            monkeypatch.setenv(entry["name"], entry["value"])
+    args = build_parser().parse_args(sidecar["args"])
+    assert (args.agent, args.backend, args.agent_home, args.preview_url) == (
+        "web-agent", "claude", "/var/run/repeat-failure-home", "http://127.0.0.1:5173/")
+    check_preview_url(args.preview_url)
 
 
 # -- the injector config --------------------------------------------------------------------------

@@ -4,8 +4,12 @@ real data.
 - ``promtool check rules`` and ``promtool test rules tests/promtool/rules.test.yaml``.
 - The dashboard JSON is what ``charts/repeat-failure/dashboards/generate.py`` generates (Grafana
   Foundation SDK), and every panel has the data source variable and a query.
-- End to end: a real ``repeat-failure run`` (two agents: ``a1`` on the bash hook, ``a2`` a
-  Claude Code agent whose real mid-turn session log shows shell activity but no record arrives)
+- Issue 8's panels (agent turns, preview) also on series shaped as the contract specifies,
+  through ``promtool test rules`` (``promql_expr_test``): the sidecar below ends no turn and
+  runs no probe.
+- End to end: a real ``repeat-failure run`` (two agents: ``a1`` on the bash hook, with a
+  preview URL, ``a2`` a Claude Code agent whose real mid-turn session log shows shell activity
+  but no record arrives)
   fed by real ``bash -c`` commands under the rendered hook, scraped every second by a real
   ``prometheus`` on loopback that loads the rule file. Every dashboard query (template variables
   substituted) and every alert expression is evaluated through ``/api/v1/query`` and compared
@@ -55,7 +59,8 @@ METRICS_DOC = REPO / "docs" / "metrics.md"
 EVIDENCE = REPO / "harness" / "evidence"
 
 ALERTS = ("RepeatFailureRepeatingFailure", "RepeatFailureCheckNotReceivingData",
-          "RepeatFailureSidecarDown")
+          "RepeatFailureSidecarDown", "RepeatFailureAgentTurnsFailing",
+          "RepeatFailurePreviewBroken")
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 
 needs_promtool = pytest.mark.skipif(shutil.which("promtool") is None,
@@ -85,11 +90,11 @@ def query_panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
 
 @needs_promtool
 def test_promtool_check_rules() -> None:
-    """`promtool check rules` accepts the rule file and counts its 3 rules."""
+    """`promtool check rules` accepts the rule file and counts its 5 rules."""
     done = subprocess.run(["promtool", "check", "rules", str(RULES)], capture_output=True,
                           text=True, timeout=60)
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == f"Checking {RULES}\n  SUCCESS: 3 rules found\n\n"
+    assert done.stdout == f"Checking {RULES}\n  SUCCESS: 5 rules found\n\n"
 
 
 @needs_promtool
@@ -102,7 +107,7 @@ def test_promtool_rule_unit_tests() -> None:
 
 
 def test_every_alert_is_tested_firing_and_not_firing() -> None:
-    """The rule file has exactly the three alerts, each with a ``for``, severity warning and a
+    """The rule file has exactly the five alerts, each with a ``for``, severity warning and a
     summary and description; the promtool tests expect each of them both firing (a non-empty
     ``exp_alerts``) and not firing (an empty one)."""
     groups = yaml.safe_load(RULES.read_text())["groups"]
@@ -110,7 +115,8 @@ def test_every_alert_is_tested_firing_and_not_firing() -> None:
     assert [r["alert"] for r in rules] == list(ALERTS)
     assert {r["alert"]: r["for"] for r in rules} == {
         "RepeatFailureRepeatingFailure": "10m", "RepeatFailureCheckNotReceivingData": "5m",
-        "RepeatFailureSidecarDown": "5m"}
+        "RepeatFailureSidecarDown": "5m", "RepeatFailureAgentTurnsFailing": "5m",
+        "RepeatFailurePreviewBroken": "5m"}
     for rule in rules:
         assert rule["labels"] == {"severity": "warning"}
         assert set(rule["annotations"]) == {"summary", "description"}
@@ -132,6 +138,27 @@ def test_repeating_failure_annotations_name_the_note() -> None:
     for needle in ("$labels.agent", "$labels.backend", "$labels.command", "$labels.exit",
                    "$value"):
         assert needle in text
+
+
+def test_issue_8_alert_expressions_and_texts() -> None:
+    """RepeatFailureAgentTurnsFailing is a run of 3 failed turns (the gauge since the last ok
+    turn) and its summary names agent, backend, the run's length and the newest verdict, read
+    from the turn-verdict state set of the same target (a template query, so a change of
+    verdict does not restart the alert); RepeatFailurePreviewBroken is the preview state set at
+    preview_error. promtool renders both texts in tests/promtool/rules.test.yaml."""
+    rules = {r["alert"]: r for g in yaml.safe_load(RULES.read_text())["groups"]
+             for r in g["rules"]}
+    turns = rules["RepeatFailureAgentTurnsFailing"]
+    assert turns["expr"] == "hive_agent_consecutive_failed_turns >= 3"
+    summary = turns["annotations"]["summary"]
+    for needle in ("$labels.agent", "$labels.backend", "$value",
+                   "hive_agent_turn_verdict{agent=%q,backend=%q,instance=%q} == 1",
+                   '| query', 'label "verdict"'):
+        assert needle in summary, needle
+    assert "verdict" not in turns["expr"]
+    preview = rules["RepeatFailurePreviewBroken"]
+    assert preview["expr"] == 'hive_agent_preview_state{state="preview_error"} == 1'
+    assert "PreviewError" in preview["annotations"]["description"]
 
 
 # --- Dashboard -----------------------------------------------------------------------------
@@ -185,19 +212,20 @@ def test_every_panel_has_the_datasource_and_a_query() -> None:
     the 24-column grid without overlapping."""
     d = load_dashboard()
     panels = query_panels(d)
-    assert len(panels) == 11
+    assert len(panels) == 17
     for panel in panels:
         assert panel["datasource"] == DATASOURCE, panel["title"]
         assert panel["targets"], panel["title"]
         for target in panel["targets"]:
             assert target["datasource"] == DATASOURCE, panel["title"]
             assert target["expr"].strip(), panel["title"]
-            for metric, selector in re.findall(r"(hive_repeat_failure_\w+)\{([^}]*)\}",
-                                               target["expr"]):
+            for metric, selector in re.findall(r"(hive_(?:repeat_failure|agent)_\w+)"
+                                               r"\{([^}]*)\}", target["expr"]):
                 assert 'namespace=~"$namespace"' in selector, (panel["title"], metric)
                 if not metric.startswith("hive_repeat_failure_collect_duration"):
                     assert 'agent=~"$agent"' in selector, (panel["title"], metric)
-            assert not re.search(r"hive_repeat_failure_\w+(?![\w{])", target["expr"]), (
+            assert not re.search(r"hive_(?:repeat_failure|agent)_\w+(?![\w{])",
+                                 target["expr"]), (
                 panel["title"], "a hive_ series without a selector")
     ids = [p["id"] for p in d["panels"]] + [p["id"] for p in panels if p not in d["panels"]]
     assert len(ids) == len(set(ids))
@@ -211,6 +239,30 @@ def test_every_panel_has_the_datasource_and_a_query() -> None:
         cells |= mine
 
 
+def test_rows_and_their_panels() -> None:
+    """The rows in order, each followed by its panels (left to right, top to bottom): issue 8
+    adds "Agent turns" and "Preview" after the repeat-failure check's three rows."""
+    layout: dict[str, list[str]] = {}
+    row = None
+    for panel in load_dashboard()["panels"]:
+        if panel["type"] == "row":
+            row = panel["title"]
+            layout[row] = []
+        else:
+            layout[row].append(panel["title"])
+    assert layout == {
+        "Agents": ["Agents by check state", "Agent rows", "Sidecars down",
+                   "Repeating failures now"],
+        "Failing commands": ["Top failing commands", "Notes raised"],
+        "Input and sidecar health": ["Records per route and outcome",
+                                     "Seconds since the last record", "Rejected record lines",
+                                     "Session-log reader errors",
+                                     "Collection pass duration (p99)"],
+        "Agent turns": ["Newest turn verdict", "Turns per verdict", "Consecutive failed turns"],
+        "Preview": ["Preview state", "Preview probes", "Preview errors by reason"],
+    }
+
+
 def test_docs_describe_every_panel_and_alert() -> None:
     """docs/metrics.md's "Dashboard and alerts" section names every panel and every alert."""
     doc = METRICS_DOC.read_text()
@@ -219,6 +271,154 @@ def test_docs_describe_every_panel_and_alert() -> None:
         assert f"**{panel['title']}**" in section, panel["title"]
     for alert in ALERTS:
         assert f"`{alert}`" in section, alert
+
+
+# --- Issue 8's panels on series shaped as the sidecar's contract says -------------------------
+
+#: The series issue 8 specifies (docs/metrics.md), for two agents of namespace ``agents`` and
+#: one of another namespace that ``$namespace`` must filter out; 1-minute samples. Counters grow
+#: linearly, so rates and increases over 5 minutes are exact.
+_ISSUE_8_SERIES = {
+    # web: 1 ok and 2 agent_error turns a minute; newest verdict agent_error, 4 failed in a
+    # row; its preview probed once a minute, each probe an entry_empty preview error.
+    "web": ("agents", "web-0", "claude", {
+        "hive_agent_turns_total": {("verdict", "ok"): "0+1x20",
+                                   ("verdict", "agent_error"): "0+2x20",
+                                   ("verdict", "nonzero_exit"): "0x20",
+                                   ("verdict", "agent_no_output"): "0x20"},
+        "hive_agent_turn_verdict": {("verdict", "ok"): "0x20", ("verdict", "agent_error"): "1x20",
+                                    ("verdict", "nonzero_exit"): "0x20",
+                                    ("verdict", "agent_no_output"): "0x20"},
+        "hive_agent_consecutive_failed_turns": {(): "4x20"},
+        "hive_agent_preview_probes_total": {(): "0+1x20"},
+        "hive_agent_preview_errors_total": {
+            (("outcome", "preview_error"), ("reason", "entry_status")): "0x20",
+            (("outcome", "preview_error"), ("reason", "entry_empty")): "0+1x20",
+            (("outcome", "preview_error"), ("reason", "asset_broken")): "0x20",
+            (("outcome", "server_down"), ("reason", "unreachable")): "0x20",
+            (("outcome", "server_down"), ("reason", "timeout")): "0x20"},
+        "hive_agent_preview_state": {("state", "ok"): "0x20", ("state", "preview_error"): "1x20",
+                                     ("state", "server_down"): "0x20"},
+    }),
+    # cli: 3 ok turns a minute, newest ok; no preview URL (no preview series at all).
+    "cli": ("agents", "cli-0", "codex", {
+        "hive_agent_turns_total": {("verdict", "ok"): "0+3x20",
+                                   ("verdict", "agent_error"): "0x20",
+                                   ("verdict", "nonzero_exit"): "0x20",
+                                   ("verdict", "agent_no_output"): "0x20"},
+        "hive_agent_turn_verdict": {("verdict", "ok"): "1x20", ("verdict", "agent_error"): "0x20",
+                                    ("verdict", "nonzero_exit"): "0x20",
+                                    ("verdict", "agent_no_output"): "0x20"},
+        "hive_agent_consecutive_failed_turns": {(): "0x20"},
+    }),
+    # elsewhere: another namespace, every value different.
+    "elsewhere": ("other-team", "elsewhere-0", "gemini", {
+        "hive_agent_turns_total": {("verdict", "agent_no_output"): "0+10x20"},
+        "hive_agent_turn_verdict": {("verdict", "agent_no_output"): "1x20"},
+        "hive_agent_consecutive_failed_turns": {(): "50x20"},
+        "hive_agent_preview_probes_total": {(): "0+10x20"},
+        "hive_agent_preview_errors_total": {
+            (("outcome", "server_down"), ("reason", "timeout")): "0+10x20"},
+        "hive_agent_preview_state": {("state", "server_down"): "1x20"},
+    }),
+}
+
+
+def _issue_8_input_series() -> list[dict[str, str]]:
+    out = []
+    for agent, (namespace, pod, backend, metrics) in _ISSUE_8_SERIES.items():
+        for metric, series in metrics.items():
+            for extra, values in series.items():
+                pairs = extra if extra and isinstance(extra[0], tuple) else (
+                    (extra,) if extra else ())
+                labels = {"agent": agent, "backend": backend, "namespace": namespace, "pod": pod,
+                          "container": "repeat-failure", "endpoint": "rf-metrics",
+                          "instance": f"{pod}:9466", "job": "monitoring/repeat-failure",
+                          **dict(pairs)}
+                text = ",".join(f'{k}="{v}"' for k, v in labels.items())
+                out.append({"series": f"{metric}{{{text}}}", "values": values})
+    return out
+
+
+def _target(agent: str) -> dict[str, str]:
+    namespace, pod, backend, _ = _ISSUE_8_SERIES[agent]
+    return {"agent": agent, "backend": backend, "namespace": namespace, "pod": pod,
+            "container": "repeat-failure", "endpoint": "rf-metrics",
+            "instance": f"{pod}:9466", "job": "monitoring/repeat-failure"}
+
+
+#: Per issue 8 panel and ``$agent`` (``.*`` All, or ``web``): the samples its query must give
+#: at 10m on :data:`_ISSUE_8_SERIES` with ``$namespace`` = agents and a 5m rate interval.
+_ISSUE_8_PANELS: dict[str, dict[str, list[tuple[dict[str, str], float]]]] = {
+    "Newest turn verdict": {
+        ".*": [({"__name__": "hive_agent_turn_verdict", **_target("web"),
+                 "verdict": "agent_error"}, 1),
+               ({"__name__": "hive_agent_turn_verdict", **_target("cli"), "verdict": "ok"}, 1)],
+        "web": [({"__name__": "hive_agent_turn_verdict", **_target("web"),
+                  "verdict": "agent_error"}, 1)]},
+    "Turns per verdict": {
+        ".*": [({"verdict": "ok"}, 4), ({"verdict": "agent_error"}, 2),
+               ({"verdict": "nonzero_exit"}, 0), ({"verdict": "agent_no_output"}, 0)],
+        "web": [({"verdict": "ok"}, 1), ({"verdict": "agent_error"}, 2),
+                ({"verdict": "nonzero_exit"}, 0), ({"verdict": "agent_no_output"}, 0)]},
+    "Consecutive failed turns": {
+        ".*": [({"agent": "web", "backend": "claude"}, 4), ({"agent": "cli", "backend": "codex"}, 0)],
+        "web": [({"agent": "web", "backend": "claude"}, 4)]},
+    "Preview state": {
+        ".*": [({"__name__": "hive_agent_preview_state", **_target("web"),
+                 "state": "preview_error"}, 1)],
+        "web": [({"__name__": "hive_agent_preview_state", **_target("web"),
+                  "state": "preview_error"}, 1)]},
+    "Preview probes": {
+        ".*": [({"agent": "web", "backend": "claude"}, 5)],
+        "web": [({"agent": "web", "backend": "claude"}, 5)]},
+    "Preview errors by reason": {
+        agent: [({"outcome": "preview_error", "reason": "entry_status"}, 0),
+                ({"outcome": "preview_error", "reason": "entry_empty"}, 5),
+                ({"outcome": "preview_error", "reason": "asset_broken"}, 0),
+                ({"outcome": "server_down", "reason": "unreachable"}, 0),
+                ({"outcome": "server_down", "reason": "timeout"}, 0)] for agent in (".*", "web")},
+}
+
+
+def _promtool_labels(labels: dict[str, str]) -> str:
+    """A sample's labels as promtool's ``exp_samples`` writes them: ``name{k="v", ...}``."""
+    rest = ", ".join(f'{k}="{v}"' for k, v in labels.items() if k != "__name__")
+    return labels.get("__name__", "") + "{" + rest + "}"
+
+
+@needs_promtool
+def test_agent_turn_and_preview_panels_on_contract_series(tmp_path: Path) -> None:
+    """Issue 8's panels, whose series the end-to-end sidecar above barely produces (no turn
+    ends there and no agent has a preview URL): each panel's query, as Grafana would send it
+    (``$namespace`` agents, ``$agent`` All or ``web``, ``$__rate_interval`` 5m), evaluated by
+    ``promtool test rules`` (``promql_expr_test``) on series named and labelled as the
+    contract specifies, gives exactly the expected samples: e.g. 1 ok + 2 agent_error turns a
+    minute for web and 3 ok for cli stack to ok 4, agent_error 2 per minute; web's newest
+    verdict agent_error and 4 failed turns in a row; its 5 probes and 5 entry_empty errors in
+    5 minutes. The other namespace's agent never shows."""
+    assert set(_ISSUE_8_PANELS) == set(PANEL_TITLES[-6:])
+    cases = []
+    for title, by_agent in _ISSUE_8_PANELS.items():
+        (target,) = _panel(title)["targets"]
+        for agent, samples in by_agent.items():
+            expr = target["expr"]
+            for name, value in (("$__rate_interval", "5m"), ("$namespace", "agents"),
+                                ("$agent", agent)):
+                expr = expr.replace(name, value)
+            cases.append({"expr": expr, "eval_time": "10m", "exp_samples": [
+                {"labels": _promtool_labels(labels), "value": value}
+                for labels, value in samples]})
+    (tmp_path / "empty-rules.yaml").write_text("groups: []\n")
+    test_file = tmp_path / "panels.test.yaml"
+    test_file.write_text(yaml.safe_dump({
+        "rule_files": ["empty-rules.yaml"], "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": _issue_8_input_series(),
+                   "promql_expr_test": cases}]}, sort_keys=False))
+    done = subprocess.run(["promtool", "test", "rules", str(test_file)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (0, ""), done.stdout
+    assert len(cases) == 12
 
 
 # --- End to end: real sidecar, real bash, real Prometheus ------------------------------------
@@ -352,7 +552,8 @@ def _start_sidecar(tmp: Path) -> tuple[subprocess.Popen, int, list[str], Path, P
     config.write_text(
         "repeat_failure:\n  enabled: true\n  threshold: 3\n  window_s: 600\n"
         "  no_data_after_s: 1\n  collect_interval_s: 1\n  collect_grace_s: 0.5\n"
-        "  exclude: [sleep]\n  agents:\n    - {name: a1, backend: bash}\n"
+        "  exclude: [sleep]\n  agents:\n"
+        "    - {name: a1, backend: bash, preview_url: 'http://127.0.0.1:9/'}\n"
         f"    - {{name: a2, backend: claude, home: {home}}}\n")
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("REPEAT_FAILURE_") and k != "BASH_ENV"}
@@ -560,6 +761,23 @@ def expected_panels(st: Stack, agent: str) -> dict[str, list[tuple[dict[str, str
         "Session-log reader errors": reader_errors,
         "Collection pass duration (p99)": [
             ({"namespace": NAMESPACE, "pod": POD}, lambda v: 0 < v <= 2.5)],
+        # Issue 8. a2's session log is read: its four verdict counters exist at 0 and its run
+        # of failed turns is 0; its only turn has not ended, so no verdict yet. a1 (bash) has no
+        # session log (no turn series) but a preview URL: its probe counter and the five error
+        # series exist at 0, and no probe has run (a1 has no turns), so no preview state.
+        # test_agent_turn_and_preview_panels_on_contract_series checks these queries on data.
+        "Newest turn verdict": [],
+        "Turns per verdict": [({"verdict": v}, 0.0) for v in
+                              (("ok", "agent_error", "nonzero_exit", "agent_no_output")
+                               if both else ())],
+        "Consecutive failed turns": [({"agent": "a2", "backend": "claude"}, 0.0)] if both else [],
+        "Preview state": [],
+        "Preview probes": [({"agent": "a1", "backend": "bash"}, 0.0)],
+        "Preview errors by reason": [
+            ({"outcome": outcome, "reason": reason}, 0.0) for outcome, reason in (
+                ("preview_error", "entry_status"), ("preview_error", "entry_empty"),
+                ("preview_error", "asset_broken"), ("server_down", "unreachable"),
+                ("server_down", "timeout"))],
     }
 
 
@@ -608,8 +826,9 @@ def test_panel_query_against_real_prometheus(stack: Stack, title: str, agent: st
 @needs_prometheus
 def test_alert_expressions_against_real_prometheus(stack: Stack) -> None:
     """Each alert's expression at t1: the note series of a1 (value 5), a2's
-    not_receiving_data (value 1, a1 absent), and no sidecar down; the loaded rule group has
-    the three alerts, healthy."""
+    not_receiving_data (value 1, a1 absent), no sidecar down, no run of failed turns (a2's is
+    0) and no broken preview (none probed); the loaded rule group has the five alerts,
+    healthy."""
     rules = {r["alert"]: r for g in yaml.safe_load(RULES.read_text())["groups"]
              for r in g["rules"]}
     t = stack.target
@@ -620,6 +839,8 @@ def test_alert_expressions_against_real_prometheus(stack: Stack) -> None:
         "RepeatFailureCheckNotReceivingData": [
             ({**t, "agent": "a2", "backend": "claude", "state": "not_receiving_data"}, 1.0)],
         "RepeatFailureSidecarDown": [],
+        "RepeatFailureAgentTurnsFailing": [],
+        "RepeatFailurePreviewBroken": [],
     }
     for name, rule in rules.items():
         assert_series(stack.prom.query(rule["expr"], at=stack.t1), want[name], name)

@@ -10,6 +10,10 @@ Grafana 11.6 schema). Edit this file, not the JSON, then regenerate::
 ``tests/test_monitoring.py`` checks that the committed JSON is what this file generates, and
 evaluates every panel's query against a real Prometheus scraping a real sidecar.
 
+Rows: *Agents*, *Failing commands*, *Input and sidecar health* (the repeat-failure check's
+``hive_repeat_failure_*`` series), *Agent turns* and *Preview* (issue 8's turn verdicts and
+preview probe, ``hive_agent_*``).
+
 Every query selects ``namespace=~"$namespace"`` (the label prometheus-operator's PodMonitor sets
 on each target) and, where the series has an ``agent`` label, ``agent=~"$agent"``. Both variables
 default to All (``.*``), which also matches series without the label (a Prometheus scraping the
@@ -64,6 +68,22 @@ Q_COLLECT_P99 = (f'histogram_quantile(0.99, sum by (namespace, pod, le) '
                  f'(rate(hive_repeat_failure_collect_duration_seconds_bucket{{{SEL_NS}}}'
                  f'[$__rate_interval])))')
 
+# Agent turns and the preview probe (issue 8).
+Q_TURNS = (f'60 * sum by (verdict) '
+           f'(rate(hive_agent_turns_total{{{SEL}}}[$__rate_interval]))')
+Q_TURN_VERDICT = f'hive_agent_turn_verdict{{{SEL}}} == 1'
+Q_FAILED_TURNS = f'max by (agent, backend) (hive_agent_consecutive_failed_turns{{{SEL}}})'
+Q_PREVIEW_STATE = f'hive_agent_preview_state{{{SEL}}} == 1'
+Q_PREVIEW_PROBES = (f'sum by (agent, backend) '
+                    f'(increase(hive_agent_preview_probes_total{{{SEL}}}[$__rate_interval]))')
+Q_PREVIEW_ERRORS = (f'sum by (outcome, reason) '
+                    f'(increase(hive_agent_preview_errors_total{{{SEL}}}[$__rate_interval]))')
+
+#: Colours of the turn verdicts and preview states (tables and stacked series).
+VERDICT_COLORS = {"ok": "green", "agent_error": "red", "agent_no_output": "orange",
+                  "nonzero_exit": "purple"}
+PREVIEW_COLORS = {"ok": "green", "preview_error": "red", "server_down": "orange"}
+
 
 def _query(expr: str, legend: str = "", instant: bool = False,
            fmt: PromQueryFormat = PromQueryFormat.TIME_SERIES) -> prometheus.Dataquery:
@@ -111,6 +131,27 @@ def _timeseries(title: str, description: str, expr: str, legend: str, unit: str,
             .legend(common_builder.VizLegendOptions().display_mode(common.LegendDisplayMode.TABLE)
                     .placement(common.LegendPlacement.RIGHT).show_legend(True)
                     .calcs(["max", "lastNotNull"])))
+
+
+def _colored_column(panel: table.Panel, column: str, colors: dict[str, str]) -> table.Panel:
+    """Colour the cells of a table's text ``column`` by value (a value mapping per value, shown
+    as the cell's background)."""
+    return panel.override_by_name(column, [
+        model.DynamicConfigValue(id_val="mappings", value=[{
+            "type": "value",
+            "options": {value: {"color": color, "index": i}
+                        for i, (value, color) in enumerate(colors.items())}}]),
+        model.DynamicConfigValue(id_val="custom.cellOptions",
+                                 value={"type": "color-background", "mode": "basic"}),
+    ])
+
+
+def _fixed_colors(panel, colors: dict[str, str]):
+    """Give each series named like a key of ``colors`` (its legend) that fixed colour."""
+    for name, color in colors.items():
+        panel = panel.override_by_name(name, [model.DynamicConfigValue(
+            id_val="color", value={"mode": "fixed", "fixedColor": color})])
+    return panel
 
 
 def _thresholds(*steps: tuple[float | None, str]) -> dash.ThresholdsConfig:
@@ -224,6 +265,55 @@ def build() -> model.Dashboard:
         "99th percentile of the sidecar's collection passes, per pod.",
         Q_COLLECT_P99, "{{namespace}}/{{pod}}", "s", _pos(16, 35, 8, 8))
 
+    newest_verdict = _colored_column(_table(
+        "Newest turn verdict",
+        "The verdict of each agent's newest classified turn: `ok`, `agent_error` (the CLI or "
+        "the model provider reported an error), `agent_no_output` (no text and no tool call) "
+        "or `nonzero_exit`. Absent until the agent's first turn ends.",
+        Q_TURN_VERDICT, _pos(0, 44, 8, 8),
+        rename={}, hide=("Value",),
+        order=("namespace", "pod", "agent", "backend", "verdict")), "verdict", VERDICT_COLORS)
+    turns = _fixed_colors(
+        _timeseries(
+            "Turns per verdict",
+            "Agent turns classified per minute, stacked by verdict. A band of `agent_error` or "
+            "`agent_no_output` is turns the agents spent without getting anything done.",
+            Q_TURNS, "{{verdict}}", "suffix: turns/min", _pos(8, 44, 8, 8))
+        .stacking(common_builder.StackingConfig().mode(common.StackingMode.NORMAL))
+        .fill_opacity(60), VERDICT_COLORS)
+    failed_turns = (
+        _timeseries(
+            "Consecutive failed turns",
+            "Turns classified other than ok since each agent's last ok turn (the longest run "
+            "among its pods). It drops to 0 on an ok turn; RepeatFailureAgentTurnsFailing "
+            "fires at 3 held for 5 minutes (the dashed line).",
+            Q_FAILED_TURNS, "{{agent}} ({{backend}})", "short", _pos(16, 44, 8, 8))
+        .decimals(0)
+        .thresholds(_thresholds((None, "green"), (3, "red")))
+        .thresholds_style(common_builder.GraphThresholdsStyleConfig()
+                          .mode(common.GraphThresholdsStyleMode.DASHED)))
+
+    preview_state = _colored_column(_table(
+        "Preview state",
+        "The outcome of each agent's newest preview probe (after a turn that edited files): "
+        "`ok`, `preview_error` (the page answered but its status, an empty body or a broken "
+        "script or stylesheet says it is broken) or `server_down` (no answer). Only agents "
+        "with a preview URL are probed; absent until the first probe.",
+        Q_PREVIEW_STATE, _pos(0, 53, 8, 8),
+        rename={}, hide=("Value",),
+        order=("namespace", "pod", "agent", "backend", "state")), "state", PREVIEW_COLORS)
+    probes = _timeseries(
+        "Preview probes",
+        "Preview probes run per agent: one after each turn that edited files. None while an "
+        "agent edits files means its preview URL is not set.",
+        Q_PREVIEW_PROBES, "{{agent}} ({{backend}})", "short", _pos(8, 53, 8, 8))
+    preview_errors = _timeseries(
+        "Preview errors by reason",
+        "Probes that did not find a working preview, by outcome and reason: preview_error "
+        "(`entry_status`, `entry_empty`, `asset_broken`) or server_down (`unreachable`, "
+        "`timeout`).",
+        Q_PREVIEW_ERRORS, "{{outcome}} {{reason}}", "short", _pos(16, 53, 8, 8))
+
     return (dash.Dashboard("repeat-failure").uid(UID)
             .description("AI agents running the same failing shell command again and again "
                          "(repeat-failure sidecar). Monitor only: nothing here pauses an agent.")
@@ -242,6 +332,10 @@ def build() -> model.Dashboard:
             .with_row(dash.Row("Input and sidecar health").grid_pos(_pos(0, 25, 24, 1)))
             .with_panel(records).with_panel(last).with_panel(rejected)
             .with_panel(reader_errors).with_panel(collect)
+            .with_row(dash.Row("Agent turns").grid_pos(_pos(0, 43, 24, 1)))
+            .with_panel(newest_verdict).with_panel(turns).with_panel(failed_turns)
+            .with_row(dash.Row("Preview").grid_pos(_pos(0, 52, 24, 1)))
+            .with_panel(preview_state).with_panel(probes).with_panel(preview_errors)
             .build())
 
 
