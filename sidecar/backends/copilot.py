@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sidecar.backends import (SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
+from sidecar.backends import (ERROR, SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
                               JsonLinesReader, ReaderFormatError, SessionEvent, command_arg,
                               exit_number, log_timestamp, open_calls, register_reader, remember,
                               require_object, str_or_empty)
@@ -129,7 +129,10 @@ class CopilotReader(JsonLinesReader):
                 raise ReaderFormatError("unknown_shape")
             if requests is not None and not isinstance(requests, list):
                 raise ReaderFormatError("unknown_shape")
-            if not sub_agent:
+            if not sub_agent and ((content and content.strip()) or requests):
+                # An empty reply (no text, no tool request) does not end the turn here: Copilot
+                # CLI 1.0.102 follows it with session.error ("No response was returned"), which
+                # does, so the turn is counted once.
                 step = state["step"]
                 step["message"] = True
                 step["tools"] = bool(step.get("tools")) or bool(requests)
@@ -140,6 +143,17 @@ class CopilotReader(JsonLinesReader):
                 return []
             state["step"] = {"message": False, "tools": False}
             return [SessionEvent(TURN_END, ts, turn_id=turn)]
+        if kind == "session.error":
+            # Copilot CLI 1.0.102 writes the provider's refusal after the turn's
+            # assistant.turn_end, once its retries are spent: {"errorType": "query", "message",
+            # "statusCode"}. It ends the turn (the CLI exits 1).
+            if sub_agent:
+                return []
+            message = data.get("message")
+            state["step"] = {"message": False, "tools": False}
+            return [SessionEvent(ERROR, ts, turn_id=turn,
+                                 detail=message if isinstance(message, str) else ""),
+                    SessionEvent(TURN_END, ts, turn_id=turn)]
         if kind == "tool.execution_start":
             call_id, name = data.get("toolCallId"), data.get("toolName")
             if not isinstance(call_id, str) or not isinstance(name, str):
