@@ -13,6 +13,17 @@ receiving data" safeguard): a file-tool call, and a shell call still running (al
 finished failing call) when the harness snapshots the session files. Their evidence is kept apart
 from the shell runs: ``"scenarios"`` (what ran) and ``"scenario_sessions"`` (the files copied, under
 ``harness/evidence/<backend>/<scenario>/``).
+
+Then the turn-verdict scenarios (:data:`VERDICT_SCENARIOS`, issue 8: how a turn that ended well,
+got an empty reply, got an API error, or was killed shows in the session log and transcript),
+side by side, each in a fresh HOME and work dir: ``"ok"`` (one shell call, then the closing text),
+``"empty"`` (the model's reply has no text and no tool call: the stub's ``"empty"`` reply),
+``"error"`` (every model request answered with the provider's HTTP 400 error: the stub's
+``"error"`` reply) and ``"killed"`` (SIGTERM to the CLI's process group while its shell call
+runs). Evidence: ``"verdict_scenarios"`` in the JSON, and the session files copied after the CLI
+exits under ``harness/evidence/<backend>/verdict/<scenario>/``. A backend with a
+``transcript_argv`` (a stream-JSON invocation) runs them with it; its stdout is kept, scrubbed, as
+``transcript.jsonl`` beside the session files, and its stderr is the output tail.
 """
 
 from __future__ import annotations
@@ -20,13 +31,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from harness.stub import Script, Step, StubServer
 from sidecar import hook
@@ -64,6 +76,28 @@ SESSION_SCENARIOS = {
     "midturn": (("shell", "ls /nonexistent"), ("shell", RUNNING_COMMAND)),
 }
 FILE_PROMPT = "Read the file the tool call asks for."
+
+
+class Verdict(NamedTuple):
+    """A turn-verdict scenario: the ``steps`` the stub asks for (as in SESSION_SCENARIOS), its
+    ``reply`` mode (:data:`harness.stub.REPLIES`), and whether the harness sends SIGTERM to the
+    CLI's process group SNAPSHOT_DELAY_S after the MARKER appears (``kill``)."""
+
+    steps: tuple[tuple[str, str], ...]
+    reply: str = "text"
+    kill: bool = False
+
+
+#: The turn-verdict scenarios (issue 8): a turn that ends well, one whose model reply is empty,
+#: one whose every model request gets an API error, and one whose CLI is killed mid-command.
+VERDICT_SCENARIOS = {
+    "ok": Verdict((("shell", "echo harness-ok"),)),
+    "empty": Verdict((), reply="empty"),
+    "error": Verdict((), reply="error"),
+    "killed": Verdict((("shell", RUNNING_COMMAND),), kill=True),
+}
+#: How long a killed CLI gets to exit after SIGTERM before its process group gets SIGKILL.
+KILL_GRACE_S = 20.0
 #: Environment every CLI run gets: no telemetry, no update checks, no colour.
 QUIET_ENV = {
     "DO_NOT_TRACK": "1", "DISABLE_TELEMETRY": "1", "NO_UPDATE_NOTIFIER": "1",
@@ -85,7 +119,9 @@ class Backend:
     or ``system`` (an installed program, found on PATH); ``direct`` backends are given the
     command itself instead of the prompt, once per repetition (the ``bash`` pseudo-backend).
     ``file_tool_args`` are appended to the invocation of a session scenario with a file-tool
-    step (a CLI that offers its file tool only with some setting).
+    step (a CLI that offers its file tool only with some setting). ``transcript_argv(binary,
+    prompt)``, when set, is the invocation whose stdout is a JSON Lines transcript of the turn
+    (stream-JSON output); the verdict scenarios run with it and keep that transcript.
     """
 
     name: str
@@ -101,6 +137,7 @@ class Backend:
     direct: bool = False
     extra_packages: tuple[str, ...] = ()  # npm specs installed beside it (a runtime it needs)
     file_tool_args: tuple[str, ...] = ()
+    transcript_argv: Callable[[str, str], list[str]] | None = None
 
 
 def install(backend: Backend, progress: Callable[[str], None] = lambda s: None) -> Path:
@@ -287,6 +324,8 @@ def run_backend(backend: Backend, progress: Callable[[str], None] = lambda s: No
             for name in SESSION_SCENARIOS:
                 evidence["scenarios"][name] = {"skipped": f"{backend.name} keeps no session log"}
                 evidence["scenario_sessions"][name] = []
+        evidence["verdict_scenarios"] = run_verdicts(backend, binary, root / "verdict",
+                                                     copies / "verdict", progress)
         dest = EVIDENCE_DIR / backend.name
         if dest.exists():
             shutil.rmtree(dest)
@@ -295,6 +334,143 @@ def run_backend(backend: Backend, progress: Callable[[str], None] = lambda s: No
     EVIDENCE_DIR.mkdir(parents=True, exist_ok=True)
     (EVIDENCE_DIR / f"{backend.name}.json").write_text(json.dumps(evidence, indent=2) + "\n")
     return evidence
+
+
+def run_verdicts(backend: Backend, binary: Path, root: Path, dest: Path,
+                 progress: Callable[[str], None] = lambda s: None) -> dict[str, dict]:
+    """Run every turn-verdict scenario for ``backend`` side by side (each under
+    ``root/<name>``), copying its session files (and transcript) to ``dest/<name>``; returns
+    the ``"verdict_scenarios"`` evidence, ``{name: evidence}``. A backend without session files
+    gets ``{"skipped": ...}`` for each."""
+    if not backend.session_globs:
+        return {name: {"skipped": f"{backend.name} keeps no session log"}
+                for name in VERDICT_SCENARIOS}
+    with ThreadPoolExecutor(len(VERDICT_SCENARIOS)) as pool:
+        futures = {name: pool.submit(_run_verdict_scenario, backend, binary, root / name,
+                                     scenario, dest / name)
+                   for name, scenario in VERDICT_SCENARIOS.items()}
+    out = {}
+    for name, future in futures.items():
+        out[name] = future.result()
+        progress(f"{backend.name}: verdict scenario {name!r}: {_verdict_summary(out[name])}")
+    return out
+
+
+def _verdict_summary(run: dict) -> str:
+    """One line on a verdict scenario's evidence, for the progress display."""
+    if "skipped" in run:
+        return f"skipped ({run['skipped']})"
+    posts = sum(1 for p in run["stub_requests"] if p.startswith("POST "))
+    text = (f"exit {run['cli_exit']}" + (f" (signal {run['cli_signal']})" if run["cli_signal"]
+                                         else "")
+            + f" after {run['seconds']} s, {posts} model request(s), "
+            f"{len(run['session_files'])} session file(s)")
+    if "transcript" in run:
+        text += f", transcript {run['transcript']['lines']} line(s)"
+    if "kill" in run:
+        text += f"; kill: {run['kill']}"
+    return text
+
+
+def _exit_status(code: int | None) -> tuple[int | None, int | None]:
+    """A Popen return code as a shell reports it, and the signal that ended the process:
+    ``-N`` (killed by signal N) is ``(128 + N, N)``; ``None`` (still running) is ``(None,
+    None)``."""
+    if code is not None and code < 0:
+        return 128 - code, -code
+    return code, None
+
+
+def _run_verdict_scenario(backend: Backend, binary: Path, root: Path, scenario: Verdict,
+                          dest: Path) -> dict:
+    """Run one turn-verdict scenario and copy the CLI's session files (after it exits) to
+    ``dest``; returns its evidence.
+
+    The CLI runs in its own session (``start_new_session``: its own process group, which a
+    killed scenario signals). Evidence: ``"steps"``, ``"reply"``, the ``"tool_calls"`` the stub
+    asked for, ``"cli_exit"`` (the exit status in the shell's convention: a CLI ended by signal N
+    is ``128 + N``, and then ``"cli_signal"`` is N, else null; null exit: it did not end within
+    the backend's timeout, ``"timed_out"``), ``"seconds"``, ``"stub_requests"`` (every request's
+    method and path, in order), the hook's ``"records"``, ``"cli_output_tail"`` (the scrubbed
+    end of its output: stderr only when stdout is the transcript), ``"session_files"`` (paths
+    under HOME, copied under ``dest``) and, with a ``transcript_argv``, ``"transcript"``
+    (``{"file": "transcript.jsonl", "lines", "last_line"}``, scrubbed). A killed scenario's
+    ``"kill"`` says when SIGTERM was sent (``"sigterm_at_s"``, seconds after the start; the CLI
+    was still running), how long the CLI took to exit after it (``"exited_after_s"``) and
+    whether SIGKILL was needed after KILL_GRACE_S (``"sigkill_sent"``); ``{"skipped": ...}``
+    there when the marker never appeared or the CLI had already exited."""
+    home, work, shared = _workspace(backend, root)
+    marker = work / MARKER
+    script = Script(tuple(Step(kind, arg.format(marker=marker)) for kind, arg in scenario.steps),
+                    scenario.reply)
+    transcript = backend.transcript_argv is not None
+    argv = (backend.transcript_argv or backend.argv)(str(binary), PROMPT)
+    run: dict[str, Any] = {"steps": [{"kind": s.kind, "arg": s.arg} for s in script.steps],
+                           "reply": scenario.reply, "argv_tail": argv[1:]}
+    stdout_path, stderr_path = root / "cli-stdout.txt", root / "cli-stderr.txt"
+    with StubServer(script) as stub, open(stdout_path, "wb") as out, \
+            open(stderr_path, "wb") as err:
+        started = time.time()
+        deadline = started + backend.timeout_s
+        proc = subprocess.Popen(argv, cwd=work, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=err if transcript else subprocess.STDOUT,
+                                env=_env(backend, binary, home, work, shared, stub.url),
+                                start_new_session=True)
+        if scenario.kill:
+            run["kill"] = _kill_when_running(proc, marker, started, deadline)
+        try:
+            code: int | None = proc.wait(timeout=max(1.0, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # not reaped yet: the group is still ours
+            proc.wait()
+            code = None
+            run["timed_out"] = True
+        seconds = round(time.time() - started, 1)
+        requests, calls = stub.requests, stub.calls
+    cli_exit, cli_signal = _exit_status(code)
+    tail = (stderr_path if transcript else stdout_path).read_bytes()[-1500:]
+    run.update({
+        "tool_calls": [{"name": c["name"], "input": c["input"]} for c in calls],
+        "cli_exit": cli_exit, "cli_signal": cli_signal, "seconds": seconds,
+        "stub_requests": [r["path"] for r in requests],
+        "records": _records(hook.records_path(shared, AGENT)),
+        "cli_output_tail": scrub(tail.decode("utf-8", "replace").strip()),
+        "session_files": _copy_sessions(backend, home, dest),
+    })
+    if transcript:
+        text = scrub(stdout_path.read_bytes().decode("utf-8", "replace"))
+        dest.mkdir(parents=True, exist_ok=True)
+        (dest / "transcript.jsonl").write_text(text)
+        lines = text.splitlines()
+        run["transcript"] = {"file": "transcript.jsonl", "lines": len(lines),
+                             "last_line": lines[-1] if lines else None}
+    return run
+
+
+def _kill_when_running(proc: subprocess.Popen, marker: Path, started: float,
+                       deadline: float) -> dict[str, Any]:
+    """Wait for ``marker`` (the shell call is running), then SNAPSHOT_DELAY_S more, then send
+    SIGTERM to ``proc``'s process group; SIGKILL to it when the CLI has not exited KILL_GRACE_S
+    later. Returns what happened (the ``"kill"`` evidence). The group is only signalled while
+    ``proc`` is not reaped, so its id cannot have been reused."""
+    while proc.poll() is None and not marker.exists() and time.time() < deadline:
+        time.sleep(0.1)
+    if not marker.exists():
+        return {"skipped": "the marker never appeared: the CLI did not run the command"}
+    time.sleep(SNAPSHOT_DELAY_S)
+    if proc.poll() is not None:
+        return {"skipped": f"the CLI had exited {SNAPSHOT_DELAY_S} s after the marker appeared"}
+    sent = time.time()
+    os.killpg(proc.pid, signal.SIGTERM)
+    kill: dict[str, Any] = {"sigterm_at_s": round(sent - started, 1), "sigkill_sent": False}
+    try:
+        proc.wait(timeout=KILL_GRACE_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        kill["sigkill_sent"] = True
+        proc.wait()
+    kill["exited_after_s"] = round(time.time() - sent, 1)
+    return kill
 
 
 def _summary(run: dict) -> str:

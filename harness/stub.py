@@ -18,6 +18,26 @@ asks for JSON), except a Chat Completions request whose system prompt asks for s
 fenced ```bash blocks (aider, which has no shell tool): it gets such a block with the script's
 shell commands, one per line. Every request is logged, and so is every tool call the stub asks
 for; an unknown path answers 404 with a JSON error naming the known ones.
+
+The script's ``reply`` says how the model answers (:data:`REPLIES`), the same on all four APIs:
+
+- ``"text"`` (the default): as above.
+- ``"empty"``: where a request that offers tools would get the closing text, it gets a normal,
+  well-formed completion with no content and no tool call, and usage as usual: Anthropic
+  ``"content": []`` with ``stop_reason`` ``end_turn`` (streamed: ``message_start``,
+  ``message_delta``, ``message_stop`` and no content block); Chat Completions ``"content": ""``
+  with ``finish_reason`` ``stop``; Responses a ``completed`` response with ``"output": []`` (no
+  output item; streamed: ``response.created`` then ``response.completed``); Gemini a candidate
+  with ``"parts": []`` and ``finishReason`` ``STOP``. Tool steps still run first, and requests
+  that offer no tools (titles, routers) still get their text.
+- ``"error"``: every model request (``/messages`` and ``/messages/count_tokens``,
+  ``/responses``, ``/chat/completions``, ``:generateContent`` / ``:streamGenerateContent``,
+  stream or not) gets HTTP 400 with the provider's documented error body and
+  :data:`ERROR_MESSAGE`: Anthropic ``{"type": "error", "error": {"type":
+  "invalid_request_error", "message": ...}}``; OpenAI (Responses and Chat Completions)
+  ``{"error": {"message": ..., "type": "invalid_request_error", "param": null, "code": null}}``;
+  Gemini ``{"error": {"code": 400, "message": ..., "status": "INVALID_ARGUMENT"}}``. 400, not
+  429 or 5xx, which CLIs retry with long backoffs. ``GET .../models`` still answers.
 """
 
 from __future__ import annotations
@@ -46,6 +66,10 @@ TOOL_ARGS = {"shell": ("command", "cmd"),
 PATCH_TOOL = "apply_patch"
 PATCH_LINE = "appended by the harness through apply_patch"
 FINAL_TEXT = "Done: the command ran."
+#: The script's possible ``reply`` values (see the module docstring).
+REPLIES = ("text", "empty", "error")
+#: The message of every error the ``"error"`` reply sends.
+ERROR_MESSAGE = "harness: stub refused the request"
 _ids = itertools.count(1)
 
 
@@ -60,14 +84,23 @@ class Step:
 
 @dataclass(frozen=True)
 class Script:
-    """What the stub makes the CLI do: the tool calls of ``steps`` in order, then finish."""
+    """What the stub makes the CLI do: the tool calls of ``steps`` in order, then finish.
+
+    ``reply`` (one of :data:`REPLIES`) is how the model answers: ``"text"`` (closing text),
+    ``"empty"`` (an empty completion where the closing text would be) or ``"error"`` (every
+    model request refused with HTTP 400)."""
 
     steps: tuple[Step, ...]
+    reply: str = "text"
+
+    def __post_init__(self) -> None:
+        if self.reply not in REPLIES:
+            raise ValueError(f"reply must be one of {REPLIES}, not {self.reply!r}")
 
     @classmethod
-    def shell(cls, *commands: str) -> "Script":
+    def shell(cls, *commands: str, reply: str = "text") -> "Script":
         """A script that runs ``commands`` with the shell tool, one call each."""
-        return cls(tuple(Step("shell", c) for c in commands))
+        return cls(tuple(Step("shell", c) for c in commands), reply)
 
     def step(self, results: int) -> Step | None:
         """The step for a conversation holding ``results`` tool results; None when done."""
@@ -125,6 +158,11 @@ class Stub:
     def log(self, path: str, body: Any) -> None:
         with self.lock:
             self.requests.append({"t": time.time(), "path": path, "body": body})
+
+    def empty(self, tools: list[dict[str, Any]]) -> bool:
+        """Whether a request offering ``tools`` that gets no tool call is answered with an empty
+        completion (the ``"empty"`` reply; a request that offers no tools gets its text)."""
+        return self.script.reply == "empty" and bool(tools)
 
     def tool_call(self, tools: list[dict[str, Any]], results: int) -> tuple[ToolChoice, Any] | None:
         """The tool call to answer a request offering ``tools`` whose conversation holds
@@ -199,6 +237,31 @@ def _gemini_results(body: dict) -> int:
                if isinstance(p, dict) and "functionResponse" in p)
 
 
+def error_body(api: str) -> dict[str, Any]:
+    """The provider's documented HTTP 400 error body for ``api`` (``anthropic``, ``responses``,
+    ``chat`` or ``gemini``), with :data:`ERROR_MESSAGE`: what the ``"error"`` reply sends."""
+    if api == "anthropic":
+        return {"type": "error",
+                "error": {"type": "invalid_request_error", "message": ERROR_MESSAGE}}
+    if api == "gemini":
+        return {"error": {"code": 400, "message": ERROR_MESSAGE, "status": "INVALID_ARGUMENT"}}
+    return {"error": {"message": ERROR_MESSAGE, "type": "invalid_request_error", "param": None,
+                      "code": None}}
+
+
+def _api_of(path: str) -> str | None:
+    """The wire API a POST to ``path`` speaks, or None for an unknown path."""
+    if path.endswith(("/messages", "/messages/count_tokens")):
+        return "anthropic"
+    if path.endswith("/responses"):
+        return "responses"
+    if path.endswith("/chat/completions"):
+        return "chat"
+    if ":streamGenerateContent" in path or ":generateContent" in path:
+        return "gemini"
+    return None
+
+
 class _Handler(BaseHTTPRequestHandler):
     stub: Stub
     protocol_version = "HTTP/1.1"
@@ -258,38 +321,45 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         body = self._body()
         self.stub.log("POST " + path, body)
-        if path.endswith("/messages/count_tokens"):
-            self._json(200, {"input_tokens": 10})
-        elif path.endswith("/messages"):
-            self._anthropic(body)
-        elif path.endswith("/responses"):
-            self._responses(body)
-        elif path.endswith("/chat/completions"):
-            self._chat(body)
-        elif ":streamGenerateContent" in path or ":generateContent" in path:
-            self._gemini(body, stream=":streamGenerateContent" in path)
-        else:
+        api = _api_of(path)
+        if api is None:
             self._unknown()
+        elif self.stub.script.reply == "error":
+            self._json(400, error_body(api))
+        elif path.endswith("/messages/count_tokens"):
+            self._json(200, {"input_tokens": 10})
+        elif api == "anthropic":
+            self._anthropic(body)
+        elif api == "responses":
+            self._responses(body)
+        elif api == "chat":
+            self._chat(body)
+        else:
+            self._gemini(body, stream=":streamGenerateContent" in path)
 
     # Anthropic Messages ---------------------------------------------------------------------
 
     def _anthropic(self, body: dict) -> None:
-        call = self.stub.tool_call(_anthropic_tools(body), _anthropic_results(body))
+        tools = _anthropic_tools(body)
+        call = self.stub.tool_call(tools, _anthropic_results(body))
         msg_id = f"msg_stub{next(_ids)}"
         model = body.get("model", "stub-model")
         usage = {"input_tokens": 10, "output_tokens": 5}
+        block: dict[str, Any] | None
         if call:
             tool, args = call
             block = {"type": "tool_use", "id": f"toolu_stub{next(_ids)}", "name": tool.name,
                      "input": args}
             stop = "tool_use"
+        elif self.stub.empty(tools):
+            block, stop = None, "end_turn"
         else:
             block = {"type": "text", "text": FINAL_TEXT}
             stop = "end_turn"
         if not body.get("stream"):
             self._json(200, {"id": msg_id, "type": "message", "role": "assistant", "model": model,
-                             "content": [block], "stop_reason": stop, "stop_sequence": None,
-                             "usage": usage})
+                             "content": [block] if block else [], "stop_reason": stop,
+                             "stop_sequence": None, "usage": usage})
             return
         start = {"type": "message_start", "message": {
             "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
@@ -299,13 +369,16 @@ class _Handler(BaseHTTPRequestHandler):
                                                "content_block": {**block, "input": {}}}),
                       ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
                           "type": "input_json_delta", "partial_json": json.dumps(block["input"])}})]
+        elif block is None:
+            events = []
         else:
             events = [("content_block_start", {"type": "content_block_start", "index": 0,
                                                "content_block": {"type": "text", "text": ""}}),
                       ("content_block_delta", {"type": "content_block_delta", "index": 0,
                                                "delta": {"type": "text_delta", "text": FINAL_TEXT}})]
+        if events:
+            events.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
         self._sse([("message_start", start), *events,
-                   ("content_block_stop", {"type": "content_block_stop", "index": 0}),
                    ("message_delta", {"type": "message_delta",
                                       "delta": {"stop_reason": stop, "stop_sequence": None},
                                       "usage": {"output_tokens": 5}}),
@@ -314,9 +387,11 @@ class _Handler(BaseHTTPRequestHandler):
     # OpenAI Responses -------------------------------------------------------------------------
 
     def _responses(self, body: dict) -> None:
-        call = self.stub.tool_call(_responses_tools(body), _responses_results(body))
+        tools = _responses_tools(body)
+        call = self.stub.tool_call(tools, _responses_results(body))
         resp_id = f"resp_stub{next(_ids)}"
         model = body.get("model", "stub-model")
+        item: dict[str, Any] | None
         if call:
             tool, value = call
             item = {"status": "completed", "call_id": f"call_stub{next(_ids)}", "name": tool.name}
@@ -325,17 +400,27 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 item.update(type="function_call", id=f"fc_stub{next(_ids)}",
                             arguments=json.dumps(value))
+        elif self.stub.empty(tools):
+            item = None  # a completed response with no output item
         else:
             item = {"type": "message", "id": f"msg_stub{next(_ids)}", "status": "completed",
                     "role": "assistant",
                     "content": [{"type": "output_text", "text": FINAL_TEXT, "annotations": []}]}
         response = {"id": resp_id, "object": "response", "created_at": int(time.time()),
-                    "status": "completed", "model": model, "output": [item],
+                    "status": "completed", "model": model, "output": [item] if item else [],
                     "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15,
                               "input_tokens_details": {"cached_tokens": 0},
                               "output_tokens_details": {"reasoning_tokens": 0}}}
         if not body.get("stream"):
             self._json(200, response)
+            return
+        created = ("response.created", {"type": "response.created", "sequence_number": 0,
+                                        "response": {**response, "status": "in_progress",
+                                                     "output": []}})
+        if item is None:
+            self._sse([created, ("response.completed", {"type": "response.completed",
+                                                        "sequence_number": 1,
+                                                        "response": response})])
             return
         pending = {**item, "status": "in_progress"}
         if item["type"] == "function_call":
@@ -343,8 +428,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif item["type"] == "custom_tool_call":
             pending["input"] = ""
         events: list[tuple[str | None, Any]] = [
-            ("response.created", {"type": "response.created", "sequence_number": 0,
-                                  "response": {**response, "status": "in_progress", "output": []}}),
+            created,
             ("response.output_item.added", {"type": "response.output_item.added",
                                             "sequence_number": 1, "output_index": 0,
                                             "item": pending})]
@@ -370,7 +454,8 @@ class _Handler(BaseHTTPRequestHandler):
     # OpenAI Chat Completions ------------------------------------------------------------------
 
     def _chat(self, body: dict) -> None:
-        call = self.stub.tool_call(_chat_tools(body), _chat_results(body))
+        tools = _chat_tools(body)
+        call = self.stub.tool_call(tools, _chat_results(body))
         chat_id = f"chatcmpl-stub{next(_ids)}"
         model = body.get("model", "stub-model")
         created = int(time.time())
@@ -386,6 +471,9 @@ class _Handler(BaseHTTPRequestHandler):
             # the reply (aider): one block, the script's shell commands one per line.
             commands = "".join(f"{s.arg}\n" for s in self.stub.script.steps if s.kind == "shell")
             message = {"role": "assistant", "content": f"```bash\n{commands}```\n"}
+            finish = "stop"
+        elif self.stub.empty(tools):
+            message = {"role": "assistant", "content": ""}
             finish = "stop"
         else:
             message = {"role": "assistant", "content": FINAL_TEXT}
@@ -426,12 +514,15 @@ class _Handler(BaseHTTPRequestHandler):
                 return False
             return "stub"
 
-        call = self.stub.tool_call(_gemini_tools(body), _gemini_results(body))
+        tools = _gemini_tools(body)
+        call = self.stub.tool_call(tools, _gemini_results(body))
         config = body.get("generationConfig") or {}
         schema = config.get("responseJsonSchema") or config.get("responseSchema")
         if call:
             tool, args = call
             parts = [{"functionCall": {"name": tool.name, "args": args}}]
+        elif self.stub.empty(tools):
+            parts = []
         elif schema:
             parts = [{"text": json.dumps(instance(schema))}]
         elif config.get("responseMimeType") == "application/json":
@@ -452,7 +543,7 @@ class _Handler(BaseHTTPRequestHandler):
 class StubServer:
     """A stub provider on 127.0.0.1 (a free port). Use as a context manager; ``url`` is its base.
 
-    ``script`` says which tool calls the CLI is asked to make."""
+    ``script`` says which tool calls the CLI is asked to make, and how the model replies."""
 
     def __init__(self, script: Script) -> None:
         self.stub = Stub(script)
@@ -462,7 +553,9 @@ class StubServer:
         # A CLI that hangs up mid-request (or probes through a proxy setting) is not an error
         # worth a traceback on the harness's output.
         self._httpd.handle_error = lambda request, address: None
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        # A short poll interval: shutting down (every test's and run's end) waits for one poll.
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,),
+                                        daemon=True)
 
     @property
     def url(self) -> str:

@@ -30,6 +30,7 @@ import pytest
 from prometheus_client import generate_latest
 
 from sidecar.app import Sidecar
+from sidecar.backends.gemini import ROLLED_BACK
 from sidecar.config import AgentSpec
 from sidecar.exporter import MetricsCollector
 from sidecar.verdict import AGENT_ERROR, AGENT_NO_OUTPUT, NONZERO_EXIT, OK, VERDICTS
@@ -50,7 +51,13 @@ TRANSCRIPT_VERDICTS = {
               "error": (AGENT_ERROR, AGENT_ERROR), "killed": (AGENT_ERROR, NONZERO_EXIT)},
     "gemini": {"ok": (OK, OK), "empty": (AGENT_ERROR, AGENT_ERROR),
                "error": (AGENT_ERROR, AGENT_ERROR), "killed": (AGENT_ERROR, AGENT_ERROR)},
+    # Qwen Code 0.24.4 (stream-json in Claude Code's shape, read by the claude format) reports
+    # an empty reply as "[API Error: Model stream ended with empty response text.]".
+    "qwen": {"ok": (OK, OK), "empty": (AGENT_ERROR, AGENT_ERROR),
+             "error": (AGENT_ERROR, AGENT_ERROR), "killed": (AGENT_ERROR, NONZERO_EXIT)},
 }
+#: The format each transcript is recognised as.
+FORMATS = {"claude": "claude", "codex": "codex", "gemini": "gemini", "qwen": "claude"}
 EXIT_CODES = {OK: 0, AGENT_NO_OUTPUT: 3, AGENT_ERROR: 4, NONZERO_EXIT: 5}
 
 #: The sidecar's verdict per scenario from the session log alone (the run's exit status is never
@@ -58,7 +65,8 @@ EXIT_CODES = {OK: 0, AGENT_NO_OUTPUT: 3, AGENT_ERROR: 4, NONZERO_EXIT: 5}
 SESSION_VERDICTS = {
     "claude": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": OK},
     "codex": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": None},
-    "gemini": {"ok": OK, "empty": None, "error": None, "killed": None},
+    # Gemini CLI rolls a failed turn back (a $set of messages without its prompt).
+    "gemini": {"ok": OK, "empty": AGENT_ERROR, "error": AGENT_ERROR, "killed": None},
     "pi": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": None},
     "omp": {"ok": OK, "empty": None, "error": AGENT_ERROR, "killed": None},
     "opencode": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": None},
@@ -112,13 +120,15 @@ def test_repeat_failure_verdict_on_real_transcripts(backend, name):
     assert (done.returncode, done.stderr) == (EXIT_CODES[with_exit], f"{with_exit}\n")
     report = json.loads(done.stdout)
     assert (report["verdict"], report["format"], report["exit_status"], report["exit_code"]) == \
-        (with_exit, backend, status, EXIT_CODES[with_exit])
+        (with_exit, FORMATS[backend], status, EXIT_CODES[with_exit])
     assert report["complete"] is (name != "killed")
     assert report["unrecognised"] == 0
     if name == "ok":
         assert (report["text"], report["tools"], report["error"]) == (1, 1, "")
     if name == "error":
         assert "harness: stub refused the request" in report["error"]
+    if name == "empty" and backend == "qwen":
+        assert report["error"] == "[API Error: Model stream ended with empty response text.]"
 
 
 def test_the_transcript_can_come_on_stdin_and_its_format_can_be_named():
@@ -218,7 +228,9 @@ def test_the_sidecar_classifies_each_real_session(tmp_path, log_stream, backend,
             "level": "warning", "msg": "agent turn failed", "agent": "a1", "backend": backend,
             "verdict": expected, "text": 0, "tools": 0, "failed_in_a_row": 1}
         assert isinstance(line["turn_id"], str)
-        if expected == AGENT_ERROR and name == "error":
+        if backend == "gemini":
+            assert line["error"] == ROLLED_BACK
+        elif expected == AGENT_ERROR and name == "error":
             assert "harness: stub refused the request" in line["error"]
         elif expected == AGENT_ERROR:
             assert line["error"] == "No response was returned. Send your message again to retry."

@@ -8,8 +8,10 @@ import importlib
 from harness.runner import Backend
 
 #: The order to attempt backends in (the harness issue's list); a module not written yet is
-#: simply absent from BACKENDS.
-ORDER = ("bash", "claude", "codex", "gemini", "opencode", "pi", "omp", "kilo", "copilot", "aider")
+#: simply absent from BACKENDS. ``qwen`` has no row in the coverage table: it is run for its
+#: stream-JSON transcripts of the turn-verdict scenarios.
+ORDER = ("bash", "claude", "codex", "gemini", "opencode", "pi", "omp", "kilo", "copilot", "aider",
+         "qwen")
 
 
 def _load() -> dict[str, Backend]:

@@ -10,7 +10,8 @@ run shell commands as root with no approval prompt and no sandbox (the harness m
 outer sandbox). ``--strict-config`` makes a config key this version does not know an error rather
 than silently ignored, so a renamed "off" switch cannot slip by. Codex ignores ``$SHELL``: its
 tool shell is ``/bin/bash`` (a snapshot wrapper ending ``exec '/bin/bash' -c '<cmd>'``, or plain
-``/bin/bash -lc <cmd>``). Session logs: ``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``.
+``/bin/bash -lc <cmd>``). Session logs: ``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``. The
+verdict scenarios run ``codex exec --json`` (the transcript, one JSON event a line, on stdout).
 """
 
 from __future__ import annotations
@@ -88,8 +89,13 @@ def _argv(binary: str, prompt: str) -> list[str]:
             "--skip-git-repo-check", "--color", "never", prompt]
 
 
+def _transcript_argv(binary: str, prompt: str) -> list[str]:
+    # ``--json``: "Print events to stdout as JSONL".
+    return [*_argv(binary, prompt)[:-1], "--json", prompt]
+
+
 BACKEND = Backend(
     name="codex", package="@openai/codex", version="0.171.0", binary="codex",
     prepare=_prepare, argv=_argv, session_globs=(".codex/sessions/*/*/*/rollout-*.jsonl",),
-    file_tool_args=("--model", FILE_TOOL_MODEL),
+    file_tool_args=("--model", FILE_TOOL_MODEL), transcript_argv=_transcript_argv,
 )

@@ -21,6 +21,9 @@ has completed: the CLI appends the model's message when the reply arrives and re
 ``toolCalls`` (arguments, result, status) from ``recordCompletedToolCalls``, "called ... when tool
 calls complete" (0.61.0 bundle). So the session scenarios' snapshots, taken while the command
 runs, show the model message with no tool call: a session-log reader cannot see a running command.
+
+The verdict scenarios run with ``--output-format stream-json`` (``-o``; choices ``text``, ``json``,
+``stream-json``): the transcript, one JSON event a line, on stdout.
 """
 
 from __future__ import annotations
@@ -54,12 +57,17 @@ def _prepare(home: Path, work: Path, url: str) -> dict[str, str]:
     }
 
 
-def _argv(binary: str, prompt: str) -> list[str]:
-    return [binary, "--approval-mode", "yolo", "--output-format", "text", "-p", prompt]
+def _argv(binary: str, prompt: str, output: str = "text") -> list[str]:
+    return [binary, "--approval-mode", "yolo", "--output-format", output, "-p", prompt]
+
+
+def _transcript_argv(binary: str, prompt: str) -> list[str]:
+    return _argv(binary, prompt, "stream-json")
 
 
 BACKEND = Backend(
     name="gemini", package="@google/gemini-cli", version="0.61.0", binary="gemini",
     prepare=_prepare, argv=_argv,
     session_globs=(".gemini/tmp/*/chats/session-*.json", ".gemini/tmp/*/chats/session-*.jsonl"),
+    transcript_argv=_transcript_argv,
 )

@@ -337,8 +337,8 @@ class ClaudeStreamReader(ClaudeSessionReader, StreamReader):
       asking again after an empty reply) is not a prompt: ``[]``;
     - ``result`` (the terminal line; sets ``state["terminal"]``): ``error`` when ``is_error`` is
       true or its ``subtype`` starts with ``error`` (``error_max_turns``,
-      ``error_during_execution``), ``detail`` its ``result`` text or subtype; then
-      ``turn_end``;
+      ``error_during_execution``), ``detail`` its ``result`` text, else its
+      ``error.message`` (Qwen Code), else the subtype; then ``turn_end``;
     - ``stream_event`` (``--include-partial-messages``) and other types: ``[]``.
     """
 
@@ -360,7 +360,11 @@ class ClaudeStreamReader(ClaudeSessionReader, StreamReader):
             subtype = str_or_empty(obj.get("subtype"))
             events = []
             if obj.get("is_error") is True or subtype.startswith("error"):
-                result = obj.get("result")
+                # Claude Code puts the error's text in `result`; Qwen Code 0.24.4 in
+                # `error.message` (its subtype error_during_execution).
+                result, error = obj.get("result"), obj.get("error")
+                if not (isinstance(result, str) and result) and isinstance(error, dict):
+                    result = error.get("message")
                 events.append(SessionEvent(ERROR, detail=result if isinstance(result, str)
                                            and result else subtype or "error"))
             return events + [SessionEvent(TURN_END)]

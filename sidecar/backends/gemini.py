@@ -32,9 +32,9 @@ message is written when its reply has streamed (``toolCalls`` absent) and writte
 ``toolCalls`` once the calls have *finished* (the CLI records tool calls only on completion, so a
 running command is not in the log).
 
-An API error or an empty reply leaves no trace in that log (0.61.0: the prompt is written, no
-reply, no error), so such a turn has no end there; it is classified only when the session's
-next prompt arrives (as ``agent_no_output``).
+An API error or an empty reply leaves almost no trace in that log (0.61.0): the prompt is
+written, then a ``$set`` of ``messages`` without it (the CLI rolls the turn back); no reply, no
+error text. The reader takes that rollback as the turn's error.
 
 ``gemini --output-format stream-json`` (the transcript, :class:`GeminiStreamReader`) says it:
 ``init``, ``message`` (``role``, ``content``, ``delta``), ``tool_use`` (``tool_name``,
@@ -198,6 +198,11 @@ def _remember(ids: dict[str, Any], key: str) -> None:
     remember(ids, key, 1, _MAX_IDS)
 
 
+#: The error of a turn Gemini CLI rolled back (its log says nothing more).
+ROLLED_BACK = ("Gemini CLI rolled the turn back (its prompt was removed from the session): the "
+               "model's reply failed or was empty")
+
+
 class GeminiReader(JsonLinesReader):
     """Reads Gemini CLI chat files in their JSON Lines form.
 
@@ -224,6 +229,10 @@ class GeminiReader(JsonLinesReader):
       (``turn_end``, then the calls) when the calls are written; a message with no text and no
       calls (the usual first write of a tool-calling message) gives nothing.
     - Other message types (``info``, ``error``, ``warning``) give ``[]``.
+    - A ``$set`` whose ``messages`` leave out the open turn's prompt → ``error``
+      (:data:`ROLLED_BACK`), ``turn_end``: the CLI rolled the turn back because its reply
+      failed (the harness's ``verdict`` captures: an API error and an empty reply both end so,
+      and nothing else about them is written).
 
     Raises :class:`ReaderFormatError` with ``not_object``, ``no_type``, ``unknown_shape``,
     ``bad_ts`` or ``bad_exit``; never anything else.
@@ -239,12 +248,13 @@ class GeminiReader(JsonLinesReader):
               "('Exit Code: N' in its result, absent when 0)")
 
     def new_file_state(self) -> dict[str, Any]:
-        """``{"turn": <user message id>, "prompts": {message_id: 1}, "started": {call_id: 1},
-        "ended": {call_id: 1}, "texted": {message_id: 1}, "closed": {message_id: 1}}``: what
-        was already reported, so a rewritten message reports nothing twice (JSON-serialisable;
-        at most 2048 ids per map, the oldest dropped first)."""
-        return {"turn": "", "prompts": {}, "started": {}, "ended": {}, "texted": {},
-                "closed": {}}
+        """``{"turn": <user message id>, "open": bool, "prompts": {message_id: 1}, "started":
+        {call_id: 1}, "ended": {call_id: 1}, "texted": {message_id: 1}, "closed": {message_id:
+        1}}``: the current prompt and whether its turn is open, and what was already reported,
+        so a rewritten message reports nothing twice (JSON-serialisable; at most 2048 ids per
+        map, the oldest dropped first)."""
+        return {"turn": "", "open": False, "prompts": {}, "started": {}, "ended": {},
+                "texted": {}, "closed": {}}
 
     def parse_object(self, obj: dict[str, Any], state: dict[str, Any]) -> list[SessionEvent]:
         """The untyped lines: a ``$set`` line (its value must be an object) and the header give
@@ -252,7 +262,7 @@ class GeminiReader(JsonLinesReader):
         if "$set" in obj:
             if not isinstance(obj["$set"], dict):
                 raise ReaderFormatError("unknown_shape")
-            return []
+            return self._rolled_back(obj["$set"].get("messages"), state)
         if obj.get("type") is None and isinstance(obj.get("sessionId"), str) \
                 and "startTime" in obj:
             return []  # the header line
@@ -277,10 +287,25 @@ class GeminiReader(JsonLinesReader):
                 return []  # the same prompt written again
             _remember(state["prompts"], message_id)
             state["turn"] = message_id
+            state["open"] = True
             return [SessionEvent(TURN_START, ts, turn_id=message_id)]
         if kind == "gemini":
             return self._model_message(obj, message_id, ts, state)
         return []
+
+    def _rolled_back(self, messages: Any, state: dict[str, Any]) -> list[SessionEvent]:
+        """A ``$set`` of ``messages`` that leaves out the open turn's prompt: Gemini CLI 0.61.0
+        rolls a turn back so when the reply failed (an API error, or an empty reply after its
+        retries), and writes nothing else about it: ``error`` then ``turn_end``."""
+        turn = state.get("turn")
+        if not isinstance(messages, list) or state.get("open") is not True \
+                or not isinstance(turn, str) or not turn:
+            return []
+        if any(isinstance(m, dict) and m.get("id") == turn for m in messages):
+            return []
+        state["open"] = False
+        return [SessionEvent(ERROR, turn_id=turn, detail=ROLLED_BACK),
+                SessionEvent(TURN_END, turn_id=turn)]
 
     def _model_message(self, obj: dict[str, Any], message_id: str, ts: float | None,
                        state: dict[str, Any]) -> list[SessionEvent]:
@@ -299,6 +324,7 @@ class GeminiReader(JsonLinesReader):
             events.extend(self._tool_call(call, ts, turn, state))
         if has_text and not calls and message_id not in state["closed"]:
             _remember(state["closed"], message_id)
+            state["open"] = False
             events.append(SessionEvent(TURN_END, ts, turn_id=turn))
         return events
 
