@@ -216,16 +216,16 @@ def cmd_verdict(args: argparse.Namespace) -> int:
     (Codex `exec --json`). Never probes a preview (batch mode, seed §4). Example:
     `claude -p "$TASK" --output-format stream-json --verbose > t.jsonl; repeat-failure verdict
     --exit-status $? t.jsonl`."""
-    from sidecar.verdict import EXIT_CODES, TranscriptError, read_transcript
+    from sidecar.verdict import EXIT_CODES, TranscriptError, bounded_lines, read_transcript
 
     source = args.file
     try:
         if source == "-":
-            stream = sys.stdin.buffer
-            result = read_transcript(stream, args.exit_status, args.format)
+            result = read_transcript(bounded_lines(sys.stdin.buffer), args.exit_status,
+                                     args.format)
         else:
             with open(source, "rb") as stream:
-                result = read_transcript(stream, args.exit_status, args.format)
+                result = read_transcript(bounded_lines(stream), args.exit_status, args.format)
     except TranscriptError as exc:
         print(f"repeat-failure verdict: {source}: {exc}", file=sys.stderr)
         return 1

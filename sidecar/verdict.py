@@ -37,7 +37,7 @@ moved on to a new prompt; what it had is classified). A turn whose start the tra
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -258,6 +258,23 @@ class TranscriptVerdict:
                 "tools": self.tools, "error": self.error, "complete": self.complete,
                 "exit_status": self.exit_status, "lines": self.lines,
                 "unrecognised": self.unrecognised, "exit_code": EXIT_CODES[self.verdict]}
+
+
+def bounded_lines(stream: Any, limit: int = MAX_TRANSCRIPT_LINE) -> Iterator[bytes]:
+    """The lines of the binary file object ``stream`` (``readline``), each at most ``limit``
+    bytes held in memory: a longer line is given as ``limit + 1`` bytes of it (which
+    :func:`read_transcript` skips as too long) and the rest of it is read and dropped in pieces,
+    so a transcript that is one endless line cannot exhaust memory."""
+    while True:
+        line = stream.readline(limit + 1)
+        if not line:
+            return
+        if len(line) > limit and not line.endswith(b"\n"):
+            while True:  # drop the rest of the line
+                rest = stream.readline(1 << 20)
+                if not rest or rest.endswith(b"\n"):
+                    break
+        yield line
 
 
 def _detect(obj: Any, fmt: str | None) -> StreamReader:

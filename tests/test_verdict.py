@@ -139,3 +139,18 @@ def test_counts_keep_the_first_error_and_count_each():
     c2 = TurnCounts()
     c2.add(ev(ERROR))
     assert c2.error == "error"
+
+
+def test_an_endless_line_is_read_in_bounded_pieces_and_skipped():
+    import io
+
+    from sidecar.verdict import bounded_lines, read_transcript
+
+    first = b'{"type": "thread.started"}\n'
+    huge = b'{"type": "item.completed", "x": "' + b"A" * 5000 + b'"}\n'
+    done = b'{"type": "turn.started"}\n{"type": "turn.completed"}\n'
+    stream = io.BytesIO(first + huge + huge.rstrip(b"\n") + b"B" * 3000 + b"\n" + done)
+    lines = list(bounded_lines(stream, limit=1000))
+    assert [len(x) for x in lines] == [len(first), 1001, 1001, 25, 27]
+    result = read_transcript(bounded_lines(io.BytesIO(first + huge + done), limit=1000))
+    assert (result.verdict, result.unrecognised, result.complete) == (AGENT_NO_OUTPUT, 1, True)
