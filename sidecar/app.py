@@ -243,6 +243,11 @@ class Sidecar:
                       "--agent-home DIR (or `home:` in repeat_failure.agents)",
                       extra={"agent": spec.name, "backend": spec.backend})
             return
+        if state.tail is None and spec.preview_url:
+            log.warning("preview URL given, but the agent's session log is not read (no home, "
+                        "or no session-log reader for this backend): no turn is seen, so no "
+                        "preview probe runs and no turn verdict is given",
+                        extra={"agent": spec.name, "backend": spec.backend})
         if state.tail is None:
             if spec.home is not None:
                 log.info("no session-log reader for this backend: the home is not read",
@@ -845,7 +850,7 @@ class Sidecar:
                     preview={"probes": state.preview_probes,
                              "errors": dict(state.preview_errors),
                              "state": state.preview_state}
-                    if on and state.spec.preview_url else None,
+                    if on and state.spec.preview_url and state.tail is not None else None,
                 ))
         return views
 

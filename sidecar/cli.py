@@ -182,7 +182,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
           f"{config.no_data_after_s:g} s)")
     for agent in config.agents:
         where = f"home {agent.home}" if agent.home else "no home (no session log read)"
-        print(f"  agent {agent.name}: backend {agent.backend}, {where}")
+        preview = f", preview {agent.preview_url}" if agent.preview_url else ""
+        print(f"  agent {agent.name}: backend {agent.backend}, {where}{preview}")
     return 0
 
 
@@ -206,16 +207,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_verdict(args: argparse.Namespace) -> int:
-    """Classify one agent run from its stream-json transcript (seed ard-0038 §1, §2), for CI
+    """Classify one agent run from its stream-json transcript, for CI
     jobs: exit 0 for ok, 3 agent_no_output (no text and no tool call), 4 agent_error (the stream
     ended on an error, or stopped before its terminal result), 5 nonzero_exit (the
     --exit-status given is not 0 and the stream shows no error); the verdict's name is
     the one line on stderr. 1: the transcript cannot be read or its format is not known; 2: bad
     usage. Formats: claude (Claude Code `-p --output-format stream-json --verbose`; Qwen Code's
     stream-json has the same shape), gemini (Gemini CLI `--output-format stream-json`), codex
-    (Codex `exec --json`). Never probes a preview (batch mode, seed §4). Example:
-    `claude -p "$TASK" --output-format stream-json --verbose > t.jsonl; repeat-failure verdict
-    --exit-status $? t.jsonl`."""
+    (Codex `exec --json`). Never probes a preview (batch mode). Example:
+    `status=0; claude -p "$TASK" --output-format stream-json --verbose > t.jsonl || status=$?;
+    repeat-failure verdict --exit-status "$status" t.jsonl`. Source: design ard-0038 §1, §2,
+    §4."""
     from sidecar.verdict import EXIT_CODES, TranscriptError, bounded_lines, read_transcript
 
     source = args.file
@@ -282,8 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--preview-url", default=_env("PREVIEW_URL"),
                      help="the agent's web-app preview origin, e.g. http://127.0.0.1:5173/: "
                           "after a turn that edited files it is fetched once (entry document "
-                          "and its scripts and stylesheets) and a blank page or broken asset "
-                          "counts as a preview error (REPEAT_FAILURE_PREVIEW_URL)")
+                          "and its scripts, stylesheets and module preloads) and a blank page "
+                          "or broken asset counts as a preview error; needs --agent-home "
+                          "(turns are seen in the session log) (REPEAT_FAILURE_PREVIEW_URL)")
     run.add_argument("--config-optional", action="store_true",
                      default=_env_flag("CONFIG_OPTIONAL"),
                      help="a --config file that does not exist yet is not an error: run with "
@@ -337,7 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
                                              "transcript (exit 0 ok, 3/4/5 by verdict)",
                              description=cmd_verdict.__doc__)
     verdict.add_argument("file", nargs="?", default="-",
-                         help="the transcript (default: - , standard input)")
+                         help="the transcript file, or - for standard input (the default)")
     verdict.add_argument("--exit-status", type=_exit_status, default=None, metavar="N",
                          help="the agent CLI's exit status ($?), when known: not 0 makes the "
                               "verdict nonzero_exit unless the stream itself ended on an error")

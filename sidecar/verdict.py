@@ -277,19 +277,32 @@ def bounded_lines(stream: Any, limit: int = MAX_TRANSCRIPT_LINE) -> Iterator[byt
         yield line
 
 
+def _detects(reader: StreamReader, obj: Any) -> bool:
+    try:
+        return bool(reader.detects(obj))
+    except Exception:  # noqa: BLE001 - a detector meeting an odd shape says "not mine"
+        return False
+
+
 def _detect(obj: Any, fmt: str | None) -> StreamReader:
     readers = stream_readers()
     if fmt is not None:
         reader = readers.get(fmt)
         if reader is None:
             raise TranscriptError(f"unknown format {fmt!r} (known: {', '.join(sorted(readers))})")
+        try:
+            mine = reader.detects(obj)
+        except Exception:  # noqa: BLE001 - an odd shape: not this format's first line
+            mine = False
+        if not mine:
+            others = [name for name, r in readers.items() if name != fmt and _detects(r, obj)]
+            hint = f" (it is a {others[0]} transcript's)" if others else ""
+            raise TranscriptError(f"the first JSON line is not a {fmt} transcript's first "
+                                  f"line{hint}")
         return reader
     for reader in readers.values():
-        try:
-            if reader.detects(obj):
-                return reader
-        except Exception:  # noqa: BLE001 - a detector meeting an odd shape says "not mine"
-            continue
+        if _detects(reader, obj):
+            return reader
     raise TranscriptError("the first JSON line is not the start of a known transcript format "
                           f"(known: {', '.join(sorted(readers))}); name it with --format")
 
@@ -307,7 +320,8 @@ def read_transcript(lines: Iterable[bytes], exit_status: int | None = None,
     a non-zero exit status it is ``nonzero_exit``.
 
     Raises :class:`TranscriptError` when no line is JSON, the format is not recognised within
-    the first :data:`DETECT_LINES` lines, or no line at all was given."""
+    the first :data:`DETECT_LINES` lines (or, with ``fmt``, the first JSON line is not that
+    format's first line), or no line at all was given."""
     reader: StreamReader | None = None
     state: dict[str, Any] = {}
     counts = TurnCounts()

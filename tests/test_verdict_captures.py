@@ -30,6 +30,7 @@ import pytest
 from prometheus_client import generate_latest
 
 from sidecar.app import Sidecar
+from sidecar.backends.claude import EXITED_MID_TURN
 from sidecar.backends.gemini import ROLLED_BACK
 from sidecar.config import AgentSpec
 from sidecar.exporter import MetricsCollector
@@ -63,7 +64,9 @@ EXIT_CODES = {OK: 0, AGENT_NO_OUTPUT: 3, AGENT_ERROR: 4, NONZERO_EXIT: 5}
 #: The sidecar's verdict per scenario from the session log alone (the run's exit status is never
 #: in a session log, so never nonzero_exit); None: the turn has no end in the log.
 SESSION_VERDICTS = {
-    "claude": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": OK},
+    # Claude Code writes last-prompt as it exits, also when killed: the turn ends with its
+    # Bash call unanswered.
+    "claude": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": AGENT_ERROR},
     "codex": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": None},
     # Gemini CLI rolls a failed turn back (a $set of messages without its prompt).
     "gemini": {"ok": OK, "empty": AGENT_ERROR, "error": AGENT_ERROR, "killed": None},
@@ -136,8 +139,10 @@ def test_the_transcript_can_come_on_stdin_and_its_format_can_be_named():
     done = subprocess.run([sys.executable, "-m", "sidecar", "verdict", "--format", "codex", "-"],
                           input=path.read_bytes(), capture_output=True, timeout=60)
     assert (done.returncode, done.stderr) == (4, b"agent_error\n")
-    wrong = run_verdict("--format", "gemini", str(path))  # a codex stream read as gemini
-    assert (wrong.returncode, wrong.stderr) == (4, "agent_error\n")  # nothing read: incomplete
+    wrong = run_verdict("--format", "gemini", str(path))  # a codex stream named gemini
+    assert (wrong.returncode, wrong.stdout) == (1, "")
+    assert wrong.stderr == (f"repeat-failure verdict: {path}: the first JSON line is not a gemini "
+                            "transcript's first line (it is a codex transcript's)\n")
 
 
 @pytest.mark.parametrize("content,message", [
@@ -226,10 +231,12 @@ def test_the_sidecar_classifies_each_real_session(tmp_path, log_stream, backend,
         assert {k: line[k] for k in ("level", "msg", "agent", "backend", "verdict", "text",
                                      "tools", "failed_in_a_row")} == {
             "level": "warning", "msg": "agent turn failed", "agent": "a1", "backend": backend,
-            "verdict": expected, "text": 0, "tools": 0, "failed_in_a_row": 1}
+            "verdict": expected, "text": 0, "tools": int(name == "killed"), "failed_in_a_row": 1}
         assert isinstance(line["turn_id"], str)
         if backend == "gemini":
             assert line["error"] == ROLLED_BACK
+        elif name == "killed":
+            assert line["error"] == EXITED_MID_TURN
         elif expected == AGENT_ERROR and name == "error":
             assert "harness: stub refused the request" in line["error"]
         elif expected == AGENT_ERROR:

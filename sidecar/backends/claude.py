@@ -53,6 +53,7 @@ from sidecar.backends import (
     register_reader,
     register_stream_reader,
     register_stripper,
+    remember,
     remember_call,
     require_object,
     str_or_empty,
@@ -104,6 +105,8 @@ _TAGGED = re.compile(r"\A\s*<[a-z][\w-]*[\s>]")
 _INTERRUPTED = "[Request interrupted by user"
 #: Stop reasons after which the model goes on in the same turn.
 _GOES_ON = frozenset({"tool_use", "pause_turn"})
+#: The error of a turn the CLI left with a tool call unanswered (``last-prompt`` came first).
+EXITED_MID_TURN = "the CLI exited mid-turn: a tool call never got its result"
 #: Calls started and not yet finished that a file's state remembers (oldest forgotten first).
 MAX_OPEN_CALLS = 256
 
@@ -148,8 +151,10 @@ class ClaudeSessionReader(JsonLinesReader):
     - ``assistant`` with ``isApiErrorMessage: true``: ``error`` (``detail``: its text), then
       ``turn_end``: the API error ended the turn (Claude Code writes it once its retries are
       spent);
-    - ``last-prompt`` (written as the CLI exits): ``turn_end`` when a turn is still open (one
-      whose reply was empty has no other end), else ``[]``;
+    - ``last-prompt`` (written as the CLI exits, also on SIGTERM): ``turn_end`` when a turn is
+      still open (one whose reply was empty has no other end), preceded by ``error``
+      (:data:`EXITED_MID_TURN`) when a tool call of the turn never got its result, else
+      ``[]``;
     - every other line type Claude Code writes: ``[]``.
 
     ``ts`` is the line's ``timestamp``. Errors (:class:`ReaderFormatError` ``reason``):
@@ -170,10 +175,11 @@ class ClaudeSessionReader(JsonLinesReader):
 
     def new_file_state(self) -> dict[str, Any]:
         """``{"calls": {tool_use id: (tool name, command or None)}, "turn_id": str,
-        "ended": message id, "open": bool}``: calls started and not yet finished (``None`` for
-        a tool that is not a shell), the current prompt's id, the last reply that ended a turn
-        and whether a turn is open."""
-        return {"calls": {}, "turn_id": "", "ended": None, "open": False}
+        "ended": message id, "open": bool, "unanswered": {tool_use id: None}}``: calls started
+        and not yet finished (``None`` for a tool that is not a shell), the current prompt's id,
+        the last reply that ended a turn, whether a turn is open and its tool calls with no
+        result yet."""
+        return {"calls": {}, "turn_id": "", "ended": None, "open": False, "unanswered": {}}
 
     def parse_typed(self, kind: str, obj: dict[str, Any],
                     state: dict[str, Any]) -> list[SessionEvent]:
@@ -189,7 +195,13 @@ class ClaudeSessionReader(JsonLinesReader):
             if not isinstance(state, dict) or state.get("open") is not True:
                 return []
             state["open"] = False
-            return [SessionEvent(TURN_END, None, turn_id=str_or_empty(state.get("turn_id")))]
+            turn_id = str_or_empty(state.get("turn_id"))
+            end = SessionEvent(TURN_END, None, turn_id=turn_id)
+            if _unanswered(state):
+                # The CLI exited with a tool call of the turn still unanswered (killed, or
+                # stopped mid-turn): the turn did not finish.
+                return [SessionEvent(ERROR, None, turn_id=turn_id, detail=EXITED_MID_TURN), end]
+            return [end]
         if kind in _QUIET_TYPES:
             return []
         raise ReaderFormatError("unknown_type")
@@ -222,6 +234,7 @@ class ClaudeSessionReader(JsonLinesReader):
         turn_id = str_or_empty(line.get("promptId"))
         state["turn_id"] = turn_id
         state["open"] = True
+        state["unanswered"] = {}
         return [SessionEvent(TURN_START, ts, turn_id=turn_id)]
 
     def _results(self, line: dict[str, Any], results: list[dict[str, Any]], ts: float | None,
@@ -234,6 +247,7 @@ class ClaudeSessionReader(JsonLinesReader):
             is_error = False if is_error is None else is_error  # absent on a success
             if not isinstance(call_id, str) or not isinstance(is_error, bool):
                 raise ReaderFormatError("unknown_shape")
+            _unanswered(state).pop(call_id, None)
             text = _result_text(result.get("content"))
             exit_code = _exit_of(text) if is_error else None
             if not is_error and _in_background(line) and calls.get(call_id, ("", None))[1]:
@@ -288,6 +302,8 @@ class ClaudeSessionReader(JsonLinesReader):
                 if not isinstance(call_id, str) or not isinstance(name, str):
                     raise ReaderFormatError("unknown_shape")
                 calls += 1
+                if not sidechain:
+                    remember(_unanswered(state), call_id, None, MAX_OPEN_CALLS)
                 if name in _SHELL_TOOLS:
                     command = command_arg(block.get("input"))
                     remember_call(state, call_id, (name, command), MAX_OPEN_CALLS)
@@ -305,6 +321,15 @@ class ClaudeSessionReader(JsonLinesReader):
             state["open"] = False
             events.append(SessionEvent(TURN_END, ts, turn_id=turn_id))
         return events
+
+
+def _unanswered(state: dict[str, Any]) -> dict[str, Any]:
+    """``state["unanswered"]``: the open turn's tool calls (main chain) with no result yet;
+    a new ``{}`` when missing or damaged."""
+    found = state.get("unanswered")
+    if not isinstance(found, dict):
+        found = state["unanswered"] = {}
+    return found
 
 
 def _in_background(line: dict[str, Any]) -> bool:
