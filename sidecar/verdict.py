@@ -31,8 +31,8 @@ Verdicts, in precedence order (the first that applies wins):
 ``turn_start`` opens a turn, its events are counted, its ``turn_end`` classifies it. A
 ``turn_start`` arriving while a turn of the same session is open ends that turn first (the CLI
 moved on to a new prompt; what it had is classified). A turn whose start the tracker never saw
-(it began before the sidecar read the file) is classified only when it shows output or an error:
-"no output" cannot be concluded from a part of a turn.
+(it began before the sidecar read the file, or a CLI rewrote a reply after the turn's end) is
+classified only when it shows an error: a part of a turn proves neither "no output" nor "ok".
 """
 
 from __future__ import annotations
@@ -56,6 +56,11 @@ VERDICTS = (OK, AGENT_ERROR, NONZERO_EXIT, AGENT_NO_OUTPUT)
 EXIT_CODES = {OK: 0, AGENT_NO_OUTPUT: 3, AGENT_ERROR: 4, NONZERO_EXIT: 5}
 #: Characters of a terminal error's text kept (scrubbed) for the audit log line.
 MAX_ERROR_CHARS = 300
+#: Characters of a raw error text or turn id scrubbed (a longer one is cut first and scrubbed
+#: as cut, so the head of a secret at the cut is redacted too).
+MAX_RAW_CHARS = 4096
+#: Characters of a turn id kept.
+MAX_TURN_ID_CHARS = 128
 #: Sessions whose open turn is remembered per agent (the oldest forgotten first).
 MAX_SESSIONS = 64
 
@@ -75,11 +80,11 @@ def classify(text: int, tools: int, error: bool, exit_status: int | None = None)
 
 @dataclass(slots=True)
 class TurnCounts:
-    """What one turn showed so far. ``error`` is the terminal error's text, RAW (it may quote a
-    request and hold a secret; :meth:`Turn.from_counts` scrubs it), ``""`` when none; ``errors``
-    counts error events (a reader may report one error twice, say as a message and as a
-    result). ``edits``: tool calls that wrote or edited files (the dev surface, for the preview
-    probe). ``seen_start``: the turn's start was seen."""
+    """What one turn showed so far. ``error`` is the terminal error's text and ``turn_id`` the
+    turn's id, both scrubbed (:func:`clean`) as they are added, so nothing raw is kept or saved;
+    ``""`` when none. ``errors`` counts error events (a reader may report one error twice, say
+    as a message and as a result). ``edits``: tool calls that wrote or edited files (the dev
+    surface, for the preview probe). ``seen_start``: the turn's start was seen."""
 
     text: int = 0
     tools: int = 0
@@ -100,9 +105,9 @@ class TurnCounts:
         elif event.kind == ERROR:
             self.errors += 1
             if not self.error:
-                self.error = event.detail[:4 * MAX_ERROR_CHARS] or "error"
+                self.error = clean(event.detail, MAX_ERROR_CHARS) or "error"
         if event.turn_id and not self.turn_id:
-            self.turn_id = event.turn_id
+            self.turn_id = clean(event.turn_id, MAX_TURN_ID_CHARS)
 
     def verdict(self, exit_status: int | None = None) -> str:
         """:func:`classify` of these counts."""
@@ -111,8 +116,8 @@ class TurnCounts:
     def to_list(self) -> list[Any]:
         """The counts as a JSON-ready list (the error text scrubbed: the state file holds only
         scrubbed text)."""
-        return [self.text, self.tools, self.edits, self.errors, _scrubbed(self.error),
-                self.turn_id, self.seen_start]
+        return [self.text, self.tools, self.edits, self.errors, self.error, self.turn_id,
+                self.seen_start]
 
     @classmethod
     def from_list(cls, data: Any) -> "TurnCounts | None":
@@ -123,14 +128,15 @@ class TurnCounts:
                 and isinstance(data[4], str) and isinstance(data[5], str)
                 and isinstance(data[6], bool)):
             return None
-        return cls(*data)
+        return cls(*data[:4], clean(data[4], MAX_ERROR_CHARS),
+                   clean(data[5], MAX_TURN_ID_CHARS), data[6])
 
 
 @dataclass(frozen=True, slots=True)
 class Turn:
     """A classified turn: its ``verdict``, the session file it came from (``source``), the time
     it ended (``ts``, epoch seconds), what it showed, and ``error``: the terminal error's text,
-    scrubbed and cut to :data:`MAX_ERROR_CHARS` (``""`` when none)."""
+    scrubbed and cut to :data:`MAX_ERROR_CHARS` (``""`` when none); ``turn_id`` scrubbed."""
 
     verdict: str
     source: str
@@ -145,15 +151,20 @@ class Turn:
     def from_counts(cls, counts: TurnCounts, source: str, ts: float,
                     exit_status: int | None = None) -> "Turn":
         """The classified turn of ``counts``."""
-        return cls(counts.verdict(exit_status), source, ts, _scrubbed(counts.turn_id),
-                   counts.text, counts.tools, counts.edits, _scrubbed(counts.error))
+        return cls(counts.verdict(exit_status), source, ts, counts.turn_id, counts.text,
+                   counts.tools, counts.edits, counts.error)
 
 
-def _scrubbed(text: str) -> str:
+def clean(text: str, limit: int) -> str:
+    """``text`` scrubbed (:func:`sidecar.scrub.scrub`) and cut to ``limit`` characters (ending
+    in ``…`` when cut). A text over :data:`MAX_RAW_CHARS` is cut before it is scrubbed and
+    scrubbed as cut (``cut=True``: the head of a secret at the cut is redacted too), so the
+    time spent is bounded and no part of a secret survives either cut."""
     if not text:
         return ""
-    text = scrub(text)
-    return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS - 1] + "…"
+    cut = len(text) > MAX_RAW_CHARS
+    text = scrub(text[:MAX_RAW_CHARS] if cut else text, cut=cut)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 class TurnTracker:
@@ -172,8 +183,11 @@ class TurnTracker:
         counts = self.open.pop(source, None)
         if counts is None:
             return []
-        if not counts.seen_start and not (counts.text or counts.tools or counts.errors):
-            return []  # only a tail of a turn, and nothing in it: nothing can be concluded
+        if not counts.seen_start and not counts.errors:
+            # Only the tail of a turn: its output proves nothing about the whole (and a CLI
+            # that writes one reply twice, or text before its tool calls, would count a turn
+            # twice); an error in it is still the turn's error.
+            return []
         return [Turn.from_counts(counts, source, ts)]
 
     def _opened(self, source: str, counts: TurnCounts) -> TurnCounts:
@@ -188,7 +202,8 @@ class TurnTracker:
         ts = float(event.ts or 0.0)
         if event.kind == TURN_START:
             done = self._finish(event.source, ts)
-            self._opened(event.source, TurnCounts(turn_id=event.turn_id))
+            self._opened(event.source,
+                         TurnCounts(turn_id=clean(event.turn_id, MAX_TURN_ID_CHARS)))
             return done
         if event.kind == TURN_END:
             counts = self.open.get(event.source)
@@ -217,8 +232,8 @@ class TurnTracker:
 
 # -- transcripts (``repeat-failure verdict``) ------------------------------------------------------
 
-#: Lines of a transcript read before its format must be known (leading non-JSON lines, such as
-#: a CLI's warnings on stdout, are skipped up to this many).
+#: Lines of a transcript read before its format must be known (leading lines that are not a
+#: known format's first line, such as a CLI's warnings on stdout, are skipped up to this many).
 DETECT_LINES = 50
 #: A transcript line longer than this is skipped and counted (a whole tool output on one line is
 #: far smaller).
@@ -303,8 +318,8 @@ def _detect(obj: Any, fmt: str | None) -> StreamReader:
     for reader in readers.values():
         if _detects(reader, obj):
             return reader
-    raise TranscriptError("the first JSON line is not the start of a known transcript format "
-                          f"(known: {', '.join(sorted(readers))}); name it with --format")
+    raise TranscriptError("no JSON line is the start of a known transcript format "
+                          f"(known: {', '.join(sorted(readers))})")
 
 
 def read_transcript(lines: Iterable[bytes], exit_status: int | None = None,
@@ -323,11 +338,14 @@ def read_transcript(lines: Iterable[bytes], exit_status: int | None = None,
     the first :data:`DETECT_LINES` lines (or, with ``fmt``, the first JSON line is not that
     format's first line), or no line at all was given."""
     reader: StreamReader | None = None
+    other_json = False  # a JSON line that starts no known format was seen
     state: dict[str, Any] = {}
     counts = TurnCounts()
     read = unrecognised = 0
     for raw in lines:
         read += 1
+        if read == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]  # a UTF-8 byte order mark
         if len(raw) > MAX_TRANSCRIPT_LINE or not raw.strip():
             unrecognised += bool(raw.strip())
             continue
@@ -339,7 +357,14 @@ def read_transcript(lines: Iterable[bytes], exit_status: int | None = None,
                 break
             continue
         if reader is None:
-            reader = _detect(obj, fmt)
+            try:
+                reader = _detect(obj, fmt)
+            except TranscriptError:
+                if fmt is not None or read >= DETECT_LINES:
+                    raise
+                unrecognised += 1  # a CLI's own notice before the stream starts: skipped
+                other_json = True
+                continue
             state = reader.new_file_state()
         try:
             events = reader.parse_line(obj, state)
@@ -350,6 +375,8 @@ def read_transcript(lines: Iterable[bytes], exit_status: int | None = None,
             if event.kind not in (TURN_START, TURN_END):
                 counts.add(event)
     if reader is None:
+        if other_json:
+            _detect(None, None)  # raises, naming the known formats
         raise TranscriptError("no JSON line in the transcript" if read else
                               "the transcript is empty")
     for event in reader.finish(state):
@@ -362,5 +389,5 @@ def read_transcript(lines: Iterable[bytes], exit_status: int | None = None,
         counts.add(SessionEvent(ERROR, detail=INCOMPLETE))
     return TranscriptVerdict(
         verdict=counts.verdict(exit_status), format=reader.format, text=counts.text,
-        tools=counts.tools, error=_scrubbed(counts.error), complete=complete,
+        tools=counts.tools, error=counts.error, complete=complete,
         exit_status=exit_status, lines=read, unrecognised=unrecognised)

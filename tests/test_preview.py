@@ -36,12 +36,12 @@ PAGES = {
 class _Handler(BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802
         path = self.path.split("?", 1)[0]
+        self.server.seen.append(path)  # before answering: the probe may finish right after
         body = PAGES.get(path)
         self.send_response(200 if body is not None else 404)
         self.send_header("Content-Length", str(len(body or b"")))
         self.end_headers()
         self.wfile.write(body or b"")
-        self.server.seen.append(path)
 
     def log_message(self, *args):
         pass

@@ -74,6 +74,26 @@ def test_an_error_event_makes_the_turn_agent_error_with_its_text_scrubbed():
     assert len(turn.error) == 300 and turn.error.endswith("…")
 
 
+def test_an_error_cut_inside_a_secret_keeps_no_part_of_it():
+    head = "x" * 4080 + " key AKIA"
+    t = TurnTracker()
+    t.on_event(ev(TURN_START))
+    t.on_event(ev(ERROR, detail=head + "IOSFODNN7EXAMPLE and more"))
+    [turn] = t.on_event(ev(TURN_END))
+    assert "AKIA" not in turn.error and "IOSF" not in turn.error
+
+
+def test_turn_ids_are_scrubbed_and_bounded_in_memory_and_in_the_saved_state():
+    token = "ghp_" + "A" * 36
+    t = TurnTracker()
+    t.on_event(ev(TURN_START, turn_id=f"tok-{token}" + "x" * 10_000))
+    saved = orjson.dumps(t.to_dict()).decode()
+    assert token not in saved and len(saved) < 400
+    back = TurnTracker()
+    back.load_dict({"open": {"s1": [0, 0, 0, 1, f"Bearer {token}", token, True]}})
+    assert token not in orjson.dumps(back.to_dict()).decode()
+
+
 def test_a_new_turn_start_finishes_the_open_turn_of_that_session_only():
     t = TurnTracker()
     t.on_event(ev(TURN_START, source="a"))
@@ -92,8 +112,7 @@ def test_a_turn_seen_only_in_part_is_not_called_empty():
     t.on_event(ev(SHELL_END, call_id="c", tool="Bash", exit=1, failed=True))
     assert t.on_event(ev(TURN_END)) == []          # a shell end is not a call's start
     t.on_event(ev(TEXT))
-    [turn] = t.on_event(ev(TURN_END))              # its tail had text: that is known
-    assert turn.verdict == OK
+    assert t.on_event(ev(TURN_END)) == []          # a tail with text proves no "ok" either
     t.on_event(ev(ERROR, detail="boom"))
     [turn] = t.on_event(ev(TURN_END))
     assert (turn.verdict, turn.error) == (AGENT_ERROR, "boom")

@@ -148,7 +148,7 @@ def test_the_transcript_can_come_on_stdin_and_its_format_can_be_named():
 @pytest.mark.parametrize("content,message", [
     (b"", "the transcript is empty"),
     (b"not json\nstill not\n", "no JSON line in the transcript"),
-    (b'{"type": "something.else"}\n', "not the start of a known transcript format"),
+    (b'{"type": "something.else"}\n', "no JSON line is the start of a known transcript format"),
 ])
 def test_a_transcript_that_cannot_be_classified_exits_1_naming_why(tmp_path, content, message):
     path = tmp_path / "t.jsonl"
@@ -171,10 +171,14 @@ def test_junk_lines_in_a_real_transcript_are_skipped_and_counted(tmp_path):
     lines = (EVIDENCE / "claude" / "verdict" / "ok" / "transcript.jsonl").read_bytes()
     first, rest = lines.split(b"\n", 1)
     path = tmp_path / "t.jsonl"
-    path.write_bytes(b"npm WARN something\n" + first + b"\n[1, 2]\n{broken\n" + rest)
+    path.write_bytes(b"\xef\xbb\xbfnpm WARN something\n" + b'{"level": "warn"}\n' + first
+                     + b"\n[1, 2]\n{broken\n" + rest)
     report = json.loads(run_verdict("--json", str(path)).stdout)
     assert (report["verdict"], report["unrecognised"], report["text"], report["tools"]) == \
-        (OK, 3, 1, 1)
+        (OK, 4, 1, 1)
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + lines)
+    assert json.loads(run_verdict("--json", str(bom)).stdout)["unrecognised"] == 0
 
 
 def _home_with(backend: str, name: str, dest: Path) -> Path:
