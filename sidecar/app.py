@@ -194,6 +194,8 @@ class Sidecar:
             log.warning("config file not found: running with the built-in defaults (check off) "
                         "until it appears", extra={"config": str(config_path)})
         self._lock = threading.RLock()
+        #: Probes agents' previews after turns that edited files; its thread starts on first use.
+        self.prober = PreviewProber(self._on_probe)
         self._exclusions = Exclusions(self.config.exclude)
         self.agents = {
             spec.name: AgentState(spec, Detector(self.config.threshold, self.config.window_s),
@@ -227,8 +229,6 @@ class Sidecar:
         self._event_stats = EventStats()
         self._events_configuration = events_configuration
         self.events: EventPublisher | None = None  # running only with the check and Events on
-        #: Probes agents' previews after turns that edited files; its thread starts on first use.
-        self.prober = PreviewProber(self._on_probe)
         self._apply_events()
         for state in self.agents.values():
             self._load_state(state)
@@ -301,6 +301,7 @@ class Sidecar:
                     state.activity = Activity(not_before=self.clock())
                     state.turns = TurnTracker(state.turns.edit_tools)
                     state.last_verdict, state.failed_in_a_row = None, 0
+                    self.prober.clear()
                     _unlink(self._state_path(name))
             except (OSError, hook.HookError) as exc:
                 log.error("hook files not updated", extra={"agent": name, "error": str(exc)})

@@ -18,13 +18,15 @@ outcome           reason            when
                                     ``Location``, more than 5 redirects, a redirect to another
                                     origin); ``status`` is the last status seen
 ``preview_error`` ``entry_empty``   entry answered 200 with an empty or whitespace-only body
-``preview_error`` ``asset_broken``  entry fine, but an asset answered non-2xx, could not be
-                                    fetched, or did not answer before the deadline; ``detail``
-                                    names the first broken asset (the probe stops there)
+``preview_error`` ``asset_broken``  entry fine, but an asset answered non-2xx or could not be
+                                    fetched; ``detail`` names the first broken asset (the probe
+                                    stops there)
 ``server_down``   ``unreachable``   no HTTP answer: connection refused/reset, name not resolved,
                                     TLS handshake or certificate failure, not an HTTP response
 ``server_down``   ``timeout``       no complete entry response (status, headers and body up to
-                                    2 MiB) before the deadline
+                                    2 MiB) before the deadline, or an asset still unanswered
+                                    when it passed (a dev server still compiling is slow, not
+                                    broken); ``detail`` says which
 ================  ================  ============================================================
 
 Bounds and safety:
@@ -631,7 +633,9 @@ class _Run:
             try:
                 got = self._fetch(parts, keep_open=False, accept="*/*")
             except TimeoutError:
-                return (PREVIEW_ERROR, ASSET_BROKEN, 200,
+                # The probe's time ran out on a slow (often still compiling) dev server: not a
+                # broken asset, so no Event and no alert for it.
+                return (SERVER_DOWN, TIMEOUT, 200,
                         f"asset {shown}: no response within {self.timeout_s:g} s", checked)
             except (OSError, http.client.HTTPException) as exc:
                 return (PREVIEW_ERROR, ASSET_BROKEN, 200,
@@ -730,6 +734,13 @@ class PreviewProber:
                 self._thread = threading.Thread(target=self._run, name="preview-probe",
                                                 daemon=True)
                 self._thread.start()
+            self._cond.notify_all()
+
+    def clear(self) -> None:
+        """Drop every waiting probe (the check was turned off); a probe already running
+        finishes, and its result is the caller's to ignore."""
+        with self._cond:
+            self._waiting.clear()
             self._cond.notify_all()
 
     def wait_idle(self, timeout: float | None = None) -> bool:

@@ -18,7 +18,8 @@ import pytest
 
 from harness import runner
 from harness.backends.copilot import BACKEND
-from sidecar.backends import SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START, SessionEvent
+from sidecar.backends import (ERROR, SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
+                              SessionEvent)
 from sidecar.backends.copilot import CopilotReader
 
 from sessionlogs import EVIDENCE_DIR, SessionLog, SessionLogChecks, assert_reader_error, iso_ts
@@ -230,3 +231,25 @@ def test_sub_agent_answer_does_not_end_the_turn() -> None:
     final["agentId"] = end["agentId"] = "sub-agent-1"
     assert [e.kind for e in READER.parse_line(final, state)] == [TEXT]
     assert READER.parse_line(end, state) == []
+
+
+def _verdict_lines(name: str) -> list[dict]:
+    evidence = json.loads((EVIDENCE_DIR / "copilot.json").read_text())
+    [rel] = evidence["verdict_scenarios"][name]["session_files"]
+    path = EVIDENCE_DIR / "copilot" / "verdict" / name / rel
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_session_error_ends_an_open_turn_only() -> None:
+    """The real `error` capture: its session.error (after the turn's assistant.turn_end) is the
+    turn's error and ends it; the same line before any prompt (an error at start-up) ends no
+    turn."""
+    lines = _verdict_lines("error")
+    state = READER.new_file_state()
+    kinds = [e.kind for line in lines for e in READER.parse_line(line, state)]
+    assert kinds == [TURN_START, ERROR, TURN_END]
+    [error] = [line for line in lines if line["type"] == "session.error"]
+    assert READER.parse_line(error, READER.new_file_state()) == []
+    [event, _] = READER.parse_line(copy.deepcopy(error), {**READER.new_file_state(),
+                                                          "open": True})
+    assert event.detail == "400 harness: stub refused the request"

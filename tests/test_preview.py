@@ -176,3 +176,32 @@ def test_a_preview_error_makes_an_event_with_its_own_reason(tmp_path, server):
     _run(sidecar)
     assert sent == [("a1", "claude", f"Preview error (entry_empty) at {url}: entry answered 200 "
                      "with an empty body", PREVIEW_REASON)]
+
+
+def test_clearing_the_prober_drops_waiting_probes_and_one_waits_per_agent():
+    from sidecar.probe import PreviewProber
+
+    started, release, ran, results = threading.Event(), threading.Event(), [], []
+
+    def fake_probe(url, timeout_s):
+        ran.append(url)
+        started.set()
+        release.wait(5)
+        return url
+
+    prober = PreviewProber(lambda agent, url, result: results.append((agent, result)),
+                           probe_fn=fake_probe)
+    prober.request("a1", "http://a1/", 1.0)
+    assert started.wait(5)
+    for n in range(50):  # a burst of turns: one probe waits per agent, the newest URL
+        prober.request("a2", f"http://a2/{n}", 1.0)
+        prober.request("a3", f"http://a3/{n}", 1.0)
+    prober.clear()       # the check was turned off
+    prober.request("a4", "http://a4/", 1.0)
+    release.set()
+    assert prober.wait_idle(5)
+    assert ran == ["http://a1/", "http://a4/"]
+    assert results == [("a1", "http://a1/"), ("a4", "http://a4/")]
+    prober.close(timeout=5)
+    prober.request("a5", "http://a5/", 1.0)  # after close: ignored, never raises
+    assert ran == ["http://a1/", "http://a4/"]

@@ -358,8 +358,9 @@ class ClaudeStreamReader(ClaudeSessionReader, StreamReader):
     - ``system``/``init`` (the first line): ``turn_start``; other ``system`` lines: ``[]``;
     - ``assistant`` and ``user`` lines: as in the session log (:class:`ClaudeSessionReader`);
       an assistant line with a top-level ``error`` (Claude Code's ``<synthetic>`` reply for an
-      API error) is ``error`` with its text; a user line with ``isSynthetic`` (Claude Code
-      asking again after an empty reply) is not a prompt: ``[]``;
+      API error) gives ``[]``: the terminal ``result`` says whether the run ended on it, and
+      repeats its text; a user line with ``isSynthetic`` (Claude Code asking again after an
+      empty reply) is not a prompt: ``[]``;
     - ``result`` (the terminal line; sets ``state["terminal"]``): ``error`` when ``is_error`` is
       true or its ``subtype`` starts with ``error`` (``error_max_turns``,
       ``error_during_execution``), ``detail`` its ``result`` text, else its
@@ -394,8 +395,10 @@ class ClaudeStreamReader(ClaudeSessionReader, StreamReader):
                                            and result else subtype or "error"))
             return events + [SessionEvent(TURN_END)]
         if kind == "assistant" and isinstance(obj.get("error"), str):
-            content = require_object(obj.get("message")).get("content")
-            return [SessionEvent(ERROR, detail=text_blocks(content) if content else obj["error"])]
+            # Claude Code's <synthetic> reply for an API error: the result line that follows
+            # says whether the run ended on it (is_error); a killed run's transcript ends here,
+            # which is an incomplete transcript either way.
+            return []
         if kind == "user" and obj.get("isSynthetic") is True:
             return []
         if kind in ("user", "assistant"):

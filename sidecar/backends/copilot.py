@@ -98,7 +98,8 @@ class CopilotReader(JsonLinesReader):
         """``{"turn": <interactionId>, "calls": {call_id: command}, "step": {"message": bool,
         "tools": bool}}``: the open shell calls (at most 512, oldest dropped) and what the
         current model request's messages held (JSON-serialisable)."""
-        return {"turn": "", "calls": {}, "step": {"message": False, "tools": False}}
+        return {"turn": "", "calls": {}, "step": {"message": False, "tools": False},
+                "open": False}
 
     def parse_typed(self, kind: str, obj: dict[str, Any],
                     state: dict[str, Any]) -> list[SessionEvent]:
@@ -118,6 +119,7 @@ class CopilotReader(JsonLinesReader):
             interaction = data.get("interactionId")
             state["turn"] = str_or_empty(interaction)
             state["step"] = {"message": False, "tools": False}
+            state["open"] = True
             return [SessionEvent(TURN_START, ts, turn_id=state["turn"])]
         if kind == "assistant.turn_start":
             if not sub_agent:
@@ -142,14 +144,16 @@ class CopilotReader(JsonLinesReader):
             if sub_agent or not step.get("message") or step.get("tools"):
                 return []
             state["step"] = {"message": False, "tools": False}
+            state["open"] = False
             return [SessionEvent(TURN_END, ts, turn_id=turn)]
         if kind == "session.error":
             # Copilot CLI 1.0.102 writes the provider's refusal after the turn's
             # assistant.turn_end, once its retries are spent: {"errorType": "query", "message",
             # "statusCode"}. It ends the turn (the CLI exits 1).
-            if sub_agent:
-                return []
+            if sub_agent or state.get("open") is not True:
+                return []  # an error outside a turn (at start-up, say) ends no turn
             message = data.get("message")
+            state["open"] = False
             state["step"] = {"message": False, "tools": False}
             return [SessionEvent(ERROR, ts, turn_id=turn,
                                  detail=message if isinstance(message, str) else ""),
