@@ -738,16 +738,7 @@ def test_agent_defaults_and_name_rule() -> None:
 def test_injected_sidecar_env_and_args_parse_as_the_cli_expects(monkeypatch) -> None:
     """The container the injector writes is a valid `repeat-failure run` invocation: its args
     and REPEAT_FAILURE_* env give the CLI exactly the flags the contract means."""
-    from sidecar.cli import build_parser
-
-    _, _, pod = run(load("job-bash-env-literal"), config())
-    sidecar = pod["spec"]["initContainers"][0]
-    for key in [k for k in os.environ if k.startswith("REPEAT_FAILURE_")]:
-        monkeypatch.delenv(key)
-    for entry in sidecar["env"]:
-        if "value" in entry:
-            monkeypatch.setenv(entry["name"], entry["value"])
-    args = build_parser().parse_args(sidecar["args"])
+    args = _injected_cli_args(monkeypatch, "job-bash-env-literal")
     assert (args.command, args.config, args.config_optional, args.shared_dir, args.agent,
             args.backend, args.listen, args.chain_bash_env, args.agent_home,
             args.preview_url) == (
@@ -755,20 +746,28 @@ def test_injected_sidecar_env_and_args_parse_as_the_cli_expects(monkeypatch) -> 
         "gemini", "0.0.0.0:9466", "/etc/agent/bash_env.sh", "/var/run/repeat-failure-home", None)
 
 
-def test_injected_preview_url_env_is_the_clis_preview_url(monkeypatch) -> None:
-    """REPEAT_FAILURE_PREVIEW_URL as injected is `run --preview-url` for the CLI, and passes the
-    sidecar's own check (tests/test_cli_inject.py starts the real process with it)."""
+def _injected_cli_args(monkeypatch, fixture: str):
+    """The `repeat-failure` arguments the injected sidecar of the admission fixture ``fixture``
+    runs with: its args parsed with its literal env values set (and no other
+    REPEAT_FAILURE_* variable)."""
     from sidecar.cli import build_parser
-    from sidecar.config import check_preview_url
 
-    _, _, pod = run(load("preview-url"), config())
+    _, _, pod = run(load(fixture), config())
     sidecar = pod["spec"]["initContainers"][0]
     for key in [k for k in os.environ if k.startswith("REPEAT_FAILURE_")]:
         monkeypatch.delenv(key)
     for entry in sidecar["env"]:
         if "value" in entry:
             monkeypatch.setenv(entry["name"], entry["value"])
-    args = build_parser().parse_args(sidecar["args"])
+    return build_parser().parse_args(sidecar["args"])
+
+
+def test_injected_preview_url_env_is_the_clis_preview_url(monkeypatch) -> None:
+    """REPEAT_FAILURE_PREVIEW_URL as injected is `run --preview-url` for the CLI, and passes the
+    sidecar's own check (tests/test_cli_inject.py starts the real process with it)."""
+    from sidecar.config import check_preview_url
+
+    args = _injected_cli_args(monkeypatch, "preview-url")
     assert (args.agent, args.backend, args.agent_home, args.preview_url) == (
         "web-agent", "claude", "/var/run/repeat-failure-home", "http://127.0.0.1:5173/")
     check_preview_url(args.preview_url)
