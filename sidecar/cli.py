@@ -1,5 +1,5 @@
 """``repeat-failure`` command line: run, demo, hook env, check-config, coverage, inject-webhook,
-verdict.
+verdict, fixloop.
 
 Flags of ``run`` and ``hook env`` may also come from environment variables
 (``REPEAT_FAILURE_CONFIG``, ``REPEAT_FAILURE_SHARED_DIR``, ``REPEAT_FAILURE_AGENT``,
@@ -32,6 +32,7 @@ from sidecar.config import (AGENT_NAME_RE, AgentSpec, Config, ConfigError, check
 DEFAULT_SHARED_DIR = "/var/run/repeat-failure"
 DEFAULT_LISTEN = "0.0.0.0:9466"
 DEFAULT_INJECTOR_LISTEN = "0.0.0.0:8443"
+DEFAULT_FIXLOOP_LISTEN = "0.0.0.0:9467"
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -241,6 +242,43 @@ def cmd_verdict(args: argparse.Namespace) -> int:
     return EXIT_CODES[result.verdict]
 
 
+def cmd_fixloop(args: argparse.Namespace) -> int:
+    """Run the CI fix-loop escalation ledger (design adr-0010; docs/fixloop.md): sweep the open
+    pull requests of the configured GitHub repositories every interval_s, escalate PRs whose CI
+    stayed red on `threshold` distinct head trees (a comment and the needs-human label),
+    re-engage stale red PRs through their agents' webhooks, and serve /metrics, /healthz and
+    /readyz until SIGTERM or SIGINT. --once: one sweep, then exit (0 when every repository was
+    listed, 1 otherwise). Exit 2: bad config."""
+    from sidecar.fixloop.app import FixloopApp
+    from sidecar.fixloop.config import load_fixloop_config
+
+    if not args.config:
+        raise ConfigError("fixloop needs --config FILE (or REPEAT_FAILURE_FIXLOOP_CONFIG)")
+    configure_logging()
+    config = load_fixloop_config(args.config)
+    events = None
+    if config.events:
+        from sidecar.events import EventPublisher, EventStats
+
+        events = EventPublisher(EventStats()).start()
+    app = FixloopApp(config, events=events)
+    if args.once:
+        return 0 if app.run_once() == "complete" else 1
+    port = app.serve(args.listen)
+    logging.getLogger("repeat_failure").info("fixloop started", extra={
+        "listen": args.listen, "port": port, "repositories": list(config.repositories)})
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        app.run_forever(stop)
+    finally:
+        app.stop_serving()
+        if events is not None:
+            events.close(timeout=2.0)
+    return 0
+
+
 def _exit_status(text: str) -> int:
     """``--exit-status``: an exit status 0-255 (what ``$?`` holds)."""
     try:
@@ -351,6 +389,18 @@ def build_parser() -> argparse.ArgumentParser:
                          help="also print the verdict and what it was decided from as one JSON "
                               "object on stdout")
     verdict.set_defaults(func=cmd_verdict)
+
+    fixloop = sub.add_parser("fixloop", help="run the CI fix-loop escalation ledger "
+                                             "(docs/fixloop.md)",
+                             description=cmd_fixloop.__doc__)
+    fixloop.add_argument("--config", default=_env("FIXLOOP_CONFIG"),
+                         help="the fixloop YAML config (REPEAT_FAILURE_FIXLOOP_CONFIG)")
+    fixloop.add_argument("--listen", default=_env("FIXLOOP_LISTEN", DEFAULT_FIXLOOP_LISTEN),
+                         help=f"HOST:PORT for /metrics, /healthz, /readyz (default "
+                              f"{DEFAULT_FIXLOOP_LISTEN}; REPEAT_FAILURE_FIXLOOP_LISTEN)")
+    fixloop.add_argument("--once", action="store_true",
+                         help="one sweep, then exit (0: every repository listed)")
+    fixloop.set_defaults(func=cmd_fixloop)
     return parser
 
 

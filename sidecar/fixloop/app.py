@@ -1,0 +1,161 @@
+"""The fix-loop ledger, wired: config → GitHub client, ledger, notifier → sweeper, on a cadence,
+with ``/metrics``, ``/healthz`` and ``/readyz`` on one port.
+
+``GET /healthz`` answers 200 while the sweep thread is alive; ``GET /readyz`` answers 200 once a
+pass has finished (a pod is ready when it has looked at the forge once). The GitHub token is
+read from ``token_file`` (a mounted Secret) or, when that file does not exist, from the
+``GITHUB_TOKEN`` environment variable; it is never logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
+
+from sidecar.config import ConfigError
+from sidecar.fixloop.config import FixloopConfig
+from sidecar.fixloop.github import GitHub
+from sidecar.fixloop.ledger import Ledger
+from sidecar.fixloop.metrics import PREFIX, FixloopCollector
+from sidecar.fixloop.notify import Notifier
+from sidecar.fixloop.sweep import Sweeper
+
+log = logging.getLogger("repeat_failure")
+
+#: The Kubernetes Event reason of an escalation (with ``events: true``).
+EVENT_REASON = "FixLoopEscalated"
+
+
+def read_token(config: FixloopConfig, environ: dict[str, str] | None = None) -> str | None:
+    """The GitHub token: the content of ``config.token_file`` (stripped) when the file exists,
+    else ``GITHUB_TOKEN``, else ``None`` (anonymous: public repositories only, 60 requests an
+    hour). Raises :class:`ConfigError` when the file exists but cannot be read or is empty."""
+    environ = os.environ if environ is None else environ
+    path = Path(config.token_file)
+    if path.exists():
+        try:
+            token = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: cannot read the GitHub token: "
+                              f"{exc.__class__.__name__}") from None
+        if not token:
+            raise ConfigError(f"{path}: the GitHub token file is empty")
+        return token
+    return environ.get("GITHUB_TOKEN") or None
+
+
+class FixloopApp:
+    """One fix-loop process: ``run_forever(stop)`` sweeps every ``config.interval_s`` until
+    ``stop`` is set; :meth:`serve` starts the HTTP endpoint. ``github``, ``notifier`` and
+    ``clock`` are injectable (tests); ``events`` publishes escalation Events when given."""
+
+    def __init__(self, config: FixloopConfig, github: GitHub | None = None,
+                 notifier: Notifier | None = None, clock=time.time, events=None) -> None:
+        self.config = config
+        self.ledger = Ledger(config.ledger)
+        self.github = github or GitHub(config.api_url, read_token(config),
+                                       timeout_s=config.request_timeout_s)
+        self.lock = threading.Lock()
+        self.events = events
+        self.sweeper = Sweeper(config, self.github, self.ledger, notifier or Notifier(config),
+                               clock=clock, on_escalation=self._event)
+        self.registry = CollectorRegistry()
+        self.registry.register(FixloopCollector(self.sweeper, self.lock))
+        self.duration = Histogram(PREFIX + "sweep_duration_seconds", "Time per sweep.",
+                                  registry=self.registry,
+                                  buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300))
+        self.ready = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._httpd: ThreadingHTTPServer | None = None
+
+    def _event(self, repo: str, number: int, message: str) -> None:
+        if self.events is not None:
+            self.events.publish(f"{repo}#{number}", "github", message, time.time(),
+                                reason=EVENT_REASON)
+
+    def run_once(self) -> str:
+        """One sweep (under the lock the metrics read with); its outcome."""
+        started = time.perf_counter()
+        with self.lock:
+            outcome = self.sweeper.run_once()
+        self.duration.observe(time.perf_counter() - started)
+        self.ready.set()
+        log.info("fix-loop sweep done", extra={
+            "event": "fixloop_sweep", "outcome": outcome,
+            "seconds": round(time.perf_counter() - started, 3)})
+        return outcome
+
+    def run_forever(self, stop: threading.Event) -> None:
+        """Sweep now and then every ``interval_s`` until ``stop``; a pass that fails
+        unexpectedly is logged and the loop goes on."""
+        self._thread = threading.current_thread()
+        while not stop.is_set():
+            try:
+                self.run_once()
+            except Exception:  # a bug must not stop the loop
+                log.exception("fix-loop sweep failed")
+            stop.wait(self.config.interval_s)
+        self.ledger.close()
+
+    def alive(self) -> bool:
+        """True while the sweep loop runs (or before it started)."""
+        return self._thread is None or self._thread.is_alive()
+
+    def serve(self, listen: str) -> int:
+        """Serve ``/metrics``, ``/healthz``, ``/readyz`` on ``HOST:PORT`` from a daemon thread;
+        returns the port bound. Raises ``ValueError`` for a malformed ``listen``, ``OSError``
+        when the port is taken."""
+        host, sep, port = listen.rpartition(":")
+        if not sep or not port.isdigit() or int(port) > 65535:
+            raise ValueError(f"--listen {listen!r}: expected HOST:PORT, e.g. 0.0.0.0:9467")
+        app = self
+
+        class Handler(BaseHTTPRequestHandler):
+            server_version = "repeat-failure-fixloop"
+            timeout = 10
+
+            def do_GET(self) -> None:  # noqa: N802
+                path = self.path.split("?", 1)[0]
+                status = 200
+                if path == "/metrics":
+                    body, ctype = generate_latest(app.registry), CONTENT_TYPE_LATEST
+                elif path == "/healthz":
+                    ok = app.alive()
+                    status, body = (200, b"ok\n") if ok else (503, b"sweep loop stopped\n")
+                    ctype = "text/plain; charset=utf-8"
+                elif path == "/readyz":
+                    ok = app.ready.is_set()
+                    status, body = (200, b"ok\n") if ok else (503, b"no sweep finished yet\n")
+                    ctype = "text/plain; charset=utf-8"
+                else:
+                    self.send_error(404, "not found: try /metrics, /healthz or /readyz")
+                    return
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                pass
+
+        try:
+            self._httpd = ThreadingHTTPServer((host.strip("[]") or "0.0.0.0", int(port)), Handler)
+        except OSError as exc:
+            raise OSError(exc.errno, f"cannot listen on {listen}: {exc.strerror}") from None
+        self._httpd.daemon_threads = True
+        threading.Thread(target=self._httpd.serve_forever, name="fixloop-http",
+                         daemon=True).start()
+        return self._httpd.server_address[1]
+
+    def stop_serving(self) -> None:
+        """Stop the HTTP endpoint."""
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()

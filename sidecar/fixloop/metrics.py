@@ -1,0 +1,112 @@
+"""The fix-loop ledger's Prometheus metrics (``hive_repeat_failure_fixloop_*``).
+
+Same conventions as the sidecar's exporter (:mod:`sidecar.exporter`): a custom collector builds
+every family at scrape time from the sweeper's state (:class:`sidecar.fixloop.sweep.SweepStats`)
+and owns nothing, so a PR that leaves the ledger leaves the metrics by construction.
+
+================================================================  ========  =====================
+metric                                                            type      labels
+================================================================  ========  =====================
+``hive_repeat_failure_fixloop_red_trees``                         gauge     repository, pr
+``hive_repeat_failure_fixloop_escalated_prs``                     gauge     repository
+``hive_repeat_failure_fixloop_escalations_total``                 counter   repository, kind
+``hive_repeat_failure_fixloop_reengagements_total``               counter   repository, outcome
+``hive_repeat_failure_fixloop_shared_breakage_checks``            gauge     repository
+``hive_repeat_failure_fixloop_shared_breakage_incidents_total``   counter   repository
+``hive_repeat_failure_fixloop_unparked_total``                    counter   repository, reason
+``hive_repeat_failure_fixloop_sweeps_total``                      counter   outcome
+``hive_repeat_failure_fixloop_api_errors_total``                  counter   reason
+``hive_repeat_failure_fixloop_last_sweep_timestamp_seconds``      gauge
+``hive_repeat_failure_fixloop_sweep_duration_seconds``            histogram
+================================================================  ========  =====================
+
+Known label values are exported from 0 (``kind`` first/handoff, ``outcome`` delivered/failed,
+``reason`` green/breakage_cleared/label_removed, sweep outcomes, API error reasons), so
+``rate()`` sees the first increment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from sidecar.fixloop.github import REASONS
+
+if TYPE_CHECKING:
+    from sidecar.fixloop.sweep import Sweeper
+
+PREFIX = "hive_repeat_failure_fixloop_"
+KINDS = ("first", "handoff")
+KICK_OUTCOMES = ("delivered", "failed")
+UNPARK_REASONS = ("green", "breakage_cleared", "label_removed")
+SWEEP_OUTCOMES = ("complete", "partial", "failed")
+API_ERROR_REASONS = REASONS
+
+
+class FixloopCollector(Collector):
+    """Yields the fix-loop families from ``sweeper.stats`` at every scrape; ``lock`` (a
+    ``threading.Lock``) is held while reading, the same one the loop holds during a pass's
+    bookkeeping."""
+
+    def __init__(self, sweeper: "Sweeper", lock) -> None:
+        self._sweeper = sweeper
+        self._lock = lock
+
+    def collect(self) -> Iterator[Metric]:
+        """Every family of the table in the module docstring."""
+        with self._lock:
+            stats = self._sweeper.stats
+            repos = self._sweeper.config.repositories
+            red = GaugeMetricFamily(PREFIX + "red_trees",
+                                    "Distinct red head trees counted for an open PR.",
+                                    labels=["repository", "pr"])
+            for (repo, number), n in sorted(stats.red_trees.items()):
+                red.add_metric([repo, str(number)], float(n))
+            escalated = GaugeMetricFamily(PREFIX + "escalated_prs",
+                                          "Open PRs escalated (wearing the needs-human label).",
+                                          labels=["repository"])
+            for repo, n in sorted(stats.escalated.items()):
+                escalated.add_metric([repo], float(n))
+            escalations = CounterMetricFamily(
+                PREFIX + "escalations", "Escalations posted, first or hand-off.",
+                labels=["repository", "kind"])
+            kicks = CounterMetricFamily(
+                PREFIX + "reengagements", "Re-engagement kicks, delivered (2xx) or failed.",
+                labels=["repository", "outcome"])
+            incidents = CounterMetricFamily(
+                PREFIX + "shared_breakage_incidents",
+                "Checks that became red on many open PRs at once (shared breakage).",
+                labels=["repository"])
+            unparked = CounterMetricFamily(
+                PREFIX + "unparked", "Escalations taken back, by reason.",
+                labels=["repository", "reason"])
+            for repo in repos:
+                for kind in KINDS:
+                    escalations.add_metric([repo, kind], float(stats.escalations[(repo, kind)]))
+                for outcome in KICK_OUTCOMES:
+                    kicks.add_metric([repo, outcome], float(stats.reengagements[(repo, outcome)]))
+                incidents.add_metric([repo], float(stats.incidents[repo]))
+                for reason in UNPARK_REASONS:
+                    unparked.add_metric([repo, reason], float(stats.unparked[(repo, reason)]))
+            shared = GaugeMetricFamily(PREFIX + "shared_breakage_checks",
+                                       "Checks red on the shared-breakage number of open PRs "
+                                       "now.", labels=["repository"])
+            for repo, n in sorted(stats.shared_checks.items()):
+                shared.add_metric([repo], float(n))
+            sweeps = CounterMetricFamily(PREFIX + "sweeps", "Sweeps, by outcome.",
+                                         labels=["outcome"])
+            for outcome in SWEEP_OUTCOMES:
+                sweeps.add_metric([outcome], float(stats.sweeps[outcome]))
+            errors = CounterMetricFamily(PREFIX + "api_errors", "GitHub API calls that failed.",
+                                         labels=["reason"])
+            for reason in sorted(set(API_ERROR_REASONS) | set(stats.api_errors)):
+                errors.add_metric([reason], float(stats.api_errors[reason]))
+            last = GaugeMetricFamily(PREFIX + "last_sweep_timestamp_seconds",
+                                     "Time of the last complete sweep, seconds since the epoch.")
+            if stats.last_complete is not None:
+                last.add_metric([], stats.last_complete)
+        yield from (red, escalated, escalations, kicks, shared, incidents, unparked, sweeps,
+                    errors, last)

@@ -1,0 +1,479 @@
+"""One sweep of the open pull requests: each PR's CI state, and the escalation ladder.
+
+Every rule is design adr-0010's (the seed ``adr-0010-ci-fix-loop-escalation.txt``); the ladder
+for people is docs/fixloop.md. Per pass (:meth:`Sweeper.run_once`):
+
+1. List the open PRs of every configured repository. A repository whose listing fails is left
+   alone this pass (its entries are neither updated nor pruned).
+2. Skip dependency bots (``renovate[bot]``, ``dependabot[bot]``, ``mergeraptor[bot]``,
+   configurable): their red PRs are not fix loops.
+3. Read each PR's checks (check runs and commit statuses of its head). CI is *pending* while any
+   check runs (or the fetch failed): the pass cannot conclude, and the ledger is left as it was
+   (only the label bookkeeping below is applied). *Green*: every check passed (a conclusive
+   green). *Red*: every check finished and one failed; the time the last one finished is when CI
+   *settled*.
+4. Shared breakage: a check red on the PR and on at least ``shared_breakage_prs`` other open PRs
+   of the repository in the same pass is an incident (a broken base, a runner outage). A PR
+   whose every failing check is such an incident learns nothing this pass: no attempt counted,
+   no staleness clock, no re-engagement.
+5. The label is authoritative, the ledger a cache: a PR wearing the label is escalated even to
+   an empty ledger (no second comment); once the label has been seen on an escalated PR
+   (*confirmed*), its absence means a human removed it: the PR is un-parked with a fresh budget,
+   and the head it had then is stamped as the reviewer's pass.
+6. A conclusive green clears the PR's history; an escalated PR going green is un-parked (label
+   removed, ledger reset, a comment saying why). An escalated PR whose escalated checks later
+   turn out to be shared breakage is un-parked the same way when that breakage clears.
+7. Red, settled, not an incident: the head's *tree* is an attempt when not seen red before (an
+   empty retrigger commit has the same tree); at ``threshold`` distinct red trees the PR is
+   escalated: one comment headed ``Fix loop escalated — human attention needed`` with the
+   failing checks, the failure evidence and the number of kicks actually delivered, and the
+   ``needs-human`` label. A PR escalated a second time after a reviewer's pass gets the hand-off
+   note instead (what was tried since, the head the reviewer left, no further automated pass).
+8. Staleness: an unchanged red head whose CI settled ``stale_after_s`` ago is re-engaged (a kick
+   to its owning agent, :mod:`sidecar.fixloop.notify`), at most ``max_reengagements`` times per
+   head SHA, spaced at least ``stale_after_s`` and the owner's ``cadence_s``; a kick counts only
+   when delivered. A branch that moves resets the count.
+9. Entries are pruned ``prune_after_s`` after their PR stops being listed.
+
+Nothing here raises for what the forge answers: API errors are counted by reason and the PR (or
+repository) is retried next pass.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from sidecar.fixloop.config import ESCALATION_HEADING, FixloopConfig
+from sidecar.fixloop.github import Check, GitHub, GitHubError, PullRequest
+from sidecar.fixloop.ledger import Entry, Ledger, pr_key
+from sidecar.fixloop.notify import Notifier
+from sidecar.scrub import scrub
+
+log = logging.getLogger("repeat_failure")
+
+PENDING, RED, GREEN, NO_CHECKS = "pending", "red", "green", "no_checks"
+#: Characters of failure evidence kept per failing check (scrubbed), and in all.
+MAX_EXCERPT_PER_CHECK = 1500
+MAX_EXCERPT = 6000
+FIRST, HANDOFF = "first", "handoff"
+UNPARK_GREEN, UNPARK_BREAKAGE, UNPARK_LABEL = "green", "breakage_cleared", "label_removed"
+
+
+@dataclass(frozen=True)
+class CiState:
+    """A PR head's CI as one pass saw it: ``state`` (pending, red, green, no_checks), the failing
+    checks (``failing``, in name order), ``settled_at`` (epoch seconds the last check finished;
+    ``None`` unless red or green)."""
+
+    state: str
+    failing: tuple[Check, ...] = ()
+    settled_at: float | None = None
+
+
+def ci_state(checks: list[Check]) -> CiState:
+    """Fold a head's checks into one :class:`CiState` (rule 3 of the module docstring)."""
+    if not checks:
+        return CiState(NO_CHECKS)
+    if any(c.status == PENDING for c in checks):
+        return CiState(PENDING)
+    failing = tuple(sorted((c for c in checks if c.status == RED), key=lambda c: c.name))
+    times = [c.completed_at for c in checks if c.completed_at is not None]
+    settled = max(times) if times else None
+    return CiState(RED if failing else GREEN, failing, settled)
+
+
+@dataclass
+class SweepStats:
+    """Counters since the process started (Prometheus counters) and the last pass's view for
+    the gauges. Keys: ``(repository, kind)`` for escalations, ``(repository, outcome)`` for
+    re-engagements, ``(repository, reason)`` for un-parks, ``reason`` for API errors,
+    ``outcome`` for sweeps."""
+
+    escalations: Counter = field(default_factory=Counter)
+    reengagements: Counter = field(default_factory=Counter)
+    incidents: Counter = field(default_factory=Counter)
+    unparked: Counter = field(default_factory=Counter)
+    api_errors: Counter = field(default_factory=Counter)
+    sweeps: Counter = field(default_factory=Counter)
+    last_complete: float | None = None
+    #: The last pass's view: red trees per (repository, number), escalated PRs and shared
+    #: breakage checks per repository (repositories listed in that pass).
+    red_trees: dict = field(default_factory=dict)
+    escalated: dict = field(default_factory=dict)
+    shared_checks: dict = field(default_factory=dict)
+
+
+class Sweeper:
+    """Runs passes for ``config`` against ``github``, keeping ``ledger`` and kicking through
+    ``notifier``. ``clock`` gives epoch seconds. ``on_escalation(repo, number, message)`` is
+    called after each escalation (the Kubernetes Event, when on)."""
+
+    def __init__(self, config: FixloopConfig, github: GitHub, ledger: Ledger,
+                 notifier: Notifier, clock: Callable[[], float] = time.time,
+                 on_escalation: Callable[[str, int, str], None] | None = None) -> None:
+        self.config = config
+        self.github = github
+        self.ledger = ledger
+        self.notifier = notifier
+        self.clock = clock
+        self.on_escalation = on_escalation
+        self.stats = SweepStats()
+        self._shared_before: dict[str, set[str]] = {}
+        self._bots = {b.lower() for b in config.bots}
+
+    # -- one pass ------------------------------------------------------------------------------
+
+    def run_once(self) -> str:
+        """One pass over every repository; returns its outcome: ``complete`` (every repository
+        listed), ``partial`` (some listings failed) or ``failed`` (none listed)."""
+        now = self.clock()
+        listed: dict[str, list[PullRequest]] = {}
+        for repo in self.config.repositories:
+            try:
+                listed[repo] = self.github.open_pulls(repo)
+            except GitHubError as exc:
+                self._api_error(exc, repo=repo)
+        states: dict[tuple[str, int], CiState | None] = {}
+        for repo, prs in listed.items():
+            for pr in prs:
+                if pr.author.lower() in self._bots:
+                    continue
+                try:
+                    states[(repo, pr.number)] = ci_state(self.github.checks(repo, pr.head_sha))
+                except GitHubError as exc:
+                    self._api_error(exc, repo=repo, number=pr.number)
+                    states[(repo, pr.number)] = None  # cannot conclude: like pending
+        for repo, prs in listed.items():
+            shared = self._shared(repo, prs, states)
+            for pr in prs:
+                if (repo, pr.number) in states:
+                    self._apply(pr, states[(repo, pr.number)], shared, now)
+            gone = self.ledger.prune({repo}, now - self.config.prune_after_s)
+            if gone:
+                log.info("fix-loop ledger entries pruned", extra={
+                    "event": "fixloop_pruned", "repository": repo, "prs": gone})
+        self._view(listed)
+        outcome = ("complete" if len(listed) == len(self.config.repositories)
+                   else "partial" if listed else "failed")
+        self.stats.sweeps[outcome] += 1
+        if outcome == "complete":
+            self.stats.last_complete = now
+        return outcome
+
+    def _shared(self, repo: str, prs: list[PullRequest],
+                states: dict[tuple[str, int], CiState | None]) -> set[str]:
+        """Names of the checks red on more than ``shared_breakage_prs`` open PRs of ``repo``
+        this pass (red on a PR and on at least that many others); counts a new incident when
+        a name was not shared in the previous pass."""
+        red_on: Counter = Counter()
+        for pr in prs:
+            state = states.get((repo, pr.number))
+            if state is not None and state.state == RED:
+                red_on.update({c.name for c in state.failing})
+        shared = {name for name, n in red_on.items() if n >= self.config.shared_breakage_prs + 1}
+        for name in sorted(shared - self._shared_before.get(repo, set())):
+            self.stats.incidents[repo] += 1
+            log.warning("shared CI breakage: a check is red on many open PRs; not counted as "
+                        "fix attempts", extra={"event": "fixloop_shared_breakage",
+                                               "repository": repo, "check": name,
+                                               "prs": red_on[name]})
+        self._shared_before[repo] = shared
+        return shared
+
+    # -- the rules for one PR --------------------------------------------------------------------
+
+    def _apply(self, pr: PullRequest, state: CiState | None, shared: set[str],
+               now: float) -> None:
+        key = pr_key(pr.repo, pr.number)
+        entry = self.ledger.get(key) or Entry(pr.repo, pr.number, now)
+        entry.last_seen = now
+        labeled = self.config.label in pr.labels
+        if labeled:
+            if not entry.escalated:  # rule 5: the label says escalated, whatever the ledger
+                entry.escalated, entry.escalated_at = True, now
+                log.info("PR wears the escalation label: escalated (no comment posted)",
+                         extra={"event": "fixloop_label_adopted", "pr": key})
+            entry.label_confirmed = True
+        elif entry.escalated and entry.label_confirmed:
+            self._unpark(pr, entry, UNPARK_LABEL, now, comment=None)
+        if state is None or state.state in (PENDING, NO_CHECKS):
+            self._save(entry)
+            return
+        if state.state == GREEN:
+            if entry.escalated:
+                self._unpark(pr, entry, UNPARK_GREEN, now,
+                             comment=f"CI is green at `{pr.head_sha[:12]}`: the fix loop is "
+                                     f"over. Removed `{self.config.label}`; the PR's attempt "
+                                     "count starts again from zero.")
+            else:
+                entry.reset()
+            self._save(entry)
+            return
+        failing = [c.name for c in state.failing]
+        own = [c for c in state.failing if c.name not in shared]
+        if entry.escalated:
+            self._escalated_red(pr, entry, failing, shared, now)
+            self._save(entry)
+            return
+        if not own:  # rule 4: every failing check is shared breakage
+            entry.red_since = None
+            self._save(entry)
+            return
+        if pr.head_sha != entry.head_sha:
+            try:
+                tree = self.github.head_tree(pr.repo, pr.head_sha)
+            except GitHubError as exc:
+                self._api_error(exc, repo=pr.repo, number=pr.number)
+                self._save(entry)
+                return
+            entry.head_sha, entry.head_tree = pr.head_sha, tree
+            entry.reengagements, entry.last_kick_at = 0, None  # the branch moved
+            entry.red_since = None
+        if entry.red_since is None:
+            entry.red_since = state.settled_at if state.settled_at is not None else now
+        entry.failing = [c.name for c in own]
+        entry.excerpt = excerpt(own)
+        if entry.head_tree and entry.head_tree not in entry.trees \
+                and pr.head_sha != entry.reviewer_sha:
+            # The head a reviewer's pass left is where the new count starts, not an attempt.
+            entry.trees.append(entry.head_tree)
+        if len(entry.trees) >= self.config.threshold:
+            self._escalate(pr, entry, own, now)
+        else:
+            self._maybe_kick(pr, entry, own, now)
+        self._save(entry)
+
+    def _escalated_red(self, pr: PullRequest, entry: Entry, failing: list[str],
+                       shared: set[str], now: float) -> None:
+        """Rule 6 for a parked PR: note when its escalated checks are shared breakage, and
+        un-park it once that breakage has cleared."""
+        over = set(entry.escalated_checks) or set(failing)
+        if over & shared:
+            entry.over_incident = True
+        elif entry.over_incident:
+            self._unpark(pr, entry, UNPARK_BREAKAGE, now,
+                         comment="The shared CI breakage this PR was escalated over has "
+                                 f"cleared (`{'`, `'.join(sorted(over))}` no longer red on "
+                                 f"other open PRs). Removed `{self.config.label}`; the PR's "
+                                 "attempt count starts again from zero.")
+
+    def _unpark(self, pr: PullRequest, entry: Entry, reason: str, now: float,
+                comment: str | None) -> None:
+        """Take the PR out of escalation: the label removed (unless a human already did), the
+        ledger reset, a comment saying why (not when a human removed the label)."""
+        if comment is not None:
+            try:
+                self.github.remove_label(pr.repo, pr.number, self.config.label)
+                self.github.comment(pr.repo, pr.number, comment)
+            except GitHubError as exc:
+                self._api_error(exc, repo=pr.repo, number=pr.number)
+                return  # still escalated; the next pass tries again
+        if reason == UNPARK_LABEL:
+            entry.reviewer_sha, entry.reviewed_at = pr.head_sha, now
+        entry.reset()
+        self.stats.unparked[(pr.repo, reason)] += 1
+        log.info("fix loop un-parked", extra={"event": "fixloop_unparked",
+                                              "pr": entry.key, "reason": reason})
+
+    def _escalate(self, pr: PullRequest, entry: Entry, failing: list[Check],
+                  now: float) -> None:
+        handoff = entry.escalations >= 1 and entry.reviewer_sha is not None
+        body = (handoff_note if handoff else escalation_comment)(self.config, pr, entry,
+                                                                 failing)
+        try:
+            self.github.comment(pr.repo, pr.number, body)
+        except GitHubError as exc:
+            self._api_error(exc, repo=pr.repo, number=pr.number)
+            return  # not escalated; the next pass tries again
+        try:
+            self.github.add_label(pr.repo, pr.number, self.config.label)
+        except GitHubError as exc:
+            # The comment is out: the ledger must say so, or the next pass would post it again.
+            self._api_error(exc, repo=pr.repo, number=pr.number)
+        entry.escalated, entry.escalated_at, entry.label_confirmed = True, now, False
+        entry.escalations += 1
+        entry.escalated_checks = [c.name for c in failing]
+        kind = HANDOFF if handoff else FIRST
+        self.stats.escalations[(pr.repo, kind)] += 1
+        log.warning("fix loop escalated: human attention needed", extra={
+            "event": "fixloop_escalated", "pr": entry.key, "kind": kind,
+            "red_trees": len(entry.trees), "kicks_delivered": entry.kicks_delivered,
+            "failing": entry.escalated_checks})
+        if self.on_escalation is not None:
+            self.on_escalation(pr.repo, pr.number,
+                               f"Fix loop escalated on {entry.key}: CI red on "
+                               f"{len(entry.trees)} distinct head trees "
+                               f"({', '.join(entry.escalated_checks)})")
+
+    def _maybe_kick(self, pr: PullRequest, entry: Entry, failing: list[Check],
+                    now: float) -> None:
+        """Rule 8: re-engage an unchanged red head once it has been stale long enough."""
+        cfg = self.config
+        if entry.red_since is None or now - entry.red_since < cfg.stale_after_s:
+            return
+        if entry.reengagements >= cfg.max_reengagements:
+            return
+        owner = cfg.endpoint(pr.author)
+        spacing = max(cfg.stale_after_s, owner.cadence_s if owner else 0.0)
+        if entry.last_kick_at is not None and now - entry.last_kick_at < spacing:
+            return
+        kick = self.notifier.kick(pr.author, {
+            "kind": "fix_before_new", "repository": pr.repo, "number": pr.number,
+            "url": pr.url, "head_sha": pr.head_sha, "failing_checks": [c.name for c in failing],
+            "excerpt": entry.excerpt, "reengagement": entry.reengagements + 1,
+            "max_reengagements": cfg.max_reengagements})
+        self.stats.reengagements[(pr.repo, "delivered" if kick.delivered else "failed")] += 1
+        if kick.delivered:
+            entry.reengagements += 1
+            entry.kicks_delivered += 1
+            entry.last_kick_at = now
+            log.info("re-engagement delivered", extra={
+                "event": "fixloop_reengaged", "pr": entry.key, "target": kick.target,
+                "reengagement": entry.reengagements})
+
+    # -- bookkeeping ----------------------------------------------------------------------------
+
+    def _save(self, entry: Entry) -> None:
+        """Keep rows that carry something; a PR with nothing tried and not escalated needs no
+        row (a green or never-red PR), unless it holds the reviewer's stamp."""
+        if (entry.trees or entry.escalated or entry.red_since is not None
+                or entry.reviewer_sha is not None or entry.escalations):
+            self.ledger.put(entry)
+        else:
+            self.ledger.delete(entry.key)
+
+    def _api_error(self, exc: GitHubError, repo: str, number: int | None = None) -> None:
+        self.stats.api_errors[exc.reason] += 1
+        log.warning("GitHub API call failed; retried next pass", extra={
+            "event": "fixloop_api_error", "reason": exc.reason, "status": exc.status,
+            "repository": repo, "number": number})
+
+    def _view(self, listed: dict[str, list[PullRequest]]) -> None:
+        red: dict[tuple[str, int], int] = {}
+        escalated: Counter = Counter({repo: 0 for repo in listed})
+        open_keys = {(pr.repo, pr.number) for prs in listed.values() for pr in prs}
+        for entry in self.ledger.entries():
+            if (entry.repo, entry.number) not in open_keys:
+                continue
+            if entry.trees:
+                red[(entry.repo, entry.number)] = len(entry.trees)
+            if entry.escalated:
+                escalated[entry.repo] += 1
+        self.stats.red_trees = red
+        self.stats.escalated = dict(escalated)
+        self.stats.shared_checks = {repo: len(self._shared_before.get(repo, set()))
+                                    for repo in listed}
+
+
+# -- comment bodies -------------------------------------------------------------------------------
+
+def excerpt(failing: list[Check]) -> str:
+    """The failure evidence of ``failing`` checks: each check's summary (check-run output or
+    status description), scrubbed, at most :data:`MAX_EXCERPT_PER_CHECK` characters each and
+    :data:`MAX_EXCERPT` in all; ``""`` when no check says anything."""
+    parts = []
+    for check in failing:
+        text = scrub(check.summary.strip())
+        if not text:
+            continue
+        if len(text) > MAX_EXCERPT_PER_CHECK:
+            text = text[:MAX_EXCERPT_PER_CHECK - 1] + "…"
+        parts.append(f"== {check.name} ==\n{text}")
+    joined = "\n\n".join(parts)
+    return joined if len(joined) <= MAX_EXCERPT else joined[:MAX_EXCERPT - 1] + "…"
+
+
+def _fence(text: str) -> str:
+    """``text`` in a fenced block no line of it can close (a longer fence than any run of
+    backticks in it)."""
+    longest = max((len(run) for run in text.split("\n") for run in _backtick_runs(run)),
+                  default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def _backtick_runs(line: str) -> list[str]:
+    runs, current = [], ""
+    for ch in line:
+        if ch == "`":
+            current += ch
+        elif current:
+            runs.append(current)
+            current = ""
+    if current:
+        runs.append(current)
+    return runs
+
+
+def _checks_list(failing: list[Check]) -> str:
+    lines = []
+    for c in failing:
+        link = f" ([details]({c.url}))" if c.url.startswith(("https://", "http://")) else ""
+        lines.append(f"- `{c.name.replace('`', '')}`: {c.conclusion or 'failed'}{link}")
+    return "\n".join(lines) or "- (no check named)"
+
+
+def _evidence(entry: Entry) -> str:
+    if not entry.excerpt:
+        return "No failure evidence was available from the checks."
+    return ("<details><summary>Failure evidence (check output, scrubbed)</summary>\n\n"
+            f"{_fence(entry.excerpt)}\n\n</details>")
+
+
+def escalation_comment(config: FixloopConfig, pr: PullRequest, entry: Entry,
+                       failing: list[Check]) -> str:
+    """The first escalation's comment (Markdown): the heading, why, the failing checks, the
+    kicks actually delivered, the evidence, how to hand the PR back."""
+    return "\n".join([
+        f"## {ESCALATION_HEADING}",
+        "",
+        f"CI has been red on {len(entry.trees)} distinct head trees of this pull request "
+        f"(the limit is {config.threshold}), so automated fix attempts stop here: the "
+        f"`{config.label}` label is applied and fix dispatch skips this PR.",
+        "",
+        f"**Failing checks** at `{pr.head_sha[:12]}`:",
+        _checks_list(failing),
+        "",
+        f"**Re-engagements delivered:** {entry.kicks_delivered} (kicks to the owning agent "
+        f"for an unchanged red head; at most {config.max_reengagements} per head).",
+        "",
+        _evidence(entry),
+        "",
+        f"Remove the `{config.label}` label to hand the PR back to the agents with a fresh "
+        "budget.",
+    ])
+
+
+def handoff_note(config: FixloopConfig, pr: PullRequest, entry: Entry,
+                 failing: list[Check]) -> str:
+    """A second escalation's comment, after a reviewer's pass: the structured hand-off (what
+    was tried since, the head the reviewer left, counted from that pass, no further automated
+    pass coming)."""
+    when = (datetime.fromtimestamp(entry.reviewed_at, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+            if entry.reviewed_at is not None else "an earlier pass")
+    trees = "\n".join(f"- `{t[:12]}`" for t in entry.trees)
+    return "\n".join([
+        f"## {ESCALATION_HEADING}",
+        "",
+        "**Hand-off: no further automated pass is coming.** This pull request was escalated "
+        "before, and a reviewer's pass handed it back; CI is red again.",
+        "",
+        f"- The reviewer's pass ({when}) left the branch at `{(entry.reviewer_sha or '')[:12]}`.",
+        f"- Counted from that pass, CI has been red on {len(entry.trees)} distinct head trees "
+        f"(the limit is {config.threshold}):",
+        trees,
+        f"- Re-engagements delivered since: {entry.kicks_delivered}.",
+        "",
+        f"**Failing checks** at `{pr.head_sha[:12]}`:",
+        _checks_list(failing),
+        "",
+        _evidence(entry),
+        "",
+        f"The `{config.label}` label is applied again. A person needs to take this PR from "
+        "here.",
+    ])
