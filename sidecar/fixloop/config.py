@@ -125,6 +125,10 @@ class FixloopConfig:
 def _describe(error: Any) -> str:
     path = ".".join(str(p) if not isinstance(p, int) else f"[{p}]"
                     for p in error.absolute_path).replace(".[", "[") or "(top level)"
+    if error.validator == "required":
+        missing = next((k for k in error.validator_value if k not in error.instance), "?")
+        where = f"{path}.{missing}" if path != "(top level)" else missing
+        return f"{where}: required key missing"
     if error.validator == "additionalProperties":
         extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
         return f"{'.'.join(filter(None, [path if path != '(top level)' else '', *extra[:1]]))}" \

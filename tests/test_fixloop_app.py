@@ -1,0 +1,186 @@
+"""`repeat-failure fixloop` as a process and its parts around the rules: the config section, the
+token, the ledger file, the notifier, the HTTP endpoints. The rules are tests/test_fixloop_rules.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from sidecar.config import ConfigError
+from sidecar.fixloop.app import read_token
+from sidecar.fixloop.config import FixloopConfig, parse_fixloop_config
+from sidecar.fixloop.ledger import Entry, Ledger
+from sidecar.fixloop.notify import Notifier
+from tests.fakegithub import FakeGitHub
+from tests.waiting import free_port, wait_until
+
+
+@pytest.mark.parametrize("section,message", [
+    ({}, "fixloop.repositories: required key missing"),
+    ({"repositories": []}, "fixloop.repositories: [] should be non-empty"),
+    ({"repositories": ["no-slash"]}, "fixloop.repositories[0]: 'no-slash' does not match"),
+    ({"repositories": ["o/r", "o/r"]}, "fixloop.repositories: ['o/r', 'o/r'] has non-unique"),
+    ({"repositories": ["o/r"], "threshold": 0}, "fixloop.threshold: 0 is less than the minimum"),
+    ({"repositories": ["o/r"], "threshold": 3.0}, "fixloop.threshold: must be a whole number"),
+    ({"repositories": ["o/r"], "api_url": "ftp://x"}, "fixloop.api_url: 'ftp://x' does not match"),
+    ({"repositories": ["o/r"], "api_url": "https://u:p@x"}, "fixloop.api_url:"),
+    ({"repositories": ["o/r"], "ledger": "rel/path"}, "fixloop.ledger: 'rel/path' must be an "
+                                                      "absolute path"),
+    ({"repositories": ["o/r"], "colour": 1}, "fixloop.colour: unknown key"),
+    ({"repositories": ["o/r"], "notifier": {"agents": [{"login": "a", "url": "http://x/"},
+                                                       {"login": "A", "url": "http://y/"}]}},
+     "fixloop.notifier.agents: each login once"),
+])
+def test_bad_config_is_refused_naming_the_key(section, message):
+    with pytest.raises(ConfigError) as err:
+        parse_fixloop_config({"fixloop": section}, "fixloop.yaml")
+    assert str(err.value).startswith("fixloop.yaml: ") and message in str(err.value)
+
+
+def test_defaults_are_the_designs():
+    config = parse_fixloop_config({"fixloop": {"repositories": ["o/r"]}})
+    assert (config.threshold, config.max_reengagements, config.shared_breakage_prs,
+            config.prune_after_s, config.label, config.bots) == (
+        3, 6, 3, 86400.0, "needs-human", ("renovate[bot]", "dependabot[bot]", "mergeraptor[bot]"))
+
+
+def test_the_token_comes_from_the_file_then_the_environment(tmp_path):
+    config = FixloopConfig(("o/r",), token_file=str(tmp_path / "token"))
+    assert read_token(config, {}) is None
+    assert read_token(config, {"GITHUB_TOKEN": "from-env"}) == "from-env"
+    (tmp_path / "token").write_text("from-file\n")
+    assert read_token(config, {"GITHUB_TOKEN": "from-env"}) == "from-file"
+    (tmp_path / "token").write_text("  \n")
+    with pytest.raises(ConfigError, match="the GitHub token file is empty"):
+        read_token(config, {})
+
+
+def test_the_ledger_file_is_private_survives_a_reopen_and_refuses_another_version(tmp_path):
+    path = tmp_path / "data" / "fixloop.sqlite"
+    ledger = Ledger(path)
+    entry = Entry("o/r", 7, 1.0, trees=["t1", "t2"], excerpt="boom", escalated=True,
+                  escalations=1, reviewer_sha="abc", escalated_checks=["test"])
+    ledger.put(entry)
+    ledger.close()
+    assert path.stat().st_mode & 0o777 == 0o600
+    again = Ledger(path)
+    assert again.get("o/r#7") == entry
+    again.close()
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version = 9")
+    db.commit()
+    db.close()
+    with pytest.raises(sqlite3.DatabaseError, match="ledger schema version 9"):
+        Ledger(path)
+
+
+class _Response:
+    def __init__(self, status):
+        self.status_code = status
+
+    def close(self):
+        pass
+
+
+def test_the_notifier_falls_back_and_counts_only_a_2xx():
+    config = parse_fixloop_config({"fixloop": {"repositories": ["o/r"], "notifier": {
+        "fixer_url": "http://fixer/kick", "agents": [{"login": "Agent", "url": "http://own/"}]}}})
+    calls = []
+
+    def post(url, json, timeout, allow_redirects):
+        calls.append((url, json["target"], timeout, allow_redirects))
+        if url == "http://own/":
+            raise TimeoutError("slow")
+        return _Response(302)
+
+    kick = Notifier(config, post=post).kick("agent", {"number": 1})
+    assert calls == [("http://own/", "owner", 10.0, False), ("http://fixer/kick", "fixer", 10.0,
+                                                               False)]
+    assert (kick.delivered, kick.target, kick.status, kick.error) == (False, "fixer", 302,
+                                                                      "http_302")
+    nobody = Notifier(parse_fixloop_config({"fixloop": {"repositories": ["o/r"]}}),
+                      post=post).kick("x", {})
+    assert (nobody.delivered, nobody.error) == (False, "no_endpoint")
+
+
+def _config(tmp_path: Path, gh: FakeGitHub) -> Path:
+    (tmp_path / "token").write_text("file-token\n")
+    path = tmp_path / "fixloop.yaml"
+    path.write_text(f"fixloop:\n  repositories: [acme/web]\n  api_url: {gh.url}\n"
+                    f"  token_file: {tmp_path / 'token'}\n  ledger: {tmp_path / 'l.sqlite'}\n"
+                    "  interval_s: 10\n  threshold: 1\n")
+    return path
+
+
+def _env():
+    return {k: v for k, v in os.environ.items() if not k.startswith(("REPEAT_FAILURE_",
+                                                                      "GITHUB_TOKEN"))}
+
+
+def test_once_sweeps_and_exits_0_using_the_token_file(tmp_path):
+    with FakeGitHub(token="file-token") as gh:
+        gh.add_pr("acme/web", 1, "agent", "a" * 40, "1" * 40)
+        gh.set_check_runs("acme/web", "a" * 40, [dict(name="test", conclusion="failure",
+                                                      completed_at=1_800_000_000.0)])
+        done = subprocess.run([sys.executable, "-m", "sidecar", "fixloop", "--once",
+                               "--config", str(_config(tmp_path, gh))],
+                              capture_output=True, text=True, timeout=60, env=_env())
+        assert done.returncode == 0, done.stderr
+        assert gh.labels("acme/web", 1) == ["needs-human"]
+        assert "file-token" not in done.stderr
+        (tmp_path / "token").write_text("wrong-token\n")
+        bad = subprocess.run([sys.executable, "-m", "sidecar", "fixloop", "--once", "--config",
+                              str(tmp_path / "fixloop.yaml")],
+                             capture_output=True, text=True, timeout=60, env=_env())
+        assert bad.returncode == 1
+        assert '"reason": "auth"' in bad.stderr and "wrong-token" not in bad.stderr
+
+
+def test_bad_config_exits_2_naming_the_key(tmp_path):
+    path = tmp_path / "fixloop.yaml"
+    path.write_text("fixloop:\n  repositories: [acme/web]\n  threshold: 0\n")
+    done = subprocess.run([sys.executable, "-m", "sidecar", "fixloop", "--once", "--config",
+                           str(path)], capture_output=True, text=True, timeout=60, env=_env())
+    assert (done.returncode, done.stderr.strip()) == (
+        2, f"repeat-failure: {path}: fixloop.threshold: 0 is less than the minimum of 1")
+
+
+def test_the_service_answers_health_readiness_and_metrics_and_stops_on_sigterm(tmp_path):
+    with FakeGitHub(token="file-token") as gh:
+        gh.add_pr("acme/web", 1, "agent", "a" * 40, "1" * 40)
+        port = free_port()
+        proc = subprocess.Popen([sys.executable, "-m", "sidecar", "fixloop", "--config",
+                                 str(_config(tmp_path, gh)), "--listen", f"127.0.0.1:{port}"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                env=_env())
+        try:
+            def get(path):
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+                        return r.status, r.read().decode()
+                except urllib.error.HTTPError as exc:
+                    return exc.code, ""
+                except OSError:
+                    return None, ""
+
+            wait_until(lambda: get("/readyz")[0] == 200, timeout=30)
+            assert get("/healthz") == (200, "ok\n")
+            status, text = get("/metrics")
+            assert status == 200
+            assert 'hive_repeat_failure_fixloop_sweeps_total{outcome="complete"} 1.0' in text
+            assert get("/nope")[0] == 404
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0
+        events = [json.loads(line).get("event") for line in err.splitlines() if line.startswith("{")]
+        assert "fixloop_sweep" in events
