@@ -142,7 +142,8 @@ def test_three_distinct_red_trees_escalate_once_with_the_evidence(tmp_path, gh, 
     [body] = escalations(gh)
     assert gh.labels(REPO, 1) == ["needs-human"]
     assert "CI has been red on 3 distinct head trees" in body
-    assert f"**Failing checks** at `{sha(3)[:12]}`:\n- `test`: failure" in body
+    assert f"**Failing checks** at `{sha(3)[:12]}`:\n- `test`: `failure` ([details](https://" \
+        in body
     assert "**Re-engagements delivered:** 0" in body
     assert "AssertionError: expected 2" in body and token not in body and "[REDACTED]" in body
     app.run_once()
@@ -551,4 +552,5 @@ def test_metrics_after_an_escalation(tmp_path, gh):
         'hive_repeat_failure_fixloop_api_errors_total{reason="rate_limited"} 0.0',
         'hive_repeat_failure_fixloop_api_errors_total{reason="timeout"} 0.0',
         'hive_repeat_failure_fixloop_last_sweep_timestamp_seconds 1.800001e+09',
+        'hive_repeat_failure_fixloop_ledger_errors_total 0.0',
     ]

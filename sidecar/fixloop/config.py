@@ -150,6 +150,10 @@ def parse_fixloop_config(data: Any, source: str = "<config>") -> FixloopConfig:
     for key in ("threshold", "max_reengagements", "shared_breakage_prs"):
         if isinstance(section.get(key), float):
             raise ConfigError(f"{source}: fixloop.{key}: must be a whole number")
+    lowered = [r.lower() for r in section["repositories"]]
+    if len(set(lowered)) != len(lowered):
+        raise ConfigError(f"{source}: fixloop.repositories: each repository once (GitHub "
+                          "names are case-insensitive)")
     notifier = section.get("notifier") or {}
     agents = tuple(AgentEndpoint(a["login"], a["url"], float(a.get("cadence_s", 0)))
                    for a in notifier.get("agents", ()))

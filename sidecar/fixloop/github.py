@@ -329,12 +329,15 @@ class GitHub:
         self._auth = _Bearer(token) if token else None
         self._clock = clock
         self._sleep = sleep
+        #: Epoch seconds no wait may go past (a sweep's time budget; ``None``: no budget). A
+        #: retry or rate-limit wait that would raises ``GitHubError("rate_limited")`` instead.
+        self.wait_deadline: float | None = None
         self._headers = {"Accept": ACCEPT, "X-GitHub-Api-Version": API_VERSION,
                          "User-Agent": USER_AGENT}
         self._own_session = session is None
         if session is None:
             session = requests.Session()
-            retry = _retry_class(sleep)(
+            retry = _retry_class(self._bounded_sleep)(
                 total=RETRIES, connect=RETRIES, read=RETRIES, status=RETRIES, other=0,
                 backoff_factor=BACKOFF_FACTOR, status_forcelist=RETRY_STATUSES,
                 allowed_methods=frozenset({"GET", "DELETE"}), raise_on_status=False,
@@ -621,6 +624,15 @@ class GitHub:
                 and other.netloc.lower() == base.netloc.lower()
                 and (other.path + "/").startswith(base.path.rstrip("/") + "/"))
 
+    def _bounded_sleep(self, seconds: float) -> None:
+        """Sleep ``seconds`` unless that passes :attr:`wait_deadline` (then ``rate_limited``,
+        without sleeping): a sweep under a long rate limit gives up instead of running into
+        the next one."""
+        if self.wait_deadline is not None and self._clock() + seconds > self.wait_deadline:
+            raise GitHubError("rate_limited", f"a wait of {seconds:g} s would pass this sweep's "
+                              "time budget")
+        self._sleep(seconds)
+
     def _request(self, method: str, url: str, *, params: dict[str, Any] | None = None,
                  json_body: Any = None) -> requests.Response:
         """One call: the 2xx response, after at most one rate-limit wait; else GitHubError."""
@@ -643,7 +655,7 @@ class GitHub:
                                           f"for {wait:g} s, more than the "
                                           f"{self.max_rate_limit_wait_s:g} s allowed", status)
                     if wait > 0:
-                        self._sleep(wait)
+                        self._bounded_sleep(wait)
                     waited = True
                     continue
             raise self._status_error(what, response)

@@ -29,7 +29,8 @@ _COLUMNS = {
     "last_kick_at": "REAL", "escalated": "INTEGER NOT NULL", "escalated_at": "REAL",
     "label_confirmed": "INTEGER NOT NULL", "escalations": "INTEGER NOT NULL",
     "escalated_checks": "TEXT NOT NULL", "over_incident": "INTEGER NOT NULL",
-    "reviewer_sha": "TEXT", "reviewed_at": "REAL", "last_seen": "REAL NOT NULL",
+    "reviewer_sha": "TEXT", "reviewer_tree": "TEXT", "reviewed_at": "REAL",
+    "last_seen": "REAL NOT NULL",
 }
 _JSON_FIELDS = ("trees", "failing", "escalated_checks")
 _BOOL_FIELDS = ("escalated", "label_confirmed", "over_incident")
@@ -57,8 +58,9 @@ class Entry:
       it was escalated: its absence later means a human removed it), ``escalations`` (how many
       times, kept across resets), ``escalated_checks`` (the failing checks escalated over),
       ``over_incident`` (those checks were found to be shared breakage after the escalation).
-    - ``reviewer_sha`` / ``reviewed_at``: the head the reviewer's pass left and when it was
-      reconciled (the label removed); kept across resets, for the hand-off note.
+    - ``reviewer_sha`` / ``reviewer_tree`` / ``reviewed_at``: the head (and its tree, when
+      known) the reviewer's pass left and when it was reconciled (the label removed); kept
+      across resets, for the hand-off note, and not counted as an attempt.
     - ``last_seen``: the last pass that listed the PR (pruning).
     """
 
@@ -81,6 +83,7 @@ class Entry:
     escalated_checks: list[str] = field(default_factory=list)
     over_incident: bool = False
     reviewer_sha: str | None = None
+    reviewer_tree: str | None = None
     reviewed_at: float | None = None
 
     @property
@@ -101,10 +104,36 @@ class Entry:
         self.escalated_checks = []
 
 
+def open_ledger(path: str | os.PathLike[str]) -> Ledger:
+    """The ledger at ``path``; a file that is not a usable ledger (corrupt, another schema
+    version, an unknown layout) is moved aside to ``<path>.unusable.<epoch>`` with its ``-wal``
+    and ``-shm`` files, and a new one started: the ledger is a cache of what the forge's labels
+    say (design adr-0010), so losing it costs fix budget, never a second comment. Raises
+    ``OSError`` or ``sqlite3.Error`` when even a new file cannot be opened."""
+    import logging
+    import time
+
+    try:
+        return Ledger(path)
+    except sqlite3.DatabaseError as exc:
+        aside = f"{path}.unusable.{int(time.time())}"
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.replace(f"{path}{suffix}", f"{aside}{suffix}")
+            except FileNotFoundError:
+                pass
+        logging.getLogger("repeat_failure").error(
+            "fix-loop ledger unusable: moved aside, starting a new one",
+            extra={"event": "fixloop_ledger_reset", "path": str(path), "moved_to": aside,
+                   "error": str(exc)})
+        return Ledger(path)
+
+
 class Ledger:
     """The SQLite ledger at ``path`` (created with its directory, mode 0600). Raises
     ``sqlite3.Error`` or ``OSError`` when it cannot be opened; a file that is not this ledger
-    (another schema version) raises ``sqlite3.DatabaseError`` naming the version."""
+    (another schema version, or a ``prs`` table of another layout) raises
+    ``sqlite3.DatabaseError`` naming the problem."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -126,6 +155,10 @@ class Ledger:
             self._db.close()
             raise sqlite3.DatabaseError(f"{self.path}: ledger schema version {version}, this "
                                         f"version of repeat-failure reads {SCHEMA_VERSION}")
+        found = [row[1] for row in self._db.execute("PRAGMA table_info(prs)")]
+        if found != list(_COLUMNS):
+            self._db.close()
+            raise sqlite3.DatabaseError(f"{self.path}: the prs table has another layout")
 
     def close(self) -> None:
         """Close the database."""

@@ -41,7 +41,10 @@ repository) is retried next pass.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import re
+import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -60,6 +63,11 @@ PENDING, RED, GREEN, NO_CHECKS = "pending", "red", "green", "no_checks"
 #: Characters of failure evidence kept per failing check (scrubbed), and in all.
 MAX_EXCERPT_PER_CHECK = 1500
 MAX_EXCERPT = 6000
+#: Characters of a check name kept; failing checks listed in a comment at most.
+MAX_NAME = 100
+MAX_LISTED = 30
+#: A comment longer than this is cut (GitHub refuses bodies over 65,536 characters).
+MAX_COMMENT = 60000
 FIRST, HANDOFF = "first", "handoff"
 UNPARK_GREEN, UNPARK_BREAKAGE, UNPARK_LABEL = "green", "breakage_cleared", "label_removed"
 
@@ -79,6 +87,8 @@ def ci_state(checks: list[Check]) -> CiState:
     """Fold a head's checks into one :class:`CiState` (rule 3 of the module docstring)."""
     if not checks:
         return CiState(NO_CHECKS)
+    # Check names reach comments, kicks, logs and the ledger: scrubbed once, here.
+    checks = [dataclasses.replace(c, name=scrub(c.name)[:MAX_NAME]) for c in checks]
     if any(c.status == PENDING for c in checks):
         return CiState(PENDING)
     failing = tuple(sorted((c for c in checks if c.status == RED), key=lambda c: c.name))
@@ -100,6 +110,7 @@ class SweepStats:
     unparked: Counter = field(default_factory=Counter)
     api_errors: Counter = field(default_factory=Counter)
     sweeps: Counter = field(default_factory=Counter)
+    ledger_errors: int = 0
     last_complete: float | None = None
     #: The last pass's view: red trees per (repository, number), escalated PRs and shared
     #: breakage checks per repository (repositories listed in that pass).
@@ -132,48 +143,87 @@ class Sweeper:
         """One pass over every repository; returns its outcome: ``complete`` (every repository
         listed), ``partial`` (some listings failed) or ``failed`` (none listed)."""
         now = self.clock()
+        # No retry or rate-limit wait may run into the next pass: past this, calls fail fast.
+        self.github.wait_deadline = now + self.config.interval_s
+        self._limited = False
         listed: dict[str, list[PullRequest]] = {}
         for repo in self.config.repositories:
             try:
-                listed[repo] = self.github.open_pulls(repo)
+                listed[repo] = self._call(self.github.open_pulls, repo)
             except GitHubError as exc:
                 self._api_error(exc, repo=repo)
         states: dict[tuple[str, int], CiState | None] = {}
         for repo, prs in listed.items():
+            for pr in prs:  # bots too: their red checks count towards shared breakage
+                try:
+                    states[(repo, pr.number)] = ci_state(self._call(self.github.checks, repo,
+                                                                    pr.head_sha))
+                except GitHubError as exc:
+                    self._api_error(exc, repo=repo, number=pr.number)
+                    states[(repo, pr.number)] = None  # cannot conclude: like pending
+        failed_writes = False
+        for repo, prs in listed.items():
+            shared, conclusive = self._shared(repo, prs, states)
             for pr in prs:
                 if pr.author.lower() in self._bots:
                     continue
                 try:
-                    states[(repo, pr.number)] = ci_state(self.github.checks(repo, pr.head_sha))
-                except GitHubError as exc:
-                    self._api_error(exc, repo=repo, number=pr.number)
-                    states[(repo, pr.number)] = None  # cannot conclude: like pending
-        for repo, prs in listed.items():
-            shared = self._shared(repo, prs, states)
-            for pr in prs:
-                if (repo, pr.number) in states:
-                    self._apply(pr, states[(repo, pr.number)], shared, now)
-            gone = self.ledger.prune({repo}, now - self.config.prune_after_s)
+                    self._apply(pr, states[(repo, pr.number)], shared, conclusive, now)
+                except sqlite3.Error as exc:  # a locked or full ledger: this PR waits a pass
+                    failed_writes = True
+                    self.stats.ledger_errors += 1
+                    log.error("fix-loop ledger not written; the PR is looked at again next pass",
+                              extra={"event": "fixloop_ledger_error", "pr": pr_key(repo, pr.number),
+                                     "error": exc.__class__.__name__})
+            try:
+                gone = self.ledger.prune({repo}, now - self.config.prune_after_s)
+            except sqlite3.Error:
+                failed_writes, gone = True, []
+                self.stats.ledger_errors += 1
             if gone:
                 log.info("fix-loop ledger entries pruned", extra={
                     "event": "fixloop_pruned", "repository": repo, "prs": gone})
-        self._view(listed)
-        outcome = ("complete" if len(listed) == len(self.config.repositories)
-                   else "partial" if listed else "failed")
+        try:
+            self._view(listed)
+        except sqlite3.Error:
+            self.stats.ledger_errors += 1
+            failed_writes = True
+        complete = (len(listed) == len(self.config.repositories) and not failed_writes
+                    and not self._limited)
+        outcome = "complete" if complete else "partial" if listed else "failed"
         self.stats.sweeps[outcome] += 1
         if outcome == "complete":
             self.stats.last_complete = now
         return outcome
 
+    def _call(self, method: Callable, *args: object):
+        """``method(*args)``, unless a rate limit already stopped this pass (then
+        ``rate_limited`` without a request); a ``rate_limited`` answer stops the pass's calls."""
+        if self._limited:
+            skipped = GitHubError("rate_limited", "rate limited earlier in this pass")
+            skipped.skipped = True  # no request was made: not counted again
+            raise skipped
+        try:
+            return method(*args)
+        except GitHubError as exc:
+            if exc.reason == "rate_limited":
+                self._limited = True
+            raise
+
     def _shared(self, repo: str, prs: list[PullRequest],
-                states: dict[tuple[str, int], CiState | None]) -> set[str]:
+                states: dict[tuple[str, int], CiState | None]) -> tuple[set[str], bool]:
         """Names of the checks red on more than ``shared_breakage_prs`` open PRs of ``repo``
-        this pass (red on a PR and on at least that many others); counts a new incident when
-        a name was not shared in the previous pass."""
+        this pass (red on a PR and on at least that many others, dependency bots' PRs
+        included), and whether every PR's CI was conclusive (only then can a breakage be said
+        to have cleared); counts a new incident when a name was not shared in the previous
+        pass."""
         red_on: Counter = Counter()
+        conclusive = True
         for pr in prs:
             state = states.get((repo, pr.number))
-            if state is not None and state.state == RED:
+            if state is None or state.state == PENDING:
+                conclusive = False
+            elif state.state == RED:
                 red_on.update({c.name for c in state.failing})
         shared = {name for name, n in red_on.items() if n >= self.config.shared_breakage_prs + 1}
         for name in sorted(shared - self._shared_before.get(repo, set())):
@@ -182,17 +232,21 @@ class Sweeper:
                         "fix attempts", extra={"event": "fixloop_shared_breakage",
                                                "repository": repo, "check": name,
                                                "prs": red_on[name]})
-        self._shared_before[repo] = shared
-        return shared
+        if conclusive:
+            self._shared_before[repo] = shared
+        else:  # a pending PR may still be red on it: the breakage is not known to be over
+            shared |= self._shared_before.get(repo, set())
+        return shared, conclusive
 
     # -- the rules for one PR --------------------------------------------------------------------
 
     def _apply(self, pr: PullRequest, state: CiState | None, shared: set[str],
-               now: float) -> None:
+               conclusive: bool, now: float) -> None:
         key = pr_key(pr.repo, pr.number)
         entry = self.ledger.get(key) or Entry(pr.repo, pr.number, now)
         entry.last_seen = now
-        labeled = self.config.label in pr.labels
+        # GitHub label names are case-insensitive.
+        labeled = self.config.label.lower() in {name.lower() for name in pr.labels}
         if labeled:
             if not entry.escalated:  # rule 5: the label says escalated, whatever the ledger
                 entry.escalated, entry.escalated_at = True, now
@@ -217,7 +271,7 @@ class Sweeper:
         failing = [c.name for c in state.failing]
         own = [c for c in state.failing if c.name not in shared]
         if entry.escalated:
-            self._escalated_red(pr, entry, failing, shared, now)
+            self._escalated_red(pr, entry, failing, shared, conclusive, now)
             self._save(entry)
             return
         if not own:  # rule 4: every failing check is shared breakage
@@ -226,7 +280,7 @@ class Sweeper:
             return
         if pr.head_sha != entry.head_sha:
             try:
-                tree = self.github.head_tree(pr.repo, pr.head_sha)
+                tree = self._call(self.github.head_tree, pr.repo, pr.head_sha)
             except GitHubError as exc:
                 self._api_error(exc, repo=pr.repo, number=pr.number)
                 self._save(entry)
@@ -234,12 +288,13 @@ class Sweeper:
             entry.head_sha, entry.head_tree = pr.head_sha, tree
             entry.reengagements, entry.last_kick_at = 0, None  # the branch moved
             entry.red_since = None
-        if entry.red_since is None:
-            entry.red_since = state.settled_at if state.settled_at is not None else now
+        settled = state.settled_at if state.settled_at is not None else now
+        if entry.red_since is None or settled > entry.red_since:
+            entry.red_since = settled  # CI settled (again, after a re-run): the clock starts
         entry.failing = [c.name for c in own]
         entry.excerpt = excerpt(own)
         if entry.head_tree and entry.head_tree not in entry.trees \
-                and pr.head_sha != entry.reviewer_sha:
+                and pr.head_sha != entry.reviewer_sha and entry.head_tree != entry.reviewer_tree:
             # The head a reviewer's pass left is where the new count starts, not an attempt.
             entry.trees.append(entry.head_tree)
         if len(entry.trees) >= self.config.threshold:
@@ -249,18 +304,20 @@ class Sweeper:
         self._save(entry)
 
     def _escalated_red(self, pr: PullRequest, entry: Entry, failing: list[str],
-                       shared: set[str], now: float) -> None:
+                       shared: set[str], conclusive: bool, now: float) -> None:
         """Rule 6 for a parked PR: note when its escalated checks are shared breakage, and
-        un-park it once that breakage has cleared."""
+        un-park it once that breakage has cleared (known only from a pass where every PR's CI
+        was conclusive)."""
         over = set(entry.escalated_checks) or set(failing)
         if over & shared:
             entry.over_incident = True
-        elif entry.over_incident:
+        elif entry.over_incident and conclusive:
             self._unpark(pr, entry, UNPARK_BREAKAGE, now,
                          comment="The shared CI breakage this PR was escalated over has "
-                                 f"cleared (`{'`, `'.join(sorted(over))}` no longer red on "
-                                 f"other open PRs). Removed `{self.config.label}`; the PR's "
-                                 "attempt count starts again from zero.")
+                                 f"cleared ({', '.join(_code(n) for n in sorted(over))} no "
+                                 f"longer red on other open PRs). Removed "
+                                 f"`{self.config.label}`; the PR's attempt count starts again "
+                                 "from zero.")
 
     def _unpark(self, pr: PullRequest, entry: Entry, reason: str, now: float,
                 comment: str | None) -> None:
@@ -268,17 +325,24 @@ class Sweeper:
         ledger reset, a comment saying why (not when a human removed the label)."""
         if comment is not None:
             try:
-                self.github.remove_label(pr.repo, pr.number, self.config.label)
-                self.github.comment(pr.repo, pr.number, comment)
+                self._call(self.github.remove_label, pr.repo, pr.number, self.config.label)
             except GitHubError as exc:
                 self._api_error(exc, repo=pr.repo, number=pr.number)
                 return  # still escalated; the next pass tries again
         if reason == UNPARK_LABEL:
             entry.reviewer_sha, entry.reviewed_at = pr.head_sha, now
+            entry.reviewer_tree = entry.head_tree if entry.head_sha == pr.head_sha else None
         entry.reset()
         self.stats.unparked[(pr.repo, reason)] += 1
         log.info("fix loop un-parked", extra={"event": "fixloop_unparked",
                                               "pr": entry.key, "reason": reason})
+        if comment is not None:
+            # After the ledger is reset, so a lost comment cannot make the next pass read the
+            # missing label as a person's removal.
+            try:
+                self._call(self.github.comment, pr.repo, pr.number, comment)
+            except GitHubError as exc:
+                self._api_error(exc, repo=pr.repo, number=pr.number)
 
     def _escalate(self, pr: PullRequest, entry: Entry, failing: list[Check],
                   now: float) -> None:
@@ -286,16 +350,19 @@ class Sweeper:
         body = (handoff_note if handoff else escalation_comment)(self.config, pr, entry,
                                                                  failing)
         try:
-            self.github.comment(pr.repo, pr.number, body)
+            # The label first: it is the record (rule 5), and adding it twice is harmless, so a
+            # crash or a lost answer can never lead to a second comment.
+            self._call(self.github.add_label, pr.repo, pr.number, self.config.label)
         except GitHubError as exc:
             self._api_error(exc, repo=pr.repo, number=pr.number)
             return  # not escalated; the next pass tries again
+        entry.escalated, entry.escalated_at, entry.label_confirmed = True, now, True
         try:
-            self.github.add_label(pr.repo, pr.number, self.config.label)
+            self._call(self.github.comment, pr.repo, pr.number, body)
         except GitHubError as exc:
-            # The comment is out: the ledger must say so, or the next pass would post it again.
+            # Not retried: the label holds the escalation, and a comment whose answer was lost
+            # may have been posted.
             self._api_error(exc, repo=pr.repo, number=pr.number)
-        entry.escalated, entry.escalated_at, entry.label_confirmed = True, now, False
         entry.escalations += 1
         entry.escalated_checks = [c.name for c in failing]
         kind = HANDOFF if handoff else FIRST
@@ -348,6 +415,8 @@ class Sweeper:
             self.ledger.delete(entry.key)
 
     def _api_error(self, exc: GitHubError, repo: str, number: int | None = None) -> None:
+        if getattr(exc, "skipped", False):
+            return
         self.stats.api_errors[exc.reason] += 1
         log.warning("GitHub API call failed; retried next pass", extra={
             "event": "fixloop_api_error", "reason": exc.reason, "status": exc.status,
@@ -410,12 +479,35 @@ def _backtick_runs(line: str) -> list[str]:
     return runs
 
 
+def _code(text: str) -> str:
+    """``text`` as an inline code span (no backtick or line break inside it can end the span,
+    so an ``@mention`` or HTML in a check name stays inert)."""
+    clean = " ".join(text.replace("`", "'").split())
+    return f"`{clean}`" if clean else "`(unnamed)`"
+
+
+_SAFE_URL = re.compile(r"\Ahttps?://[A-Za-z0-9._~:/?#\[\]@!$&'*+,;=%-]+\Z")
+
+
+def _link(url: str) -> str:
+    """`` ([details](url))`` for a plain http(s) URL the scrubber leaves alone (a URL holding a
+    token-shaped query value, or characters that could end the link, gets no link)."""
+    if not url or not _SAFE_URL.match(url) or scrub(url) != url:
+        return ""
+    return f" ([details]({url.replace(')', '%29').replace('(', '%28')}))"
+
+
 def _checks_list(failing: list[Check]) -> str:
-    lines = []
-    for c in failing:
-        link = f" ([details]({c.url}))" if c.url.startswith(("https://", "http://")) else ""
-        lines.append(f"- `{c.name.replace('`', '')}`: {c.conclusion or 'failed'}{link}")
+    lines = [f"- {_code(c.name)}: {_code(c.conclusion or 'failed')}{_link(c.url)}"
+             for c in failing[:MAX_LISTED]]
+    if len(failing) > MAX_LISTED:
+        lines.append(f"- … and {len(failing) - MAX_LISTED} more")
     return "\n".join(lines) or "- (no check named)"
+
+
+def _cut_comment(body: str) -> str:
+    """``body`` cut to :data:`MAX_COMMENT` characters (GitHub refuses longer ones)."""
+    return body if len(body) <= MAX_COMMENT else body[:MAX_COMMENT - 40] + "\n\n… (cut)"
 
 
 def _evidence(entry: Entry) -> str:
@@ -429,7 +521,7 @@ def escalation_comment(config: FixloopConfig, pr: PullRequest, entry: Entry,
                        failing: list[Check]) -> str:
     """The first escalation's comment (Markdown): the heading, why, the failing checks, the
     kicks actually delivered, the evidence, how to hand the PR back."""
-    return "\n".join([
+    return _cut_comment("\n".join([
         f"## {ESCALATION_HEADING}",
         "",
         f"CI has been red on {len(entry.trees)} distinct head trees of this pull request "
@@ -446,7 +538,7 @@ def escalation_comment(config: FixloopConfig, pr: PullRequest, entry: Entry,
         "",
         f"Remove the `{config.label}` label to hand the PR back to the agents with a fresh "
         "budget.",
-    ])
+    ]))
 
 
 def handoff_note(config: FixloopConfig, pr: PullRequest, entry: Entry,
@@ -457,7 +549,7 @@ def handoff_note(config: FixloopConfig, pr: PullRequest, entry: Entry,
     when = (datetime.fromtimestamp(entry.reviewed_at, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
             if entry.reviewed_at is not None else "an earlier pass")
     trees = "\n".join(f"- `{t[:12]}`" for t in entry.trees)
-    return "\n".join([
+    return _cut_comment("\n".join([
         f"## {ESCALATION_HEADING}",
         "",
         "**Hand-off: no further automated pass is coming.** This pull request was escalated "
@@ -476,4 +568,4 @@ def handoff_note(config: FixloopConfig, pr: PullRequest, entry: Entry,
         "",
         f"The `{config.label}` label is applied again. A person needs to take this PR from "
         "here.",
-    ])
+    ]))

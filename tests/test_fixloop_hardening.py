@@ -1,0 +1,242 @@
+"""The fix-loop ledger under failures and hostile input (issue 9's break-it review): a lost
+answer never means a second comment, a failed call never strands a PR, nothing a check says can
+ping people or leak a secret, and a locked ledger or a long rate limit never stops the whole
+sweep. Same setting as tests/test_fixloop_rules.py: a fake GitHub on 127.0.0.1."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from sidecar.fixloop.config import ESCALATION_HEADING, parse_fixloop_config
+from sidecar.config import ConfigError
+from tests.fakegithub import FakeGitHub
+from tests.test_fixloop_rules import (HOUR, REPO, AGENT, Clock, escalations, green, make, push_red,
+                                      red, sha, tree, Webhook)
+
+import pytest
+
+
+@pytest.fixture
+def gh():
+    with FakeGitHub(token="test-token") as fake:
+        yield fake
+
+
+def _one_red_pr(gh, clock, author=AGENT):
+    gh.add_pr(REPO, 1, author, sha(1), tree(1))
+    red(gh, sha(1), clock.now)
+
+
+def test_a_lost_comment_answer_never_leads_to_a_second_comment(tmp_path, gh):
+    clock = Clock()
+    _one_red_pr(gh, clock)
+    app = make(tmp_path, gh, clock, threshold=1)
+    gh.fail("POST", r"/issues/1/comments$", 502, times=5)  # posted or not, the answer is lost
+    for _ in range(4):
+        app.run_once()
+    assert gh.labels(REPO, 1) == ["needs-human"]       # the label holds the escalation
+    assert len(escalations(gh)) == 0                    # the fake refused the POSTs: none posted
+    assert app.ledger.get(f"{REPO}#1").escalated is True
+    assert [r.method for r in gh.requests if r.route.endswith("/comments")] == ["POST"]
+
+
+def test_a_failed_label_request_escalates_on_the_next_pass(tmp_path, gh):
+    clock = Clock()
+    _one_red_pr(gh, clock)
+    app = make(tmp_path, gh, clock, threshold=1)
+    gh.fail("POST", r"/issues/1/labels$", 500, times=1)
+    app.run_once()
+    assert gh.labels(REPO, 1) == [] and escalations(gh) == []
+    assert app.ledger.get(f"{REPO}#1").escalated is False
+    app.run_once()
+    assert gh.labels(REPO, 1) == ["needs-human"] and len(escalations(gh)) == 1
+
+
+def test_a_label_removed_before_the_next_pass_still_unparks(tmp_path, gh):
+    clock = Clock()
+    _one_red_pr(gh, clock)
+    app = make(tmp_path, gh, clock, threshold=1)
+    app.run_once()
+    gh.remove_label_by_human(REPO, 1, "needs-human")   # within the same interval
+    app.run_once()
+    entry = app.ledger.get(f"{REPO}#1")
+    assert (entry.escalated, entry.reviewer_sha) == (False, sha(1))
+    assert app.sweeper.stats.unparked[(REPO, "label_removed")] == 1
+
+
+def test_a_lost_unpark_comment_is_not_read_as_a_persons_removal(tmp_path, gh):
+    clock = Clock()
+    _one_red_pr(gh, clock)
+    app = make(tmp_path, gh, clock, threshold=1)
+    app.run_once()
+    gh.push(REPO, 1, sha(2), tree(2))
+    green(gh, sha(2), clock.now)
+    gh.fail("POST", r"/issues/1/comments$", 500, times=1)
+    app.run_once()
+    app.run_once()
+    stats = app.sweeper.stats.unparked
+    assert (stats[(REPO, "green")], stats[(REPO, "label_removed")]) == (1, 0)
+    entry = app.ledger.get(f"{REPO}#1")
+    assert (entry.escalated, entry.reviewer_sha, entry.escalations) == (False, None, 1)
+
+
+def test_breakage_is_not_called_cleared_while_other_prs_are_pending(tmp_path, gh):
+    clock = Clock()
+    _one_red_pr(gh, clock)
+    red(gh, sha(1), clock.now, name="lint")
+    app = make(tmp_path, gh, clock, threshold=1)
+    app.run_once()
+    for number in (2, 3, 4):
+        gh.add_pr(REPO, number, f"someone-{number}", sha(100 + number), tree(100 + number))
+        red(gh, sha(100 + number), clock.now, name="lint")
+    app.run_once()
+    assert app.ledger.get(f"{REPO}#1").over_incident is True
+    for number in (2, 3, 4):                             # re-runs: pending, not green
+        gh.set_check_runs(REPO, sha(100 + number), [dict(name="lint", status="in_progress",
+                                                         conclusion=None)])
+    app.run_once()
+    assert gh.labels(REPO, 1) == ["needs-human"]
+    assert app.sweeper.stats.unparked[(REPO, "breakage_cleared")] == 0
+    assert len(escalations(gh)) == 1
+
+
+def test_check_names_and_urls_cannot_ping_people_or_leak_a_token(tmp_path, gh):
+    clock = Clock()
+    token = "ghp_" + "T" * 36
+    gh.add_pr(REPO, 1, AGENT, sha(1), tree(1))
+    gh.set_check_runs(REPO, sha(1), [
+        dict(name="lint` @acme/everyone <img src=x> `", conclusion="failure",
+             completed_at=clock.now, details_url=f"https://ci.example/run?api_token={token}"),
+        dict(name=f"deploy {token}", conclusion="failure", completed_at=clock.now,
+             details_url="https://x/a) @acme/security-team (x")])
+    app = make(tmp_path, gh, clock, threshold=1)
+    app.run_once()
+    [body] = escalations(gh)
+    assert token not in body
+    for line in body.splitlines():
+        if line.startswith("- "):
+            # every mention-looking text sits inside one code span
+            assert line.count("`") % 2 == 0 and "@acme" not in line.split("`")[0]
+            assert "](" not in line                      # no link for either URL
+    assert "- `lint' @acme/everyone <img src=x> '`: `failure`" in body
+    entry = app.ledger.get(f"{REPO}#1")
+    assert token not in repr(entry)
+
+
+def test_the_comment_is_cut_to_what_github_takes(tmp_path, gh):
+    clock = Clock()
+    gh.add_pr(REPO, 1, AGENT, sha(1), tree(1))
+    gh.set_check_runs(REPO, sha(1), [dict(name=f"check-{i:03d}", conclusion="failure",
+                                          completed_at=clock.now,
+                                          output=dict(title="x" * 2000)) for i in range(400)])
+    app = make(tmp_path, gh, clock, threshold=1)
+    app.run_once()
+    [body] = escalations(gh)
+    assert len(body) <= 60000 and "- … and 370 more" in body
+
+
+def test_the_label_is_matched_whatever_its_case(tmp_path, gh):
+    clock = Clock()
+    gh.add_pr(REPO, 1, AGENT, sha(1), tree(1), labels=("Needs-Human",))
+    red(gh, sha(1), clock.now)
+    app = make(tmp_path, gh, clock, threshold=1)
+    app.run_once()
+    assert escalations(gh) == [] and gh.labels(REPO, 1) == ["Needs-Human"]
+    assert app.ledger.get(f"{REPO}#1").escalated is True
+
+
+def test_a_locked_ledger_costs_one_pass_for_the_prs_it_blocks_not_the_sweep(tmp_path, gh):
+    clock = Clock()
+    for number in (1, 2):
+        gh.add_pr(REPO, number, AGENT, sha(number), tree(number))
+        red(gh, sha(number), clock.now)
+    app = make(tmp_path, gh, clock)
+    blocker = sqlite3.connect(tmp_path / "ledger.sqlite", timeout=0)
+    blocker.execute("BEGIN EXCLUSIVE")
+    app.ledger._db.execute("PRAGMA busy_timeout = 50")
+    assert app.run_once() == "partial"
+    assert app.sweeper.stats.ledger_errors >= 2
+    blocker.rollback()
+    blocker.close()
+    assert app.run_once() == "complete"
+    assert [e.number for e in app.ledger.entries()] == [1, 2]
+
+
+def test_dependency_bots_count_towards_shared_breakage(tmp_path, gh):
+    clock = Clock()
+    for number in (2, 3, 4):
+        gh.add_pr(REPO, number, "dependabot[bot]", sha(100 + number), tree(100 + number))
+        red(gh, sha(100 + number), clock.now, name="lint")
+    gh.add_pr(REPO, 1, AGENT, sha(1), tree(1))
+    red(gh, sha(1), clock.now, name="lint")
+    app = make(tmp_path, gh, clock, threshold=1)
+    app.run_once()
+    assert escalations(gh) == [] and app.sweeper.stats.shared_checks == {REPO: 1}
+
+
+def test_a_rerun_that_settles_again_restarts_the_staleness_clock(tmp_path, gh):
+    clock = Clock()
+    owner = Webhook()
+    try:
+        _one_red_pr(gh, clock)
+        app = make(tmp_path, gh, clock, owner=owner)
+        app.run_once()
+        clock.now += HOUR - 60
+        gh.set_check_runs(REPO, sha(1), [dict(name="test", status="in_progress",
+                                              conclusion=None)])
+        app.run_once()                                    # re-run: pending
+        red(gh, sha(1), clock.now)                        # settled red again, now
+        clock.now += 120
+        app.run_once()
+        assert owner.kicks == []                          # 2 minutes, not an hour
+        clock.now += HOUR
+        app.run_once()
+        assert len(owner.kicks) == 1
+    finally:
+        owner.close()
+
+
+def test_an_empty_commit_on_the_reviewers_head_is_not_an_attempt(tmp_path, gh):
+    clock = Clock()
+    _one_red_pr(gh, clock)
+    app = make(tmp_path, gh, clock, threshold=2)
+    app.run_once()
+    push_red(gh, clock, 2)
+    app.run_once()
+    gh.remove_label_by_human(REPO, 1, "needs-human")     # the reviewer's pass at sha 2
+    app.run_once()
+    push_red(gh, clock, 3, tree_n=2)                     # `ci: retrigger`: the same tree
+    app.run_once()
+    assert app.ledger.get(f"{REPO}#1").trees == []
+    assert len(escalations(gh)) == 1
+
+
+def test_a_long_rate_limit_ends_the_pass_instead_of_sleeping_through_it(tmp_path, gh):
+    clock = Clock()
+    for number in (1, 2, 3):
+        gh.add_pr(REPO, number, AGENT, sha(number), tree(number))
+        red(gh, sha(number), clock.now)
+    app = make(tmp_path, gh, clock, interval_s=60)
+    slept = []
+    app.github._sleep = slept.append
+    gh.fail("GET", r"/check-runs", 403, times=100,
+            headers={"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(clock.now) + 120)})
+    assert app.run_once() == "partial"
+    assert slept == [] and app.sweeper.stats.api_errors["rate_limited"] == 1
+    assert len([r for r in gh.requests if "check-runs" in r.route]) == 1
+
+
+def test_a_repository_listed_twice_in_another_case_is_refused():
+    with pytest.raises(ConfigError, match="each repository once"):
+        parse_fixloop_config({"fixloop": {"repositories": ["acme/web", "Acme/Web"]}}, "f")
+
+
+def test_an_unusable_ledger_is_moved_aside_and_a_new_one_started(tmp_path, gh):
+    clock = Clock()
+    (tmp_path / "ledger.sqlite").write_bytes(b"not a database at all" * 100)
+    _one_red_pr(gh, clock)
+    app = make(tmp_path, gh, clock, threshold=1)
+    app.run_once()
+    assert gh.labels(REPO, 1) == ["needs-human"]
+    assert len(list(tmp_path.glob("ledger.sqlite.unusable.*"))) == 1
+    assert ESCALATION_HEADING in escalations(gh)[0]
