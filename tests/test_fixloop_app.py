@@ -184,3 +184,28 @@ def test_the_service_answers_health_readiness_and_metrics_and_stops_on_sigterm(t
         assert proc.returncode == 0
         events = [json.loads(line).get("event") for line in err.splitlines() if line.startswith("{")]
         assert "fixloop_sweep" in events
+
+
+def test_an_escalation_makes_one_kubernetes_event_with_events_on(tmp_path):
+    from sidecar.fixloop.github import GitHub
+
+    sent = []
+
+    class Events:
+        def publish(self, agent, backend, message, now, reason):
+            sent.append((agent, backend, message, reason))
+
+    with FakeGitHub(token="t") as gh:
+        gh.add_pr("acme/web", 1, "agent", "a" * 40, "1" * 40)
+        gh.set_check_runs("acme/web", "a" * 40, [dict(name="test", conclusion="failure",
+                                                      completed_at=1_800_000_000.0)])
+        config = parse_fixloop_config({"fixloop": {
+            "repositories": ["acme/web"], "api_url": gh.url, "threshold": 1, "events": True,
+            "ledger": str(tmp_path / "l.sqlite"), "token_file": str(tmp_path / "none")}})
+        from sidecar.fixloop.app import FixloopApp
+
+        app = FixloopApp(config, github=GitHub(gh.url, "t"), events=Events())
+        app.run_once()
+        app.run_once()
+    assert sent == [("acme/web#1", "github", "Fix loop escalated on acme/web#1: CI red on 1 "
+                     "distinct head trees (test)", "FixLoopEscalated")]
