@@ -17,6 +17,7 @@ and would assume v1.20, below the chart's floor.
 
 from __future__ import annotations
 
+import argparse
 import base64
 import copy
 import functools
@@ -75,6 +76,10 @@ pytestmark = pytest.mark.skipif(
 MONITORING = ("monitoring.podMonitor.enabled=true", "monitoring.prometheusRule.enabled=true",
               "monitoring.grafanaDashboard.enabled=true", "networkPolicy.enabled=true")
 TEAMS = ("team-a", "team-b", "team-c")
+FIXLOOP = f"{FULLNAME}-fixloop"
+#: The fixloop on, with the two values it cannot run without (a repository and a token source).
+FIXLOOP_ON = ("fixloop.enabled=true", "fixloop.config.repositories={hive/app,hive/web}")
+FIXLOOP_TOKEN = (*FIXLOOP_ON, "fixloop.github.token=ghp_0123456789abcdef")
 
 #: name -> (--set arguments, --kube-version): every combination that changes what is installed.
 COMBOS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -98,6 +103,22 @@ COMBOS: dict[str, tuple[tuple[str, ...], str]] = {
     "everything-kube-1.28": ((f"agentNamespaces={{{','.join(TEAMS)}}}",
                               "repeatFailure.enabled=true", "repeatFailure.events=true",
                               "injector.certManager.enabled=true", *MONITORING), KUBE_OLD),
+    # Issue 9: the fix-loop escalation Deployment (off in every combination above).
+    "fixloop-token": (FIXLOOP_TOKEN, KUBE_NEW),
+    "fixloop-existing-secret-kube-1.28": ((*FIXLOOP_ON, "fixloop.github.existingSecret=gh-bot",
+                                           "fixloop.github.existingSecretKey=pat"), KUBE_OLD),
+    "fixloop-existing-claim-events-off": ((*FIXLOOP_TOKEN,
+                                           "fixloop.persistence.existingClaim=ledger",
+                                           "fixloop.config.events=false"), KUBE_NEW),
+    "fixloop-everything": ((*FIXLOOP_TOKEN, f"agentNamespaces={{{','.join(TEAMS)}}}",
+                            "repeatFailure.enabled=true", "repeatFailure.events=true",
+                            "fixloop.persistence.storageClassName=fast",
+                            "json:fixloop.config.notifier={\"timeout_s\": 2.5, \"fixer_url\": "
+                            "\"http://fixer.agents.svc:8080/kick\", \"agents\": [{\"login\": "
+                            "\"hive-coder\", \"url\": \"http://coder.agents.svc:8080/kick\", "
+                            "\"cadence_s\": 900}]}",
+                            "imagePullSecrets[0].name=regcred",
+                            "fixloop.nodeSelector.pool=system", *MONITORING), KUBE_NEWEST),
 }
 
 
@@ -374,6 +395,26 @@ EXPECTED_COUNTS: dict[str, dict[str, int]] = {
     "everything-kube-1.28": {"ConfigMap": 5, **_INJECTOR_OBJECTS, "Certificate": 2, "Issuer": 2,
                              "Role": 3, "RoleBinding": 3, "NetworkPolicy": 3, "PodMonitor": 1,
                              "PrometheusRule": 1},
+    # The fixloop adds its ConfigMap, Deployment, Service, ServiceAccount and (unless
+    # existingClaim) PVC; the chart's Secret with `token`; the Events Role and RoleBinding with
+    # events (default on); its PodMonitor and NetworkPolicy with the monitoring toggles.
+    "fixloop-token": {"ConfigMap": 3, "Secret": 2, "ServiceAccount": 2, "Service": 2,
+                      "Deployment": 2, "MutatingWebhookConfiguration": 1,
+                      "PodDisruptionBudget": 1, "PersistentVolumeClaim": 1, "Role": 1,
+                      "RoleBinding": 1},
+    "fixloop-existing-secret-kube-1.28": {"ConfigMap": 3, **_HELM_TLS, "ServiceAccount": 2,
+                                          "Service": 2, "Deployment": 2,
+                                          "PersistentVolumeClaim": 1, "Role": 1,
+                                          "RoleBinding": 1},
+    "fixloop-existing-claim-events-off": {"ConfigMap": 3, "Secret": 2, "ServiceAccount": 2,
+                                          "Service": 2, "Deployment": 2,
+                                          "MutatingWebhookConfiguration": 1,
+                                          "PodDisruptionBudget": 1},
+    "fixloop-everything": {"ConfigMap": 6, "Secret": 2, "ServiceAccount": 2, "Service": 2,
+                           "Deployment": 2, "MutatingWebhookConfiguration": 1,
+                           "PodDisruptionBudget": 1, "PersistentVolumeClaim": 1, "Role": 4,
+                           "RoleBinding": 4, "NetworkPolicy": 4, "PodMonitor": 2,
+                           "PrometheusRule": 1},
 }
 
 
@@ -405,7 +446,8 @@ def test_labels_and_namespaces_everywhere(combo: str) -> None:
                 "app.kubernetes.io/instance": RELEASE, "app.kubernetes.io/version": "0.1.0",
                 "app.kubernetes.io/part-of": "repeat-failure",
                 "app.kubernetes.io/managed-by": "Helm"}
-    components = {"injector", "sidecar-config", "events", "monitoring", "network-policy"}
+    components = {"injector", "sidecar-config", "events", "monitoring", "network-policy",
+                  "fixloop"}
     for obj in render(*sets, kube=kube):
         labels = obj["metadata"]["labels"]
         where = f"{obj['kind']}/{obj['metadata']['name']}"
@@ -915,14 +957,20 @@ def test_pod_monitor() -> None:
 
 def test_prometheus_rule_is_the_rules_file() -> None:
     """The PrometheusRule's spec.groups are exactly the groups of files/prometheus-rules.yaml
-    (the file promtool tests), with the extra labels from the values."""
+    (the file promtool tests), with the extra labels from the values; the fixloop's group
+    (`repeat-failure-fixloop`) only with `fixloop.enabled`, so with the fixloop off the rule is
+    what it was before the fixloop existed."""
     if not RULES_FILE.is_file():
         pytest.skip(f"{RULES_FILE.relative_to(REPO)} is not written yet")
+    groups = yaml.safe_load(RULES_FILE.read_text())["groups"]
+    assert [g["name"] for g in groups] == ["repeat-failure", "repeat-failure-fixloop"]
     objs = render("monitoring.prometheusRule.enabled=true",
                   "monitoring.prometheusRule.labels.release=prom")
     rule = one(objs, "PrometheusRule")
-    assert rule["spec"]["groups"] == yaml.safe_load(RULES_FILE.read_text())["groups"]
+    assert rule["spec"]["groups"] == groups[:1]
     assert rule["metadata"]["labels"]["release"] == "prom"
+    rule = one(render(*FIXLOOP_TOKEN, "monitoring.prometheusRule.enabled=true"), "PrometheusRule")
+    assert rule["spec"]["groups"] == groups
     assert not of_kind(render(), "PrometheusRule")
 
 
@@ -943,6 +991,454 @@ def test_grafana_dashboard_is_the_json_file() -> None:
     default_ns = one(render("monitoring.grafanaDashboard.enabled=true"), "ConfigMap",
                      f"{FULLNAME}-dashboard")["metadata"]["namespace"]
     assert default_ns == NAMESPACE
+
+
+# --- the fix-loop escalation Deployment (issue 9) ------------------------------------------------
+
+def fixloop_config(objs: list[dict[str, Any]]) -> dict[str, Any]:
+    return yaml.safe_load(one(objs, "ConfigMap", FIXLOOP)["data"]["fixloop.yaml"])
+
+
+def fixloop_pod(objs: list[dict[str, Any]]) -> dict[str, Any]:
+    return one(objs, "Deployment", FIXLOOP)["spec"]["template"]
+
+
+def _mask_tls(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The objects with what Helm's genCA makes anew on every render blanked out."""
+    objs = copy.deepcopy(objs)
+    for obj in objs:
+        if obj["kind"] == "Secret" and obj["metadata"]["name"] == f"{INJECTOR}-tls":
+            obj["data"] = {}
+        if obj["kind"] == "MutatingWebhookConfiguration":
+            for hook in obj["webhooks"]:
+                hook["clientConfig"].pop("caBundle", None)
+        if obj["kind"] == "Deployment":
+            obj["spec"]["template"]["metadata"].get("annotations", {}).pop("checksum/tls", None)
+    return objs
+
+
+def test_fixloop_off_renders_nothing_of_it() -> None:
+    """`fixloop.enabled: false` (the default) renders no fixloop object in any combination, and
+    every other fixloop value changes nothing while it is off: the same objects as without
+    them (apart from the certificate Helm issues anew on each render)."""
+    for combo, (sets, kube) in COMBOS.items():
+        if "fixloop.enabled=true" in sets:
+            continue
+        for obj in render(*sets, kube=kube):
+            assert obj["metadata"]["labels"]["app.kubernetes.io/component"] != "fixloop", combo
+            assert "fixloop" not in obj["metadata"]["name"], combo
+    everything = COMBOS["fixloop-everything"][0]
+    fixloop_values = [v for v in everything if v.startswith(("fixloop.", "json:fixloop."))
+                      and v != "fixloop.enabled=true"]
+    others = [v for v in everything if v not in fixloop_values and v != "fixloop.enabled=true"]
+    assert _mask_tls(render(*others, *fixloop_values)) == _mask_tls(render(*others))
+
+
+def test_fixloop_config_loads_in_the_fixloop() -> None:
+    """The ConfigMap `<fullname>-fixloop` holds fixloop.yaml: exactly `fixloop:` with the
+    `fixloop.config` values plus the two paths the chart owns (token_file, ledger: the
+    fixloop's own defaults, where the Deployment mounts the token and the volume), and the
+    fixloop's own loader (sidecar.fixloop.config.parse_fixloop_config) accepts it, default and
+    with every value changed."""
+    from sidecar.fixloop.config import DEFAULT_LEDGER, DEFAULT_TOKEN_FILE, parse_fixloop_config
+
+    doc = fixloop_config(render(*FIXLOOP_TOKEN))
+    assert doc == {"fixloop": {**values_yaml()["fixloop"]["config"],
+                               "repositories": ["hive/app", "hive/web"],
+                               "token_file": DEFAULT_TOKEN_FILE, "ledger": DEFAULT_LEDGER}}
+    cfg = parse_fixloop_config(doc, "fixloop.yaml")
+    assert (cfg.repositories, cfg.token_file, cfg.ledger, cfg.events, cfg.threshold,
+            cfg.interval_s, cfg.label, cfg.agents, cfg.fixer_url) == (
+        ("hive/app", "hive/web"), "/var/run/secrets/repeat-failure-fixloop/token",
+        "/data/fixloop.sqlite", True, 3, 300.0, "needs-human", (), None)
+
+    sets, kube = COMBOS["fixloop-everything"]
+    changed = parse_fixloop_config(fixloop_config(render(
+        *sets, "fixloop.config.api_url=https://ghe.example/api/v3", "fixloop.config.threshold=5",
+        "json:fixloop.config.interval_s=60.5", "fixloop.config.stale_after_s=7200",
+        "fixloop.config.max_reengagements=2", "fixloop.config.shared_breakage_prs=4",
+        "fixloop.config.label=escalated", "fixloop.config.bots={renovate[bot]}",
+        "fixloop.config.prune_after_s=0", "fixloop.config.request_timeout_s=10",
+        "fixloop.config.events=false", kube=kube)), "fixloop.yaml")
+    assert (changed.api_url, changed.threshold, changed.interval_s, changed.stale_after_s,
+            changed.max_reengagements, changed.shared_breakage_prs, changed.label, changed.bots,
+            changed.prune_after_s, changed.request_timeout_s, changed.events) == (
+        "https://ghe.example/api/v3", 5, 60.5, 7200.0, 2, 4, "escalated", ("renovate[bot]",),
+        0.0, 10.0, False)
+    assert (changed.notifier_timeout_s, changed.fixer_url) == (
+        2.5, "http://fixer.agents.svc:8080/kick")
+    assert [(a.login, a.url, a.cadence_s) for a in changed.agents] == [
+        ("hive-coder", "http://coder.agents.svc:8080/kick", 900.0)]
+    # Whole numbers stay integers (the loader refuses 3.0 for a count).
+    assert isinstance(fixloop_config(render(*FIXLOOP_TOKEN))["fixloop"]["threshold"], int)
+
+
+def test_values_schema_mirrors_the_fixloop_schema() -> None:
+    """values.schema.json's fixloop.config has the fixloop's own keys (sidecar/fixloop/config.py
+    `_SCHEMA`) with the same types and limits, so a value the fixloop would refuse fails at
+    `helm install` instead of in a crash-looping pod. Not values: `token_file` and `ledger`
+    (the chart sets them to its mounts; the schema refuses them). `repositories` may be empty
+    (the default, with the fixloop off): the chart fails the render when the fixloop is on
+    without one; otherwise the rule is the fixloop's."""
+    from sidecar.fixloop import config as fixloop_config_module
+
+    ours = json.loads(SCHEMA.read_text())["properties"]["fixloop"]["properties"]["config"]
+    theirs = fixloop_config_module._SCHEMA["properties"]["fixloop"]
+    assert ours["additionalProperties"] is False and theirs["additionalProperties"] is False
+    expected_keys = set(theirs["properties"]) - {"token_file", "ledger"}
+    assert set(ours["properties"]) == expected_keys
+    for key in expected_keys:
+        rule = copy.deepcopy(theirs["properties"][key])
+        if key == "repositories":
+            assert rule.pop("minItems") == 1
+        assert ours["properties"][key] == rule, key
+    assert set(values_yaml()["fixloop"]["config"]) == expected_keys
+    # The defaults in values.yaml are the fixloop's, except `events` (the chart turns it on) and
+    # `repositories` (none until you name them).
+    defaults = fixloop_config_module.FixloopConfig(repositories=())
+    values = values_yaml()["fixloop"]["config"]
+    for key in expected_keys - {"repositories", "events", "notifier", "bots"}:
+        assert values[key] == getattr(defaults, key), key
+    assert tuple(values["bots"]) == defaults.bots
+    assert values["notifier"] == {"timeout_s": defaults.notifier_timeout_s, "agents": []}
+    assert (values["events"], defaults.events) == (True, False)
+
+
+def test_fixloop_deployment_exact() -> None:
+    """The Deployment `<fullname>-fixloop`: one replica, Recreate (one SQLite writer: the old
+    pod stops before the new one opens the ledger), the chart's image running `fixloop
+    --config /etc/repeat-failure-fixloop/fixloop.yaml --listen 0.0.0.0:9467`, the Downward
+    API env POD_NAME/POD_NAMESPACE/POD_UID, port 9467 `metrics` with readiness /readyz and
+    liveness /healthz, the injector's hardening (non-root 10001, read-only root, no
+    capabilities, RuntimeDefault), fsGroup 10001 for the volume, the resources from the values,
+    and the mounts the config's paths point at."""
+    from sidecar.fixloop.config import DEFAULT_LEDGER, DEFAULT_TOKEN_FILE
+
+    objs = render(*FIXLOOP_TOKEN)
+    dep = one(objs, "Deployment", FIXLOOP)
+    assert dep["spec"]["replicas"] == 1
+    assert dep["spec"]["strategy"] == {"type": "Recreate"}
+    assert dep["spec"]["selector"]["matchLabels"] == {
+        "app.kubernetes.io/name": "repeat-failure", "app.kubernetes.io/instance": RELEASE,
+        "app.kubernetes.io/component": "fixloop"}
+    pod = dep["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == FIXLOOP
+    assert pod["automountServiceAccountToken"] is True  # Events on by default
+    assert pod["enableServiceLinks"] is False
+    assert pod["securityContext"] == {
+        "runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001, "fsGroup": 10001,
+        "fsGroupChangePolicy": "OnRootMismatch", "seccompProfile": {"type": "RuntimeDefault"}}
+    (c,) = pod["containers"]
+    assert c["name"] == "repeat-failure-fixloop"
+    assert c["image"] == "ghcr.io/hive/repeat-failure:0.1.0"
+    assert c["imagePullPolicy"] == "IfNotPresent"
+    assert "command" not in c  # the image's ENTRYPOINT, repeat-failure
+    assert c["args"] == ["fixloop", "--config", "/etc/repeat-failure-fixloop/fixloop.yaml",
+                         "--listen", "0.0.0.0:9467"]
+    assert c["env"] == [
+        {"name": name, "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": path}}}
+        for name, path in (("POD_NAME", "metadata.name"), ("POD_NAMESPACE", "metadata.namespace"),
+                           ("POD_UID", "metadata.uid"))]
+    assert c["ports"] == [{"name": "metrics", "containerPort": 9467, "protocol": "TCP"}]
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    assert "startupProbe" not in c
+    assert c["securityContext"] == {
+        "runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001,
+        "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False, "privileged": False,
+        "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
+    assert c["resources"] == {"requests": {"cpu": "50m", "memory": "64Mi"},
+                              "limits": {"memory": "128Mi"}}
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert set(mounts) == {"/etc/repeat-failure-fixloop", "/var/run/secrets/repeat-failure-fixloop",
+                           "/data", "/tmp"}
+
+    def source(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The mount and volume a file path is on."""
+        directory = str(Path(path).parent)
+        return mounts[directory], volumes[mounts[directory]["name"]]
+
+    mount, vol = source(c["args"][2])
+    assert mount["readOnly"] is True
+    assert vol["configMap"] == {"name": FIXLOOP, "items": [{"key": "fixloop.yaml",
+                                                            "path": "fixloop.yaml"}]}
+    mount, vol = source(DEFAULT_TOKEN_FILE)
+    assert mount["readOnly"] is True and "subPath" not in mount  # a rotated token arrives
+    assert vol["secret"] == {"secretName": FIXLOOP, "defaultMode": 0o440,
+                             "items": [{"key": "token", "path": Path(DEFAULT_TOKEN_FILE).name}]}
+    mount, vol = source(DEFAULT_LEDGER)
+    assert mount.get("readOnly") is not True
+    assert vol["persistentVolumeClaim"] == {"claimName": FIXLOOP}
+    assert volumes[mounts["/tmp"]["name"]]["emptyDir"] == {"sizeLimit": "64Mi"}
+    assert set(dep["spec"]["template"]["metadata"]["annotations"]) == {"checksum/config",
+                                                                       "checksum/secret"}
+
+
+def test_fixloop_args_parse_with_the_cli() -> None:
+    """The Deployment's args are a `repeat-failure fixloop` command line the real CLI parser
+    (sidecar.cli) takes: the config file the ConfigMap is mounted as, and 0.0.0.0:9467, the
+    port the probes, Service and PodMonitor use."""
+    from sidecar import cli
+
+    parser = cli.build_parser()
+    subcommands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    if "fixloop" not in subcommands.choices:
+        pytest.skip("sidecar.cli has no fixloop subcommand yet")
+    (c,) = fixloop_pod(render(*FIXLOOP_TOKEN))["spec"]["containers"]
+    args = parser.parse_args(c["args"])
+    assert args.func is cli.cmd_fixloop
+    assert (args.config, args.listen, args.once) == (
+        "/etc/repeat-failure-fixloop/fixloop.yaml", "0.0.0.0:9467", False)
+    assert args.listen.rpartition(":")[2] == str(c["ports"][0]["containerPort"])
+
+
+def test_fixloop_deployment_follows_values() -> None:
+    """Image, pull policy and pull secrets are the chart's; resources, pod annotations,
+    priority class, node selector, tolerations and affinity come from `fixloop.*`."""
+    objs = render(*FIXLOOP_TOKEN, "image.repository=registry.example/rf",
+                  "image.digest=sha256:" + "b" * 64, "image.pullPolicy=Always",
+                  "imagePullSecrets[0].name=regcred", "fixloop.resources.limits.memory=256Mi",
+                  "fixloop.podAnnotations.team=platform", "fixloop.priorityClassName=low",
+                  "fixloop.nodeSelector.pool=system", "fixloop.tolerations[0].key=dedicated",
+                  "fixloop.tolerations[0].operator=Exists",
+                  "fixloop.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+                  "[0].weight=1",
+                  "fixloop.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+                  "[0].preference.matchExpressions[0].key=zone",
+                  "fixloop.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+                  "[0].preference.matchExpressions[0].operator=Exists")
+    template = fixloop_pod(objs)
+    pod = template["spec"]
+    (c,) = pod["containers"]
+    assert c["image"] == "registry.example/rf@sha256:" + "b" * 64
+    assert c["imagePullPolicy"] == "Always"
+    assert pod["imagePullSecrets"] == [{"name": "regcred"}]
+    assert c["resources"]["limits"] == {"memory": "256Mi"}
+    assert template["metadata"]["annotations"]["team"] == "platform"
+    assert pod["priorityClassName"] == "low"
+    assert pod["nodeSelector"] == {"pool": "system"}
+    assert pod["tolerations"] == [{"key": "dedicated", "operator": "Exists"}]
+    assert pod["affinity"]["nodeAffinity"]
+    for obj in objs:
+        assert validate_object(obj)
+
+
+def test_fixloop_checksums_roll_the_pod() -> None:
+    """The pod carries a checksum of fixloop.yaml and, when the chart makes the Secret, of the
+    token: a config or token change rolls the pod (the fixloop reads both at start). With
+    existingSecret there is no token checksum (the chart cannot see that Secret)."""
+    def annotations(*sets: str) -> dict[str, str]:
+        return fixloop_pod(render(*sets))["metadata"]["annotations"]
+
+    base = annotations(*FIXLOOP_TOKEN)
+    config = fixloop_config(render(*FIXLOOP_TOKEN))
+    text = one(render(*FIXLOOP_TOKEN), "ConfigMap", FIXLOOP)["data"]["fixloop.yaml"]
+    assert base["checksum/config"] == hashlib.sha256(text.rstrip("\n").encode()).hexdigest()
+    assert base["checksum/secret"] == hashlib.sha256(b"ghp_0123456789abcdef").hexdigest()
+    assert config["fixloop"]["threshold"] == 3
+    other_config = annotations(*FIXLOOP_TOKEN, "fixloop.config.threshold=4")
+    assert other_config["checksum/config"] != base["checksum/config"]
+    assert other_config["checksum/secret"] == base["checksum/secret"]
+    other_token = annotations(*FIXLOOP_ON, "fixloop.github.token=ghp_rotated")
+    assert other_token["checksum/secret"] != base["checksum/secret"]
+    assert other_token["checksum/config"] == base["checksum/config"]
+    assert set(annotations(*FIXLOOP_ON, "fixloop.github.existingSecret=gh-bot")) == {
+        "checksum/config"}
+    # Nothing outside the fixloop's pod changes with its config.
+    def others(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [o for o in _mask_tls(objs) if o["metadata"]["name"] != FIXLOOP]
+    assert others(render(*FIXLOOP_TOKEN)) == others(render(*FIXLOOP_TOKEN,
+                                                           "fixloop.config.threshold=4"))
+
+
+def test_fixloop_token_secret_or_existing_secret() -> None:
+    """`fixloop.github.token`: an Opaque Secret `<fullname>-fixloop` with the key `token`,
+    mounted as the file `token`. `existingSecret`: no Secret of the chart's; the volume maps
+    the key `existingSecretKey` (default `token`) of that Secret to the same file."""
+    objs = render(*FIXLOOP_TOKEN)
+    secret = one(objs, "Secret", FIXLOOP)
+    assert secret["type"] == "Opaque"
+    assert secret["data"] == {"token": base64.b64encode(b"ghp_0123456789abcdef").decode()}
+    assert secret["metadata"]["labels"]["app.kubernetes.io/component"] == "fixloop"
+
+    def token_volume(objs: list[dict[str, Any]]) -> dict[str, Any]:
+        (vol,) = [v for v in fixloop_pod(objs)["spec"]["volumes"] if "secret" in v]
+        return vol["secret"]
+
+    assert token_volume(objs)["secretName"] == FIXLOOP
+    for extra, key in ((("fixloop.github.existingSecretKey=pat",), "pat"), ((), "token")):
+        objs = render(*FIXLOOP_ON, "fixloop.github.existingSecret=gh-bot", *extra)
+        assert not [o for o in of_kind(objs, "Secret") if o["metadata"]["name"] == FIXLOOP]
+        assert token_volume(objs) == {"secretName": "gh-bot", "defaultMode": 0o440,
+                                      "items": [{"key": key, "path": "token"}]}
+
+
+def test_fixloop_persistence() -> None:
+    """The ledger's PersistentVolumeClaim `<fullname>-fixloop`: ReadWriteOnce, 1Gi by default,
+    the cluster's default storage class unless one is named; with existingClaim the chart makes
+    none and the pod mounts that claim at /data."""
+    pvc = one(render(*FIXLOOP_TOKEN), "PersistentVolumeClaim", FIXLOOP)
+    assert pvc["spec"] == {"accessModes": ["ReadWriteOnce"],
+                           "resources": {"requests": {"storage": "1Gi"}}}
+    pvc = one(render(*FIXLOOP_TOKEN, "fixloop.persistence.size=5Gi",
+                     "fixloop.persistence.storageClassName=fast"), "PersistentVolumeClaim")
+    assert pvc["spec"]["storageClassName"] == "fast"
+    assert pvc["spec"]["resources"]["requests"]["storage"] == "5Gi"
+    objs = render(*FIXLOOP_TOKEN, "fixloop.persistence.existingClaim=ledger")
+    assert not of_kind(objs, "PersistentVolumeClaim")
+    (vol,) = [v for v in fixloop_pod(objs)["spec"]["volumes"] if "persistentVolumeClaim" in v]
+    assert vol["persistentVolumeClaim"] == {"claimName": "ledger"}
+
+
+def test_fixloop_events_rbac_only_with_events() -> None:
+    """With `fixloop.config.events` (on in the chart's values) a Role `<fullname>-fixloop` in
+    the release namespace allows exactly `create` on core `events`, bound to the fixloop's
+    ServiceAccount only, and the pod mounts its token; off: no Role, no RoleBinding, no token.
+    The ServiceAccount itself never automounts; no ClusterRole ever."""
+    objs = render(*FIXLOOP_TOKEN, f"agentNamespaces={{{','.join(TEAMS)}}}")
+    role = one(objs, "Role", FIXLOOP)
+    assert role["metadata"]["namespace"] == NAMESPACE
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}]
+    binding = one(objs, "RoleBinding", FIXLOOP)
+    assert binding["metadata"]["namespace"] == NAMESPACE
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                  "name": FIXLOOP}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": FIXLOOP,
+                                    "namespace": NAMESPACE}]
+    assert one(objs, "ServiceAccount", FIXLOOP)["automountServiceAccountToken"] is False
+    assert fixloop_pod(objs)["spec"]["automountServiceAccountToken"] is True
+    assert fixloop_config(objs)["fixloop"]["events"] is True
+    objs = render(*FIXLOOP_TOKEN, "fixloop.config.events=false")
+    assert not of_kind(objs, "Role") and not of_kind(objs, "RoleBinding")
+    assert fixloop_pod(objs)["spec"]["automountServiceAccountToken"] is False
+    assert fixloop_config(objs)["fixloop"]["events"] is False
+    for combo in ("fixloop-token", "fixloop-everything"):
+        objs = render(*COMBOS[combo][0], kube=COMBOS[combo][1])
+        assert not of_kind(objs, "ClusterRole") and not of_kind(objs, "ClusterRoleBinding")
+
+
+def test_fixloop_service_podmonitor_networkpolicy() -> None:
+    """The Service `<fullname>-fixloop` (9467 `metrics`) selects the fixloop's pod; with the
+    PodMonitor toggle a second PodMonitor `<fullname>-fixloop` scrapes that pod's `metrics`
+    port in the release namespace (the sidecars' PodMonitor is unchanged); with the
+    NetworkPolicy toggle a policy lets only the Prometheus namespace reach 9467 (ingress only,
+    like the sidecars'); neither without its toggle."""
+    sets, _ = COMBOS["fixloop-everything"]
+    objs = render(*sets, "monitoring.podMonitor.labels.release=prom",
+                  "networkPolicy.prometheusPodSelector.app=prometheus")
+    selector = one(objs, "Deployment", FIXLOOP)["spec"]["selector"]["matchLabels"]
+    svc = one(objs, "Service", FIXLOOP)
+    assert svc["spec"]["selector"] == selector
+    assert svc["spec"]["ports"] == [{"name": "metrics", "port": 9467, "targetPort": "metrics",
+                                     "protocol": "TCP"}]
+    pm = one(objs, "PodMonitor", FIXLOOP)
+    assert pm["metadata"]["namespace"] == NAMESPACE
+    assert pm["metadata"]["labels"]["release"] == "prom"
+    assert pm["spec"] == {"selector": {"matchLabels": selector},
+                          "namespaceSelector": {"matchNames": [NAMESPACE]},
+                          "podMetricsEndpoints": [{"port": "metrics", "path": "/metrics",
+                                                   "interval": "30s"}]}
+    sidecars = one(objs, "PodMonitor", FULLNAME)
+    assert sidecars["spec"]["selector"] == {
+        "matchLabels": {"repeat-failure.hive.dev/injected": "true"}}
+    policy = one(objs, "NetworkPolicy", FIXLOOP)
+    assert policy["metadata"]["namespace"] == NAMESPACE
+    assert policy["spec"] == {
+        "podSelector": {"matchLabels": selector}, "policyTypes": ["Ingress"],
+        "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {
+            "kubernetes.io/metadata.name": "monitoring"}},
+            "podSelector": {"matchLabels": {"app": "prometheus"}}}],
+            "ports": [{"protocol": "TCP", "port": 9467}]}]}
+    objs = render(*FIXLOOP_TOKEN)
+    assert not of_kind(objs, "PodMonitor") and not of_kind(objs, "NetworkPolicy")
+    # The pod's port is the one the Service, PodMonitor and NetworkPolicy name.
+    (c,) = fixloop_pod(objs)["spec"]["containers"]
+    assert c["ports"] == [{"name": "metrics", "containerPort": 9467, "protocol": "TCP"}]
+
+
+@pytest.mark.parametrize(("sets", "message"), [
+    # No repository while on: the chart's own message.
+    (("fixloop.enabled=true", "fixloop.github.token=t"),
+     "fixloop.enabled: true needs fixloop.config.repositories: at least one GitHub repository"),
+    (("fixloop.enabled=true", "fixloop.config.repositories=null", "fixloop.github.token=t"),
+     "fixloop.enabled: true needs fixloop.config.repositories"),
+    # Exactly one token source.
+    ((*FIXLOOP_ON,), "fixloop.enabled: true needs a GitHub token: set fixloop.github.token"),
+    ((*FIXLOOP_ON, "fixloop.github.token=t", "fixloop.github.existingSecret=gh-bot"),
+     "fixloop.github: give the token either as fixloop.github.token"),
+    # The same repository twice in another case: the fixloop's loader would refuse it.
+    (("fixloop.enabled=true", "fixloop.config.repositories={hive/app,Hive/App}",
+      "fixloop.github.token=t"),
+     "fixloop.config.repositories: hive/app and Hive/App are the same repository"),
+])
+def test_fixloop_refused_by_the_chart(sets: tuple[str, ...], message: str) -> None:
+    """With the fixloop on, a render without a repository, with a repository twice in another
+    case, or without exactly one of `fixloop.github.token` and `fixloop.github.existingSecret`,
+    fails with a message naming the values (the schema cannot say "only when enabled", nor
+    compare names case-insensitively)."""
+    err = render_fails(*sets)
+    assert message in err, err
+    assert "execution error" in err
+
+
+@pytest.mark.parametrize(("setting", "message"), [
+    ("fixloop.config.repositories={not a repository}", "/fixloop/config/repositories/0"),
+    ("fixloop.config.repositories={hive}", "/fixloop/config/repositories/0"),
+    ("fixloop.config.repositories={hive/app,hive/app}", "/fixloop/config/repositories"),
+    ("fixloop.config.ledger=/tmp/x.sqlite", "additional properties 'ledger' not allowed"),
+    ("fixloop.config.token_file=/tmp/t", "additional properties 'token_file' not allowed"),
+    ("fixloop.config.threshold=0", "/fixloop/config/threshold"),
+    ("fixloop.config.interval_s=5", "/fixloop/config/interval_s"),
+    ("fixloop.config.api_url=ftp://github.example", "/fixloop/config/api_url"),
+    ("fixloop.config.label=", "/fixloop/config/label"),
+    ("fixloop.config.events=yes", "/fixloop/config/events"),
+    ("fixloop.config.notifier.retries=3", "additional properties 'retries' not allowed"),
+    ("fixloop.config.notifier.agents[0].login=x", "/fixloop/config/notifier/agents/0"),  # no url
+    ("fixloop.github.existingSecret=Not_A_Name", "/fixloop/github/existingSecret"),
+    ("fixloop.github.existingSecretKey=a/b", "/fixloop/github/existingSecretKey"),
+    ("fixloop.persistence.size=lots", "/fixloop/persistence/size"),
+    ("fixloop.persistence.existingClaim=Bad_Claim", "/fixloop/persistence/existingClaim"),
+    ("fixloop.replicas=2", "additional properties 'replicas' not allowed"),
+])
+def test_fixloop_values_schema_rejects(setting: str, message: str) -> None:
+    """values.schema.json refuses a fixloop value the fixloop (or Kubernetes) would refuse, on or
+    off, naming where: a repository that is not `owner/name`, a duplicate, the chart-owned
+    paths, out-of-range numbers, a non-HTTP URL, unknown keys, a bad Secret or claim name, a
+    size that is no quantity, and a replica count (one writer, so none to set)."""
+    err = render_fails(*FIXLOOP_TOKEN, setting)
+    assert "don't meet the specifications of the schema" in err
+    assert message in err, err
+
+
+def test_fixloop_documented() -> None:
+    """docs/kubernetes.md ("The fix-loop Deployment") and the chart README ("Fix-loop
+    escalation") give the Deployment's arguments, the token and ledger paths, the one-writer
+    rule and the RBAC as rendered; the README's object table lists the fixloop's objects."""
+    from sidecar.fixloop.config import DEFAULT_LEDGER, DEFAULT_TOKEN_FILE
+
+    (c,) = fixloop_pod(render(*FIXLOOP_TOKEN))["spec"]["containers"]
+    args = " ".join(c["args"])
+    contract = CONTRACT.read_text()
+    section = contract[contract.index("## The fix-loop Deployment"):]
+    readme = README.read_text()
+    readme_section = readme[readme.index("## Fix-loop escalation"):]
+    for text in (section, readme_section):
+        for needle in (DEFAULT_TOKEN_FILE, DEFAULT_LEDGER, "Recreate", "`create`",
+                       "fixloop.github.existingSecret", "fixloop.persistence.existingClaim"):
+            assert needle in text, needle
+    assert f"repeat-failure {args}" in section and f"repeat-failure {args}" in readme_section
+    objects = _table_after(readme, "| object | where | when |")
+    assert any("`<fullname>-fixloop`" in row and "`fixloop.enabled`" in row for row in objects)
+
+
+def test_notes_fixloop(tmp_path: Path) -> None:
+    """NOTES.txt lists the swept repositories and how to watch the fixloop when it is on, and
+    says nothing of it when it is off."""
+    assert "fixloop" not in _notes(tmp_path)
+    notes = _notes(tmp_path / "2", *FIXLOOP_TOKEN)
+    assert "  - hive/app\n  - hive/web" in notes
+    assert f"rollout status deploy/{FIXLOOP}" in notes and '"needs-human"' in notes
 
 
 # --- values.schema.json -------------------------------------------------------------------------
@@ -1247,10 +1743,11 @@ def _iter_strings(node: Any) -> Iterator[str]:
 
 
 def test_no_leftover_template_markers() -> None:
-    """No rendered value of the fullest combination still holds `{{`, `<no value>` or
-    `%!` (a template bug that renders text instead of failing)."""
-    sets, kube = COMBOS["everything-kube-1.28"]
-    for obj in render(*sets, kube=kube):
+    """No rendered value of the fullest combinations (without and with the fixloop) still holds
+    `{{`, `<no value>` or `%!` (a template bug that renders text instead of failing)."""
+    objs = [obj for combo in ("everything-kube-1.28", "fixloop-everything")
+            for obj in render(*COMBOS[combo][0], kube=COMBOS[combo][1])]
+    for obj in objs:
         if obj["kind"] == "PrometheusRule":
             continue  # alert annotations use Prometheus's own {{ $labels.x }} templates
         for s in _iter_strings(obj):

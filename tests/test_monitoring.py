@@ -4,12 +4,12 @@ real data.
 - ``promtool check rules`` and ``promtool test rules tests/promtool/rules.test.yaml``.
 - The dashboard JSON is what ``charts/repeat-failure/dashboards/generate.py`` generates (Grafana
   Foundation SDK), and every panel has the data source variable and a query.
-- Issue 8's panels (agent turns, preview) also on series shaped as the contract specifies,
-  through ``promtool test rules`` (``promql_expr_test``): the sidecar below ends no turn and
-  runs no probe.
+- Issue 8's panels (agent turns, preview) and issue 9's (fix loops) also on series shaped as
+  the contract specifies, through ``promtool test rules`` (``promql_expr_test``): the sidecar
+  below ends no turn and runs no probe, and no fixloop runs there.
 - End to end: a real ``repeat-failure run`` (two agents: ``a1`` on the bash hook, with a
-  preview URL, ``a2`` a Claude Code agent whose real mid-turn session log shows shell activity
-  but no record arrives)
+  ``a2`` a Claude Code agent, with a preview URL, whose real mid-turn session log shows shell
+  activity but no record arrives)
   fed by real ``bash -c`` commands under the rendered hook, scraped every second by a real
   ``prometheus`` on loopback that loads the rule file. Every dashboard query (template variables
   substituted) and every alert expression is evaluated through ``/api/v1/query`` and compared
@@ -58,10 +58,16 @@ RULE_TESTS = REPO / "tests" / "promtool" / "rules.test.yaml"
 METRICS_DOC = REPO / "docs" / "metrics.md"
 EVIDENCE = REPO / "harness" / "evidence"
 
-ALERTS = ("RepeatFailureRepeatingFailure", "RepeatFailureCheckNotReceivingData",
-          "RepeatFailureSidecarDown", "RepeatFailureAgentTurnsFailing",
-          "RepeatFailurePreviewBroken")
+SIDECAR_ALERTS = ("RepeatFailureRepeatingFailure", "RepeatFailureCheckNotReceivingData",
+                  "RepeatFailureSidecarDown", "RepeatFailureAgentTurnsFailing",
+                  "RepeatFailurePreviewBroken")
+FIXLOOP_ALERTS = ("RepeatFailureFixLoopEscalated", "RepeatFailureFixLoopSweepsFailing")
+ALERTS = SIDECAR_ALERTS + FIXLOOP_ALERTS
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
+#: The fixloop's series (``hive_repeat_failure_fixloop_<name>``) that carry a repository label.
+FIXLOOP_REPOSITORY_SERIES = ("red_trees", "escalated_prs", "escalations_total",
+                             "reengagements_total", "shared_breakage_checks",
+                             "shared_breakage_incidents_total", "unparked_total")
 
 needs_promtool = pytest.mark.skipif(shutil.which("promtool") is None,
                                     reason="promtool missing (Debian package prometheus)")
@@ -90,11 +96,11 @@ def query_panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
 
 @needs_promtool
 def test_promtool_check_rules() -> None:
-    """`promtool check rules` accepts the rule file and counts its 5 rules."""
+    """`promtool check rules` accepts the rule file and counts its 7 rules."""
     done = subprocess.run(["promtool", "check", "rules", str(RULES)], capture_output=True,
                           text=True, timeout=60)
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == f"Checking {RULES}\n  SUCCESS: 5 rules found\n\n"
+    assert done.stdout == f"Checking {RULES}\n  SUCCESS: 7 rules found\n\n"
 
 
 @needs_promtool
@@ -107,18 +113,23 @@ def test_promtool_rule_unit_tests() -> None:
 
 
 def test_every_alert_is_tested_firing_and_not_firing() -> None:
-    """The rule file has exactly the five alerts, each with a ``for``, severity warning and a
-    summary and description; the promtool tests expect each of them both firing (a non-empty
+    """The rule file has exactly the seven alerts, the sidecar's five in the group
+    ``repeat-failure`` and the fixloop's two in ``repeat-failure-fixloop``, each with a ``for``,
+    a severity (warning; info for an escalated PR, already on the forge) and a summary and
+    description; the promtool tests expect each of them both firing (a non-empty
     ``exp_alerts``) and not firing (an empty one)."""
     groups = yaml.safe_load(RULES.read_text())["groups"]
+    assert [(g["name"], [r["alert"] for r in g["rules"]]) for g in groups] == [
+        ("repeat-failure", list(SIDECAR_ALERTS)), ("repeat-failure-fixloop", list(FIXLOOP_ALERTS))]
     rules = [rule for group in groups for rule in group["rules"]]
-    assert [r["alert"] for r in rules] == list(ALERTS)
     assert {r["alert"]: r["for"] for r in rules} == {
         "RepeatFailureRepeatingFailure": "10m", "RepeatFailureCheckNotReceivingData": "5m",
         "RepeatFailureSidecarDown": "5m", "RepeatFailureAgentTurnsFailing": "5m",
-        "RepeatFailurePreviewBroken": "5m"}
+        "RepeatFailurePreviewBroken": "5m", "RepeatFailureFixLoopEscalated": "1m",
+        "RepeatFailureFixLoopSweepsFailing": "5m"}
     for rule in rules:
-        assert rule["labels"] == {"severity": "warning"}
+        severity = "info" if rule["alert"] == "RepeatFailureFixLoopEscalated" else "warning"
+        assert rule["labels"] == {"severity": severity}, rule["alert"]
         assert set(rule["annotations"]) == {"summary", "description"}
     tests = yaml.safe_load(RULE_TESTS.read_text())
     assert tests["rule_files"] == ["../../charts/repeat-failure/files/prometheus-rules.yaml"]
@@ -184,21 +195,23 @@ def test_dashboard_json_is_generated() -> None:
 
 def test_dashboard_shape() -> None:
     """uid ``repeat-failure``, schemaVersion >= 39, a ``datasource`` variable of type prometheus
-    and ``namespace``/``agent`` variables from label_values on it; no ``__inputs`` (Grafana's
-    sidecar provisions the file as it is)."""
+    and ``namespace``/``agent``/``repository`` variables from label_values on it (the last for
+    the fixloop's panels); no ``__inputs`` (Grafana's sidecar provisions the file as it is)."""
     d = load_dashboard()
     assert d["uid"] == "repeat-failure"
     assert d["schemaVersion"] >= 39
     assert "__inputs" not in d
     variables = {v["name"]: v for v in d["templating"]["list"]}
-    assert list(variables) == ["datasource", "namespace", "agent"]
+    assert list(variables) == ["datasource", "namespace", "agent", "repository"]
     assert (variables["datasource"]["type"], variables["datasource"]["query"]) == (
         "datasource", "prometheus")
     assert variables["namespace"]["query"] == (
         "label_values(hive_repeat_failure_check_state, namespace)")
     assert variables["agent"]["query"] == (
         'label_values(hive_repeat_failure_check_state{namespace=~"$namespace"}, agent)')
-    for name in ("namespace", "agent"):
+    assert variables["repository"]["query"] == (
+        "label_values(hive_repeat_failure_fixloop_escalated_prs, repository)")
+    for name in ("namespace", "agent", "repository"):
         v = variables[name]
         assert (v["type"], v["datasource"], v["multi"], v["includeAll"], v["allValue"]) == (
             "query", DATASOURCE, True, True, ".*")
@@ -207,12 +220,14 @@ def test_dashboard_shape() -> None:
 
 def test_every_panel_has_the_datasource_and_a_query() -> None:
     """Each data panel uses ``${datasource}`` (panel and targets) and has at least one target
-    with an expression; every selector of a hive_ series filters by ``$namespace``, and by
-    ``$agent`` where the series has an agent label; panel ids are unique and the panels fit
-    the 24-column grid without overlapping."""
+    with an expression; every selector of a sidecar's hive_ series filters by ``$namespace``,
+    and by ``$agent`` where the series has an agent label; the fixloop's series (one
+    Deployment in the release namespace, no agent) filter by ``$repository`` where they have a
+    repository label and by nothing else; panel ids are unique and the panels fit the
+    24-column grid without overlapping."""
     d = load_dashboard()
     panels = query_panels(d)
-    assert len(panels) == 17
+    assert len(panels) == 23
     for panel in panels:
         assert panel["datasource"] == DATASOURCE, panel["title"]
         assert panel["targets"], panel["title"]
@@ -221,12 +236,20 @@ def test_every_panel_has_the_datasource_and_a_query() -> None:
             assert target["expr"].strip(), panel["title"]
             for metric, selector in re.findall(r"(hive_(?:repeat_failure|agent)_\w+)"
                                                r"\{([^}]*)\}", target["expr"]):
+                if metric.startswith("hive_repeat_failure_fixloop_"):
+                    assert metric.removeprefix("hive_repeat_failure_fixloop_") in \
+                        FIXLOOP_REPOSITORY_SERIES, (panel["title"], metric)
+                    assert selector == 'repository=~"$repository"', (panel["title"], metric)
+                    continue
                 assert 'namespace=~"$namespace"' in selector, (panel["title"], metric)
                 if not metric.startswith("hive_repeat_failure_collect_duration"):
                     assert 'agent=~"$agent"' in selector, (panel["title"], metric)
-            assert not re.search(r"hive_(?:repeat_failure|agent)_\w+(?![\w{])",
-                                 target["expr"]), (
-                panel["title"], "a hive_ series without a selector")
+            for metric in re.findall(r"hive_(?:repeat_failure|agent)_\w+(?![\w{])",
+                                     target["expr"]):
+                assert metric.startswith("hive_repeat_failure_fixloop_") and \
+                    metric.removeprefix("hive_repeat_failure_fixloop_").removesuffix(
+                        "_bucket") not in FIXLOOP_REPOSITORY_SERIES, (
+                    panel["title"], metric, "a hive_ series without a selector")
     ids = [p["id"] for p in d["panels"]] + [p["id"] for p in panels if p not in d["panels"]]
     assert len(ids) == len(set(ids))
     cells: set[tuple[int, int]] = set()
@@ -241,7 +264,8 @@ def test_every_panel_has_the_datasource_and_a_query() -> None:
 
 def test_rows_and_their_panels() -> None:
     """The rows in order, each followed by its panels (left to right, top to bottom): issue 8
-    adds "Agent turns" and "Preview" after the repeat-failure check's three rows."""
+    adds "Agent turns" and "Preview" after the repeat-failure check's three rows, issue 9
+    "Fix loops" (the fixloop component) last."""
     layout: dict[str, list[str]] = {}
     row = None
     for panel in load_dashboard()["panels"]:
@@ -260,6 +284,8 @@ def test_rows_and_their_panels() -> None:
                                      "Collection pass duration (p99)"],
         "Agent turns": ["Newest turn verdict", "Turns per verdict", "Consecutive failed turns"],
         "Preview": ["Preview state", "Preview probes", "Preview errors by reason"],
+        "Fix loops": ["Escalated PRs", "Red trees per PR", "Re-engagements",
+                      "Shared-breakage checks", "Sweep duration (p99)", "API errors by reason"],
     }
 
 
@@ -397,7 +423,7 @@ def test_agent_turn_and_preview_panels_on_contract_series(tmp_path: Path) -> Non
     minute for web and 3 ok for cli stack to ok 4, agent_error 2 per minute; web's newest
     verdict agent_error and 4 failed turns in a row; its 5 probes and 5 entry_empty errors in
     5 minutes. The other namespace's agent never shows."""
-    assert set(_ISSUE_8_PANELS) == set(PANEL_TITLES[-6:])
+    assert set(_ISSUE_8_PANELS) == set(PANEL_TITLES[-12:-6])
     cases = []
     for title, by_agent in _ISSUE_8_PANELS.items():
         (target,) = _panel(title)["targets"]
@@ -419,6 +445,154 @@ def test_agent_turn_and_preview_panels_on_contract_series(tmp_path: Path) -> Non
                           capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr) == (0, ""), done.stdout
     assert len(cases) == 12
+
+
+# --- Issue 9's fix-loop panels on series shaped as the fixloop's contract says ----------------
+
+#: The fixloop's target, as its PodMonitor <fullname>-fixloop labels it.
+_FIXLOOP_TARGET = {"namespace": "repeat-failure", "pod": "rf-repeat-failure-fixloop-5d8f7-x2x9z",
+                   "container": "repeat-failure-fixloop", "endpoint": "metrics",
+                   "instance": "10.1.2.9:9467", "job": "repeat-failure/rf-repeat-failure-fixloop"}
+
+#: The fixloop's series for two repositories, 1-minute samples (metric -> extra labels ->
+#: values). Counters grow linearly, so increases over 5 minutes are exact. hive/app: one PR
+#: escalated (3 red trees), another at 1; a kick delivered a minute. hive/web: nothing
+#: escalated, one PR at 2 red trees, two failed kicks a minute, 2 checks shared breakage.
+#: A sweep a minute, each between 1 and 5 s; 1 rate-limited and 3 timed-out API calls a minute.
+_FIXLOOP_SERIES: dict[str, dict[tuple[tuple[str, str], ...], str]] = {
+    "hive_repeat_failure_fixloop_escalated_prs": {
+        (("repository", "hive/app"),): "1x20", (("repository", "hive/web"),): "0x20"},
+    "hive_repeat_failure_fixloop_red_trees": {
+        (("repository", "hive/app"), ("pr", "12")): "3x20",
+        (("repository", "hive/app"), ("pr", "15")): "1x20",
+        (("repository", "hive/web"), ("pr", "7")): "2x20"},
+    "hive_repeat_failure_fixloop_reengagements_total": {
+        (("repository", "hive/app"), ("outcome", "delivered")): "0+1x20",
+        (("repository", "hive/app"), ("outcome", "failed")): "0x20",
+        (("repository", "hive/web"), ("outcome", "delivered")): "0x20",
+        (("repository", "hive/web"), ("outcome", "failed")): "0+2x20"},
+    "hive_repeat_failure_fixloop_shared_breakage_checks": {
+        (("repository", "hive/app"),): "0x20", (("repository", "hive/web"),): "2x20"},
+    "hive_repeat_failure_fixloop_sweep_duration_seconds_bucket": {
+        (("le", "1"),): "0x20", (("le", "5"),): "0+1x20", (("le", "30"),): "0+1x20",
+        (("le", "+Inf"),): "0+1x20"},
+    "hive_repeat_failure_fixloop_sweeps_total": {
+        (("outcome", "complete"),): "0+1x20", (("outcome", "partial"),): "0x20",
+        (("outcome", "failed"),): "0x20"},
+    "hive_repeat_failure_fixloop_api_errors_total": {
+        (("reason", "rate_limited"),): "0+1x20", (("reason", "auth"),): "0x20",
+        (("reason", "timeout"),): "0+3x20"},
+}
+
+
+def _fixloop_input_series() -> list[dict[str, str]]:
+    out = []
+    for metric, series in _FIXLOOP_SERIES.items():
+        for extra, values in series.items():
+            labels = {**_FIXLOOP_TARGET, **dict(extra)}
+            text = ",".join(f'{k}="{v}"' for k, v in labels.items())
+            out.append({"series": f"{metric}{{{text}}}", "values": values})
+    return out
+
+
+def _red_trees(repository: str, pr: str) -> dict[str, str]:
+    return {"__name__": "hive_repeat_failure_fixloop_red_trees", **_FIXLOOP_TARGET,
+            "repository": repository, "pr": pr}
+
+
+#: Per fix-loop panel and ``$repository`` (``.*`` All, or ``hive/app``): the samples its query
+#: must give at 10m on :data:`_FIXLOOP_SERIES` with a 5m rate interval.
+_FIXLOOP_PANELS: dict[str, dict[str, list[tuple[dict[str, str], float]]]] = {
+    "Escalated PRs": {
+        ".*": [({"repository": "hive/app"}, 1), ({"repository": "hive/web"}, 0)],
+        "hive/app": [({"repository": "hive/app"}, 1)]},
+    "Red trees per PR": {
+        ".*": [(_red_trees("hive/app", "12"), 3), (_red_trees("hive/app", "15"), 1),
+               (_red_trees("hive/web", "7"), 2)],
+        "hive/app": [(_red_trees("hive/app", "12"), 3), (_red_trees("hive/app", "15"), 1)]},
+    "Re-engagements": {
+        ".*": [({"repository": "hive/app", "outcome": "delivered"}, 5),
+               ({"repository": "hive/app", "outcome": "failed"}, 0),
+               ({"repository": "hive/web", "outcome": "delivered"}, 0),
+               ({"repository": "hive/web", "outcome": "failed"}, 10)],
+        "hive/app": [({"repository": "hive/app", "outcome": "delivered"}, 5),
+                     ({"repository": "hive/app", "outcome": "failed"}, 0)]},
+    "Shared-breakage checks": {
+        ".*": [({"repository": "hive/app"}, 0), ({"repository": "hive/web"}, 2)],
+        "hive/app": [({"repository": "hive/app"}, 0)]},
+    # Every sweep in (1 s, 5 s]: the 99th percentile interpolates to 1 + 4 * 0.99 (4.96, as
+    # Prometheus computes it in floating point; promtool compares exactly).
+    "Sweep duration (p99)": {
+        repo: [({"namespace": _FIXLOOP_TARGET["namespace"], "pod": _FIXLOOP_TARGET["pod"]},
+                4.960000000000001)] for repo in (".*", "hive/app")},
+    "API errors by reason": {
+        repo: [({"reason": "rate_limited"}, 5), ({"reason": "auth"}, 0),
+               ({"reason": "timeout"}, 15)] for repo in (".*", "hive/app")},
+}
+FIXLOOP_PANELS = tuple(_FIXLOOP_PANELS)
+
+
+@needs_promtool
+def test_fixloop_panels_on_contract_series(tmp_path: Path) -> None:
+    """Issue 9's "Fix loops" row: each panel's query, as Grafana would send it
+    (``$repository`` All or ``hive/app``, ``$__rate_interval`` 5m), evaluated by ``promtool
+    test rules`` on series named and labelled as the fixloop's contract specifies, gives
+    exactly the expected samples: hive/app's 1 escalated PR and its PRs' red trees (3 and 1),
+    5 delivered kicks in 5 minutes there and 10 failed ones at hive/web, hive/web's 2
+    shared-breakage checks, a p99 sweep of 4.96 s, and 5 rate-limited and 15 timed-out API
+    calls (the last two panels are not per repository)."""
+    assert FIXLOOP_PANELS == tuple(PANEL_TITLES[-6:])
+    cases = []
+    for title, by_repository in _FIXLOOP_PANELS.items():
+        (target,) = _panel(title)["targets"]
+        for repository, samples in by_repository.items():
+            expr = target["expr"]
+            for name, value in (("$__rate_interval", "5m"), ("$repository", repository)):
+                expr = expr.replace(name, value)
+            assert "$" not in expr, expr
+            cases.append({"expr": expr, "eval_time": "10m", "exp_samples": [
+                {"labels": _promtool_labels(labels), "value": value}
+                for labels, value in samples]})
+    (tmp_path / "empty-rules.yaml").write_text("groups: []\n")
+    test_file = tmp_path / "fixloop-panels.test.yaml"
+    test_file.write_text(yaml.safe_dump({
+        "rule_files": ["empty-rules.yaml"], "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": _fixloop_input_series(),
+                   "promql_expr_test": cases}]}, sort_keys=False))
+    done = subprocess.run(["promtool", "test", "rules", str(test_file)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (0, ""), done.stdout
+    assert len(cases) == 12
+
+
+@needs_promtool
+def test_fixloop_alert_expressions_on_contract_series(tmp_path: Path) -> None:
+    """Both fixloop alert expressions on the same contract series at 10m: the escalation one
+    gives hive/app's gauge (1), not hive/web's (0); the sweeps one nothing (a complete sweep a
+    minute, the newest 0 s old)."""
+    rules = {r["alert"]: r["expr"] for g in yaml.safe_load(RULES.read_text())["groups"]
+             for r in g["rules"]}
+    series = _fixloop_input_series() + [{
+        "series": "hive_repeat_failure_fixloop_last_sweep_timestamp_seconds{"
+                  + ",".join(f'{k}="{v}"' for k, v in _FIXLOOP_TARGET.items()) + "}",
+        "values": "0+60x20"}]
+    cases = [
+        {"expr": rules["RepeatFailureFixLoopEscalated"], "eval_time": "10m", "exp_samples": [
+            {"labels": _promtool_labels({"__name__": "hive_repeat_failure_fixloop_escalated_prs",
+                                         **_FIXLOOP_TARGET, "repository": "hive/app"}),
+             "value": 1}]},
+        {"expr": rules["RepeatFailureFixLoopSweepsFailing"], "eval_time": "10m",
+         "exp_samples": []},
+    ]
+    (tmp_path / "empty-rules.yaml").write_text("groups: []\n")
+    test_file = tmp_path / "fixloop-alerts.test.yaml"
+    test_file.write_text(yaml.safe_dump({
+        "rule_files": ["empty-rules.yaml"], "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": series, "promql_expr_test": cases}]},
+        sort_keys=False))
+    done = subprocess.run(["promtool", "test", "rules", str(test_file)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (0, ""), done.stdout
 
 
 # --- End to end: real sidecar, real bash, real Prometheus ------------------------------------
@@ -553,8 +727,8 @@ def _start_sidecar(tmp: Path) -> tuple[subprocess.Popen, int, list[str], Path, P
         "repeat_failure:\n  enabled: true\n  threshold: 3\n  window_s: 600\n"
         "  no_data_after_s: 1\n  collect_interval_s: 1\n  collect_grace_s: 0.5\n"
         "  exclude: [sleep]\n  agents:\n"
-        "    - {name: a1, backend: bash, preview_url: 'http://127.0.0.1:9/'}\n"
-        f"    - {{name: a2, backend: claude, home: {home}}}\n")
+        "    - {name: a1, backend: bash}\n"
+        f"    - {{name: a2, backend: claude, home: {home}, preview_url: 'http://127.0.0.1:9/'}}\n")
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("REPEAT_FAILURE_") and k != "BASH_ENV"}
     proc = subprocess.Popen(
@@ -702,7 +876,8 @@ def substitute(expr: str, st: Stack, agent: str) -> str:
     window between the scrapes t0 and t1 (see the module docstring)."""
     window = f"{st.window_ms}ms"
     for name, value in (("$__rate_interval", window), ("$__interval", window),
-                        ("$__range", window), ("$namespace", NAMESPACE), ("$agent", agent)):
+                        ("$__range", window), ("$namespace", NAMESPACE), ("$agent", agent),
+                        ("$repository", ".*")):
         expr = expr.replace("${" + name[1:] + "}", value).replace(name, value)
     assert "$" not in expr, expr
     return expr
@@ -762,9 +937,10 @@ def expected_panels(st: Stack, agent: str) -> dict[str, list[tuple[dict[str, str
         "Collection pass duration (p99)": [
             ({"namespace": NAMESPACE, "pod": POD}, lambda v: 0 < v <= 2.5)],
         # Issue 8. a2's session log is read: its four verdict counters exist at 0 and its run
-        # of failed turns is 0; its only turn has not ended, so no verdict yet. a1 (bash) has no
-        # session log (no turn series) but a preview URL: its probe counter and the five error
-        # series exist at 0, and no probe has run (a1 has no turns), so no preview state.
+        # of failed turns is 0; its only turn has not ended, so no verdict yet. a2 also has a
+        # preview URL: its probe counter and the five error series exist at 0, and no probe
+        # has run (its turn has not ended), so no preview state. a1 (bash) has no session log:
+        # no turn series, and a preview URL would not be exported (no turn, no probe).
         # test_agent_turn_and_preview_panels_on_contract_series checks these queries on data.
         "Newest turn verdict": [],
         "Turns per verdict": [({"verdict": v}, 0.0) for v in
@@ -772,12 +948,15 @@ def expected_panels(st: Stack, agent: str) -> dict[str, list[tuple[dict[str, str
                                if both else ())],
         "Consecutive failed turns": [({"agent": "a2", "backend": "claude"}, 0.0)] if both else [],
         "Preview state": [],
-        "Preview probes": [({"agent": "a1", "backend": "bash"}, 0.0)],
+        "Preview probes": [({"agent": "a2", "backend": "claude"}, 0.0)] if both else [],
         "Preview errors by reason": [
             ({"outcome": outcome, "reason": reason}, 0.0) for outcome, reason in (
                 ("preview_error", "entry_status"), ("preview_error", "entry_empty"),
                 ("preview_error", "asset_broken"), ("server_down", "unreachable"),
-                ("server_down", "timeout"))],
+                ("server_down", "timeout"))] if both else [],
+        # Issue 9: no fixloop runs here, so its panels are empty (and no query fails);
+        # test_fixloop_panels_on_contract_series checks them on data.
+        **{title: [] for title in FIXLOOP_PANELS},
     }
 
 
@@ -798,14 +977,15 @@ def assert_series(got: list[tuple[dict[str, str], float]],
 @needs_prometheus
 def test_template_variables_list_the_namespace_and_agents(stack: Stack) -> None:
     """The namespace variable's label_values gives the target's namespace, and the agent
-    variable's (with $namespace substituted) both agents, as Grafana asks Prometheus."""
+    variable's (with $namespace substituted) both agents, as Grafana asks Prometheus; the
+    repository variable's nothing (no fixloop here)."""
     variables = {v["name"]: v["query"] for v in load_dashboard()["templating"]["list"]}
     got = {}
-    for name in ("namespace", "agent"):
+    for name in ("namespace", "agent", "repository"):
         match = re.fullmatch(r"label_values\((.+), (\w+)\)", variables[name])
         selector, label = substitute(match[1], stack, ".*"), match[2]
         got[name] = stack.prom.api(f"label/{label}/values", **{"match[]": selector})
-    assert got == {"namespace": [NAMESPACE], "agent": ["a1", "a2"]}
+    assert got == {"namespace": [NAMESPACE], "agent": ["a1", "a2"], "repository": []}
 
 
 @needs_prometheus
@@ -827,8 +1007,8 @@ def test_panel_query_against_real_prometheus(stack: Stack, title: str, agent: st
 def test_alert_expressions_against_real_prometheus(stack: Stack) -> None:
     """Each alert's expression at t1: the note series of a1 (value 5), a2's
     not_receiving_data (value 1, a1 absent), no sidecar down, no run of failed turns (a2's is
-    0) and no broken preview (none probed); the loaded rule group has the five alerts,
-    healthy."""
+    0), no broken preview (none probed), and neither fixloop alert (no fixloop series); the
+    loaded rule groups have the seven alerts, healthy."""
     rules = {r["alert"]: r for g in yaml.safe_load(RULES.read_text())["groups"]
              for r in g["rules"]}
     t = stack.target
@@ -841,12 +1021,16 @@ def test_alert_expressions_against_real_prometheus(stack: Stack) -> None:
         "RepeatFailureSidecarDown": [],
         "RepeatFailureAgentTurnsFailing": [],
         "RepeatFailurePreviewBroken": [],
+        # No fixloop runs here: its alerts are harmless without its series.
+        "RepeatFailureFixLoopEscalated": [],
+        "RepeatFailureFixLoopSweepsFailing": [],
     }
     for name, rule in rules.items():
         assert_series(stack.prom.query(rule["expr"], at=stack.t1), want[name], name)
-    (group,) = stack.prom.api("rules")["groups"]
-    assert (group["name"], group["file"]) == ("repeat-failure", str(RULES))
-    assert [(r["name"], r["type"], r["health"]) for r in group["rules"]] == [
+    groups = stack.prom.api("rules")["groups"]
+    assert [(g["name"], g["file"]) for g in groups] == [
+        ("repeat-failure", str(RULES)), ("repeat-failure-fixloop", str(RULES))]
+    assert [(r["name"], r["type"], r["health"]) for g in groups for r in g["rules"]] == [
         (name, "alerting", "ok") for name in ALERTS]
 
 

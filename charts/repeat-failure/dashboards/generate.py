@@ -12,12 +12,15 @@ evaluates every panel's query against a real Prometheus scraping a real sidecar.
 
 Rows: *Agents*, *Failing commands*, *Input and sidecar health* (the repeat-failure check's
 ``hive_repeat_failure_*`` series), *Agent turns* and *Preview* (issue 8's turn verdicts and
-preview probe, ``hive_agent_*``).
+preview probe, ``hive_agent_*``), *Fix loops* (issue 9's fix-loop escalation component,
+``hive_repeat_failure_fixloop_*``).
 
-Every query selects ``namespace=~"$namespace"`` (the label prometheus-operator's PodMonitor sets
-on each target) and, where the series has an ``agent`` label, ``agent=~"$agent"``. Both variables
-default to All (``.*``), which also matches series without the label (a Prometheus scraping the
-sidecar without Kubernetes labels).
+Every sidecar query selects ``namespace=~"$namespace"`` (the label prometheus-operator's
+PodMonitor sets on each target) and, where the series has an ``agent`` label, ``agent=~"$agent"``.
+Both variables default to All (``.*``), which also matches series without the label (a Prometheus
+scraping the sidecar without Kubernetes labels). The fixloop is one Deployment in the release
+namespace, not in an agent namespace, so its queries select ``repository=~"$repository"`` where
+the series has a ``repository`` label, and nothing otherwise.
 """
 
 from __future__ import annotations
@@ -78,6 +81,23 @@ Q_PREVIEW_PROBES = (f'sum by (agent, backend) '
                     f'(increase(hive_agent_preview_probes_total{{{SEL}}}[$__rate_interval]))')
 Q_PREVIEW_ERRORS = (f'sum by (outcome, reason) '
                     f'(increase(hive_agent_preview_errors_total{{{SEL}}}[$__rate_interval]))')
+
+# The fix-loop escalation component (issue 9): one per release, so no namespace or agent.
+SEL_REPO = 'repository=~"$repository"'
+Q_FIXLOOP_ESCALATED = (f'max by (repository) '
+                       f'(hive_repeat_failure_fixloop_escalated_prs{{{SEL_REPO}}})')
+Q_FIXLOOP_RED_TREES = f'hive_repeat_failure_fixloop_red_trees{{{SEL_REPO}}}'
+Q_FIXLOOP_REENGAGEMENTS = (f'sum by (repository, outcome) '
+                           f'(increase(hive_repeat_failure_fixloop_reengagements_total'
+                           f'{{{SEL_REPO}}}[$__rate_interval]))')
+Q_FIXLOOP_SHARED_BREAKAGE = (f'max by (repository) '
+                             f'(hive_repeat_failure_fixloop_shared_breakage_checks{{{SEL_REPO}}})')
+Q_FIXLOOP_SWEEP_P99 = ('histogram_quantile(0.99, sum by (namespace, pod, le) '
+                       '(rate(hive_repeat_failure_fixloop_sweep_duration_seconds_bucket'
+                       '[$__rate_interval])))')
+Q_FIXLOOP_API_ERRORS = ('sum by (reason) '
+                        '(increase(hive_repeat_failure_fixloop_api_errors_total'
+                        '[$__rate_interval]))')
 
 #: Colours of the turn verdicts and preview states (tables and stacked series).
 VERDICT_COLORS = {"ok": "green", "agent_error": "red", "agent_no_output": "orange",
@@ -174,6 +194,12 @@ def build() -> model.Dashboard:
              .sort(model.VariableSort.ALPHABETICAL_ASC)
              .multi(True).include_all(True).all_value(".*")
              .current(model.VariableOption(selected=True, text="All", value="$__all")))
+    repository = (dash.QueryVariable("repository").label("Repository").datasource(DATASOURCE)
+                  .query("label_values(hive_repeat_failure_fixloop_escalated_prs, repository)")
+                  .refresh(model.VariableRefresh.ON_TIME_RANGE_CHANGED)
+                  .sort(model.VariableSort.ALPHABETICAL_ASC)
+                  .multi(True).include_all(True).all_value(".*")
+                  .current(model.VariableOption(selected=True, text="All", value="$__all")))
 
     states = (stat.Panel().title("Agents by check state")
               .description("How many agents are in each check state now. Anything but `on` "
@@ -314,9 +340,55 @@ def build() -> model.Dashboard:
         "`timeout`).",
         Q_PREVIEW_ERRORS, "{{outcome}} {{reason}}", "short", _pos(16, 53, 8, 8))
 
+    escalated = (
+        _timeseries(
+            "Escalated PRs",
+            "Open pull requests the fixloop has escalated, per repository: each has a comment "
+            "headed \"Fix loop escalated — human attention needed\" and the label "
+            "(default `needs-human`) that keeps agents off it until a human removes it or CI "
+            "goes green. RepeatFailureFixLoopEscalated (severity info) fires while it is above 0.",
+            Q_FIXLOOP_ESCALATED, "{{repository}}", "short", _pos(0, 62, 8, 8))
+        .decimals(0))
+    red_trees = _table(
+        "Red trees per PR",
+        "Distinct red head trees the fixloop counts for each PR it tracks (an empty retrigger "
+        "commit keeps the tree and counts once). A PR escalates at the threshold (default 3); "
+        "a green head clears its count.",
+        Q_FIXLOOP_RED_TREES, _pos(8, 62, 8, 8),
+        rename={"Value": "red trees"}, hide=("namespace", "pod"),
+        order=("repository", "pr", "Value"), sort_by="red trees")
+    reengagements = _timeseries(
+        "Re-engagements",
+        "Kicks sent to the owning agent of a PR that stayed red after CI settled, per "
+        "repository and outcome: `delivered` (the agent's webhook accepted it; only these "
+        "count against the budget, `max_reengagements` per head SHA) or `failed`. A steady "
+        "`failed` is an agent webhook down or misconfigured (`fixloop.config.notifier`).",
+        Q_FIXLOOP_REENGAGEMENTS, "{{repository}} {{outcome}}", "short", _pos(16, 62, 8, 8))
+    shared_breakage = (
+        _timeseries(
+            "Shared-breakage checks",
+            "Checks red on several open PRs of the repository at once (at least "
+            "`shared_breakage_prs` + 1): a broken base branch or a runner outage, not a fix "
+            "attempt. While a check is shared breakage, its PRs count no attempt and get no "
+            "re-engagement.",
+            Q_FIXLOOP_SHARED_BREAKAGE, "{{repository}}", "short", _pos(0, 70, 8, 8))
+        .decimals(0))
+    sweep = _timeseries(
+        "Sweep duration (p99)",
+        "99th percentile of the fixloop's sweeps (every open PR of every repository). Sweeps "
+        "close to `interval_s` mean too many PRs or a slow or rate-limiting API.",
+        Q_FIXLOOP_SWEEP_P99, "{{namespace}}/{{pod}}", "s", _pos(8, 70, 8, 8))
+    api_errors = _timeseries(
+        "API errors by reason",
+        "GitHub API calls that failed, by reason: `auth` (the token), `rate_limited`, "
+        "`http_4xx`, `http_5xx`, `network`, `timeout`, `bad_response`. A sweep with errors is "
+        "partial or failed; RepeatFailureFixLoopSweepsFailing fires when none completes.",
+        Q_FIXLOOP_API_ERRORS, "{{reason}}", "short", _pos(16, 70, 8, 8))
+
     return (dash.Dashboard("repeat-failure").uid(UID)
             .description("AI agents running the same failing shell command again and again "
-                         "(repeat-failure sidecar). Monitor only: nothing here pauses an agent.")
+                         "(repeat-failure sidecar), and CI fix loops escalated to a human "
+                         "(repeat-failure fixloop). Monitor only: nothing here pauses an agent.")
             .tags(["repeat-failure", "agents"]).editable().timezone("browser")
             .time("now-6h", "now").refresh("1m")
             .tooltip(model.DashboardCursorSync.CROSSHAIR)
@@ -325,6 +397,7 @@ def build() -> model.Dashboard:
                         .enable(True).hide(True).icon_color("rgba(0, 211, 255, 1)")
                         .type("dashboard"))
             .with_variable(datasource).with_variable(namespace).with_variable(agent)
+            .with_variable(repository)
             .with_row(dash.Row("Agents").grid_pos(_pos(0, 0, 24, 1)))
             .with_panel(states).with_panel(rows).with_panel(down).with_panel(notes)
             .with_row(dash.Row("Failing commands").grid_pos(_pos(0, 15, 24, 1)))
@@ -336,6 +409,9 @@ def build() -> model.Dashboard:
             .with_panel(newest_verdict).with_panel(turns).with_panel(failed_turns)
             .with_row(dash.Row("Preview").grid_pos(_pos(0, 52, 24, 1)))
             .with_panel(preview_state).with_panel(probes).with_panel(preview_errors)
+            .with_row(dash.Row("Fix loops").grid_pos(_pos(0, 61, 24, 1)))
+            .with_panel(escalated).with_panel(red_trees).with_panel(reengagements)
+            .with_panel(shared_breakage).with_panel(sweep).with_panel(api_errors)
             .build())
 
 

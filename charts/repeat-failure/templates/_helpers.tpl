@@ -123,3 +123,41 @@ was issued for the same Service hosts, so an upgrade does not rotate the certifi
 {{- end -}}
 {{- toJson (get .Values "__repeatFailureTLS") -}}
 {{- end -}}
+
+{{/* The fix-loop escalation component's objects (Deployment, Service, ConfigMap, Secret, PVC, ...). */}}
+{{- define "repeat-failure.fixloopName" -}}
+{{- printf "%s-fixloop" (include "repeat-failure.fullname" .) -}}
+{{- end -}}
+
+{{/* The Secret holding the fixloop's GitHub token: the chart's, or fixloop.github.existingSecret. */}}
+{{- define "repeat-failure.fixloopSecretName" -}}
+{{- .Values.fixloop.github.existingSecret | default (include "repeat-failure.fixloopName" .) -}}
+{{- end -}}
+
+{{/*
+The fixloop's config file, fixloop.yaml: the `fixloop.config` values with the two paths the chart
+owns (where the token Secret and the ledger volume are mounted). Fails, naming the value, on what
+the values schema cannot say: no repository while enabled, a repository listed twice in another
+case (the fixloop refuses it), and not exactly one token source.
+*/}}
+{{- define "repeat-failure.fixloopConfig" -}}
+{{- $f := .Values.fixloop -}}
+{{- if not $f.config.repositories -}}
+{{- fail "fixloop.enabled: true needs fixloop.config.repositories: at least one GitHub repository (owner/name) whose pull requests the fixloop sweeps" -}}
+{{- end -}}
+{{- $seen := dict -}}
+{{- range $f.config.repositories -}}
+{{- if hasKey $seen (lower .) -}}
+{{- fail (printf "fixloop.config.repositories: %s and %s are the same repository (GitHub names are case-insensitive): list it once" (get $seen (lower .)) .) -}}
+{{- end -}}
+{{- $_ := set $seen (lower .) . -}}
+{{- end -}}
+{{- if and $f.github.token $f.github.existingSecret -}}
+{{- fail "fixloop.github: give the token either as fixloop.github.token (the chart makes a Secret) or as fixloop.github.existingSecret (your Secret), not both" -}}
+{{- end -}}
+{{- if not (or $f.github.token $f.github.existingSecret) -}}
+{{- fail "fixloop.enabled: true needs a GitHub token: set fixloop.github.token (the chart makes a Secret) or fixloop.github.existingSecret (a Secret in the release namespace, key fixloop.github.existingSecretKey, default token)" -}}
+{{- end -}}
+{{- $section := merge (dict "token_file" "/var/run/secrets/repeat-failure-fixloop/token" "ledger" "/data/fixloop.sqlite") (deepCopy $f.config) -}}
+{{- dict "fixloop" $section | toYaml -}}
+{{- end -}}
