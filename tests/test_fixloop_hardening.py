@@ -10,8 +10,8 @@ import sqlite3
 from sidecar.fixloop.config import ESCALATION_HEADING, parse_fixloop_config
 from sidecar.config import ConfigError
 from tests.fakegithub import FakeGitHub
-from tests.test_fixloop_rules import (HOUR, REPO, AGENT, Clock, escalations, green, make, push_red,
-                                      red, sha, tree, Webhook)
+from tests.test_fixloop_rules import (AGENT, HOUR, REPO, Clock, Webhook, escalations, green, make,
+                                      push_red, red, sha, start, tree)
 
 import pytest
 
@@ -22,15 +22,8 @@ def gh():
         yield fake
 
 
-def _one_red_pr(gh, clock, author=AGENT):
-    gh.add_pr(REPO, 1, author, sha(1), tree(1))
-    red(gh, sha(1), clock.now)
-
-
 def test_a_lost_comment_answer_never_leads_to_a_second_comment(tmp_path, gh):
-    clock = Clock()
-    _one_red_pr(gh, clock)
-    app = make(tmp_path, gh, clock, threshold=1)
+    clock, app = start(tmp_path, gh, threshold=1)
     gh.fail("POST", r"/issues/1/comments$", 502, times=5)  # posted or not, the answer is lost
     for _ in range(4):
         app.run_once()
@@ -41,9 +34,7 @@ def test_a_lost_comment_answer_never_leads_to_a_second_comment(tmp_path, gh):
 
 
 def test_a_failed_label_request_escalates_on_the_next_pass(tmp_path, gh):
-    clock = Clock()
-    _one_red_pr(gh, clock)
-    app = make(tmp_path, gh, clock, threshold=1)
+    clock, app = start(tmp_path, gh, threshold=1)
     gh.fail("POST", r"/issues/1/labels$", 500, times=1)
     app.run_once()
     assert gh.labels(REPO, 1) == [] and escalations(gh) == []
@@ -53,9 +44,7 @@ def test_a_failed_label_request_escalates_on_the_next_pass(tmp_path, gh):
 
 
 def test_a_label_removed_before_the_next_pass_still_unparks(tmp_path, gh):
-    clock = Clock()
-    _one_red_pr(gh, clock)
-    app = make(tmp_path, gh, clock, threshold=1)
+    clock, app = start(tmp_path, gh, threshold=1)
     app.run_once()
     gh.remove_label_by_human(REPO, 1, "needs-human")   # within the same interval
     app.run_once()
@@ -65,9 +54,7 @@ def test_a_label_removed_before_the_next_pass_still_unparks(tmp_path, gh):
 
 
 def test_a_lost_unpark_comment_is_not_read_as_a_persons_removal(tmp_path, gh):
-    clock = Clock()
-    _one_red_pr(gh, clock)
-    app = make(tmp_path, gh, clock, threshold=1)
+    clock, app = start(tmp_path, gh, threshold=1)
     app.run_once()
     gh.push(REPO, 1, sha(2), tree(2))
     green(gh, sha(2), clock.now)
@@ -81,10 +68,8 @@ def test_a_lost_unpark_comment_is_not_read_as_a_persons_removal(tmp_path, gh):
 
 
 def test_breakage_is_not_called_cleared_while_other_prs_are_pending(tmp_path, gh):
-    clock = Clock()
-    _one_red_pr(gh, clock)
+    clock, app = start(tmp_path, gh, threshold=1)
     red(gh, sha(1), clock.now, name="lint")
-    app = make(tmp_path, gh, clock, threshold=1)
     app.run_once()
     for number in (2, 3, 4):
         gh.add_pr(REPO, number, f"someone-{number}", sha(100 + number), tree(100 + number))
@@ -175,11 +160,9 @@ def test_dependency_bots_count_towards_shared_breakage(tmp_path, gh):
 
 
 def test_a_rerun_that_settles_again_restarts_the_staleness_clock(tmp_path, gh):
-    clock = Clock()
     owner = Webhook()
     try:
-        _one_red_pr(gh, clock)
-        app = make(tmp_path, gh, clock, owner=owner)
+        clock, app = start(tmp_path, gh, owner=owner)
         app.run_once()
         clock.now += HOUR - 60
         gh.set_check_runs(REPO, sha(1), [dict(name="test", status="in_progress",
@@ -197,9 +180,7 @@ def test_a_rerun_that_settles_again_restarts_the_staleness_clock(tmp_path, gh):
 
 
 def test_an_empty_commit_on_the_reviewers_head_is_not_an_attempt(tmp_path, gh):
-    clock = Clock()
-    _one_red_pr(gh, clock)
-    app = make(tmp_path, gh, clock, threshold=2)
+    clock, app = start(tmp_path, gh, threshold=2)
     app.run_once()
     push_red(gh, clock, 2)
     app.run_once()
@@ -232,10 +213,8 @@ def test_a_repository_listed_twice_in_another_case_is_refused():
 
 
 def test_an_unusable_ledger_is_moved_aside_and_a_new_one_started(tmp_path, gh):
-    clock = Clock()
     (tmp_path / "ledger.sqlite").write_bytes(b"not a database at all" * 100)
-    _one_red_pr(gh, clock)
-    app = make(tmp_path, gh, clock, threshold=1)
+    clock, app = start(tmp_path, gh, threshold=1)
     app.run_once()
     assert gh.labels(REPO, 1) == ["needs-human"]
     assert len(list(tmp_path.glob("ledger.sqlite.unusable.*"))) == 1

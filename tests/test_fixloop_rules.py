@@ -17,7 +17,6 @@ import pytest
 from sidecar.fixloop.app import FixloopApp
 from sidecar.fixloop.config import ESCALATION_HEADING, parse_fixloop_config
 from sidecar.fixloop.github import GitHub
-from sidecar.fixloop.ledger import Ledger
 from sidecar.fixloop.notify import Notifier
 from tests.fakegithub import T0, FakeGitHub
 
@@ -119,6 +118,15 @@ def escalations(gh: FakeGitHub, number: int = 1) -> list[str]:
     return [c for c in gh.comments(REPO, number) if c.startswith(f"## {ESCALATION_HEADING}")]
 
 
+def start(tmp_path: Path, gh: FakeGitHub, **kwargs) -> tuple[Clock, FixloopApp]:
+    """A clock and a fixloop over one agent's PR #1, red at ``sha(1)``/``tree(1)``; ``kwargs``
+    go to :func:`make` (webhooks, config overrides)."""
+    clock = Clock()
+    gh.add_pr(REPO, 1, AGENT, sha(1), tree(1))
+    red(gh, sha(1), clock.now)
+    return clock, make(tmp_path, gh, clock, **kwargs)
+
+
 def push_red(gh: FakeGitHub, clock: Clock, n: int, number: int = 1, tree_n: int | None = None,
              name: str = "test") -> None:
     gh.push(REPO, number, sha(n), tree(n if tree_n is None else tree_n))
@@ -155,10 +163,7 @@ def test_three_distinct_red_trees_escalate_once_with_the_evidence(tmp_path, gh, 
 
 
 def test_an_empty_retrigger_commit_is_not_an_attempt(tmp_path, gh):
-    clock = Clock()
-    gh.add_pr(REPO, 1, AGENT, sha(1), tree(1))
-    red(gh, sha(1), clock.now)
-    app = make(tmp_path, gh, clock)
+    clock, app = start(tmp_path, gh)
     app.run_once()
     for n in (2, 3, 4, 5):  # four `ci: retrigger` commits: new SHAs, the same tree
         push_red(gh, clock, n, tree_n=1)
@@ -168,10 +173,7 @@ def test_an_empty_retrigger_commit_is_not_an_attempt(tmp_path, gh):
 
 
 def test_checks_still_running_leave_the_ledger_untouched(tmp_path, gh):
-    clock = Clock()
-    gh.add_pr(REPO, 1, AGENT, sha(1), tree(1))
-    red(gh, sha(1), clock.now)
-    app = make(tmp_path, gh, clock)
+    clock, app = start(tmp_path, gh)
     app.run_once()
     before = app.ledger.get(f"{REPO}#1")
     gh.push(REPO, 1, sha(2), tree(2))
@@ -186,10 +188,7 @@ def test_checks_still_running_leave_the_ledger_untouched(tmp_path, gh):
 
 
 def test_a_failed_check_fetch_leaves_the_ledger_untouched_and_is_counted(tmp_path, gh):
-    clock = Clock()
-    gh.add_pr(REPO, 1, AGENT, sha(1), tree(1))
-    red(gh, sha(1), clock.now)
-    app = make(tmp_path, gh, clock)
+    clock, app = start(tmp_path, gh)
     app.run_once()
     push_red(gh, clock, 2)
     gh.fail("GET", r"/check-runs", 404, times=1)
@@ -201,10 +200,7 @@ def test_a_failed_check_fetch_leaves_the_ledger_untouched_and_is_counted(tmp_pat
 
 
 def test_green_clears_history(tmp_path, gh):
-    clock = Clock()
-    gh.add_pr(REPO, 1, AGENT, sha(1), tree(1))
-    red(gh, sha(1), clock.now)
-    app = make(tmp_path, gh, clock)
+    clock, app = start(tmp_path, gh)
     app.run_once()
     push_red(gh, clock, 2)
     app.run_once()
@@ -220,10 +216,7 @@ def test_green_clears_history(tmp_path, gh):
 
 
 def test_escalated_pr_going_green_is_unparked_with_a_comment(tmp_path, gh):
-    clock = Clock()
-    gh.add_pr(REPO, 1, AGENT, sha(1), tree(1))
-    red(gh, sha(1), clock.now)
-    app = make(tmp_path, gh, clock, threshold=1)
+    clock, app = start(tmp_path, gh, threshold=1)
     app.run_once()
     app.run_once()  # the label is seen: confirmed
     assert gh.labels(REPO, 1) == ["needs-human"]
@@ -392,10 +385,7 @@ def test_shared_breakage_appearing_after_escalation_unparks_when_it_clears(tmp_p
 
 
 def test_the_label_is_authoritative_even_with_a_lost_ledger(tmp_path, gh):
-    clock = Clock()
-    gh.add_pr(REPO, 1, AGENT, sha(1), tree(1))
-    red(gh, sha(1), clock.now)
-    app = make(tmp_path, gh, clock, threshold=1)
+    clock, app = start(tmp_path, gh, threshold=1)
     app.run_once()
     assert len(escalations(gh)) == 1
     app.ledger.close()
@@ -411,10 +401,7 @@ def test_the_label_is_authoritative_even_with_a_lost_ledger(tmp_path, gh):
 
 
 def test_a_human_removing_the_label_unparks_with_a_fresh_budget(tmp_path, gh):
-    clock = Clock()
-    gh.add_pr(REPO, 1, AGENT, sha(1), tree(1))
-    red(gh, sha(1), clock.now)
-    app = make(tmp_path, gh, clock, threshold=2)
+    clock, app = start(tmp_path, gh, threshold=2)
     app.run_once()
     push_red(gh, clock, 2)
     app.run_once()
@@ -431,10 +418,7 @@ def test_a_human_removing_the_label_unparks_with_a_fresh_budget(tmp_path, gh):
 
 
 def test_a_second_escalation_after_the_reviewers_pass_is_the_handoff_note(tmp_path, gh, owner):
-    clock = Clock()
-    gh.add_pr(REPO, 1, AGENT, sha(1), tree(1))
-    red(gh, sha(1), clock.now)
-    app = make(tmp_path, gh, clock, owner=owner, threshold=2)
+    clock, app = start(tmp_path, gh, owner=owner, threshold=2)
     app.run_once()
     push_red(gh, clock, 2)
     app.run_once()
@@ -476,10 +460,7 @@ def test_dependency_bots_are_never_fix_loops(tmp_path, gh, owner):
 
 
 def test_entries_are_pruned_a_day_after_their_pr_stops_being_listed(tmp_path, gh):
-    clock = Clock()
-    gh.add_pr(REPO, 1, AGENT, sha(1), tree(1))
-    red(gh, sha(1), clock.now)
-    app = make(tmp_path, gh, clock)
+    clock, app = start(tmp_path, gh)
     app.run_once()
     gh.close_pr(REPO, 1)
     clock.now += 23 * HOUR
@@ -491,10 +472,7 @@ def test_entries_are_pruned_a_day_after_their_pr_stops_being_listed(tmp_path, gh
 
 
 def test_a_repository_that_cannot_be_listed_is_left_alone(tmp_path, gh):
-    clock = Clock()
-    gh.add_pr(REPO, 1, AGENT, sha(1), tree(1))
-    red(gh, sha(1), clock.now)
-    app = make(tmp_path, gh, clock)
+    clock, app = start(tmp_path, gh)
     app.run_once()
     gh.fail("GET", r"/pulls$", 500, times=10)
     clock.now += 2 * 86400
@@ -504,10 +482,7 @@ def test_a_repository_that_cannot_be_listed_is_left_alone(tmp_path, gh):
 
 
 def test_a_restart_keeps_the_ledger(tmp_path, gh):
-    clock = Clock()
-    gh.add_pr(REPO, 1, AGENT, sha(1), tree(1))
-    red(gh, sha(1), clock.now)
-    app = make(tmp_path, gh, clock)
+    clock, app = start(tmp_path, gh)
     app.run_once()
     push_red(gh, clock, 2)
     app.run_once()
@@ -521,10 +496,7 @@ def test_a_restart_keeps_the_ledger(tmp_path, gh):
 def test_metrics_after_an_escalation(tmp_path, gh):
     from prometheus_client import generate_latest
 
-    clock = Clock()
-    gh.add_pr(REPO, 1, AGENT, sha(1), tree(1))
-    red(gh, sha(1), clock.now)
-    app = make(tmp_path, gh, clock, threshold=1)
+    clock, app = start(tmp_path, gh, threshold=1)
     app.run_once()
     text = generate_latest(app.registry).decode()
     lines = [l for l in text.splitlines() if l.startswith("hive_") and "_created" not in l
