@@ -176,7 +176,21 @@ def cmd_hook_env(args: argparse.Namespace) -> int:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    """Validate a config file: exit 0 when valid, 2 with the reason when not."""
+    """Validate a config file, the sidecar's (`repeat_failure:`) or the fix-loop ledger's
+    (`fixloop:`, told apart by that top-level key): exit 0 when valid, 2 with the reason when
+    not."""
+    from sidecar.config import read_yaml
+
+    data = read_yaml(args.file, "config file")
+    if isinstance(data, dict) and "fixloop" in data:
+        from sidecar.fixloop.config import parse_fixloop_config
+
+        fix = parse_fixloop_config(data, str(args.file))
+        print(f"{args.file}: valid fixloop config ({len(fix.repositories)} repositories, "
+              f"threshold {fix.threshold}, stale after {fix.stale_after_s:g} s, at most "
+              f"{fix.max_reengagements} re-engagements per head, sweep every "
+              f"{fix.interval_s:g} s)")
+        return 0
     config = load_config(args.file)
     print(f"{args.file}: valid (check {'on' if config.enabled else 'off'}, threshold "
           f"{config.threshold}, window {config.window_s:g} s, not receiving data after "

@@ -27,7 +27,8 @@ from tests.waiting import free_port, wait_until
 @pytest.mark.parametrize("section,message", [
     ({}, "fixloop.repositories: required key missing"),
     ({"repositories": []}, "fixloop.repositories: [] should be non-empty"),
-    ({"repositories": ["no-slash"]}, "fixloop.repositories[0]: 'no-slash' does not match"),
+    ({"repositories": ["no-slash"]}, "fixloop.repositories[0]: 'no-slash' is not a repository "
+                                     "name (owner/name)"),
     ({"repositories": ["o/r", "o/r"]}, "fixloop.repositories: ['o/r', 'o/r'] has non-unique"),
     ({"repositories": ["o/r"], "threshold": 0}, "fixloop.threshold: 0 is less than the minimum"),
     ({"repositories": ["o/r"], "threshold": 3.0}, "fixloop.threshold: must be a whole number"),
@@ -53,10 +54,17 @@ def test_defaults_are_the_designs():
         3, 6, 3, 86400.0, "needs-human", ("renovate[bot]", "dependabot[bot]", "mergeraptor[bot]"))
 
 
-def test_the_token_comes_from_the_file_then_the_environment(tmp_path):
+def test_the_token_comes_from_the_file_then_the_environment(tmp_path, monkeypatch, log_stream):
+    from sidecar.fixloop import app as fixloop_app
+
+    monkeypatch.setattr(fixloop_app, "DEFAULT_TOKEN_FILE", str(tmp_path / "token"))
     config = FixloopConfig(("o/r",), token_file=str(tmp_path / "token"))
     assert read_token(config, {}) is None
+    assert '"event": "fixloop_no_token"' in log_stream.getvalue()
     assert read_token(config, {"GITHUB_TOKEN": "from-env"}) == "from-env"
+    elsewhere = FixloopConfig(("o/r",), token_file=str(tmp_path / "mounted" / "token"))
+    with pytest.raises(ConfigError, match="fixloop.token_file: .* does not exist"):
+        read_token(elsewhere, {"GITHUB_TOKEN": "from-env"})
     (tmp_path / "token").write_text("from-file\n")
     assert read_token(config, {"GITHUB_TOKEN": "from-env"}) == "from-file"
     (tmp_path / "token").write_text("  \n")
@@ -209,3 +217,31 @@ def test_an_escalation_makes_one_kubernetes_event_with_events_on(tmp_path):
         app.run_once()
     assert sent == [("acme/web#1", "github", "Fix loop escalated on acme/web#1: CI red on 1 "
                      "distinct head trees (test)", "FixLoopEscalated")]
+
+
+def test_readiness_drops_when_a_sweep_lists_no_repository(tmp_path):
+    from sidecar.fixloop.app import FixloopApp
+    from sidecar.fixloop.github import GitHub
+
+    with FakeGitHub(token="right") as gh:
+        gh.add_pr("acme/web", 1, "agent", "a" * 40, "1" * 40)
+        config = parse_fixloop_config({"fixloop": {
+            "repositories": ["acme/web"], "api_url": gh.url, "ledger": str(tmp_path / "l.db"),
+            "token_file": str(tmp_path / "none")}})
+        app = FixloopApp(config, github=GitHub(gh.url, "wrong"))
+        port = app.serve("127.0.0.1:0")
+        try:
+            def ready():
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as r:
+                        return r.status
+                except urllib.error.HTTPError as exc:
+                    return exc.code
+            assert ready() == 503
+            assert app.run_once() == "failed"
+            assert ready() == 503
+            app.github = app.sweeper.github = GitHub(gh.url, "right")
+            assert app.run_once() == "complete"
+            assert ready() == 200
+        finally:
+            app.stop_serving()

@@ -219,3 +219,60 @@ def test_an_unusable_ledger_is_moved_aside_and_a_new_one_started(tmp_path, gh):
     assert gh.labels(REPO, 1) == ["needs-human"]
     assert len(list(tmp_path.glob("ledger.sqlite.unusable.*"))) == 1
     assert ESCALATION_HEADING in escalations(gh)[0]
+
+
+def test_an_agents_cadence_spaces_kicks_over_all_its_prs(tmp_path, gh):
+    clock = Clock()
+    owner = Webhook()
+    try:
+        for number in (1, 2, 3):
+            gh.add_pr(REPO, number, AGENT, sha(number), tree(number))
+            red(gh, sha(number), clock.now)
+        app = make(tmp_path, gh, clock, notifier={
+            "agents": [{"login": AGENT, "url": owner.url, "cadence_s": 2 * HOUR}]})
+        clock.now += HOUR
+        app.run_once()
+        assert len(owner.kicks) == 1                       # one kick per cadence, not per PR
+        clock.now += HOUR
+        app.run_once()
+        assert len(owner.kicks) == 1
+        clock.now += HOUR
+        app.run_once()
+        assert len({k["number"] for k in owner.kicks}) == len(owner.kicks) == 2
+    finally:
+        owner.close()
+
+
+def test_the_head_a_reviewer_handed_back_is_not_kicked_at_once(tmp_path, gh):
+    owner = Webhook()
+    try:
+        clock, app = start(tmp_path, gh, owner=owner, threshold=1)
+        app.run_once()
+        clock.now += 3 * HOUR
+        gh.remove_label_by_human(REPO, 1, "needs-human")
+        app.run_once()
+        assert owner.kicks == []                            # its clock starts at the hand-back
+        clock.now += HOUR
+        app.run_once()
+        assert [k["head_sha"] for k in owner.kicks] == [sha(1)]
+    finally:
+        owner.close()
+
+
+def test_check_config_validates_a_fixloop_file(tmp_path):
+    import subprocess
+    import sys
+
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    good.write_text("fixloop:\n  repositories: [acme/web]\n")
+    bad.write_text("fixloop:\n  repositories: [acmeweb]\n")
+    ok = subprocess.run([sys.executable, "-m", "sidecar", "check-config", str(good)],
+                        capture_output=True, text=True, timeout=60)
+    assert (ok.returncode, ok.stdout.strip()) == (0, (
+        f"{good}: valid fixloop config (1 repositories, threshold 3, stale after 3600 s, at "
+        "most 6 re-engagements per head, sweep every 300 s)"))
+    no = subprocess.run([sys.executable, "-m", "sidecar", "check-config", str(bad)],
+                        capture_output=True, text=True, timeout=60)
+    assert (no.returncode, no.stderr.strip()) == (2, (
+        f"repeat-failure: {bad}: fixloop.repositories[0]: 'acmeweb' is not a repository name "
+        "(owner/name)"))

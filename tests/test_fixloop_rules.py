@@ -310,7 +310,10 @@ def test_only_delivered_kicks_count_and_the_fixer_is_the_fallback(tmp_path, gh, 
     assert app.ledger.get(f"{REPO}#1").reengagements == 1
     assert app.sweeper.stats.reengagements[(REPO, "failed")] == 1
     owner.status = 200
-    clock.now += 1                                  # not delivered: no spacing to wait for
+    clock.now += HOUR / 2                           # failed attempts are spaced too
+    app.run_once()
+    assert app.ledger.get(f"{REPO}#1").reengagements == 1
+    clock.now += HOUR / 2
     app.run_once()
     assert app.ledger.get(f"{REPO}#1").reengagements == 2
 
@@ -440,7 +443,7 @@ def test_a_second_escalation_after_the_reviewers_pass_is_the_handoff_note(tmp_pa
     when = datetime.fromtimestamp(reviewed, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     assert f"- The reviewer's pass ({when}) left the branch at `{sha(2)[:12]}`." in second
     assert ("Counted from that pass, CI has been red on 2 distinct head trees (the limit is 2):"
-            f"\n- `{tree(3)[:12]}`\n- `{tree(4)[:12]}`") in second
+            f"\n  - `{tree(3)[:12]}`\n  - `{tree(4)[:12]}`") in second
     assert "- Re-engagements delivered since: 1." in second
     assert gh.labels(REPO, 1) == ["needs-human"]
     assert app.sweeper.stats.escalations[(REPO, "handoff")] == 1

@@ -2,7 +2,8 @@
 with ``/metrics``, ``/healthz`` and ``/readyz`` on one port.
 
 ``GET /healthz`` answers 200 while the sweep thread is alive; ``GET /readyz`` answers 200 once a
-pass has finished (a pod is ready when it has looked at the forge once). The GitHub token is
+pass has finished and while the last one listed at least one repository (a bad token or an
+unreachable API makes the pod unready). The GitHub token is
 read from ``token_file`` (a mounted Secret) or, when that file does not exist, from the
 ``GITHUB_TOKEN`` environment variable; it is never logged.
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
 
 from sidecar.config import ConfigError
-from sidecar.fixloop.config import FixloopConfig
+from sidecar.fixloop.config import DEFAULT_TOKEN_FILE, FixloopConfig
 from sidecar.fixloop.github import GitHub
 from sidecar.fixloop.ledger import open_ledger
 from sidecar.fixloop.metrics import PREFIX, FixloopCollector
@@ -35,9 +36,14 @@ EVENT_REASON = "FixLoopEscalated"
 def read_token(config: FixloopConfig, environ: dict[str, str] | None = None) -> str | None:
     """The GitHub token: the content of ``config.token_file`` (stripped) when the file exists,
     else ``GITHUB_TOKEN``, else ``None`` (anonymous: public repositories only, 60 requests an
-    hour). Raises :class:`ConfigError` when the file exists but cannot be read or is empty."""
+    hour, and every label or comment refused; logged as a warning naming both places). Raises
+    :class:`ConfigError` when the file exists but cannot be read or is empty, or when a
+    ``token_file`` other than the default was configured and does not exist (a mount mistake)."""
     environ = os.environ if environ is None else environ
     path = Path(config.token_file)
+    if not path.exists() and config.token_file != DEFAULT_TOKEN_FILE:
+        raise ConfigError(f"fixloop.token_file: {path} does not exist (mount the token Secret "
+                          "there, or leave token_file out and set GITHUB_TOKEN)")
     if path.exists():
         try:
             token = path.read_text(encoding="utf-8").strip()
@@ -47,7 +53,12 @@ def read_token(config: FixloopConfig, environ: dict[str, str] | None = None) -> 
         if not token:
             raise ConfigError(f"{path}: the GitHub token file is empty")
         return token
-    return environ.get("GITHUB_TOKEN") or None
+    token = environ.get("GITHUB_TOKEN") or None
+    if token is None:
+        log.warning("no GitHub token: neither the token file nor GITHUB_TOKEN is there; requests "
+                    "go out anonymous (public repositories only, and labels and comments fail)",
+                    extra={"event": "fixloop_no_token", "token_file": str(path)})
+    return token
 
 
 class FixloopApp:
@@ -58,7 +69,11 @@ class FixloopApp:
     def __init__(self, config: FixloopConfig, github: GitHub | None = None,
                  notifier: Notifier | None = None, clock=time.time, events=None) -> None:
         self.config = config
-        self.ledger = open_ledger(config.ledger)
+        try:
+            self.ledger = open_ledger(config.ledger)
+        except OSError as exc:
+            raise ConfigError(f"fixloop.ledger: cannot open {config.ledger}: "
+                              f"{exc.strerror or exc}") from None
         self.github = github or GitHub(config.api_url, read_token(config),
                                        timeout_s=config.request_timeout_s)
         self.events = events
@@ -70,6 +85,7 @@ class FixloopApp:
                                   registry=self.registry,
                                   buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300))
         self.ready = threading.Event()
+        self.last_outcome: str | None = None
         self._thread: threading.Thread | None = None
         self._httpd: ThreadingHTTPServer | None = None
 
@@ -83,6 +99,7 @@ class FixloopApp:
         started = time.perf_counter()
         outcome = self.sweeper.run_once()  # /metrics reads copies meanwhile: never blocked
         self.duration.observe(time.perf_counter() - started)
+        self.last_outcome = outcome
         self.ready.set()
         log.info("fix-loop sweep done", extra={
             "event": "fixloop_sweep", "outcome": outcome,
@@ -128,8 +145,12 @@ class FixloopApp:
                     status, body = (200, b"ok\n") if ok else (503, b"sweep loop stopped\n")
                     ctype = "text/plain; charset=utf-8"
                 elif path == "/readyz":
-                    ok = app.ready.is_set()
-                    status, body = (200, b"ok\n") if ok else (503, b"no sweep finished yet\n")
+                    if not app.ready.is_set():
+                        status, body = 503, b"no sweep finished yet\n"
+                    elif app.last_outcome == "failed":
+                        status, body = 503, b"the last sweep listed no repository\n"
+                    else:
+                        status, body = 200, b"ok\n"
                     ctype = "text/plain; charset=utf-8"
                 else:
                     self.send_error(404, "not found: try /metrics, /healthz or /readyz")

@@ -133,6 +133,8 @@ def _describe(error: Any) -> str:
         extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
         return f"{'.'.join(filter(None, [path if path != '(top level)' else '', *extra[:1]]))}" \
                ": unknown key"
+    if error.validator == "pattern" and path.startswith("fixloop.repositories["):
+        return f"{path}: {error.instance!r} is not a repository name (owner/name)"
     return f"{path}: {error.message}"
 
 

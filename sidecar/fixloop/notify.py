@@ -81,7 +81,7 @@ class Notifier:
             error = "timeout" if "Timeout" in name else "network"
             log.warning("re-engagement not delivered", extra={
                 "event": "fixloop_kick_failed", "target": target, "error": error,
-                "repository": body.get("repository"), "number": body.get("number")})
+                "pr": f"{body.get('repository')}#{body.get('number')}"})
             return Kick(False, target, None, error)
         status = int(getattr(response, "status_code", 0) or 0)
         close = getattr(response, "close", None)
@@ -91,5 +91,5 @@ class Notifier:
             return Kick(True, target, status)
         log.warning("re-engagement refused", extra={
             "event": "fixloop_kick_failed", "target": target, "error": f"http_{status}",
-            "repository": body.get("repository"), "number": body.get("number")})
+            "pr": f"{body.get('repository')}#{body.get('number')}"})
         return Kick(False, target, status, f"http_{status}")

@@ -135,6 +135,8 @@ class Sweeper:
         self.on_escalation = on_escalation
         self.stats = SweepStats()
         self._shared_before: dict[str, set[str]] = {}
+        self._agent_kicked: dict[str, float] = {}  # agent login -> last kick attempt
+        self._limited = False
         self._bots = {b.lower() for b in config.bots}
 
     # -- one pass ------------------------------------------------------------------------------
@@ -164,7 +166,9 @@ class Sweeper:
         failed_writes = False
         for repo, prs in listed.items():
             shared, conclusive = self._shared(repo, prs, states)
-            for pr in prs:
+            # The PRs kicked longest ago (or never) first: an agent's cadence is shared by its
+            # PRs, and each gets its turn.
+            for pr in sorted(prs, key=self._last_kick):
                 if pr.author.lower() in self._bots:
                     continue
                 try:
@@ -193,8 +197,16 @@ class Sweeper:
         outcome = "complete" if complete else "partial" if listed else "failed"
         self.stats.sweeps[outcome] += 1
         if outcome == "complete":
-            self.stats.last_complete = now
+            self.stats.last_complete = self.clock()  # when it finished
         return outcome
+
+    def _last_kick(self, pr: PullRequest) -> float:
+        try:
+            entry = self.ledger.get(pr_key(pr.repo, pr.number))
+        except sqlite3.Error:
+            entry = None
+        return entry.last_kick_at if entry is not None and entry.last_kick_at is not None \
+            else float("-inf")
 
     def _call(self, method: Callable, *args: object):
         """``method(*args)``, unless a rate limit already stopped this pass (then
@@ -289,6 +301,9 @@ class Sweeper:
             entry.reengagements, entry.last_kick_at = 0, None  # the branch moved
             entry.red_since = None
         settled = state.settled_at if state.settled_at is not None else now
+        if pr.head_sha == entry.reviewer_sha and entry.reviewed_at is not None:
+            # The head a reviewer handed back: its staleness counts from the hand-back.
+            settled = max(settled, entry.reviewed_at)
         if entry.red_since is None or settled > entry.red_since:
             entry.red_since = settled  # CI settled (again, after a re-run): the clock starts
         entry.failing = [c.name for c in own]
@@ -389,16 +404,25 @@ class Sweeper:
         spacing = max(cfg.stale_after_s, owner.cadence_s if owner else 0.0)
         if entry.last_kick_at is not None and now - entry.last_kick_at < spacing:
             return
+        if owner is not None and owner.cadence_s:
+            # The agent's cadence is the agent's, over all its PRs: one kick per cadence.
+            last = self._agent_kicked.get(owner.login.lower())
+            if last is not None and now - last < owner.cadence_s:
+                return
         kick = self.notifier.kick(pr.author, {
             "kind": "fix_before_new", "repository": pr.repo, "number": pr.number,
             "url": pr.url, "head_sha": pr.head_sha, "failing_checks": [c.name for c in failing],
             "excerpt": entry.excerpt, "reengagement": entry.reengagements + 1,
             "max_reengagements": cfg.max_reengagements})
         self.stats.reengagements[(pr.repo, "delivered" if kick.delivered else "failed")] += 1
+        # Attempts are spaced whether or not they were taken (a webhook that is down is not
+        # hammered every pass); only a delivered kick is charged to the budget.
+        entry.last_kick_at = now
+        if owner is not None:
+            self._agent_kicked[owner.login.lower()] = now
         if kick.delivered:
             entry.reengagements += 1
             entry.kicks_delivered += 1
-            entry.last_kick_at = now
             log.info("re-engagement delivered", extra={
                 "event": "fixloop_reengaged", "pr": entry.key, "target": kick.target,
                 "reengagement": entry.reengagements})
@@ -548,7 +572,7 @@ def handoff_note(config: FixloopConfig, pr: PullRequest, entry: Entry,
     pass coming)."""
     when = (datetime.fromtimestamp(entry.reviewed_at, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
             if entry.reviewed_at is not None else "an earlier pass")
-    trees = "\n".join(f"- `{t[:12]}`" for t in entry.trees)
+    trees = "\n".join(f"  - `{t[:12]}`" for t in entry.trees)
     return _cut_comment("\n".join([
         f"## {ESCALATION_HEADING}",
         "",
