@@ -20,7 +20,14 @@ machines are noisy; the ratios are what to compare between runs:
 * session-log reading: lines/s through the tail and Claude Code's reader over a large session
   built from the harness's real Claude Code session (its lines repeated), the ratio to bare
   ``orjson.loads`` of the same lines, and the cost of one poll of a home whose 64 session files
-  did not change (the steady state of an idle agent, every 5 s).
+  did not change (the steady state of an idle agent, every 5 s);
+* turn verdicts (issue 8): lines/s through ``repeat-failure verdict``'s reader over a long
+  Claude Code stream-json transcript built from the harness's real capture, and the ratio to
+  bare ``orjson.loads`` of the same lines;
+* fix-loop sweep (issue 9): one pass over ``--prs`` open red PRs of a fake GitHub on 127.0.0.1
+  (real HTTP, real client, real SQLite ledger): seconds for the first pass (tree lookups,
+  ledger rows written) and a steady pass, GitHub requests per PR per steady pass (what the
+  rate limit is spent on), and the steady pass's ratio to only listing the PRs.
 """
 
 from __future__ import annotations
@@ -339,6 +346,61 @@ def bench_stress(records: int, writers: int = 8, kill_every_s: float = 2.0) -> d
             "double": double, "collected_files_left": len(left), "seconds": seconds}
 
 
+def bench_verdict(lines: int) -> dict:
+    """Transcript lines/s through :func:`sidecar.verdict.read_transcript` (Claude Code's real
+    ``ok`` capture, its assistant and user lines repeated), vs bare ``orjson.loads``."""
+    from sidecar.verdict import read_transcript
+
+    capture = (REPO / "harness" / "evidence" / "claude" / "verdict" / "ok" /
+               "transcript.jsonl").read_bytes().splitlines()
+    body = [line for line in capture[1:-1]]
+    stream = [capture[0]] + [body[i % len(body)] for i in range(lines)] + [capture[-1]]
+    started = time.perf_counter()
+    for line in stream:
+        orjson.loads(line)
+    bare = time.perf_counter() - started
+    started = time.perf_counter()
+    result = read_transcript(stream)
+    took = time.perf_counter() - started
+    assert result.verdict == "ok" and result.unrecognised == 0
+    return {"lines_per_s": round(len(stream) / took), "ratio_to_orjson": round(took / bare, 2)}
+
+
+def bench_fixloop(prs: int) -> dict:
+    """One fix-loop pass over ``prs`` open red PRs of the fake GitHub (tests/fakegithub.py)."""
+    sys.path.insert(0, str(REPO))
+    from sidecar.fixloop.app import FixloopApp
+    from sidecar.fixloop.config import parse_fixloop_config
+    from sidecar.fixloop.github import GitHub
+    from tests.fakegithub import T0, FakeGitHub
+
+    with tempfile.TemporaryDirectory() as tmp, FakeGitHub(token="t") as gh:
+        for n in range(1, prs + 1):
+            sha = f"{n:040x}"
+            gh.add_pr("acme/web", n, f"agent-{n % 7}", sha, f"{n + 0xa000:040x}")
+            gh.set_check_runs("acme/web", sha, [dict(name="test", conclusion="failure",
+                                                     completed_at=T0, output=dict(title="x"))])
+        config = parse_fixloop_config({"fixloop": {
+            "repositories": ["acme/web"], "api_url": gh.url, "ledger": f"{tmp}/l.sqlite",
+            "token_file": f"{tmp}/none", "shared_breakage_prs": prs + 1}})
+        client = GitHub(gh.url, "t")
+        app = FixloopApp(config, github=client, clock=lambda: T0 + 60)
+        started = time.perf_counter()
+        assert app.run_once() == "complete"
+        first = time.perf_counter() - started
+        gh.clear_requests()
+        started = time.perf_counter()
+        app.run_once()
+        steady = time.perf_counter() - started
+        requests = len(gh.requests)
+        started = time.perf_counter()
+        client.open_pulls("acme/web")
+        listing = time.perf_counter() - started
+    return {"prs": prs, "first_pass_s": round(first, 3), "steady_pass_s": round(steady, 3),
+            "requests_per_pr": round(requests / prs, 2),
+            "steady_ratio_to_listing": round(steady / listing, 1)}
+
+
 def bench_latency(samples: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         sc = _sidecar(Path(tmp))
@@ -372,6 +434,7 @@ def main() -> int:
     parser.add_argument("--process-records", type=int, default=1_000_000,
                         help="records fed to the real process for its memory figures")
     parser.add_argument("--commands", type=int, default=200, help="bash -c runs per hook arm")
+    parser.add_argument("--prs", type=int, default=300, help="open PRs for the fix-loop pass")
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--json", type=Path, help="also write the results to this file")
     args = parser.parse_args()
@@ -388,6 +451,8 @@ def main() -> int:
         "session_log": bench_session_log(20_000 if args.quick else 200_000),
         "junk": bench_junk(50 if args.quick else 1024),
         "stress": bench_stress(50_000 if args.quick else 1_000_000),
+        "verdict": bench_verdict(20_000 if args.quick else 200_000),
+        "fixloop": bench_fixloop(50 if args.quick else args.prs),
     }
     for group, figures in results.items():
         for key, value in figures.items():
