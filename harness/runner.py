@@ -292,7 +292,10 @@ def run_backend(backend: Backend, progress: Callable[[str], None] = lambda s: No
         "backend": backend.name, "package": backend.package, "version": backend.version,
         "ran_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runs": [],
     }
-    with tempfile.TemporaryDirectory(prefix=f"harness-{backend.name}-") as tmp:
+    # A CLI's stray child (a killed run's shell, a CLI's own background writer) may still be
+    # writing in the temporary homes while they are removed: a cleanup error is not a finding.
+    with tempfile.TemporaryDirectory(prefix=f"harness-{backend.name}-",
+                                     ignore_cleanup_errors=True) as tmp:
         root = Path(tmp)
         home = root / "home"
         home.mkdir()

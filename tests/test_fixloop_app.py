@@ -245,3 +245,23 @@ def test_readiness_drops_when_a_sweep_lists_no_repository(tmp_path):
             assert ready() == 200
         finally:
             app.stop_serving()
+
+
+def test_a_rotated_token_file_is_picked_up_before_the_next_sweep(tmp_path):
+    from sidecar.fixloop.app import FixloopApp
+    from sidecar.fixloop.github import GitHub
+
+    with FakeGitHub(token="second") as gh:
+        gh.add_pr("acme/web", 1, "agent", "a" * 40, "1" * 40)
+        (tmp_path / "token").write_text("first\n")
+        config = parse_fixloop_config({"fixloop": {
+            "repositories": ["acme/web"], "api_url": gh.url, "ledger": str(tmp_path / "l.db"),
+            "token_file": str(tmp_path / "token")}})
+        app = FixloopApp(config)
+        assert app.run_once() == "failed"                 # "first" is refused
+        (tmp_path / "token.new").write_text("second\n")
+        os.replace(tmp_path / "token.new", tmp_path / "token")  # as a Secret update does
+        assert app.run_once() == "complete"
+        (tmp_path / "token.new").write_text("")
+        os.replace(tmp_path / "token.new", tmp_path / "token")  # unusable: keep "second"
+        assert app.run_once() == "complete"

@@ -276,3 +276,131 @@ def test_check_config_validates_a_fixloop_file(tmp_path):
     assert (no.returncode, no.stderr.strip()) == (2, (
         f"repeat-failure: {bad}: fixloop.repositories[0]: 'acmeweb' is not a repository name "
         "(owner/name)"))
+
+
+def _others_red(gh, clock, numbers, name="lint"):
+    for number in numbers:
+        gh.add_pr(REPO, number, f"someone-{number}", sha(100 + number), tree(100 + number))
+        red(gh, sha(100 + number), clock.now, name=name)
+
+
+def test_a_pr_stuck_pending_does_not_freeze_shared_breakage(tmp_path, gh):
+    clock, app = start(tmp_path, gh, threshold=1)
+    red(gh, sha(1), clock.now, name="lint")
+    app.run_once()                                        # escalated over lint
+    _others_red(gh, clock, (2, 3, 4))
+    gh.add_pr(REPO, 9, "someone-9", sha(109), tree(109))  # CI queued forever
+    gh.set_check_runs(REPO, sha(109), [dict(name="e2e", status="queued", conclusion=None)])
+    app.run_once()
+    assert app.ledger.get(f"{REPO}#1").over_incident is True
+    for number in (2, 3, 4):
+        green(gh, sha(100 + number), clock.now)
+    app.run_once()                                        # one unknown PR cannot make it shared
+    assert gh.labels(REPO, 1) == []
+    assert app.sweeper.stats.unparked[(REPO, "breakage_cleared")] == 1
+    gh.add_pr(REPO, 5, AGENT, sha(5), tree(5))            # a new PR failing lint on its own
+    for n in (5, 6, 7):
+        gh.push(REPO, 5, sha(n), tree(n))
+        red(gh, sha(n), clock.now, name="lint")
+        app.run_once()
+    assert len(escalations(gh, 5)) == 1
+    assert app.sweeper.stats.incidents[REPO] == 1
+
+
+def test_an_escalation_over_own_and_shared_checks_is_not_unparked_by_the_breakage(tmp_path, gh):
+    clock, app = start(tmp_path, gh, threshold=1)
+    gh.set_check_runs(REPO, sha(1), [
+        dict(name="lint", conclusion="failure", completed_at=clock.now),
+        dict(name="test", conclusion="failure", completed_at=clock.now)])
+    app.run_once()
+    _others_red(gh, clock, (2, 3, 4))
+    app.run_once()
+    for number in (2, 3, 4):
+        green(gh, sha(100 + number), clock.now)
+    app.run_once()
+    assert gh.labels(REPO, 1) == ["needs-human"] and len(escalations(gh)) == 1
+
+
+def test_a_slow_github_past_the_interval_does_not_throw_the_pass_away(tmp_path, gh):
+    clock, app = start(tmp_path, gh, interval_s=10)
+    slept = []
+
+    def slow_sleep(seconds):
+        slept.append(seconds)
+        clock.now += seconds
+
+    app.github._sleep = slow_sleep
+    clock.now += 60                                        # the pass already runs late
+    gh.fail("GET", r"/git/commits/", 502, times=2)         # a short outage: retried
+    assert app.run_once() == "complete"
+    assert app.ledger.get(f"{REPO}#1").trees == [tree(1)]
+
+
+def test_empty_commits_answering_kicks_do_not_get_kicks_faster(tmp_path, gh):
+    owner = Webhook()
+    try:
+        clock, app = start(tmp_path, gh, owner=owner)
+        clock.now += HOUR
+        app.run_once()
+        assert len(owner.kicks) == 1
+        for n in range(2, 8):                             # each kick answered by an empty commit
+            push_red(gh, clock, n, tree_n=1)
+            clock.now += HOUR / 4
+            app.run_once()
+        assert len(owner.kicks) == 1                      # each new head's CI settles anew
+        clock.now += HOUR
+        app.run_once()
+        assert len(owner.kicks) == 2                      # one per staleness window at most
+    finally:
+        owner.close()
+
+
+def test_a_label_a_person_put_on_is_left_when_ci_goes_green(tmp_path, gh):
+    clock = Clock()
+    gh.add_pr(REPO, 1, AGENT, sha(1), tree(1), labels=("needs-human",))
+    red(gh, sha(1), clock.now)
+    app = make(tmp_path, gh, clock)
+    app.run_once()
+    green(gh, sha(1), clock.now)
+    app.run_once()
+    assert gh.labels(REPO, 1) == ["needs-human"] and gh.comments(REPO, 1) == []
+
+
+def test_a_refused_escalation_comment_is_posted_on_the_next_pass(tmp_path, gh):
+    clock, app = start(tmp_path, gh, threshold=1)
+    gh.fail("POST", r"/issues/1/comments$", 422, times=1)  # refused: nothing was posted
+    app.run_once()
+    assert gh.labels(REPO, 1) == ["needs-human"] and escalations(gh) == []
+    assert app.ledger.get(f"{REPO}#1").comment_pending is True
+    app.run_once()
+    assert len(escalations(gh)) == 1
+    app.run_once()
+    assert len(escalations(gh)) == 1
+
+
+def test_a_reposted_green_status_does_not_hold_the_staleness_clock(tmp_path, gh):
+    owner = Webhook()
+    try:
+        clock, app = start(tmp_path, gh, owner=owner)
+        for _ in range(3):
+            clock.now += HOUR * 0.8
+            gh.set_statuses(REPO, sha(1), [dict(context="cla", state="success",
+                                                updated_at=clock.now)])
+            app.run_once()
+        assert len(owner.kicks) == 1                       # stale since the red, not the CLA
+    finally:
+        owner.close()
+
+
+def test_long_or_scrubbed_check_names_stay_distinct():
+    from sidecar.fixloop.github import Check
+    from sidecar.fixloop.sweep import ci_state
+
+    base = "build (ubuntu-latest, python 3.11, " + "x" * 90
+    checks = [Check(f"{base} shard {i}/2)", "red", "failure", 1.0, "", "", "check_run")
+              for i in (1, 2)]
+    checks += [Check(f"deploy token={'a' * 30}", "red", "failure", 1.0, "", "", "status"),
+               Check(f"deploy token={'b' * 30}", "red", "failure", 1.0, "", "", "status")]
+    names = [c.name for c in ci_state(checks).failing]
+    assert len(set(names)) == 4 and all(len(n) <= 100 for n in names)
+    assert not any("a" * 30 in n or "b" * 30 in n for n in names)

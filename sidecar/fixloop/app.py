@@ -74,6 +74,7 @@ class FixloopApp:
         except OSError as exc:
             raise ConfigError(f"fixloop.ledger: cannot open {config.ledger}: "
                               f"{exc.strerror or exc}") from None
+        self._token_stamp = self._stamp()
         self.github = github or GitHub(config.api_url, read_token(config),
                                        timeout_s=config.request_timeout_s)
         self.events = events
@@ -94,8 +95,35 @@ class FixloopApp:
             self.events.publish(f"{repo}#{number}", "github", message, time.time(),
                                 reason=EVENT_REASON)
 
+    def _stamp(self) -> tuple | None:
+        try:
+            st = os.stat(self.config.token_file)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+    def refresh_token(self) -> bool:
+        """Read the token file again when it changed (a rotated Secret: Kubernetes updates a
+        mounted Secret in place, and GitHub App installation tokens expire after an hour);
+        True when a new token is in use. A file that cannot be read now keeps the old token."""
+        stamp = self._stamp()
+        if stamp is None or stamp == self._token_stamp:
+            return False
+        try:
+            token = read_token(self.config)
+        except ConfigError as exc:
+            log.warning("GitHub token file changed but cannot be used; keeping the previous "
+                        "token", extra={"event": "fixloop_token_unreadable", "error": str(exc)})
+            return False
+        self._token_stamp = stamp
+        self.github.set_token(token)
+        log.info("GitHub token file changed: using the new token",
+                 extra={"event": "fixloop_token_rotated"})
+        return True
+
     def run_once(self) -> str:
-        """One sweep; its outcome."""
+        """One sweep (after picking up a rotated token); its outcome."""
+        self.refresh_token()
         started = time.perf_counter()
         outcome = self.sweeper.run_once()  # /metrics reads copies meanwhile: never blocked
         self.duration.observe(time.perf_counter() - started)

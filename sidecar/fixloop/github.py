@@ -329,15 +329,16 @@ class GitHub:
         self._auth = _Bearer(token) if token else None
         self._clock = clock
         self._sleep = sleep
-        #: Epoch seconds no wait may go past (a sweep's time budget; ``None``: no budget). A
-        #: retry or rate-limit wait that would raises ``GitHubError("rate_limited")`` instead.
+        #: Epoch seconds no rate-limit wait may go past (a sweep's time budget; ``None``: no
+        #: budget): such a wait raises ``GitHubError("rate_limited")`` instead. The short retry
+        #: backoffs after a 5xx are not bounded by it (at most 3 s, or a capped Retry-After).
         self.wait_deadline: float | None = None
         self._headers = {"Accept": ACCEPT, "X-GitHub-Api-Version": API_VERSION,
                          "User-Agent": USER_AGENT}
         self._own_session = session is None
         if session is None:
             session = requests.Session()
-            retry = _retry_class(self._bounded_sleep)(
+            retry = _retry_class(sleep)(
                 total=RETRIES, connect=RETRIES, read=RETRIES, status=RETRIES, other=0,
                 backoff_factor=BACKOFF_FACTOR, status_forcelist=RETRY_STATUSES,
                 allowed_methods=frozenset({"GET", "DELETE"}), raise_on_status=False,
@@ -623,6 +624,12 @@ class GitHub:
         return (other.scheme.lower() == base.scheme.lower()
                 and other.netloc.lower() == base.netloc.lower()
                 and (other.path + "/").startswith(base.path.rstrip("/") + "/"))
+
+    def set_token(self, token: str | None) -> None:
+        """Use ``token`` from the next request on (a rotated Secret: GitHub App installation
+        tokens expire after an hour)."""
+        self._token = token or None
+        self._auth = _Bearer(token) if token else None
 
     def _bounded_sleep(self, seconds: float) -> None:
         """Sleep ``seconds`` unless that passes :attr:`wait_deadline` (then ``rate_limited``,

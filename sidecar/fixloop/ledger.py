@@ -29,11 +29,12 @@ _COLUMNS = {
     "last_kick_at": "REAL", "escalated": "INTEGER NOT NULL", "escalated_at": "REAL",
     "label_confirmed": "INTEGER NOT NULL", "escalations": "INTEGER NOT NULL",
     "escalated_checks": "TEXT NOT NULL", "over_incident": "INTEGER NOT NULL",
+    "adopted": "INTEGER NOT NULL", "comment_pending": "INTEGER NOT NULL",
     "reviewer_sha": "TEXT", "reviewer_tree": "TEXT", "reviewed_at": "REAL",
     "last_seen": "REAL NOT NULL",
 }
 _JSON_FIELDS = ("trees", "failing", "escalated_checks")
-_BOOL_FIELDS = ("escalated", "label_confirmed", "over_incident")
+_BOOL_FIELDS = ("escalated", "label_confirmed", "over_incident", "adopted", "comment_pending")
 
 
 def pr_key(repo: str, number: int) -> str:
@@ -57,7 +58,11 @@ class Entry:
     - ``escalated``, ``escalated_at``, ``label_confirmed`` (the label was seen on the PR after
       it was escalated: its absence later means a human removed it), ``escalations`` (how many
       times, kept across resets), ``escalated_checks`` (the failing checks escalated over),
-      ``over_incident`` (those checks were found to be shared breakage after the escalation).
+      ``over_incident`` (all those checks were found to be shared breakage after the
+      escalation), ``adopted`` (escalated because the PR wore the label, not by this ledger:
+      a person may have put it there, so a green head does not take it off),
+      ``comment_pending`` (the escalation comment was refused outright, so nothing was
+      posted: it is tried again next pass).
     - ``reviewer_sha`` / ``reviewer_tree`` / ``reviewed_at``: the head (and its tree, when
       known) the reviewer's pass left and when it was reconciled (the label removed); kept
       across resets, for the hand-off note, and not counted as an attempt.
@@ -82,6 +87,8 @@ class Entry:
     escalations: int = 0
     escalated_checks: list[str] = field(default_factory=list)
     over_incident: bool = False
+    adopted: bool = False
+    comment_pending: bool = False
     reviewer_sha: str | None = None
     reviewer_tree: str | None = None
     reviewed_at: float | None = None
@@ -100,6 +107,7 @@ class Entry:
         self.red_since = self.last_kick_at = None
         self.reengagements = self.kicks_delivered = 0
         self.escalated = self.label_confirmed = self.over_incident = False
+        self.adopted = self.comment_pending = False
         self.escalated_at = None
         self.escalated_checks = []
 

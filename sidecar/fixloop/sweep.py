@@ -42,6 +42,7 @@ repository) is retried next pass.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import re
 import sqlite3
@@ -81,6 +82,18 @@ class CiState:
     state: str
     failing: tuple[Check, ...] = ()
     settled_at: float | None = None
+    red_at: float | None = None  # when the last failing check finished (re-runs restart it)
+
+
+def _name(raw: str) -> str:
+    """A check's name as kept and shown: scrubbed, at most :data:`MAX_NAME` characters. A name
+    that scrubbing or cutting changed gets a short digest of the raw name, so two different
+    checks never merge into one (``token=abc`` and ``token=xyz`` both scrub alike)."""
+    shown = scrub(raw)
+    if shown == raw and len(raw) <= MAX_NAME:
+        return raw
+    digest = hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
+    return f"{shown[:MAX_NAME - 11]}… #{digest}"
 
 
 def ci_state(checks: list[Check]) -> CiState:
@@ -88,13 +101,15 @@ def ci_state(checks: list[Check]) -> CiState:
     if not checks:
         return CiState(NO_CHECKS)
     # Check names reach comments, kicks, logs and the ledger: scrubbed once, here.
-    checks = [dataclasses.replace(c, name=scrub(c.name)[:MAX_NAME]) for c in checks]
+    checks = [dataclasses.replace(c, name=_name(c.name)) for c in checks]
     if any(c.status == PENDING for c in checks):
         return CiState(PENDING)
     failing = tuple(sorted((c for c in checks if c.status == RED), key=lambda c: c.name))
     times = [c.completed_at for c in checks if c.completed_at is not None]
     settled = max(times) if times else None
-    return CiState(RED if failing else GREEN, failing, settled)
+    red_times = [c.completed_at for c in failing if c.completed_at is not None]
+    return CiState(RED if failing else GREEN, failing, settled,
+                   max(red_times) if red_times else None)
 
 
 @dataclass
@@ -136,6 +151,8 @@ class Sweeper:
         self.stats = SweepStats()
         self._shared_before: dict[str, set[str]] = {}
         self._agent_kicked: dict[str, float] = {}  # agent login -> last kick attempt
+        self._maybe_shared: dict[str, set[str]] = {}  # repo -> checks possibly still shared
+        self._unparked: set[str] = set()  # PRs this process un-parked (their label is gone)
         self._limited = False
         self._bots = {b.lower() for b in config.bots}
 
@@ -230,25 +247,27 @@ class Sweeper:
         to have cleared); counts a new incident when a name was not shared in the previous
         pass."""
         red_on: Counter = Counter()
-        conclusive = True
+        unknown = 0  # PRs whose CI this pass could not conclude
         for pr in prs:
             state = states.get((repo, pr.number))
             if state is None or state.state == PENDING:
-                conclusive = False
+                unknown += 1
             elif state.state == RED:
                 red_on.update({c.name for c in state.failing})
-        shared = {name for name, n in red_on.items() if n >= self.config.shared_breakage_prs + 1}
+        need = self.config.shared_breakage_prs + 1
+        shared = {name for name, n in red_on.items() if n >= need}
+        # A breakage is over only when it could not be shared even if every PR whose CI is
+        # still unknown turned out red on it; until then it is still "on" for un-parking.
+        candidates = set(red_on) | self._shared_before.get(repo, set())
+        self._maybe_shared[repo] = {name for name in candidates if red_on[name] + unknown >= need}
         for name in sorted(shared - self._shared_before.get(repo, set())):
             self.stats.incidents[repo] += 1
             log.warning("shared CI breakage: a check is red on many open PRs; not counted as "
                         "fix attempts", extra={"event": "fixloop_shared_breakage",
                                                "repository": repo, "check": name,
                                                "prs": red_on[name]})
-        if conclusive:
-            self._shared_before[repo] = shared
-        else:  # a pending PR may still be red on it: the breakage is not known to be over
-            shared |= self._shared_before.get(repo, set())
-        return shared, conclusive
+        self._shared_before[repo] = shared
+        return shared, unknown == 0
 
     # -- the rules for one PR --------------------------------------------------------------------
 
@@ -261,17 +280,30 @@ class Sweeper:
         labeled = self.config.label.lower() in {name.lower() for name in pr.labels}
         if labeled:
             if not entry.escalated:  # rule 5: the label says escalated, whatever the ledger
-                entry.escalated, entry.escalated_at = True, now
+                entry.escalated, entry.escalated_at, entry.adopted = True, now, True
                 log.info("PR wears the escalation label: escalated (no comment posted)",
                          extra={"event": "fixloop_label_adopted", "pr": key})
             entry.label_confirmed = True
+            self._unparked.discard(key)
         elif entry.escalated and entry.label_confirmed:
-            self._unpark(pr, entry, UNPARK_LABEL, now, comment=None)
+            if key in self._unparked:
+                # This process took the label off and its ledger write failed: not a person.
+                entry.reset()
+                self._unparked.discard(key)
+            else:
+                self._unpark(pr, entry, UNPARK_LABEL, now, comment=None)
+        if entry.escalated and entry.comment_pending and not entry.adopted:
+            self._post_escalation(pr, entry, [c for c in (state.failing if state else ())
+                                              if c.name in entry.escalated_checks])
         if state is None or state.state in (PENDING, NO_CHECKS):
             self._save(entry)
             return
         if state.state == GREEN:
-            if entry.escalated:
+            if entry.escalated and entry.adopted:
+                # A label this ledger did not put there (or can no longer say it did): a person
+                # may want it for other reasons, so it stays; the history is forgotten.
+                entry.reset()
+            elif entry.escalated:
                 self._unpark(pr, entry, UNPARK_GREEN, now,
                              comment=f"CI is green at `{pr.head_sha[:12]}`: the fix loop is "
                                      f"over. Removed `{self.config.label}`; the PR's attempt "
@@ -298,14 +330,18 @@ class Sweeper:
                 self._save(entry)
                 return
             entry.head_sha, entry.head_tree = pr.head_sha, tree
-            entry.reengagements, entry.last_kick_at = 0, None  # the branch moved
+            # The branch moved: a new head's budget (design: per head SHA). The spacing since
+            # the last kick still holds, so a branch moved by empty commits is not kicked faster.
+            entry.reengagements = 0
             entry.red_since = None
         settled = state.settled_at if state.settled_at is not None else now
         if pr.head_sha == entry.reviewer_sha and entry.reviewed_at is not None:
             # The head a reviewer handed back: its staleness counts from the hand-back.
             settled = max(settled, entry.reviewed_at)
-        if entry.red_since is None or settled > entry.red_since:
-            entry.red_since = settled  # CI settled (again, after a re-run): the clock starts
+        if entry.red_since is None:
+            entry.red_since = settled  # CI settled: the staleness clock starts
+        elif state.red_at is not None and state.red_at > entry.red_since:
+            entry.red_since = state.red_at  # a failing check re-ran and failed again
         entry.failing = [c.name for c in own]
         entry.excerpt = excerpt(own)
         if entry.head_tree and entry.head_tree not in entry.trees \
@@ -324,9 +360,9 @@ class Sweeper:
         un-park it once that breakage has cleared (known only from a pass where every PR's CI
         was conclusive)."""
         over = set(entry.escalated_checks) or set(failing)
-        if over & shared:
-            entry.over_incident = True
-        elif entry.over_incident and conclusive:
+        if over and over <= shared:
+            entry.over_incident = True  # everything it was escalated over is shared breakage
+        elif entry.over_incident and not over & self._maybe_shared.get(pr.repo, set()):
             self._unpark(pr, entry, UNPARK_BREAKAGE, now,
                          comment="The shared CI breakage this PR was escalated over has "
                                  f"cleared ({', '.join(_code(n) for n in sorted(over))} no "
@@ -344,6 +380,8 @@ class Sweeper:
             except GitHubError as exc:
                 self._api_error(exc, repo=pr.repo, number=pr.number)
                 return  # still escalated; the next pass tries again
+        if comment is not None:
+            self._unparked.add(entry.key)
         if reason == UNPARK_LABEL:
             entry.reviewer_sha, entry.reviewed_at = pr.head_sha, now
             entry.reviewer_tree = entry.head_tree if entry.head_sha == pr.head_sha else None
@@ -362,8 +400,6 @@ class Sweeper:
     def _escalate(self, pr: PullRequest, entry: Entry, failing: list[Check],
                   now: float) -> None:
         handoff = entry.escalations >= 1 and entry.reviewer_sha is not None
-        body = (handoff_note if handoff else escalation_comment)(self.config, pr, entry,
-                                                                 failing)
         try:
             # The label first: it is the record (rule 5), and adding it twice is harmless, so a
             # crash or a lost answer can never lead to a second comment.
@@ -372,14 +408,9 @@ class Sweeper:
             self._api_error(exc, repo=pr.repo, number=pr.number)
             return  # not escalated; the next pass tries again
         entry.escalated, entry.escalated_at, entry.label_confirmed = True, now, True
-        try:
-            self._call(self.github.comment, pr.repo, pr.number, body)
-        except GitHubError as exc:
-            # Not retried: the label holds the escalation, and a comment whose answer was lost
-            # may have been posted.
-            self._api_error(exc, repo=pr.repo, number=pr.number)
         entry.escalations += 1
         entry.escalated_checks = [c.name for c in failing]
+        self._post_escalation(pr, entry, failing)
         kind = HANDOFF if handoff else FIRST
         self.stats.escalations[(pr.repo, kind)] += 1
         log.warning("fix loop escalated: human attention needed", extra={
@@ -391,6 +422,21 @@ class Sweeper:
                                f"Fix loop escalated on {entry.key}: CI red on "
                                f"{len(entry.trees)} distinct head trees "
                                f"({', '.join(entry.escalated_checks)})")
+
+    def _post_escalation(self, pr: PullRequest, entry: Entry, failing: list[Check]) -> None:
+        """Post the escalation comment (the hand-off note for a second escalation after a
+        reviewer's pass). A refusal that means nothing was posted (4xx, a rate limit, auth) is
+        tried again next pass (``comment_pending``); a lost answer (5xx, timeout, network) is
+        not, as the comment may be out."""
+        handoff = entry.escalations >= 2 and entry.reviewer_sha is not None
+        body = (handoff_note if handoff else escalation_comment)(self.config, pr, entry,
+                                                                 failing)
+        try:
+            self._call(self.github.comment, pr.repo, pr.number, body)
+            entry.comment_pending = False
+        except GitHubError as exc:
+            self._api_error(exc, repo=pr.repo, number=pr.number)
+            entry.comment_pending = exc.reason in ("http_4xx", "auth", "rate_limited")
 
     def _maybe_kick(self, pr: PullRequest, entry: Entry, failing: list[Check],
                     now: float) -> None:
