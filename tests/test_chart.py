@@ -1097,7 +1097,7 @@ def test_values_schema_mirrors_the_fixloop_schema() -> None:
     # `repositories` (none until you name them).
     defaults = fixloop_config_module.FixloopConfig(repositories=())
     values = values_yaml()["fixloop"]["config"]
-    for key in expected_keys - {"repositories", "events", "notifier", "bots"}:
+    for key in expected_keys - {"repositories", "events", "notifier", "bots", "authors"}:
         assert values[key] == getattr(defaults, key), key
     assert tuple(values["bots"]) == defaults.bots
     assert values["notifier"] == {"timeout_s": defaults.notifier_timeout_s, "agents": []}

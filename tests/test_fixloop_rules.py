@@ -529,3 +529,15 @@ def test_metrics_after_an_escalation(tmp_path, gh):
         'hive_repeat_failure_fixloop_last_sweep_timestamp_seconds 1.800001e+09',
         'hive_repeat_failure_fixloop_ledger_errors_total 0.0',
     ]
+
+
+def test_with_authors_only_the_agents_prs_are_fix_loops(tmp_path, gh):
+    clock = Clock()
+    gh.add_pr(REPO, 1, "A-Person", sha(1), tree(1))
+    gh.add_pr(REPO, 2, AGENT, sha(2), tree(2))
+    for number in (1, 2):
+        red(gh, sha(number), clock.now)
+    app = make(tmp_path, gh, clock, threshold=1, authors=[AGENT.upper()])
+    app.run_once()
+    assert escalations(gh, 1) == [] and len(escalations(gh, 2)) == 1
+    assert [e.number for e in app.ledger.entries()] == [2]

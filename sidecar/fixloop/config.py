@@ -47,6 +47,8 @@ _SCHEMA: dict[str, Any] = {
                 "shared_breakage_prs": {"type": "integer", "minimum": 1, "maximum": 1000},
                 "label": {"type": "string", "minLength": 1, "maxLength": 50},
                 "bots": {"type": "array", "items": {"type": "string", "minLength": 1}},
+                # Only these PR authors' red PRs are fix loops (empty: every author but bots).
+                "authors": {"type": "array", "items": {"type": "string", "minLength": 1}},
                 "prune_after_s": {"type": "number", "minimum": 0, "maximum": 365 * 86400},
                 "ledger": {"type": "string", "minLength": 1},
                 "request_timeout_s": {"type": "number", "minimum": 1, "maximum": 300},
@@ -105,6 +107,8 @@ class FixloopConfig:
     shared_breakage_prs: int = 3
     label: str = "needs-human"
     bots: tuple[str, ...] = DEFAULT_BOTS
+    #: Only these GitHub logins' PRs are fix loops (the agents'); empty: every author but bots.
+    authors: tuple[str, ...] = ()
     prune_after_s: float = 86400.0
     ledger: str = DEFAULT_LEDGER
     request_timeout_s: float = 30.0
@@ -176,6 +180,7 @@ def parse_fixloop_config(data: Any, source: str = "<config>") -> FixloopConfig:
         shared_breakage_prs=section.get("shared_breakage_prs", 3),
         label=section.get("label", "needs-human"),
         bots=tuple(section.get("bots", DEFAULT_BOTS)),
+        authors=tuple(section.get("authors", ())),
         prune_after_s=float(section.get("prune_after_s", 86400)),
         ledger=section.get("ledger", DEFAULT_LEDGER),
         request_timeout_s=float(section.get("request_timeout_s", 30)),

@@ -6,7 +6,8 @@ for people is docs/fixloop.md. Per pass (:meth:`Sweeper.run_once`):
 1. List the open PRs of every configured repository. A repository whose listing fails is left
    alone this pass (its entries are neither updated nor pruned).
 2. Skip dependency bots (``renovate[bot]``, ``dependabot[bot]``, ``mergeraptor[bot]``,
-   configurable): their red PRs are not fix loops.
+   configurable): their red PRs are not fix loops; with ``authors`` given, only those logins'
+   PRs are (the agents': a person's red PR is not a fix loop either).
 3. Read each PR's checks (check runs and commit statuses of its head). CI is *pending* while any
    check runs (or the fetch failed): the pass cannot conclude, and the ledger is left as it was
    (only the label bookkeeping below is applied). *Green*: every check passed (a conclusive
@@ -155,6 +156,7 @@ class Sweeper:
         self._unparked: set[str] = set()  # PRs this process un-parked (their label is gone)
         self._limited = False
         self._bots = {b.lower() for b in config.bots}
+        self._authors = {a.lower() for a in config.authors}
 
     # -- one pass ------------------------------------------------------------------------------
 
@@ -186,7 +188,7 @@ class Sweeper:
             # The PRs kicked longest ago (or never) first: an agent's cadence is shared by its
             # PRs, and each gets its turn.
             for pr in sorted(prs, key=self._last_kick):
-                if pr.author.lower() in self._bots:
+                if not self._agent_pr(pr):
                     continue
                 try:
                     self._apply(pr, states[(repo, pr.number)], shared, conclusive, now)
@@ -216,6 +218,12 @@ class Sweeper:
         if outcome == "complete":
             self.stats.last_complete = self.clock()  # when it finished
         return outcome
+
+    def _agent_pr(self, pr: PullRequest) -> bool:
+        """Whether ``pr`` can be a fix loop: not a dependency bot's, and by one of ``authors``
+        when that list is given (every PR still counts towards shared breakage)."""
+        author = pr.author.lower()
+        return author not in self._bots and (not self._authors or author in self._authors)
 
     def _last_kick(self, pr: PullRequest) -> float:
         try:
