@@ -147,6 +147,16 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return f"{key}: {error.message}"
 
 
+def parse_listen(listen: str, example: str) -> tuple[str, int]:
+    """``(host, port)`` of a ``--listen HOST:PORT`` value (``[::1]:9466`` for IPv6; an empty
+    host is ``0.0.0.0``; port 0 picks a free one). Raises ``ValueError`` naming the flag and
+    ``example`` (``0.0.0.0:9466``) for anything else."""
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"--listen {listen!r}: expected HOST:PORT, e.g. {example}")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
 def check_backend(backend: str, where: str = "backend") -> None:
     """Raise :class:`ConfigError` unless ``backend`` is in the coverage table
     (:data:`sidecar.coverage.COVERAGE`): a typo would otherwise show as "not available"."""

@@ -20,6 +20,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from sidecar.checkstate import MAX_NOTES_SHOWN, STATES
+from sidecar.config import parse_listen
 from sidecar.normalize import command_label
 from sidecar.probe import OUTCOME_REASONS, OUTCOMES
 from sidecar.verdict import VERDICTS
@@ -200,12 +201,10 @@ class Server:
     """
 
     def __init__(self, sidecar: "Sidecar", listen: str) -> None:
-        host, sep, port = listen.rpartition(":")
-        if not sep or not port.isdigit() or int(port) > 65535:
-            raise ValueError(f"--listen {listen!r}: expected HOST:PORT, e.g. 0.0.0.0:9466")
+        address = parse_listen(listen, "0.0.0.0:9466")
         sidecar.registry.register(MetricsCollector(sidecar))
         try:
-            self._httpd = _Server((host.strip("[]") or "0.0.0.0", int(port)), _handler(sidecar))
+            self._httpd = _Server(address, _handler(sidecar))
         except OSError as exc:
             raise OSError(exc.errno, f"cannot listen on {listen}: {exc.strerror}") from None
         self._httpd.daemon_threads = True

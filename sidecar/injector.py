@@ -42,7 +42,7 @@ import jsonschema
 
 from sidecar import __version__
 from sidecar.backends import session_reader
-from sidecar.config import ConfigError, check_preview_url, read_yaml
+from sidecar.config import ConfigError, check_preview_url, parse_listen, read_yaml
 from sidecar.coverage import COVERAGE
 
 log = logging.getLogger("repeat_failure")
@@ -1179,10 +1179,7 @@ class InjectorServer:
                  request_timeout_s: float = REQUEST_TIMEOUT_S,
                  idle_timeout_s: float = IDLE_TIMEOUT_S,
                  max_head_bytes: int = MAX_HEAD_BYTES) -> None:
-        host, sep, port = listen.rpartition(":")
-        if not sep or not port.isdigit() or int(port) > 65535:
-            raise ValueError(f"--listen {listen!r}: expected HOST:PORT, e.g. 0.0.0.0:8443")
-        host = host.strip("[]") or "0.0.0.0"
+        host, port = parse_listen(listen, "0.0.0.0:8443")
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.config = config
         self.max_body = max_body
@@ -1194,7 +1191,7 @@ class InjectorServer:
         self.idle_timeout_s = idle_timeout_s
         self.max_head_bytes = max_head_bytes
         try:
-            self._httpd = _HTTPSServer((host, int(port)), _handler(self), tls, family,
+            self._httpd = _HTTPSServer((host, port), _handler(self), tls, family,
                                        max_connections, handshake_timeout_s)
         except OSError as exc:
             raise OSError(exc.errno, f"cannot listen on {listen}: {exc.strerror}") from None

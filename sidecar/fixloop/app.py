@@ -19,7 +19,7 @@ from pathlib import Path
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
 
-from sidecar.config import ConfigError
+from sidecar.config import ConfigError, parse_listen
 from sidecar.fixloop.config import DEFAULT_TOKEN_FILE, FixloopConfig
 from sidecar.fixloop.github import GitHub
 from sidecar.fixloop.ledger import open_ledger
@@ -154,9 +154,7 @@ class FixloopApp:
         """Serve ``/metrics``, ``/healthz``, ``/readyz`` on ``HOST:PORT`` from a daemon thread;
         returns the port bound. Raises ``ValueError`` for a malformed ``listen``, ``OSError``
         when the port is taken."""
-        host, sep, port = listen.rpartition(":")
-        if not sep or not port.isdigit() or int(port) > 65535:
-            raise ValueError(f"--listen {listen!r}: expected HOST:PORT, e.g. 0.0.0.0:9467")
+        address = parse_listen(listen, "0.0.0.0:9467")
         app = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -193,7 +191,7 @@ class FixloopApp:
                 pass
 
         try:
-            self._httpd = ThreadingHTTPServer((host.strip("[]") or "0.0.0.0", int(port)), Handler)
+            self._httpd = ThreadingHTTPServer(address, Handler)
         except OSError as exc:
             raise OSError(exc.errno, f"cannot listen on {listen}: {exc.strerror}") from None
         self._httpd.daemon_threads = True
