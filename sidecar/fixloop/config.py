@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sidecar.config import ConfigError, read_yaml
+from sidecar.config import ConfigError, _key_path, read_yaml
 
 #: ``owner/name`` as GitHub allows them.
 REPOSITORY_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
@@ -127,16 +127,15 @@ class FixloopConfig:
 
 
 def _describe(error: Any) -> str:
-    path = ".".join(str(p) if not isinstance(p, int) else f"[{p}]"
-                    for p in error.absolute_path).replace(".[", "[") or "(top level)"
+    """One line naming the key of a jsonschema error (the key path as the sidecar's config
+    names it, :func:`sidecar.config._key_path`)."""
+    path = _key_path(error)
     if error.validator == "required":
         missing = next((k for k in error.validator_value if k not in error.instance), "?")
         where = f"{path}.{missing}" if path != "(top level)" else missing
         return f"{where}: required key missing"
     if error.validator == "additionalProperties":
-        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
-        return f"{'.'.join(filter(None, [path if path != '(top level)' else '', *extra[:1]]))}" \
-               ": unknown key"
+        return f"{path}: unknown key"
     if error.validator == "pattern" and path.startswith("fixloop.repositories["):
         return f"{path}: {error.instance!r} is not a repository name (owner/name)"
     return f"{path}: {error.message}"
