@@ -45,7 +45,7 @@ from sidecar.parse import MAX_CLOCK_SKEW_S, MAX_LINE_BYTES, Record, RecordError,
 from sidecar.probe import OK as PROBE_OK, PREVIEW_ERROR, PreviewProber, ProbeResult
 from sidecar.scrub import scrub
 from sidecar.sessionlog import SessionTail
-from sidecar.verdict import OK, Turn, TurnTracker
+from sidecar.verdict import OK, VERDICTS, Turn, TurnTracker
 
 log = logging.getLogger("repeat_failure")
 
@@ -648,7 +648,6 @@ class Sidecar:
         if not isinstance(data, dict):
             return
         state.turns.load_dict(data)
-        from sidecar.verdict import VERDICTS
         if data.get("last_verdict") in VERDICTS:
             state.last_verdict = data["last_verdict"]
         n = data.get("failed_in_a_row")

@@ -184,14 +184,14 @@ class Sweeper:
                     states[(repo, pr.number)] = None  # cannot conclude: like pending
         failed_writes = False
         for repo, prs in listed.items():
-            shared, conclusive = self._shared(repo, prs, states)
+            shared = self._shared(repo, prs, states)
             # The PRs kicked longest ago (or never) first: an agent's cadence is shared by its
             # PRs, and each gets its turn.
             for pr in sorted(prs, key=self._last_kick):
                 if not self._agent_pr(pr):
                     continue
                 try:
-                    self._apply(pr, states[(repo, pr.number)], shared, conclusive, now)
+                    self._apply(pr, states[(repo, pr.number)], shared, now)
                 except sqlite3.Error as exc:  # a locked or full ledger: this PR waits a pass
                     failed_writes = True
                     self.stats.ledger_errors += 1
@@ -248,12 +248,12 @@ class Sweeper:
             raise
 
     def _shared(self, repo: str, prs: list[PullRequest],
-                states: dict[tuple[str, int], CiState | None]) -> tuple[set[str], bool]:
+                states: dict[tuple[str, int], CiState | None]) -> set[str]:
         """Names of the checks red on more than ``shared_breakage_prs`` open PRs of ``repo``
         this pass (red on a PR and on at least that many others, dependency bots' PRs
-        included), and whether every PR's CI was conclusive (only then can a breakage be said
-        to have cleared); counts a new incident when a name was not shared in the previous
-        pass."""
+        included); counts a new incident when a name was not shared in the previous pass, and
+        keeps in ``_maybe_shared`` the names that could still be shared were every PR whose CI
+        is unknown red on them (a breakage clears only once a name is not among those)."""
         red_on: Counter = Counter()
         unknown = 0  # PRs whose CI this pass could not conclude
         for pr in prs:
@@ -275,12 +275,12 @@ class Sweeper:
                                                "repository": repo, "check": name,
                                                "prs": red_on[name]})
         self._shared_before[repo] = shared
-        return shared, unknown == 0
+        return shared
 
     # -- the rules for one PR --------------------------------------------------------------------
 
     def _apply(self, pr: PullRequest, state: CiState | None, shared: set[str],
-               conclusive: bool, now: float) -> None:
+               now: float) -> None:
         key = pr_key(pr.repo, pr.number)
         entry = self.ledger.get(key) or Entry(pr.repo, pr.number, now)
         entry.last_seen = now
@@ -323,7 +323,7 @@ class Sweeper:
         failing = [c.name for c in state.failing]
         own = [c for c in state.failing if c.name not in shared]
         if entry.escalated:
-            self._escalated_red(pr, entry, failing, shared, conclusive, now)
+            self._escalated_red(pr, entry, failing, shared, now)
             self._save(entry)
             return
         if not own:  # rule 4: every failing check is shared breakage
@@ -363,10 +363,10 @@ class Sweeper:
         self._save(entry)
 
     def _escalated_red(self, pr: PullRequest, entry: Entry, failing: list[str],
-                       shared: set[str], conclusive: bool, now: float) -> None:
-        """Rule 6 for a parked PR: note when its escalated checks are shared breakage, and
-        un-park it once that breakage has cleared (known only from a pass where every PR's CI
-        was conclusive)."""
+                       shared: set[str], now: float) -> None:
+        """Rule 6 for a parked PR: note when all its escalated checks are shared breakage, and
+        un-park it once that breakage has cleared (``_maybe_shared``: not even the PRs whose CI
+        is still unknown could keep it shared)."""
         over = set(entry.escalated_checks) or set(failing)
         if over and over <= shared:
             entry.over_incident = True  # everything it was escalated over is shared breakage
@@ -388,7 +388,6 @@ class Sweeper:
             except GitHubError as exc:
                 self._api_error(exc, repo=pr.repo, number=pr.number)
                 return  # still escalated; the next pass tries again
-        if comment is not None:
             self._unparked.add(entry.key)
         if reason == UNPARK_LABEL:
             entry.reviewer_sha, entry.reviewed_at = pr.head_sha, now
