@@ -1,11 +1,17 @@
-"""``python -m harness run [--backend NAME ...] [--covered]``: re-create the evidence files.
+"""``python -m harness run [--backend NAME ...] [--covered] [--update]``: run the pinned CLIs.
 
 Installs each pinned CLI once into the cache (``~/.cache/repeat-failure-harness``, or
-``$REPEAT_FAILURE_HARNESS_CACHE``), runs it against the stub provider and rewrites
-``harness/evidence/<backend>.json`` (and the session-file copies beside it). Exit 0 when every
-covered backend asked for produced a record of the failing command (a backend the coverage
-table marks not covered may record nothing); 1 otherwise, the reason printed per backend. Run it
-from the repository root.
+``$REPEAT_FAILURE_HARNESS_CACHE``; npm CLIs on the pinned Node), runs it against the stub provider
+and writes its evidence (``<backend>.json`` and the session-file copies beside it). Without
+``--update`` the evidence goes to the fresh directory outside the checkout
+(``$REPEAT_FAILURE_EVIDENCE_DIR``, default ``~/.cache/repeat-failure/evidence``; it starts as a
+copy of the committed evidence), which the tests read when that variable is set; with
+``--update`` it rewrites the committed ``harness/evidence/``. Exit 0 when every covered backend
+asked for produced a record of the failing command (a backend the coverage table marks not
+covered may record nothing); 1 otherwise, the reason printed per backend.
+
+``python -m harness drift [--backend NAME ...]``: the newest release of every backend against the
+pins (:mod:`harness.drift`).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import logging
 import sys
 import time
 
+from harness import evidence as evidence_dirs
 from harness.backends import BACKENDS
 from harness.runner import HarnessError, run_backend
 from sidecar.coverage import COVERAGE
@@ -43,7 +50,18 @@ def main(argv: list[str] | None = None) -> int:
                      help="only this backend (repeatable); default: all")
     run.add_argument("--covered", action="store_true",
                      help="only the backends the coverage table marks covered (what CI re-runs)")
+    run.add_argument("--update", action="store_true",
+                     help="rewrite the committed evidence (harness/evidence/) instead of writing "
+                          "the fresh directory outside the checkout")
+    drift = sub.add_parser("drift", help="run the newest release of every backend against the "
+                                         "pins and print what it breaks")
+    drift.add_argument("--backend", action="append", choices=sorted(BACKENDS),
+                       help="only this backend (repeatable); default: every registry backend")
     args = parser.parse_args(argv)
+    if args.command == "drift":
+        from harness.drift import main as drift_main
+
+        return drift_main(args.backend)
     # The pipeline's own note log lines would interleave with the progress display.
     logging.getLogger("repeat_failure").addHandler(logging.NullHandler())
     logging.getLogger("repeat_failure").propagate = False
@@ -51,6 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.covered:
         # A backend without a row in the table (qwen, run for its transcripts) is not covered.
         names = [n for n in names if n in COVERAGE and COVERAGE[n].covered]
+    if args.update:
+        out = evidence_dirs.COMMITTED
+    else:
+        out = evidence_dirs.fresh_target()
+        evidence_dirs.prepare_fresh(out)
+    print(f"writing evidence to {out}", flush=True)
     failed = 0
     for index, name in enumerate(names, 1):
         started = time.monotonic()
@@ -64,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         # backend is a finding. A backend the table marks not covered is run once.
         for attempt in (1, 2):
             try:
-                evidence = run_backend(BACKENDS[name], progress)
+                evidence = run_backend(BACKENDS[name], out, progress)
             except HarnessError as exc:
                 print(f"{name}: BLOCKED: {exc}", file=sys.stderr)
                 evidence = None
@@ -78,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         note = evidence["runs"][-1].get("note", "")
         version = evidence["version_output"].splitlines()[0] if evidence["version_output"] else "?"
-        where = f"harness/evidence/{name}.json"
+        where = out / f"{name}.json"
         if ok:
             print(f"{name}: recorded ({version}); note: {note or '(none)'}; wrote {where}",
                   flush=True)

