@@ -1,7 +1,16 @@
-"""pi (npm ``@mariozechner/pi-coding-agent``) against the OpenAI Chat Completions stub.
+"""pi (npm ``@earendil-works/pi-coding-agent``) against the OpenAI Chat Completions stub.
 
-A custom provider in ``~/.pi/agent/models.json``; ``--offline`` keeps it from fetching anything.
-pi runs its ``bash`` tool with a hard-coded ``/bin/bash -c`` and prints its version on stderr.
+pi moved from ``@mariozechner/pi-coding-agent`` (which stopped at 0.73.1) to
+``@earendil-works/pi-coding-agent``; 1.6.0's ``package.json`` asks for Node ≥ 22.19.0
+(``engines``), which the harness's pinned Node (:data:`harness.runner.NODE_VERSION`) meets.
+
+A custom provider in ``~/.pi/agent/models.json`` (1.6.0 keeps ``piConfig.configDir`` ``.pi`` and
+``PI_CODING_AGENT_DIR``, ``dist/config.js``). ``--offline`` and ``PI_OFFLINE=1`` keep it from
+fetching anything at start (1.6.0 ``dist/main.js`` sets ``PI_SKIP_VERSION_CHECK`` from them too;
+we set it as well), and ``PI_TELEMETRY=0`` turns its install telemetry off (1.6.0
+``dist/core/telemetry.js``: the provider attribution it would add). The provider's ``baseUrl`` is
+the stub on 127.0.0.1. pi runs its ``bash`` tool with a hard-coded ``/bin/bash -c`` and prints
+its version on stderr.
 """
 
 from __future__ import annotations
@@ -22,11 +31,16 @@ def stub_models(url: str) -> dict:
     }}}
 
 
+#: pi's environment switches: no start-up network operations, no version check, no install
+#: telemetry (the names and values 1.6.0's ``pi --help`` lists).
+QUIET = {"PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1", "PI_TELEMETRY": "0"}
+
+
 def _prepare(home: Path, work: Path, url: str) -> dict[str, str]:
     agent_dir = home / ".pi" / "agent"
     agent_dir.mkdir(parents=True, exist_ok=True)
     (agent_dir / "models.json").write_text(json.dumps(stub_models(url), indent=2))
-    return {"PI_OFFLINE": "1"}
+    return dict(QUIET)
 
 
 def _argv(binary: str, prompt: str) -> list[str]:
@@ -34,6 +48,6 @@ def _argv(binary: str, prompt: str) -> list[str]:
 
 
 BACKEND = Backend(
-    name="pi", package="@mariozechner/pi-coding-agent", version="0.73.1", binary="pi",
+    name="pi", package="@earendil-works/pi-coding-agent", version="1.6.0", binary="pi",
     prepare=_prepare, argv=_argv, session_globs=(".pi/agent/sessions/*/*.jsonl",),
 )
