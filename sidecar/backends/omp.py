@@ -67,6 +67,10 @@ class OmpSessionReader(PiSessionReader):
         "ttsr_injection", "credential_pin", "session_init", "mode_change"})
     quiet_roles: ClassVar[frozenset[str]] = PiSessionReader.quiet_roles | frozenset({
         "pythonExecution", "hookMessage", "fileMention"})
+    #: Only the provider's error is the turn's terminal error: omp 18.2.3 writes no aborted
+    #: reply when killed (its ``killed`` capture), so pi 1.6.0's aborted-is-an-error rule is
+    #: not carried over without a capture that shows it.
+    error_stops: ClassVar[frozenset[str]] = frozenset({"error"})
 
     def _other_role(self, role: str, message: dict[str, Any],
                     ts: float | None) -> list[SessionEvent]:

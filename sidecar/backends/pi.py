@@ -1,18 +1,27 @@
 """pi: its session-log reader (pi runs commands with a plain ``/bin/bash -c``, so it has no
 wrapper stripper: see ``tests/test_backend_bare.py``).
 
-Seen in the harness's real run (``harness/evidence/pi.json``, pi 0.73.1): every session is one
-JSON Lines file ``~/.pi/agent/sessions/<cwd-slug>/<ISO time>_<session id>.jsonl`` (the agent
-directory moves with ``PI_CODING_AGENT_DIR``). Each line is an entry ``{"type", "id",
-"parentId", "timestamp": ISO-8601, ...}``; the first is the ``session`` header. A ``message``
-entry carries one chat message::
+Seen in the harness's real runs of both verified releases (``harness/evidence/pi.json``, pi 1.6.0
+of ``@earendil-works/pi-coding-agent``, and ``harness/evidence/versions/pi/0.73.1/``, the last
+release of ``@mariozechner/pi-coding-agent``): every session is one JSON Lines file
+``~/.pi/agent/sessions/<cwd-slug>/<ISO time>_<session id>.jsonl`` (the agent directory moves with
+``PI_CODING_AGENT_DIR``). Each line is an entry ``{"type", "id", "parentId", "timestamp":
+ISO-8601, ...}``; the first is the ``session`` header. A ``message`` entry carries one chat
+message::
 
+    {"role": "system", "content": "", "sections": {...}, "toolsAdded": [...]}  system prompt
     {"role": "user", "content": [{"type": "text", ...}]}                     the prompt
     {"role": "assistant", "content": [{"type": "toolCall", "id", "name": "bash",
      "arguments": {"command": "ls /nonexistent"}}], "stopReason": "toolUse"}  a call starts
     {"role": "toolResult", "toolCallId", "toolName": "bash", "isError": true,
      "content": [{"type": "text", "text": "...\\n\\nCommand exited with code 2"}]}  it ends
     {"role": "assistant", "content": [{"type": "text", ...}], "stopReason": "stop"}  the answer
+
+pi 1.6.0 writes the system prompt as a leading ``system`` message (0.73.1 did not log it), and a
+run killed mid-command (SIGTERM: ``dist/modes/print-mode.js`` disposes the session, which aborts
+the run) ends with the running call's ``toolResult`` ``Command aborted`` (``isError``,
+``dist/core/tools/bash.js``) and an assistant message with ``stopReason: "aborted"`` and
+``errorMessage`` (``pi-agent-core`` ``agent.js`` ``handleRunFailure``); 0.73.1 wrote neither.
 
 There is no turn-end marker: the turn ends with an assistant message that runs no tool call.
 :class:`PiSessionReader` is also the base of the Oh My Pi reader (:mod:`sidecar.backends.omp`),
@@ -42,8 +51,18 @@ from sidecar.backends import (
     text_blocks,
 )
 
-#: pi 0.73.1 ``tools/bash.js`` appends this as the last line of a failed call's result text.
+#: pi 0.73.1 and 1.6.0 ``tools/bash.js`` append this as the last line of a failed call's result
+#: text.
 _EXIT_NOTICE = "Command exited with code "
+#: The ``error`` detail of an aborted reply that gives no ``errorMessage`` (1.6.0 gives one:
+#: ``"This operation was aborted"``, the abort signal's message).
+ABORTED = "the run was aborted mid-turn (stopReason aborted)"
+#: The reason of a line whose kind (entry ``type``, or ``message`` role) this reader does not
+#: know: a line it does not use, which says nothing about the lines it does use (issue 15
+#: "tolerant readers"). ``sidecar.backends`` has no other way to report such a line today than a
+#: :class:`ReaderFormatError` with a reason of its own, so it is this one label, kept apart from
+#: the shape errors (``unknown_shape``, ``bad_exit``, ``bad_ts``) of the lines the reader reads.
+UNKNOWN_KIND = "unknown_type"
 
 #: Calls started and not yet finished that a file's state remembers; a file that starts more
 #: without finishing them (a broken or hostile log) forgets the oldest first.
@@ -51,8 +70,8 @@ MAX_OPEN_CALLS = 256
 
 
 class PiSessionReader(JsonLinesReader):
-    """pi's session log (pi 0.73.1; entry and message types from its real file and its
-    ``session-manager.d.ts`` / ``messages.d.ts``).
+    """pi's session log (pi 1.6.0 and 0.73.1; entry and message types from their real files
+    and their ``session-manager.d.ts`` / ``messages.d.ts``).
 
     :meth:`parse_line` takes one decoded line and returns, in order:
 
@@ -62,22 +81,31 @@ class PiSessionReader(JsonLinesReader):
       (``call_id``, ``command`` = ``arguments.command``, ``tool``) for a ``bash`` tool call,
       ``tool`` for any other tool call, then ``turn_end`` when the message runs no tool call
       (pi's agent loop ends the run then). An assistant message that stopped with ``error`` or
-      ``aborted`` ends the run without running its tool calls, so those give no event;
+      ``aborted`` ends the run without running its tool calls, so those give no event; it is
+      the turn's terminal ``error`` (``detail`` = its ``errorMessage``, for ``aborted`` without
+      one :data:`ABORTED`) before its ``turn_end``. ``aborted`` is what pi 1.6.0 writes when it
+      is killed mid-turn (SIGTERM) or the user aborts the run: the turn did not finish, as a
+      Claude Code turn whose CLI exited with a tool call unanswered (turn verdicts,
+      docs/metrics.md: ``agent_error``);
     - ``message`` / ``toolResult`` of ``bash``: ``shell_end`` with the ``command`` this file's
       state kept from the call (``""`` when the call was not seen), ``failed`` = ``isError`` and
       ``exit`` from the result's last line ``Command exited with code N`` (pi writes it only for a
-      non-zero exit; a success, a timeout or an abort leaves ``exit`` ``None``);
+      non-zero exit; a success, a timeout or an abort leaves ``exit`` ``None``: 1.6.0's killed
+      run writes ``Command aborted``, failed, exit ``None``);
     - every other known entry type or message role: ``[]`` (``bashExecution`` is the user's own
-      ``!`` command, not an agent tool call).
+      ``!`` command, not an agent tool call; ``system`` is 1.6.0's logged system prompt).
 
     ``ts`` is the entry's ``timestamp``. Errors (:class:`ReaderFormatError` ``reason``):
-    ``not_object``, ``no_type`` (no string ``type``), ``unknown_type``, ``unknown_shape`` (a
-    ``message`` entry whose fields we read have the wrong type, or an unknown role),
+    ``not_object``, ``no_type`` (no string ``type``), ``unknown_type`` (:data:`UNKNOWN_KIND`:
+    an entry type, or a ``message`` role, this reader does not know, so does not use),
+    ``unknown_shape`` (a ``message`` entry whose fields we read have the wrong type: no object
+    ``message`` or no string ``role``, an assistant or tool result of another shape),
     ``bad_exit`` (an exit notice whose code is not an integer), ``bad_ts``.
     """
 
     backend: ClassVar[str] = "pi"
-    #: Tools that write or edit files (tool names in the pi 0.73.1 bundle; omp inherits them).
+    #: Tools that write or edit files (tool names in the pi 0.73.1 and 1.6.0 bundles; omp
+    #: inherits them).
     edit_tools: ClassVar[frozenset[str]] = frozenset({"write", "edit"})
     globs: ClassVar[tuple[str, ...]] = ("$PI_CODING_AGENT_DIR/sessions/*/*.jsonl",)
     env_defaults: ClassVar[dict[str, str]] = {"PI_CODING_AGENT_DIR": ".pi/agent"}
@@ -87,14 +115,19 @@ class PiSessionReader(JsonLinesReader):
 
     #: Tool names whose calls are shell activity.
     shell_tools: ClassVar[frozenset[str]] = frozenset({"bash"})
-    #: Entry types that carry nothing we need (pi 0.73.1 ``SessionEntry`` and the header).
+    #: Entry types that carry nothing we need (pi 0.73.1 and 1.6.0 ``SessionEntry`` and the
+    #: header; 1.6.0 added ``usage``, a usage notice, and ``context_edit``, which changes what
+    #: an earlier entry contributes to the model's context, not what happened).
     quiet_types: ClassVar[frozenset[str]] = frozenset({
         "session", "thinking_level_change", "model_change", "compaction", "branch_summary",
-        "custom", "custom_message", "label", "session_info"})
+        "custom", "custom_message", "label", "session_info", "usage", "context_edit"})
     #: Message roles that carry nothing we need. ``bashExecution`` is the user's own ``!``
-    #: command, not an agent tool call.
+    #: command, not an agent tool call; ``system`` is the system prompt pi 1.6.0 logs first.
     quiet_roles: ClassVar[frozenset[str]] = frozenset({
-        "bashExecution", "custom", "branchSummary", "compactionSummary"})
+        "bashExecution", "custom", "branchSummary", "compactionSummary", "system"})
+    #: ``stopReason`` values of an assistant message that end the turn on an error: the
+    #: provider's error, and (pi 1.6.0) the run aborted mid-turn.
+    error_stops: ClassVar[frozenset[str]] = frozenset({"error", "aborted"})
 
     def new_file_state(self) -> dict[str, Any]:
         """``{"calls": {call id: command}}``: the shell calls started and not yet finished."""
@@ -107,7 +140,7 @@ class PiSessionReader(JsonLinesReader):
             return self._message(obj, state)
         if kind in self.quiet_types:
             return []
-        raise ReaderFormatError("unknown_type")
+        raise ReaderFormatError(UNKNOWN_KIND)
 
     # -- one message entry ------------------------------------------------------------------
 
@@ -129,8 +162,9 @@ class PiSessionReader(JsonLinesReader):
 
     def _other_role(self, role: str, message: dict[str, Any],
                     ts: float | None) -> list[SessionEvent]:
-        """A message role this reader does not know: ``unknown_shape``."""
-        raise ReaderFormatError("unknown_shape")
+        """A message role this reader does not know: a message it does not use,
+        :data:`UNKNOWN_KIND`."""
+        raise ReaderFormatError(UNKNOWN_KIND)
 
     def _user(self, message: dict[str, Any], ts: float | None) -> list[SessionEvent]:
         """A user message starts a turn."""
@@ -170,23 +204,28 @@ class PiSessionReader(JsonLinesReader):
                 else:
                     events.append(SessionEvent(TOOL, ts, call_id=call_id, tool=name))
             # thinking and other blocks carry nothing we need
-        if stop == "error":
-            # The provider's error ended the run (pi 0.73.1 and omp 18.2.3 write the reply with
-            # stopReason "error" and the error's text in errorMessage once retries are spent).
+        if stop in self.error_stops:
+            # The provider's error ended the run (pi 0.73.1, 1.6.0 and omp 18.2.3 write the
+            # reply with stopReason "error" and the error's text in errorMessage once retries
+            # are spent), or (pi 1.6.0) the run was aborted mid-turn: stopReason "aborted" and
+            # the abort's message in errorMessage.
             error = message.get("errorMessage")
-            events.append(SessionEvent(ERROR, ts, detail=error if isinstance(error, str) else ""))
+            detail = error if isinstance(error, str) else ""
+            if stop == "aborted" and not detail.strip():
+                detail = ABORTED
+            events.append(SessionEvent(ERROR, ts, detail=detail))
         if self._ends_turn(message, has_calls):
             events.append(SessionEvent(TURN_END, ts))
         return events
 
     def _runs_calls(self, message: dict[str, Any]) -> bool:
-        """Whether the tool calls of an assistant message run: pi 0.73.1 ``agent-loop.js``
-        ends the run without running them when the reply stopped with ``error`` or
+        """Whether the tool calls of an assistant message run: pi 0.73.1 and 1.6.0
+        ``agent-loop.js`` end the run without running them when the reply stopped with ``error`` or
         ``aborted``."""
         return message.get("stopReason") not in ("error", "aborted")
 
     def _ends_turn(self, message: dict[str, Any], has_calls: bool) -> bool:
-        """Whether an assistant message ends the turn: it has no tool call to run (pi 0.73.1's
+        """Whether an assistant message ends the turn: it has no tool call to run (pi's
         loop stops asking the model then)."""
         return not has_calls or not self._runs_calls(message)
 
@@ -215,8 +254,8 @@ class PiSessionReader(JsonLinesReader):
 
     def _exit(self, message: dict[str, Any]) -> int | None:
         """The exit code of a failed call from the result text's last line
-        ``Command exited with code N`` (pi 0.73.1); ``None`` when the call did not fail with an
-        exit code. Raises ``bad_exit`` when that line's code is not an integer."""
+        ``Command exited with code N`` (pi 0.73.1 and 1.6.0); ``None`` when the call did not
+        fail with an exit code. Raises ``bad_exit`` when that line's code is not an integer."""
         if message.get("isError") is not True:
             return None
         last = text_blocks(message.get("content")).rstrip("\n").rpartition("\n")[2]
