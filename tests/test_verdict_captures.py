@@ -15,7 +15,9 @@ Two paths are checked:
   home, one pass, and the ``hive_agent_turns_total`` series it exports.
 
 What each backend's log can say is in :data:`SESSION_VERDICTS` (``None``: that turn never ends
-in the log, so it is not classified; the reasons are in docs/metrics.md "Turn verdicts").
+in the log, so it is not classified; the reasons are in docs/metrics.md "Turn verdicts"). The
+session checks also run on the kept captures of the earlier verified releases listed in
+:data:`EARLIER` (issue 15: a version matrix; ``harness.evidence.versions``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import generate_latest
 
+from harness import evidence as evidence_dirs
 from sidecar.app import Sidecar
 from sidecar.backends.claude import EXITED_MID_TURN
 from sidecar.backends.gemini import ROLLED_BACK
@@ -70,7 +73,8 @@ SESSION_VERDICTS = {
     "codex": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": None},
     # Gemini CLI rolls a failed turn back (a $set of messages without its prompt).
     "gemini": {"ok": OK, "empty": AGENT_ERROR, "error": AGENT_ERROR, "killed": None},
-    "pi": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": None},
+    # pi 1.6.0 aborts the run on SIGTERM and logs the reply as stopReason "aborted".
+    "pi": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": AGENT_ERROR},
     "omp": {"ok": OK, "empty": None, "error": AGENT_ERROR, "killed": None},
     "opencode": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": None},
     "kilo": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": None},
@@ -78,21 +82,52 @@ SESSION_VERDICTS = {
     # returned"): one turn, agent_error.
     "copilot": {"ok": OK, "empty": AGENT_ERROR, "error": AGENT_ERROR, "killed": None},
 }
+#: Earlier verified releases whose captures the session checks run on too, with what their logs
+#: say where it differs from the pin's :data:`SESSION_VERDICTS`: pi 0.73.1 wrote nothing after a
+#: killed run's running call (the turn has no end, so it is not classified).
+EARLIER = {"pi": {"0.73.1": {"killed": None}}}
+#: The terminal error's text of a killed turn, per backend whose log classifies it.
+KILLED_ERROR = {"claude": EXITED_MID_TURN, "pi": "This operation was aborted"}
+
+
+def session_cases() -> list:
+    """``pytest.param(backend, version, root)`` for each backend of :data:`SESSION_VERDICTS`:
+    its pinned evidence (version ``"pin"``, :data:`EVIDENCE`), and for a backend in
+    :data:`EARLIER` every verified release :func:`harness.evidence.versions` lists (the pin first;
+    each earlier one must be listed in :data:`EARLIER`)."""
+    cases = []
+    for backend in sorted(SESSION_VERDICTS):
+        if backend not in EARLIER:
+            cases.append(pytest.param(backend, "pin", EVIDENCE, id=backend))
+            continue
+        (pin, pin_root), *older = evidence_dirs.versions(backend)
+        assert [v for v, _ in older] == list(EARLIER[backend]), backend
+        for version, root in [(pin, pin_root), *older]:
+            cases.append(pytest.param(backend, version, root, id=f"{backend}-{version}"))
+    return cases
+
+
+def session_verdict(backend: str, version: str, name: str) -> str | None:
+    """The verdict the sidecar gives scenario ``name`` of ``backend`` at ``version``."""
+    return EARLIER.get(backend, {}).get(version, {}).get(name, SESSION_VERDICTS[backend][name])
+
+
+SESSION_CASES = session_cases()
 #: The CLI's exit status on the empty reply: most exit 0 having done nothing; Kilo 7.7.7 and
 #: Copilot CLI 1.0.102 exit 1.
 EMPTY_EXIT = {"claude": 0, "codex": 0, "gemini": 0, "pi": 0, "omp": 0, "opencode": 0, "kilo": 1,
               "copilot": 1}
 
 
-def scenario(backend: str, name: str) -> dict:
-    data = json.loads((EVIDENCE / f"{backend}.json").read_text())
+def scenario(backend: str, name: str, root: Path = EVIDENCE) -> dict:
+    data = json.loads((root / f"{backend}.json").read_text())
     found = (data.get("verdict_scenarios") or {}).get(name)
     assert found, f"{backend}: no {name!r} verdict scenario in the evidence (python -m harness run)"
     return found
 
 
-def cli_exit(backend: str, name: str) -> int:
-    code = scenario(backend, name)["cli_exit"]
+def cli_exit(backend: str, name: str, root: Path = EVIDENCE) -> int:
+    code = scenario(backend, name, root)["cli_exit"]
     assert isinstance(code, int), f"{backend} {name}: the CLI did not exit ({code!r})"
     return code
 
@@ -102,12 +137,12 @@ def run_verdict(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
-@pytest.mark.parametrize("backend", sorted(SESSION_VERDICTS))
-def test_the_cli_exits_0_on_an_empty_reply_and_on_a_normal_turn(backend):
+@pytest.mark.parametrize("backend,version,root", SESSION_CASES)
+def test_the_cli_exits_0_on_an_empty_reply_and_on_a_normal_turn(backend, version, root):
     """The failure class the verdicts exist for: an empty reply and no tool call, and most CLIs
     still exit 0 (as they do for a turn that worked)."""
-    assert cli_exit(backend, "empty") == EMPTY_EXIT[backend]
-    assert cli_exit(backend, "ok") == 0
+    assert cli_exit(backend, "empty", root) == EMPTY_EXIT[backend]
+    assert cli_exit(backend, "ok", root) == 0
 
 
 @pytest.mark.parametrize("backend,name", [(b, s) for b in sorted(TRANSCRIPT_VERDICTS)
@@ -181,9 +216,9 @@ def test_junk_lines_in_a_real_transcript_are_skipped_and_counted(tmp_path):
     assert json.loads(run_verdict("--json", str(bom)).stdout)["unrecognised"] == 0
 
 
-def _home_with(backend: str, name: str, dest: Path) -> Path:
-    found = scenario(backend, name)
-    src = EVIDENCE / backend / "verdict" / name
+def _home_with(backend: str, name: str, dest: Path, root: Path = EVIDENCE) -> Path:
+    found = scenario(backend, name, root)
+    src = root / backend / "verdict" / name
     home = dest / "home"
     files = found.get("session_files") or []
     assert files, f"{backend} {name}: no session file captured"
@@ -212,15 +247,16 @@ def _registry(sidecar: Sidecar):
     return registry
 
 
-@pytest.mark.parametrize("backend,name", [(b, s) for b in sorted(SESSION_VERDICTS)
-                                          for s in SCENARIOS])
-def test_the_sidecar_classifies_each_real_session(tmp_path, log_stream, backend, name):
-    home = _home_with(backend, name, tmp_path)
+@pytest.mark.parametrize("name", SCENARIOS)
+@pytest.mark.parametrize("backend,version,root", SESSION_CASES)
+def test_the_sidecar_classifies_each_real_session(tmp_path, log_stream, backend, version, root,
+                                                  name):
+    home = _home_with(backend, name, tmp_path, root)
     config = tmp_path / "config.yaml"
     config.write_text("repeat_failure:\n  enabled: true\n  collect_grace_s: 0.5\n")
     sidecar = Sidecar(tmp_path / "shared", [AgentSpec("a1", backend, str(home))], config)
     sidecar.run_once()
-    expected = SESSION_VERDICTS[backend][name]
+    expected = session_verdict(backend, version, name)
     series = _turn_series(sidecar)
     assert series == {v: float(v == expected) for v in VERDICTS}
     [view] = sidecar.snapshot()
@@ -240,7 +276,7 @@ def test_the_sidecar_classifies_each_real_session(tmp_path, log_stream, backend,
         if backend == "gemini":
             assert line["error"] == ROLLED_BACK
         elif name == "killed":
-            assert line["error"] == EXITED_MID_TURN
+            assert line["error"] == KILLED_ERROR[backend]
         elif expected == AGENT_ERROR and name == "error":
             assert "harness: stub refused the request" in line["error"]
         elif expected == AGENT_ERROR:
