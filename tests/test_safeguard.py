@@ -5,6 +5,8 @@ Each backend's sessions come from the harness (harness/evidence/<backend>/ and i
 invented: time moves through the sidecar's injected clock (the sessions' own times plus 15 or
 20 minutes) instead of editing the files, and a turn "in progress" is either a snapshot taken
 mid-turn or the real file cut before the line that ends the turn (the file as it was then).
+The per-backend checks also run on the kept captures of the earlier verified releases of the
+backends in :data:`VERSIONED` (issue 15: a version matrix; ``harness.evidence.versions``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import evidence as evidence_dirs
 from sidecar import hook
 from sidecar.activity import Activity
 from sidecar.app import Sidecar
@@ -38,29 +41,39 @@ SIGNAL_BACKENDS = sorted(
     b for b, row in COVERAGE.items()
     if row.covered and row.kind == "cli" and (r := session_reader(b)) is not None
     and not r.route_records)
+#: Signal backends whose earlier verified releases' captures are checked too.
+VERSIONED = ("pi",)
+#: ``(backend, evidence root)`` per signal backend and verified release: the pinned evidence,
+#: and for a backend of :data:`VERSIONED` each release :func:`harness.evidence.versions` lists.
+SIGNAL_CASES = [
+    pytest.param(b, root, id=b if b not in VERSIONED else f"{b}-{version}")
+    for b in SIGNAL_BACKENDS
+    for version, root in (evidence_dirs.versions(b) if b in VERSIONED else [("", EVIDENCE)])]
 
 
-def evidence(backend: str) -> dict:
-    return json.loads((EVIDENCE / f"{backend}.json").read_text())
+def evidence(backend: str, root: Path = EVIDENCE) -> dict:
+    return json.loads((root / f"{backend}.json").read_text())
 
 
-def session_paths(backend: str, scenario: str) -> list[tuple[str, Path]]:
-    """(path under HOME, stored copy) of a scenario's session files; ``shell`` is the repeated
-    `ls /nonexistent` run."""
-    data = evidence(backend)
+def session_paths(backend: str, scenario: str, root: Path = EVIDENCE) -> list[tuple[str, Path]]:
+    """(path under HOME, stored copy) of a scenario's session files under the evidence ``root``;
+    ``shell`` is the repeated `ls /nonexistent` run."""
+    data = evidence(backend, root)
     if scenario == "shell":
-        return [(rel, EVIDENCE / backend / rel) for rel in data["session_files"]]
+        return [(rel, root / backend / rel) for rel in data["session_files"]]
     rels = (data.get("scenario_sessions") or {}).get(scenario)
     assert rels, f"{backend}: the harness kept no {scenario!r} session (python -m harness run)"
-    return [(rel, EVIDENCE / backend / scenario / rel) for rel in rels]
+    return [(rel, root / backend / scenario / rel) for rel in rels]
 
 
-def make_home(tmp: Path, backend: str, scenario: str, cut_before_turn_end: bool = False) -> Path:
-    """A home holding the scenario's real session files. ``cut_before_turn_end`` keeps each
-    JSON Lines file only up to (not including) the first line that ends a turn."""
+def make_home(tmp: Path, backend: str, scenario: str, cut_before_turn_end: bool = False,
+              root: Path = EVIDENCE) -> Path:
+    """A home holding the scenario's real session files (of the evidence under ``root``).
+    ``cut_before_turn_end`` keeps each JSON Lines file only up to (not including) the first
+    line that ends a turn."""
     home = tmp / "home"
     reader = session_reader(backend)
-    for rel, src in session_paths(backend, scenario):
+    for rel, src in session_paths(backend, scenario, root):
         dest = home / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
         data = src.read_bytes()
@@ -115,12 +128,13 @@ def state_at(sc: Sidecar, t: float, clock: list[float]) -> str:
     return row.state
 
 
-@pytest.mark.parametrize("backend", SIGNAL_BACKENDS)
-def test_shell_activity_without_records_for_15_min(backend: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend,root", SIGNAL_CASES)
+def test_shell_activity_without_records_for_15_min(backend: str, root: Path,
+                                                   tmp_path: Path) -> None:
     """C-AC10: a turn in progress with a finished shell call and no record for 15 minutes shows
     "not receiving data"; a record arriving clears it. The session is the ``midturn`` snapshot:
     `ls /nonexistent` finished (exit 2), a second command still running."""
-    home = make_home(tmp_path, backend, "midturn")
+    home = make_home(tmp_path, backend, "midturn", root=root)
     events = events_of(backend, home)
     ends = [e for e in events if e.kind == SHELL_END]
     assert [(e.exit, e.failed) for e in ends] in ([(2, True)], [(None, True)])
@@ -142,13 +156,13 @@ def test_shell_activity_without_records_for_15_min(backend: str, tmp_path: Path)
     assert state_at(sc, clock[0], clock) == ON
 
 
-@pytest.mark.parametrize("backend", SIGNAL_BACKENDS)
-def test_only_reads_for_15_min_is_on(backend: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend,root", SIGNAL_CASES)
+def test_only_reads_for_15_min_is_on(backend: str, root: Path, tmp_path: Path) -> None:
     """C-AC10: an agent that only read files shows "on" 15 minutes (and more) later. The
     session is the ``read`` run, cut before its final answer where the log is JSON Lines, so
     the turn is still in progress."""
     reader = session_reader(backend)
-    home = make_home(tmp_path, backend, "read", cut_before_turn_end=True)
+    home = make_home(tmp_path, backend, "read", cut_before_turn_end=True, root=root)
     events = events_of(backend, home)
     kinds = {e.kind for e in events}
     assert TOOL in kinds and not kinds & {SHELL_START, SHELL_END}
@@ -161,14 +175,14 @@ def test_only_reads_for_15_min_is_on(backend: str, tmp_path: Path) -> None:
     assert state_at(sc, clock[0] + 10 * NO_DATA_S, clock) == ON
 
 
-@pytest.mark.parametrize("backend", SIGNAL_BACKENDS)
-def test_one_command_running_for_20_min_is_on(backend: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend,root", SIGNAL_CASES)
+def test_one_command_running_for_20_min_is_on(backend: str, root: Path, tmp_path: Path) -> None:
     """C-AC10: a single command running for 20 minutes is not missing data. The session is the
     ``running`` snapshot, taken while `sleep 8` ran; where the CLI logs a call only once it
     finished (the evidence says so), the snapshot shows no call at all."""
-    home = make_home(tmp_path, backend, "running")
+    home = make_home(tmp_path, backend, "running", root=root)
     events = events_of(backend, home)
-    logged = evidence(backend)["scenarios"]["running"]["snapshot"]["running_command_logged"]
+    logged = evidence(backend, root)["scenarios"]["running"]["snapshot"]["running_command_logged"]
     starts = [e for e in events if e.kind == SHELL_START]
     assert len(starts) == (1 if logged else 0)
     assert not [e for e in events if e.kind in (SHELL_END, TURN_END)]
@@ -179,11 +193,11 @@ def test_one_command_running_for_20_min_is_on(backend: str, tmp_path: Path) -> N
     assert state_at(sc, clock[0] + 20 * 60, clock) == ON
 
 
-@pytest.mark.parametrize("backend", SIGNAL_BACKENDS)
-def test_finished_turn_is_idle(backend: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend,root", SIGNAL_CASES)
+def test_finished_turn_is_idle(backend: str, root: Path, tmp_path: Path) -> None:
     """The whole repeated-failure session, turn ended, no records: the agent is idle, so its
     row is "on" however long after (the timer waits for the next turn with shell activity)."""
-    home = make_home(tmp_path, backend, "shell")
+    home = make_home(tmp_path, backend, "shell", root=root)
     events = events_of(backend, home)
     assert len([e for e in events if e.kind == SHELL_END]) == 5
     clock = [max(e.ts for e in events)]
