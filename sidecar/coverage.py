@@ -26,7 +26,10 @@ class CoverageRow:
     route) or ``pseudo`` (``bash``: any program that runs commands with ``bash -c``).
 
     Covered rows carry ``route``, ``shell_activity`` and ``evidence`` (a path under
-    ``harness/evidence/``, or the test module for ``bash``) and ``version``; rows not covered
+    ``harness/evidence/``, or the test module for ``bash``) and ``version`` (the pinned release
+    the evidence is a run of); ``also_verified`` lists the earlier releases whose real captures
+    are kept under ``harness/evidence/versions/<backend>/<version>/`` and which the readers and
+    strippers are tested on too (issue 15: a version matrix), newest first. Rows not covered
     carry ``reason`` and ``follow_up`` (an issue reference).
     """
 
@@ -40,6 +43,16 @@ class CoverageRow:
     version: str = ""
     reason: str = ""
     follow_up: str = ""
+    also_verified: tuple[str, ...] = ()
+
+    @property
+    def versions_text(self) -> str:
+        """The releases verified, as the table writes them: ``1.6.0; also verified 0.73.1``
+        (the pin, then ``also_verified`` joined with ``, ``), or just the pin; ``""`` for a row
+        without a version."""
+        if not self.also_verified:
+            return self.version
+        return f"{self.version}; also verified {', '.join(self.also_verified)}"
 
     @property
     def status(self) -> str:
@@ -72,12 +85,15 @@ def shell_activity_signal(backend: str) -> str:
 
 
 def _covered(backend: str, name: str, version: str, kind: str = "cli",
-             evidence_of: str | None = None, route: str = "bash_env") -> CoverageRow:
+             evidence_of: str | None = None, route: str = "bash_env",
+             also_verified: tuple[str, ...] = ()) -> CoverageRow:
     """A covered row; ``evidence_of`` names the backend whose harness run is the evidence (an
-    inference backend runs through the Claude Code CLI, so Claude Code's run covers it)."""
+    inference backend runs through the Claude Code CLI, so Claude Code's run covers it);
+    ``also_verified`` the earlier releases whose kept captures are tested too."""
     return CoverageRow(backend, name, kind, True, route=route,
                        shell_activity=shell_activity_signal(backend),
-                       evidence=f"harness/evidence/{evidence_of or backend}.json", version=version)
+                       evidence=f"harness/evidence/{evidence_of or backend}.json", version=version,
+                       also_verified=also_verified)
 
 
 _ROWS = (
@@ -88,7 +104,7 @@ _ROWS = (
     _covered("gemini", "Gemini CLI", "0.61.0"),
     _covered("copilot", "GitHub Copilot CLI", "1.0.102"),
     _covered("opencode", "opencode", "1.18.33"),
-    _covered("pi", "pi", "0.73.1"),
+    _covered("pi", "pi", "1.6.0", also_verified=("0.73.1",)),
     _covered("omp", "Oh My Pi", "18.2.3", route="omp_session_log"),
     _covered("kilo", "Kilo Code CLI", "7.7.7"),
     _not_covered("aider", "aider", reason=(
@@ -128,7 +144,7 @@ def table_rows() -> list[list[str]]:
     for r in _ROWS:
         detail = r.evidence if r.covered else r.reason
         rows.append([r.backend, r.route or "-", r.status,
-                     f"{detail} ({r.version})" if r.version else detail,
+                     f"{detail} ({r.versions_text})" if r.version else detail,
                      r.shell_activity or "-", r.follow_up or "-"])
     return rows
 

@@ -1,7 +1,8 @@
 """Backends whose shell tool runs the agent's command as is, with no wrapper and no helper shell
 of its own (spec C7, C8, C-AC1), checked on the harness's real records: the ``bash``
 pseudo-backend, pi, opencode, Kilo Code CLI and GitHub Copilot CLI. Backend-specific facts (session
-stores, launch flags) are in each backend's own test module."""
+stores, launch flags) are in each backend's own test module. pi's checks run on each verified
+release's records (1.6.0 and the kept 0.73.1 captures, ``harness.evidence.versions``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import evidence as evidence_dirs
 from sidecar.backends import wrapper_stripper
 from sidecar.coverage import COVERAGE
 from sidecar.normalize import normalize
@@ -17,10 +19,18 @@ from sidecar.normalize import normalize
 EVIDENCE_DIR = Path(__file__).resolve().parent.parent / "harness" / "evidence"
 BARE = ("bash", "pi", "opencode", "kilo", "copilot")
 EXITS = {"ls /nonexistent": 2, "false": 1, "echo harness-ok": 0}
+#: Bare backends whose earlier verified releases' records are checked too.
+VERSIONED = ("pi",)
+#: ``(backend, evidence root)``: each bare backend's pinned evidence, and for a backend of
+#: :data:`VERSIONED` every verified release's.
+CASES = [pytest.param(b, root, id=b if b not in VERSIONED else f"{b}-{version}")
+         for b in BARE
+         for version, root in (evidence_dirs.versions(b) if b in VERSIONED
+                               else [("", EVIDENCE_DIR)])]
 
 
-def evidence(backend: str) -> dict:
-    return json.loads((EVIDENCE_DIR / f"{backend}.json").read_text())
+def evidence(backend: str, root: Path = EVIDENCE_DIR) -> dict:
+    return json.loads((root / f"{backend}.json").read_text())
 
 
 @pytest.mark.parametrize("backend", BARE)
@@ -31,25 +41,25 @@ def test_evidence_is_a_real_run_of_the_pinned_cli(backend: str) -> None:
     assert COVERAGE[backend].version in ev["version_output"]
 
 
-@pytest.mark.parametrize("backend", BARE)
-def test_every_command_is_recorded_once_per_request(backend: str) -> None:
+@pytest.mark.parametrize("backend,root", CASES)
+def test_every_command_is_recorded_once_per_request(backend: str, root: Path) -> None:
     """C-AC1: each run's command is recorded once per time the stub asked for it, with the
     command's real exit status; nothing else is recorded (no helper shells)."""
-    for run in evidence(backend)["runs"]:
+    for run in evidence(backend, root)["runs"]:
         got = [(normalize(r["raw"], backend), r["exit"]) for r in run["records"]]
         assert got == [(run["command"], EXITS[run["command"]])] * run["repeat"], run["command"]
 
 
-@pytest.mark.parametrize("backend", BARE)
-def test_repeat_raised_the_note(backend: str) -> None:
+@pytest.mark.parametrize("backend,root", CASES)
+def test_repeat_raised_the_note(backend: str, root: Path) -> None:
     """The five repeats of `ls /nonexistent` raised the note in the real sidecar pipeline."""
-    assert evidence(backend)["runs"][-1]["note"] == \
+    assert evidence(backend, root)["runs"][-1]["note"] == \
         "Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)"
 
 
-@pytest.mark.parametrize("backend", BARE)
-def test_no_wrapper_to_strip(backend: str) -> None:
+@pytest.mark.parametrize("backend,root", CASES)
+def test_no_wrapper_to_strip(backend: str, root: Path) -> None:
     """The raw text is the bare command: no stripper is registered and none is needed."""
     assert wrapper_stripper(backend) is None
-    records = [r for run in evidence(backend)["runs"] for r in run["records"]]
+    records = [r for run in evidence(backend, root)["runs"] for r in run["records"]]
     assert all(r["raw"] == normalize(r["raw"], backend) and not r["cut"] for r in records)

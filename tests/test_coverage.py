@@ -65,6 +65,34 @@ def test_covered_row_has_valid_evidence(backend: str) -> None:
     assert repeated["note"] == "Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)"
 
 
+@pytest.mark.parametrize("backend", sorted(b for b, r in COVERAGE.items() if r.also_verified))
+def test_also_verified_releases_are_the_kept_real_captures(backend: str) -> None:
+    """Issue 15 (a version matrix): a row's earlier verified releases are exactly the kept
+    captures ``harness.evidence.versions`` lists after the pin (newest first), each a real run
+    whose ``--version`` output names it and whose repeated failure raised the note; the table
+    cell names them all ("1.6.0; also verified 0.73.1")."""
+    from harness import evidence as evidence_dirs
+
+    row = COVERAGE[backend]
+    found = evidence_dirs.versions(backend, evidence_dirs.COMMITTED)
+    assert [v for v, _ in found] == [row.version, *row.also_verified]
+    for version, root in found[1:]:
+        kept = evidence_dirs.load(backend, root)
+        assert kept["version"] == version and version in kept["version_output"]
+        assert kept["runs"][-1]["note"] == (
+            "Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)")
+    (cell,) = [r[3] for r in table_rows() if r[0] == backend]
+    assert cell == f"{row.evidence} ({row.version}; also verified {', '.join(row.also_verified)})"
+
+
+def test_pi_is_verified_on_its_new_package_and_the_old_one() -> None:
+    """pi's row: the pin is 1.6.0 (``@earendil-works/pi-coding-agent``), and 0.73.1 (the last
+    ``@mariozechner/pi-coding-agent``) is verified too."""
+    assert (COVERAGE["pi"].version, COVERAGE["pi"].also_verified) == ("1.6.0", ("0.73.1",))
+    assert COVERAGE["pi"].versions_text == "1.6.0; also verified 0.73.1"
+    assert COVERAGE["codex"].versions_text == COVERAGE["codex"].version
+
+
 def test_rows_not_covered_say_why() -> None:
     """C5: a row not covered has a reason and a follow-up issue, and no route."""
     for row in COVERAGE.values():

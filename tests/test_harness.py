@@ -178,7 +178,7 @@ def test_failing_command_recorded_by_the_backends_route(backend: str) -> None:
     hook records nothing."""
     from harness.__main__ import _failing_recorded
 
-    evidence = json.loads((runner.EVIDENCE_DIR / f"{backend}.json").read_text())
+    evidence = json.loads((EVIDENCE_DIR / f"{backend}.json").read_text())
     assert _failing_recorded(evidence) is True
     first = evidence["runs"][0]
     if backend == "omp":
