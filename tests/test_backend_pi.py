@@ -253,9 +253,9 @@ def test_the_users_own_bang_command_is_not_agent_activity(log: VersionLog) -> No
 
 
 @by_version
-def test_entry_types_pi_16_added_are_read_as_nothing(log: VersionLog) -> None:
-    """The real user line retyped as each entry type pi 1.6.0's ``session-manager.d.ts`` added
-    (``usage``, ``context_edit``) gives no event and no error."""
+def test_pi_16s_usage_and_context_edit_entries_are_read_as_nothing(log: VersionLog) -> None:
+    """The real user line retyped as each entry type pi 1.6.0's ``session-manager.d.ts`` lists
+    that its captures do not show (``usage``, ``context_edit``) gives no event and no error."""
     for kind in ("usage", "context_edit"):
         line = set_path(first_pi_message(log, "user"), ("type",), kind)
         assert READER.parse_line(line, READER.new_file_state()) == []

@@ -116,8 +116,8 @@ class PiSessionReader(JsonLinesReader):
     #: Tool names whose calls are shell activity.
     shell_tools: ClassVar[frozenset[str]] = frozenset({"bash"})
     #: Entry types that carry nothing we need (pi 0.73.1 and 1.6.0 ``SessionEntry`` and the
-    #: header; 1.6.0 added ``usage``, a usage notice, and ``context_edit``, which changes what
-    #: an earlier entry contributes to the model's context, not what happened).
+    #: header; 1.6.0's also lists ``usage``, a usage notice, and ``context_edit``, which changes
+    #: what an earlier entry contributes to the model's context, not what happened).
     quiet_types: ClassVar[frozenset[str]] = frozenset({
         "session", "thinking_level_change", "model_change", "compaction", "branch_summary",
         "custom", "custom_message", "label", "session_info", "usage", "context_edit"})
