@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from harness.evidence import primary
 from sidecar.backends import wrapper_stripper
 from sidecar.coverage import COVERAGE
 from sidecar.normalize import normalize
 
-EVIDENCE_DIR = Path(__file__).resolve().parent.parent / "harness" / "evidence"
+EVIDENCE_DIR = primary()
 BARE = ("bash", "pi", "opencode", "kilo", "copilot")
 EXITS = {"ls /nonexistent": 2, "false": 1, "echo harness-ok": 0}
 

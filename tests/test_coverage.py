@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.evidence import primary, versions
 from sidecar.backends import session_reader
 from sidecar.checkstate import build_row
 from sidecar.coverage import COVERAGE, TABLE_HEADER, table_rows
@@ -50,7 +51,7 @@ def test_covered_row_has_valid_evidence(backend: str) -> None:
     sidecar pipeline raised the note on the repeated failure."""
     row = COVERAGE[backend]
     assert row.route in ("bash_env", f"{backend}_session_log") and row.shell_activity
-    evidence = json.loads((REPO / row.evidence).read_text())
+    evidence = json.loads((primary() / Path(row.evidence).name).read_text())
     assert row.version in evidence["version_output"]
     first = evidence["runs"][0]
     assert first["command"] == "ls /nonexistent"
@@ -97,3 +98,16 @@ def test_shell_activity_signal_per_backend() -> None:
     assert session_reader("omp").signal.startswith("~/.omp/agent/sessions/*/*.jsonl: ")
     assert {b for b, r in COVERAGE.items() if r.covered and r.route != "bash_env"} == {"omp"}
     assert COVERAGE["omp"].route == "omp_session_log"
+
+
+@pytest.mark.parametrize("backend", sorted(b for b, r in COVERAGE.items() if r.covered))
+def test_versions_verified_are_the_captures_kept(backend: str) -> None:
+    """Issue 15's version matrix: a covered row names the pinned release (its evidence's) and
+    the earlier releases whose real captures are kept under harness/evidence/versions/ and
+    tested, no more and no fewer."""
+    row = COVERAGE[backend]
+    source = Path(row.evidence).stem
+    kept = [version for version, _ in versions(source)]
+    if source == "bash":
+        return
+    assert kept == [row.version, *row.also_verified]

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from harness.evidence import primary
 from harness import runner
 from harness.backends import BACKENDS
 from harness.stub import FINAL_TEXT, PATCH_LINE, Script, Step, StubServer, pick_tool
 
-EVIDENCE_DIR = Path(__file__).resolve().parent.parent / "harness" / "evidence"
+EVIDENCE_DIR = primary()
 SHELL = {"type": "object", "properties": {"command": {"type": "string"}}}
 
 
@@ -178,7 +179,7 @@ def test_failing_command_recorded_by_the_backends_route(backend: str) -> None:
     hook records nothing."""
     from harness.__main__ import _failing_recorded
 
-    evidence = json.loads((runner.EVIDENCE_DIR / f"{backend}.json").read_text())
+    evidence = json.loads((EVIDENCE_DIR / f"{backend}.json").read_text())
     assert _failing_recorded(evidence) is True
     first = evidence["runs"][0]
     if backend == "omp":

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.evidence import primary
 from sidecar import hook
 from sidecar.activity import Activity
 from sidecar.app import Sidecar
@@ -31,7 +32,7 @@ from sidecar.coverage import COVERAGE
 from sidecar.sessionlog import SessionTail
 
 REPO = Path(__file__).resolve().parent.parent
-EVIDENCE = REPO / "harness" / "evidence"
+EVIDENCE = primary()
 NO_DATA_S = 900.0
 #: Covered backends whose session log is an independent shell-activity signal.
 SIGNAL_BACKENDS = sorted(
@@ -244,9 +245,11 @@ def test_not_receiving_data_over_http(tmp_path: Path) -> None:
 
 
 def test_unrecognised_lines_are_counted_in_metrics(tmp_path: Path) -> None:
-    """A session line the reader cannot use (a real line cut short, a real line of a type the
-    reader does not know) is counted in hive_repeat_failure_reader_errors_total by reason and
-    changes nothing else; the sidecar keeps reading."""
+    """A session line the reader cannot use (a real line cut short) is counted in
+    hive_repeat_failure_reader_errors_total by reason; a real line of a type the reader does not
+    know (a newer CLI's addition, issue 15) is no error: it is counted in
+    hive_repeat_failure_reader_lines_ignored_total. Neither changes anything else; the sidecar
+    keeps reading."""
     from prometheus_client import generate_latest
 
     from sidecar.exporter import MetricsCollector
@@ -265,8 +268,9 @@ def test_unrecognised_lines_are_counted_in_metrics(tmp_path: Path) -> None:
     text = generate_latest(sc.registry).decode()
     assert ('hive_repeat_failure_reader_errors_total{agent="a1",backend="claude",'
             'reason="not_json"} 1.0') in text
-    assert ('hive_repeat_failure_reader_errors_total{agent="a1",backend="claude",'
-            'reason="unknown_type"} 1.0') in text
+    assert 'reason="unknown_type"' not in text
+    assert ('hive_repeat_failure_reader_lines_ignored_total{agent="a1",backend="claude"} 1.0'
+            in text)
     assert len([e for e in events_of("claude", home, strict=False) if e.kind == SHELL_END]) == 5
 
 

@@ -29,6 +29,8 @@ from pathlib import Path
 import pytest
 from prometheus_client import generate_latest
 
+from harness import checks
+from harness.evidence import primary, versions
 from sidecar.app import Sidecar
 from sidecar.backends.claude import EXITED_MID_TURN
 from sidecar.backends.gemini import ROLLED_BACK
@@ -37,7 +39,7 @@ from sidecar.exporter import MetricsCollector
 from sidecar.verdict import AGENT_ERROR, AGENT_NO_OUTPUT, NONZERO_EXIT, OK, VERDICTS
 
 REPO = Path(__file__).resolve().parent.parent
-EVIDENCE = REPO / "harness" / "evidence"
+EVIDENCE = primary()
 SCENARIOS = ("ok", "empty", "error", "killed")
 
 #: ``repeat-failure verdict`` on each transcript: (verdict without --exit-status, with the
@@ -62,37 +64,31 @@ FORMATS = {"claude": "claude", "codex": "codex", "gemini": "gemini", "qwen": "cl
 EXIT_CODES = {OK: 0, AGENT_NO_OUTPUT: 3, AGENT_ERROR: 4, NONZERO_EXIT: 5}
 
 #: The sidecar's verdict per scenario from the session log alone (the run's exit status is never
-#: in a session log, so never nonzero_exit); None: the turn has no end in the log.
-SESSION_VERDICTS = {
-    # Claude Code writes last-prompt as it exits, also when killed: the turn ends with its
-    # Bash call unanswered.
-    "claude": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": AGENT_ERROR},
-    "codex": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": None},
-    # Gemini CLI rolls a failed turn back (a $set of messages without its prompt).
-    "gemini": {"ok": OK, "empty": AGENT_ERROR, "error": AGENT_ERROR, "killed": None},
-    "pi": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": None},
-    "omp": {"ok": OK, "empty": None, "error": AGENT_ERROR, "killed": None},
-    "opencode": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": None},
-    "kilo": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": None},
-    # Copilot CLI calls an empty reply an error itself (session.error "No response was
-    # returned"): one turn, agent_error.
-    "copilot": {"ok": OK, "empty": AGENT_ERROR, "error": AGENT_ERROR, "killed": None},
-}
+#: in a session log, so never nonzero_exit); None: the turn has no end in the log. The table is
+#: harness.checks's, which ``python -m harness drift`` applies to the newest releases too.
+SESSION_VERDICTS = checks.SESSION_VERDICTS
 #: The CLI's exit status on the empty reply: most exit 0 having done nothing; Kilo 7.7.7 and
 #: Copilot CLI 1.0.102 exit 1.
 EMPTY_EXIT = {"claude": 0, "codex": 0, "gemini": 0, "pi": 0, "omp": 0, "opencode": 0, "kilo": 1,
               "copilot": 1}
 
 
-def scenario(backend: str, name: str) -> dict:
-    data = json.loads((EVIDENCE / f"{backend}.json").read_text())
+def releases(backends) -> list:
+    """``(backend, evidence root)`` for every verified release of each backend (the pin first),
+    as pytest params with the release in the id."""
+    return [pytest.param(b, root, id=f"{b}-{version}") for b in sorted(backends)
+            for version, root in versions(b, EVIDENCE)]
+
+
+def scenario(backend: str, name: str, root: Path = EVIDENCE) -> dict:
+    data = json.loads((root / f"{backend}.json").read_text())
     found = (data.get("verdict_scenarios") or {}).get(name)
     assert found, f"{backend}: no {name!r} verdict scenario in the evidence (python -m harness run)"
     return found
 
 
-def cli_exit(backend: str, name: str) -> int:
-    code = scenario(backend, name)["cli_exit"]
+def cli_exit(backend: str, name: str, root: Path = EVIDENCE) -> int:
+    code = scenario(backend, name, root)["cli_exit"]
     assert isinstance(code, int), f"{backend} {name}: the CLI did not exit ({code!r})"
     return code
 
@@ -102,23 +98,23 @@ def run_verdict(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
-@pytest.mark.parametrize("backend", sorted(SESSION_VERDICTS))
-def test_the_cli_exits_0_on_an_empty_reply_and_on_a_normal_turn(backend):
+@pytest.mark.parametrize("backend,root", releases(SESSION_VERDICTS))
+def test_the_cli_exits_0_on_an_empty_reply_and_on_a_normal_turn(backend, root):
     """The failure class the verdicts exist for: an empty reply and no tool call, and most CLIs
     still exit 0 (as they do for a turn that worked)."""
-    assert cli_exit(backend, "empty") == EMPTY_EXIT[backend]
-    assert cli_exit(backend, "ok") == 0
+    assert cli_exit(backend, "empty", root) == EMPTY_EXIT[backend]
+    assert cli_exit(backend, "ok", root) == 0
 
 
-@pytest.mark.parametrize("backend,name", [(b, s) for b in sorted(TRANSCRIPT_VERDICTS)
-                                          for s in SCENARIOS])
-def test_repeat_failure_verdict_on_real_transcripts(backend, name):
-    path = EVIDENCE / backend / "verdict" / name / "transcript.jsonl"
+@pytest.mark.parametrize("name", SCENARIOS)
+@pytest.mark.parametrize("backend,root", releases(TRANSCRIPT_VERDICTS))
+def test_repeat_failure_verdict_on_real_transcripts(backend, root, name):
+    path = root / backend / "verdict" / name / "transcript.jsonl"
     assert path.is_file(), f"{path} missing: python -m harness run --backend {backend}"
     alone, with_exit = TRANSCRIPT_VERDICTS[backend][name]
     done = run_verdict(str(path))
     assert (done.returncode, done.stderr, done.stdout) == (EXIT_CODES[alone], f"{alone}\n", "")
-    status = cli_exit(backend, name)
+    status = cli_exit(backend, name, root)
     done = run_verdict("--exit-status", str(status), "--json", str(path))
     assert (done.returncode, done.stderr) == (EXIT_CODES[with_exit], f"{with_exit}\n")
     report = json.loads(done.stdout)
@@ -181,9 +177,9 @@ def test_junk_lines_in_a_real_transcript_are_skipped_and_counted(tmp_path):
     assert json.loads(run_verdict("--json", str(bom)).stdout)["unrecognised"] == 0
 
 
-def _home_with(backend: str, name: str, dest: Path) -> Path:
-    found = scenario(backend, name)
-    src = EVIDENCE / backend / "verdict" / name
+def _home_with(backend: str, name: str, dest: Path, root: Path = EVIDENCE) -> Path:
+    found = scenario(backend, name, root)
+    src = root / backend / "verdict" / name
     home = dest / "home"
     files = found.get("session_files") or []
     assert files, f"{backend} {name}: no session file captured"
@@ -212,10 +208,10 @@ def _registry(sidecar: Sidecar):
     return registry
 
 
-@pytest.mark.parametrize("backend,name", [(b, s) for b in sorted(SESSION_VERDICTS)
-                                          for s in SCENARIOS])
-def test_the_sidecar_classifies_each_real_session(tmp_path, log_stream, backend, name):
-    home = _home_with(backend, name, tmp_path)
+@pytest.mark.parametrize("name", SCENARIOS)
+@pytest.mark.parametrize("backend,root", releases(SESSION_VERDICTS))
+def test_the_sidecar_classifies_each_real_session(tmp_path, log_stream, backend, root, name):
+    home = _home_with(backend, name, tmp_path, root)
     config = tmp_path / "config.yaml"
     config.write_text("repeat_failure:\n  enabled: true\n  collect_grace_s: 0.5\n")
     sidecar = Sidecar(tmp_path / "shared", [AgentSpec("a1", backend, str(home))], config)
