@@ -84,6 +84,7 @@ class AgentState:
     tail: SessionTail | None = None  # the backend's session log, when a reader and home exist
     activity: Activity = field(default_factory=Activity)
     reader_errors: Counter = field(default_factory=Counter)  # reason -> n
+    reader_ignored: int = 0  # session-log lines of a type the reader does not know
     dedup: RouteDedup = field(default_factory=RouteDedup)
     delivered_calls: OrderedDict = field(default_factory=OrderedDict)  # call id -> None
     receiving_logged: bool = True  # the C12 state last logged
@@ -141,6 +142,7 @@ class AgentView:
     notes_raised: int
     last_record_ts: float | None
     reader_errors: dict = field(default_factory=dict)
+    reader_ignored: int = 0
     last_shell_ts: float | None = None
     events: dict = field(default_factory=dict)  # Kubernetes Events: outcome -> n
     #: Turn verdicts (sidecar.verdict): None when the agent's session log is not read.
@@ -584,6 +586,7 @@ class Sidecar:
             result = state.tail.poll(rescan=rescan)
             with self._lock:
                 state.reader_errors.update(result.errors)
+                state.reader_ignored += result.ignored
                 if result.events or result.errors:
                     state.dirty = True
                 now = self.clock()
@@ -842,6 +845,7 @@ class Sidecar:
                     records=dict(state.records), rejected=dict(state.rejected),
                     notes_raised=state.notes_raised, last_record_ts=state.last_record_ts,
                     reader_errors=dict(state.reader_errors),
+                    reader_ignored=state.reader_ignored,
                     last_shell_ts=state.activity.last_shell_ts,
                     events=self._event_stats.counts(name, all_outcomes=self.events is not None),
                     verdicts=dict(state.verdicts) if on and state.tail is not None else None,

@@ -26,11 +26,11 @@ class CoverageRow:
     route) or ``pseudo`` (``bash``: any program that runs commands with ``bash -c``).
 
     Covered rows carry ``route``, ``shell_activity`` and ``evidence`` (a path under
-    ``harness/evidence/``, or the test module for ``bash``) and ``version`` (the pinned release
-    the evidence is a run of); ``also_verified`` lists the earlier releases whose real captures
-    are kept under ``harness/evidence/versions/<backend>/<version>/`` and which the readers and
-    strippers are tested on too (issue 15: a version matrix), newest first. Rows not covered
-    carry ``reason`` and ``follow_up`` (an issue reference).
+    ``harness/evidence/``, or the test module for ``bash``), ``version`` (the pinned release)
+    and ``also_verified``: the earlier releases whose real captures the tests still run on
+    (``harness/evidence/versions/<backend>/<version>/``, issue 15's version matrix; users upgrade
+    at different times). Rows not covered carry ``reason`` and ``follow_up`` (an issue
+    reference).
     """
 
     backend: str
@@ -41,18 +41,9 @@ class CoverageRow:
     shell_activity: str = ""
     evidence: str = ""
     version: str = ""
+    also_verified: tuple[str, ...] = ()
     reason: str = ""
     follow_up: str = ""
-    also_verified: tuple[str, ...] = ()
-
-    @property
-    def versions_text(self) -> str:
-        """The releases verified, as the table writes them: ``1.6.0; also verified 0.73.1``
-        (the pin, then ``also_verified`` joined with ``, ``), or just the pin; ``""`` for a row
-        without a version."""
-        if not self.also_verified:
-            return self.version
-        return f"{self.version}; also verified {', '.join(self.also_verified)}"
 
     @property
     def status(self) -> str:
@@ -86,25 +77,25 @@ def shell_activity_signal(backend: str) -> str:
 
 def _covered(backend: str, name: str, version: str, kind: str = "cli",
              evidence_of: str | None = None, route: str = "bash_env",
-             also_verified: tuple[str, ...] = ()) -> CoverageRow:
+             also: tuple[str, ...] = ()) -> CoverageRow:
     """A covered row; ``evidence_of`` names the backend whose harness run is the evidence (an
     inference backend runs through the Claude Code CLI, so Claude Code's run covers it);
-    ``also_verified`` the earlier releases whose kept captures are tested too."""
+    ``also`` the earlier releases verified on their kept captures, newest first."""
     return CoverageRow(backend, name, kind, True, route=route,
                        shell_activity=shell_activity_signal(backend),
                        evidence=f"harness/evidence/{evidence_of or backend}.json", version=version,
-                       also_verified=also_verified)
+                       also_verified=also)
 
 
 _ROWS = (
     _covered("bash", "bash -c (pseudo-backend: any program that runs commands with bash -c)",
              "5.2.15", kind="pseudo"),
-    _covered("claude", "Claude Code", "2.1.197"),
+    _covered("claude", "Claude Code", "2.1.332", also=("2.1.197",)),
     _covered("codex", "OpenAI Codex CLI", "0.171.0"),
     _covered("gemini", "Gemini CLI", "0.61.0"),
     _covered("copilot", "GitHub Copilot CLI", "1.0.102"),
     _covered("opencode", "opencode", "1.18.33"),
-    _covered("pi", "pi", "1.6.0", also_verified=("0.73.1",)),
+    _covered("pi", "pi", "1.6.0", also=("0.73.1",)),
     _covered("omp", "Oh My Pi", "18.2.3", route="omp_session_log"),
     _covered("kilo", "Kilo Code CLI", "7.7.7"),
     _not_covered("aider", "aider", reason=(
@@ -117,14 +108,14 @@ _ROWS = (
     _not_covered("agy", "Google Antigravity CLI", reason=_NOT_INSTALLABLE),
     _not_covered("bob", "IBM Bob shell", reason=_NOT_INSTALLABLE),
     _not_covered("muse", "Meta Muse Code", reason="CLI not public"),
-    _covered("vllm", "vLLM (through the Claude Code route)", "2.1.197", kind="inference",
-             evidence_of="claude"),
-    _covered("llm-d", "llm-d (through the Claude Code route)", "2.1.197", kind="inference",
-             evidence_of="claude"),
-    _covered("litellm", "LiteLLM (through the Claude Code route)", "2.1.197", kind="inference",
-             evidence_of="claude"),
-    _covered("watsonx", "watsonx (through the Claude Code route)", "2.1.197", kind="inference",
-             evidence_of="claude"),
+    _covered("vllm", "vLLM (through the Claude Code route)", "2.1.332", kind="inference",
+             evidence_of="claude", also=("2.1.197",)),
+    _covered("llm-d", "llm-d (through the Claude Code route)", "2.1.332", kind="inference",
+             evidence_of="claude", also=("2.1.197",)),
+    _covered("litellm", "LiteLLM (through the Claude Code route)", "2.1.332", kind="inference",
+             evidence_of="claude", also=("2.1.197",)),
+    _covered("watsonx", "watsonx (through the Claude Code route)", "2.1.332", kind="inference",
+             evidence_of="claude", also=("2.1.197",)),
 )
 
 #: backend name -> row, for every backend the product knows (read-only).
@@ -143,8 +134,10 @@ def table_rows() -> list[list[str]]:
     rows = []
     for r in _ROWS:
         detail = r.evidence if r.covered else r.reason
+        versions = "; ".join([r.version] + ([f"also verified {', '.join(r.also_verified)}"]
+                                            if r.also_verified else []))
         rows.append([r.backend, r.route or "-", r.status,
-                     f"{detail} ({r.versions_text})" if r.version else detail,
+                     f"{detail} ({versions})" if r.version else detail,
                      r.shell_activity or "-", r.follow_up or "-"])
     return rows
 

@@ -74,6 +74,10 @@ class MetricsCollector(Collector):
             PREFIX + "reader_errors",
             "Session-log lines or rows the backend's reader did not recognise, by reason.",
             labels=["agent", "backend", "reason"])
+        reader_ignored = CounterMetricFamily(
+            PREFIX + "reader_lines_ignored",
+            "Session-log lines of a type the backend's reader does not know, skipped (not errors: "
+            "a newer CLI's additions).", labels=["agent", "backend"])
         last_shell = GaugeMetricFamily(
             PREFIX + "last_shell_activity_timestamp_seconds",
             "Time of the newest shell-tool call start or end in the agent's session log, "
@@ -147,13 +151,15 @@ class MetricsCollector(Collector):
                 last.add_metric([v.agent, v.backend], v.last_record_ts)
             for reason, n in sorted(v.reader_errors.items()):
                 reader_errors.add_metric([v.agent, v.backend, reason], float(n))
+            if v.reader_ignored:
+                reader_ignored.add_metric([v.agent, v.backend], float(v.reader_ignored))
             if v.last_shell_ts is not None:
                 last_shell.add_metric([v.agent, v.backend], v.last_shell_ts)
             for outcome, n in sorted(v.events.items()):
                 k8s_events.add_metric([v.agent, outcome], float(n))
         yield from (state, note, row_info, failures, records, rejected, raised, last,
-                    reader_errors, last_shell, k8s_events, turns, verdict, in_a_row, probes,
-                    preview_errors, preview_state)
+                    reader_errors, reader_ignored, last_shell, k8s_events, turns, verdict,
+                    in_a_row, probes, preview_errors, preview_state)
 
 
 def status_json(sidecar: "Sidecar") -> bytes:

@@ -37,7 +37,7 @@ from typing import Any
 
 import orjson
 
-from sidecar.backends import ReaderFormatError, SessionEvent, SessionLogReader
+from sidecar.backends import ReaderFormatError, SessionEvent, SessionLogReader, UnusedLine
 
 log = logging.getLogger("repeat_failure")
 
@@ -118,10 +118,12 @@ class _File:
 @dataclass
 class PollResult:
     """What one :meth:`SessionTail.poll` found: ``events`` in file order (``ts`` always set),
-    ``errors`` counted by reason."""
+    ``errors`` counted by reason, and ``ignored``: lines of a type the reader does not know
+    (:class:`~sidecar.backends.UnusedLine`; not errors)."""
 
     events: list[SessionEvent] = field(default_factory=list)
     errors: Counter = field(default_factory=Counter)
+    ignored: int = 0
 
 
 class SessionTail:
@@ -331,10 +333,13 @@ class SessionTail:
     def _call_reader(self, result: PollResult, method: Callable[..., list[SessionEvent]],
                      *args: Any) -> list[SessionEvent] | None:
         """``method(*args)`` of the reader, or None after counting why it failed: the reader's
-        own reason, ``unreadable`` for a database that cannot be read now (the next poll tries
+        own reason (a line of a type it does not know is counted in ``ignored`` instead),
+        ``unreadable`` for a database that cannot be read now (the next poll tries
         again), ``reader_bug`` (logged by class name only, never the data) for anything else."""
         try:
             return method(*args)
+        except UnusedLine:
+            result.ignored += 1
         except ReaderFormatError as exc:
             result.errors[exc.reason] += 1
         except sqlite3.Error:

@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 import orjson
 import pytest
 
+from harness import evidence as evidence_dirs
 from sidecar.backends import (
     EVENT_KINDS,
     SHELL_END,
@@ -53,7 +54,10 @@ from sidecar.normalize import normalize
 from sidecar.sessionlog import SessionTail, expand_globs
 
 REPO = Path(__file__).resolve().parent.parent
-EVIDENCE_DIR = REPO / "harness" / "evidence"
+#: The evidence the tests read for the pinned releases: the committed ``harness/evidence/``, or
+#: the fresh directory a harness run wrote outside the checkout (``$REPEAT_FAILURE_EVIDENCE_DIR``,
+#: set by ``./scripts/test``); :mod:`harness.evidence`.
+EVIDENCE_DIR = evidence_dirs.primary()
 #: The session scenarios the harness runs besides the shell runs (``scenarios`` in the evidence).
 SCENARIO_NAMES = ("read", "running", "midturn")
 #: The harness's shell run whose session every reader is tested on: the stub asks for this
@@ -63,9 +67,19 @@ SHELL_REPEAT = 5
 SHELL_EXIT = 2
 
 
-def evidence_of(backend: str) -> dict[str, Any]:
-    """The backend's evidence JSON, read now (the harness may have replaced it)."""
-    return json.loads((EVIDENCE_DIR / f"{backend}.json").read_text())
+def evidence_of(backend: str, root: Path | None = None) -> dict[str, Any]:
+    """The backend's evidence JSON under ``root`` (default :data:`EVIDENCE_DIR`, the pinned
+    release's), read now (the harness may have replaced it)."""
+    return json.loads(((root or EVIDENCE_DIR) / f"{backend}.json").read_text())
+
+
+def version_params(backend: str) -> list[Any]:
+    """One ``pytest.param(root, id="<backend>-<version>")`` per verified release of ``backend``
+    (:func:`harness.evidence.versions`: the pin first, then the earlier releases whose real
+    captures are kept), for a test that must hold on every release users may run (issue 15's
+    version matrix)."""
+    return [pytest.param(root, id=f"{backend}-{version}")
+            for version, root in evidence_dirs.versions(backend, EVIDENCE_DIR)]
 
 
 def iso_ts(text: str) -> float:
@@ -153,9 +167,16 @@ class SessionLog:
     """One JSON Lines backend's real session logs as the harness kept them under
     ``harness/evidence/<backend>/``, and its registered reader."""
 
-    def __init__(self, backend: str) -> None:
+    def __init__(self, backend: str, root: Path | None = None) -> None:
         self.backend = backend
-        self.home = EVIDENCE_DIR / backend
+        #: The evidence directory of one release (:func:`version_params`).
+        self.root = root or EVIDENCE_DIR
+        self.home = self.root / backend
+
+    @property
+    def version(self) -> str:
+        """The CLI release these captures come from (the evidence's ``version``)."""
+        return self.evidence()["version"]
 
     @property
     def reader(self) -> SessionLogReader:
@@ -166,7 +187,7 @@ class SessionLog:
 
     def evidence(self) -> dict[str, Any]:
         """The evidence JSON, read now."""
-        return evidence_of(self.backend)
+        return evidence_of(self.backend, self.root)
 
     def shell_run(self) -> dict[str, Any]:
         """The evidence's last run: the ``ls /nonexistent`` x5 one whose session is kept."""
@@ -346,6 +367,22 @@ class SessionLogChecks:
     log: ClassVar[SessionLog]
     reader_class: ClassVar[type[SessionLogReader]]
     route_records: ClassVar[bool] = False
+    #: Run every check on each verified release's captures (:func:`version_params`), not only
+    #: the pin's.
+    every_version: ClassVar[bool] = True
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        """Parametrize the class's tests by release: ``evidence_root`` takes each verified
+        release's evidence directory (pytest calls this hook on the test class)."""
+        if "evidence_root" in metafunc.fixturenames:
+            roots = version_params(self.log.backend) if self.every_version else \
+                [pytest.param(self.log.root, id=self.log.backend)]
+            metafunc.parametrize("evidence_root", roots)
+
+    @pytest.fixture(autouse=True)
+    def _at_release(self, evidence_root: Path) -> None:
+        """Point :attr:`log` at this test's release."""
+        self.log = SessionLog(self.log.backend, evidence_root)
     line_kinds_in_every_file: ClassVar[frozenset[str]] = frozenset()
     known_line_kinds: ClassVar[frozenset[str] | None] = None
 

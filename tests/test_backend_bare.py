@@ -1,8 +1,9 @@
 """Backends whose shell tool runs the agent's command as is, with no wrapper and no helper shell
 of its own (spec C7, C8, C-AC1), checked on the harness's real records: the ``bash``
 pseudo-backend, pi, opencode, Kilo Code CLI and GitHub Copilot CLI. Backend-specific facts (session
-stores, launch flags) are in each backend's own test module. pi's checks run on each verified
-release's records (1.6.0 and the kept 0.73.1 captures, ``harness.evidence.versions``)."""
+stores, launch flags) are in each backend's own test module. Every check runs on each
+verified release's records (pi 1.6.0 and 0.73.1; ``version_params`` of ``tests/sessionlogs.py``,
+issue 15's version matrix)."""
 
 from __future__ import annotations
 
@@ -11,22 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from harness import evidence as evidence_dirs
+from harness.evidence import primary
 from sidecar.backends import wrapper_stripper
 from sidecar.coverage import COVERAGE
 from sidecar.normalize import normalize
 
-EVIDENCE_DIR = Path(__file__).resolve().parent.parent / "harness" / "evidence"
+from sessionlogs import version_params
+
+EVIDENCE_DIR = primary()
 BARE = ("bash", "pi", "opencode", "kilo", "copilot")
 EXITS = {"ls /nonexistent": 2, "false": 1, "echo harness-ok": 0}
-#: Bare backends whose earlier verified releases' records are checked too.
-VERSIONED = ("pi",)
-#: ``(backend, evidence root)``: each bare backend's pinned evidence, and for a backend of
-#: :data:`VERSIONED` every verified release's.
-CASES = [pytest.param(b, root, id=b if b not in VERSIONED else f"{b}-{version}")
-         for b in BARE
-         for version, root in (evidence_dirs.versions(b) if b in VERSIONED
-                               else [("", EVIDENCE_DIR)])]
+#: ``(backend, evidence root)`` per bare backend and verified release (the pin first), ids
+#: ``<backend>-<version>``.
+CASES = [pytest.param(b, *param.values, id=param.id) for b in BARE for param in version_params(b)]
 
 
 def evidence(backend: str, root: Path = EVIDENCE_DIR) -> dict:

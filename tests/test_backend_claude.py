@@ -39,12 +39,23 @@ from sessionlogs import (
     drop_path,
     iso_ts,
     set_path,
+    version_params,
 )
 
-EVIDENCE = json.loads((Path(__file__).resolve().parent.parent / "harness" / "evidence"
-                       / "claude.json").read_text())
-RECORDS = [r for run in EVIDENCE["runs"] for r in run["records"]]
-WRAPPED = [r for r in RECORDS if r["raw"].startswith("source ")]
+
+
+@pytest.fixture(params=version_params("claude"))
+def log(request: pytest.FixtureRequest) -> SessionLog:
+    """Claude Code's real captures of one verified release (the pin, then the earlier ones)."""
+    return SessionLog("claude", request.param)
+
+
+def _records(log: SessionLog) -> list[dict[str, Any]]:
+    return [r for run in log.evidence()["runs"] for r in run["records"]]
+
+
+def _wrapped(log: SessionLog) -> list[dict[str, Any]]:
+    return [r for r in _records(log) if r["raw"].startswith("source ")]
 
 
 def wrap(command: str, snapshot: str = "/root/.claude/shell-snapshots/snapshot-bash-1-x.sh") -> str:
@@ -54,46 +65,88 @@ def wrap(command: str, snapshot: str = "/root/.claude/shell-snapshots/snapshot-b
             f" && eval {shlex.quote(command)} < /dev/null && pwd -P >| /tmp/claude-1a2b-cwd")
 
 
-def test_evidence_has_wrapped_commands_and_helpers() -> None:
+def test_evidence_has_wrapped_commands_and_helpers(log: SessionLog) -> None:
     """The real run recorded wrapped agent commands and helper shells (an env probe, the
     snapshot writer)."""
-    assert len(WRAPPED) == 8  # 1 + 1 + 1 + 5 agent commands
-    helpers = [r for r in RECORDS if not r["raw"].startswith("source ")]
+    assert len(_wrapped(log)) == 8  # 1 + 1 + 1 + 5 agent commands
+    helpers = [r for r in _records(log) if not r["raw"].startswith("source ")]
     assert {r["raw"].split("\n", 1)[0].split("=", 1)[0] for r in helpers} == {"env", "SNAPSHOT_FILE"}
 
 
-def test_wrapped_ls_compares_equal_to_bare_command() -> None:
+def test_wrapped_ls_compares_equal_to_bare_command(log: SessionLog) -> None:
     """C-AC4: Claude Code's wrapped form of `ls /nonexistent` normalizes to the bare command."""
-    first = EVIDENCE["runs"][0]
+    first = log.evidence()["runs"][0]
     (record,) = [r for r in first["records"] if r["raw"].startswith("source ")]
     assert normalize(record["raw"], "claude") == "ls /nonexistent"
     assert record["exit"] == 2
 
 
-def test_every_real_agent_command_unwraps() -> None:
+def test_every_real_agent_command_unwraps(log: SessionLog) -> None:
     """Every wrapped record of every real run unwraps to the command the stub asked for."""
-    for run in EVIDENCE["runs"]:
+    for run in log.evidence()["runs"]:
         got = [(normalize(r["raw"], "claude"), r["exit"]) for r in run["records"]
                if r["raw"].startswith("source ")]
         expected_exit = {"ls /nonexistent": 2, "false": 1, "echo harness-ok": 0}[run["command"]]
         assert got == [(run["command"], expected_exit)] * run["repeat"]
 
 
-def test_helper_shells_never_reach_the_detector() -> None:
+def test_helper_shells_never_reach_the_detector(log: SessionLog) -> None:
     """C8: the env probe and the snapshot writer normalize to the empty command."""
-    for record in RECORDS:
+    for record in _records(log):
         if not record["raw"].startswith("source "):
             assert normalize(record["raw"], "claude") == ""
 
 
-@pytest.mark.parametrize("command", [
+def real_wrap(log: SessionLog, command: str) -> str:
+    """The release's real wrapper (its recorded ``ls /nonexistent``) around ``command``, quoted
+    the way Claude Code quotes a command for ``eval``."""
+    (record,) = [r for r in log.evidence()["runs"][0]["records"]
+                 if r["raw"].startswith("source ")]
+    head, tail = record["raw"].split(" eval 'ls /nonexistent' ")
+    return f"{head} eval {shlex.quote(command)} {tail}"
+
+
+ROUND_TRIPS = [
     "ls /nonexistent", "false", 'echo "double" \'single\'', "make && make test || echo failed",
     "printf 'a\\nb'\necho second line", "cat <<'EOF'\nheredoc $HOME\nEOF", "it's", "a  b",
-])
+    # the wrapper's own words inside the command
+    "true || true && eval 'x' < /dev/null && pwd -P >| /tmp/claude-9-cwd",
+    "{ \\builtin unalias -- 'which'; } >/dev/null 2>&1 || true && ls",
+]
+
+
+@pytest.mark.parametrize("command", ROUND_TRIPS)
 def test_stripper_round_trips(command: str) -> None:
     """C-AC4 for quotes, &&, newlines and heredocs: the wrapper comes off exactly (then the
     usual normalization applies: whitespace collapses)."""
     assert normalize(wrap(command), "claude") == normalize(command, "bash")
+
+
+@pytest.mark.parametrize("command", ROUND_TRIPS)
+def test_stripper_round_trips_in_every_real_wrapper(log: SessionLog, command: str) -> None:
+    """The same round trips inside each verified release's real wrapper (2.1.332 adds
+    ``\\builtin`` prefixes and ``unalias`` blocks before the ``eval``), including commands
+    that hold the wrapper's own words."""
+    wrapped = real_wrap(log, command)
+    assert wrapped.count(" eval ") >= 1 and wrapped.endswith("-cwd")
+    assert normalize(wrapped, "claude") == normalize(command, "bash")
+
+
+def test_the_2_1_332_wrapper_is_not_the_2_1_197_one() -> None:
+    """The two releases' real wrappers differ (what the version matrix guards): 2.1.332's has
+    the ``\\builtin unalias`` blocks; the stripper anchored on the head and tail takes both,
+    and a wrapper missing its tail is left as it is."""
+    forms = {}
+    for param in version_params("claude"):
+        log = SessionLog("claude", param.values[0])
+        forms[log.version] = real_wrap(log, "ls /nonexistent")
+    assert {"2.1.332", "2.1.197"} <= forms.keys()
+    assert "\\builtin unalias -- 'which'" in forms["2.1.332"]
+    assert "unalias" not in forms["2.1.197"]
+    for form in forms.values():
+        assert normalize(form, "claude") == "ls /nonexistent"
+        cut = form.rsplit(" && pwd -P", 1)[0]
+        assert normalize(cut, "claude") == normalize(cut, "bash")
 
 
 @pytest.mark.parametrize("backend", ["vllm", "llm-d", "litellm", "watsonx"])
@@ -104,16 +157,16 @@ def test_inference_backends_use_the_claude_stripper(backend: str) -> None:
 
 # -- the session-log reader ---------------------------------------------------------------------
 
-LOG = SessionLog("claude")
-READER = LOG.reader
+READER = SessionLog("claude").reader
 
 
 class TestSessionLog(SessionLogChecks):
-    """The checks every JSON Lines reader passes, on Claude Code 2.1.197's real files: queue
-    operations, attachments and the last-prompt line are known types and add nothing; the
-    answer's ``end_turn`` ends the turn."""
+    """The checks every JSON Lines reader passes, on the real files of every verified release
+    (2.1.332, 2.1.197): queue operations, attachments, 2.1.332's request bookkeeping and (but
+    for 2.1.197's exit) the last-prompt line are known types and add nothing; the answer's
+    ``end_turn`` ends the turn."""
 
-    log = LOG
+    log = SessionLog("claude")
     reader_class = ClaudeSessionReader
     line_kinds_in_every_file = frozenset({"user", "assistant"})
 
@@ -145,16 +198,16 @@ def test_reader_serves_the_inference_backends_too() -> None:
     assert READER.signal.startswith("~/.claude/projects/*/*.jsonl: ")
 
 
-def test_shell_calls_carry_id_command_exit_and_turn() -> None:
+def test_shell_calls_carry_id_command_exit_and_turn(log: SessionLog) -> None:
     """Each ``shell_end`` pairs with its ``shell_start`` by the file's tool_use id, has the
     command (kept from the call), exit 2 from the result's leading ``Exit code 2`` and the
     prompt's ``promptId`` as its turn."""
-    lines = LOG.session_lines()
+    lines = log.session_lines()
     call_ids = [b["id"] for i in _indexes(lines, "call") for b in _blocks(lines[i], "tool_use")]
     assert len(call_ids) == 5 and len(set(call_ids)) == 5
     (prompt,) = _indexes(lines, "prompt")
     turn = lines[prompt]["promptId"]
-    events = LOG.read(lines)
+    events = log.read(lines)
     starts = [(e.call_id, e.command, e.tool) for e in events if e.kind == SHELL_START]
     ends = [(e.call_id, e.command, e.exit, e.failed, e.tool) for e in events
             if e.kind == SHELL_END]
@@ -163,11 +216,11 @@ def test_shell_calls_carry_id_command_exit_and_turn() -> None:
     assert {e.turn_id for e in events} == {turn}
 
 
-def test_timestamps_are_the_lines_own() -> None:
+def test_timestamps_are_the_lines_own(log: SessionLog) -> None:
     """Every event's ``ts`` is its own line's ``timestamp``; the turn starts at the prompt line
     and ends at the answer line."""
-    lines = LOG.session_lines()
-    read = LOG.read_indexed(lines)
+    lines = log.session_lines()
+    read = log.read_indexed(lines)
     for i, event in read:
         assert event.ts == iso_ts(lines[i]["timestamp"])
     by_kind = {kind: [i for i, e in read if e.kind == kind] for kind in EVENT_KINDS}
@@ -177,23 +230,23 @@ def test_timestamps_are_the_lines_own() -> None:
     assert by_kind[SHELL_END] == _indexes(lines, "result")
 
 
-def test_result_without_its_call_still_ends_a_shell_call() -> None:
+def test_result_without_its_call_still_ends_a_shell_call(log: SessionLog) -> None:
     """After a sidecar restart the state is fresh: the real tool_result line alone reads as a
     Bash result (``Exit code 2``) and gives a ``shell_end`` with its exit and an empty command."""
-    lines = LOG.session_lines()
+    lines = log.session_lines()
     line = lines[_indexes(lines, "result")[0]]
     (event,) = READER.parse_line(line, READER.new_file_state())
     assert (event.kind, event.call_id, event.command, event.exit, event.failed, event.tool) == \
         (SHELL_END, _blocks(line, "tool_result")[0]["tool_use_id"], "", 2, True, "Bash")
 
 
-def _line(what: str, n: int = 0) -> dict[str, Any]:
-    lines = LOG.session_lines()
+def _line(log: SessionLog, what: str, n: int = 0) -> dict[str, Any]:
+    lines = log.session_lines()
     return copy.deepcopy(lines[_indexes(lines, what)[n]])
 
 
-def _first_type(kind: str) -> dict[str, Any]:
-    return copy.deepcopy(next(line for line in LOG.session_lines() if line["type"] == kind))
+def _first_type(log: SessionLog, kind: str) -> dict[str, Any]:
+    return copy.deepcopy(next(line for line in log.session_lines() if line["type"] == kind))
 
 
 def _result_text(line: dict[str, Any], old: str, new: str) -> dict[str, Any]:
@@ -203,34 +256,33 @@ def _result_text(line: dict[str, Any], old: str, new: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("how", "broken", "reason"), [
-    ("the real prompt line inside a list", lambda: [_line("prompt")], "not_object"),
+    ("the real prompt line inside a list", lambda log: [_line(log, "prompt")], "not_object"),
     ("the real last-prompt line without its type",
-     lambda: drop_path(_first_type("last-prompt"), ("type",)), "no_type"),
-    ("the real attachment line with an unknown type",
-     lambda: set_path(_first_type("attachment"), ("type",), "attachment-v2"), "unknown_type"),
+     lambda log: drop_path(_first_type(log, "last-prompt"), ("type",)), "no_type"),
     ("the real prompt line with a list as message",
-     lambda: set_path(_line("prompt"), ("message",), []), "unknown_shape"),
+     lambda log: set_path(_line(log, "prompt"), ("message",), []), "unknown_shape"),
     ("the real prompt line with a number as content",
-     lambda: set_path(_line("prompt"), ("message", "content"), 7), "unknown_shape"),
+     lambda log: set_path(_line(log, "prompt"), ("message", "content"), 7), "unknown_shape"),
     ("the real call line with a number as stop_reason",
-     lambda: set_path(_line("call"), ("message", "stop_reason"), 1), "unknown_shape"),
+     lambda log: set_path(_line(log, "call"), ("message", "stop_reason"), 1), "unknown_shape"),
     ("the real call line with a number as the tool_use id",
-     lambda: set_path(_line("call"), ("message", "content", 0, "id"), 11), "unknown_shape"),
+     lambda log: set_path(_line(log, "call"), ("message", "content", 0, "id"), 11), "unknown_shape"),
     ("the real result line with a string as is_error",
-     lambda: set_path(_line("result"), ("message", "content", 0, "is_error"), "yes"),
+     lambda log: set_path(_line(log, "result"), ("message", "content", 0, "is_error"), "yes"),
      "unknown_shape"),
     ("the real result line with a number as tool_use_id",
-     lambda: set_path(_line("result"), ("message", "content", 0, "tool_use_id"), 11),
+     lambda log: set_path(_line(log, "result"), ("message", "content", 0, "tool_use_id"), 11),
      "unknown_shape"),
     ("the real result line's 'Exit code 2' with a word for the code",
-     lambda: _result_text(_line("result"), "Exit code 2", "Exit code two"), "bad_exit"),
+     lambda log: _result_text(_line(log, "result"), "Exit code 2", "Exit code two"), "bad_exit"),
     ("the real result line with a timestamp that is not a time",
-     lambda: set_path(_line("result"), ("timestamp",), "soon"), "bad_ts"),
+     lambda log: set_path(_line(log, "result"), ("timestamp",), "soon"), "bad_ts"),
 ])
-def test_broken_real_lines_raise_reader_format_error(how: str, broken: Any, reason: str) -> None:
+def test_broken_real_lines_raise_reader_format_error(log: SessionLog, how: str, broken: Any,
+                                                      reason: str) -> None:
     """A real line broken as described raises ReaderFormatError with a fixed reason label that
     never quotes the line."""
-    assert_reader_error(READER, broken(), reason)
+    assert_reader_error(READER, broken(log), reason)
 
 
 def _kinds(*lines: dict[str, Any]) -> list[str]:
@@ -238,59 +290,59 @@ def _kinds(*lines: dict[str, Any]) -> list[str]:
     return [e.kind for line in lines for e in READER.parse_line(line, state)]
 
 
-def test_one_turn_end_per_reply_and_only_with_a_final_stop_reason() -> None:
+def test_one_turn_end_per_reply_and_only_with_a_final_stop_reason(log: SessionLog) -> None:
     """Claude Code writes each block of a reply as its own line with the same message id: the
     real answer line twice ends the turn once. The answer line with stop_reason ``tool_use``
     (a text block before a call) or ``null`` (written before the reply's stop was known) does
     not end it."""
-    answer = _line("answer")
+    answer = _line(log, "answer")
     assert _kinds(answer, copy.deepcopy(answer)) == [TEXT, TURN_END, TEXT]
-    assert _kinds(set_path(_line("answer"), ("message", "stop_reason"), "tool_use")) == [TEXT]
-    assert _kinds(set_path(_line("answer"), ("message", "stop_reason"), None)) == [TEXT]
+    assert _kinds(set_path(_line(log, "answer"), ("message", "stop_reason"), "tool_use")) == [TEXT]
+    assert _kinds(set_path(_line(log, "answer"), ("message", "stop_reason"), None)) == [TEXT]
 
 
-def test_user_lines_that_are_not_prompts() -> None:
+def test_user_lines_that_are_not_prompts(log: SessionLog) -> None:
     """The real prompt line changed to what Claude Code writes for an interrupt ends the turn;
     changed to a command echo (a leading tag), or marked isMeta or isSidechain, starts none."""
-    interrupted = set_path(_line("prompt"), ("message", "content"),
+    interrupted = set_path(_line(log, "prompt"), ("message", "content"),
                            "[Request interrupted by user]")
     assert _kinds(interrupted) == [TURN_END]
-    echo = set_path(_line("prompt"), ("message", "content"), "<command-name>/clear</command-name>")
+    echo = set_path(_line(log, "prompt"), ("message", "content"), "<command-name>/clear</command-name>")
     assert _kinds(echo) == []
-    assert _kinds(set_path(_line("prompt"), ("isMeta",), True)) == []
-    assert _kinds(set_path(_line("prompt"), ("isSidechain",), True)) == []
+    assert _kinds(set_path(_line(log, "prompt"), ("isMeta",), True)) == []
+    assert _kinds(set_path(_line(log, "prompt"), ("isSidechain",), True)) == []
 
 
-def test_subagent_lines_give_shell_activity_but_no_turn() -> None:
+def test_subagent_lines_give_shell_activity_but_no_turn(log: SessionLog) -> None:
     """The real call, result and answer lines marked isSidechain (a subagent's) still give the
     shell call, but the subagent's answer does not end the user's turn."""
-    lines = [set_path(_line(what), ("isSidechain",), True) for what in ("call", "result", "answer")]
+    lines = [set_path(_line(log, what), ("isSidechain",), True) for what in ("call", "result", "answer")]
     assert _kinds(*lines) == [SHELL_START, SHELL_END, TEXT]
 
 
-def test_other_tools_are_tool_events_not_shell() -> None:
+def test_other_tools_are_tool_events_not_shell(log: SessionLog) -> None:
     """The real call line with its tool renamed Read is a ``tool`` event; the real result line
     of that call gives nothing (even with its ``Exit code`` text): it is no shell call."""
-    call = set_path(_line("call"), ("message", "content", 0, "name"), "Read")
+    call = set_path(_line(log, "call"), ("message", "content", 0, "name"), "Read")
     state = READER.new_file_state()
     (event,) = READER.parse_line(call, state)
     assert (event.kind, event.tool) == (TOOL, "Read")
-    assert READER.parse_line(_line("result"), state) == []
+    assert READER.parse_line(_line(log, "result"), state) == []
 
 
-def test_background_command_stays_running() -> None:
+def test_background_command_stays_running(log: SessionLog) -> None:
     """A Bash call run with ``run_in_background`` is answered at once, and the command goes on:
     the real call and result lines, the result turned into Claude Code 2.1.197's background
     answer (``toolUseResult.backgroundTaskId``, as its binary writes it), give the call's start
     and no end, so a long background build never starts the C12 timer."""
     def result(background: bool) -> dict[str, Any]:
-        line = set_path(_line("result"), ("message", "content", 0, "is_error"), False)
+        line = set_path(_line(log, "result"), ("message", "content", 0, "is_error"), False)
         if background:
             line["toolUseResult"] = {"stdout": "", "stderr": "", "interrupted": False,
                                      "backgroundTaskId": "b7k2q"}
         return line
 
-    assert _kinds(_line("call"), result(False))[-1] == SHELL_END
-    foreground = _kinds(_line("call"), result(False))
-    assert _kinds(_line("call"), result(True)) == foreground[:-1]
+    assert _kinds(_line(log, "call"), result(False))[-1] == SHELL_END
+    foreground = _kinds(_line(log, "call"), result(False))
+    assert _kinds(_line(log, "call"), result(True)) == foreground[:-1]
     assert SHELL_START in foreground[:-1]

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.evidence import primary
 from sidecar.backends import SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START, SessionEvent
 from sidecar.backends.codex import CodexReader, strip
 from sidecar.normalize import normalize
@@ -26,7 +27,7 @@ from sidecar.scrub import scrub
 
 from sessionlogs import SessionLog, SessionLogChecks, assert_reader_error, iso_ts
 
-EVIDENCE = json.loads((Path(__file__).resolve().parent.parent / "harness" / "evidence"
+EVIDENCE = json.loads((primary()
                        / "codex.json").read_text())
 RECORDS = [r for run in EVIDENCE["runs"] for r in run["records"]]
 COMMANDS = {run["command"] for run in EVIDENCE["runs"]}

@@ -1,9 +1,10 @@
 """pi's session-log reader (issue 5; issue 15: every verified release), on the harness's real
 session files only.
 
-Every test runs on each verified release's captures (``harness.evidence.versions("pi")``: the
-pin, pi 1.6.0 of ``@earendil-works/pi-coding-agent``, then the kept captures of 0.73.1, the last
-release of ``@mariozechner/pi-coding-agent``). The files are found through each release's
+Every test runs on each verified release's captures (``version_params("pi")`` of
+``tests/sessionlogs.py``, from ``harness.evidence.versions``: the pin, pi 1.6.0 of
+``@earendil-works/pi-coding-agent``, then the kept captures of 0.73.1, the last release of
+``@mariozechner/pi-coding-agent``). The files are found through each release's
 ``pi.json`` (``session_files``, ``scenario_sessions``, ``verdict_scenarios``), never named here: a
 harness re-run replaces them with new ids and times. Every id and time a test expects is read
 from the file itself. The checks every JSON Lines reader passes come from ``tests/sessionlogs.py``
@@ -16,15 +17,16 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from harness import checks
 from harness import evidence as evidence_dirs
-from sidecar.backends import (ERROR, SHELL_END, SHELL_START, TURN_END, TURN_START,
-                              ReaderFormatError)
+from sidecar.backends import (ERROR, SHELL_END, TURN_END, TURN_START, SHELL_START,
+                              UnusedLine)
 from sidecar.backends.pi import ABORTED, PiSessionReader
+from sidecar.sessionlog import SessionTail
 
 from sessionlogs import (
     JUNK,
@@ -38,25 +40,11 @@ from sessionlogs import (
     iso_ts,
     pi_messages,
     set_path,
+    version_params,
 )
 
-
-class VersionLog(SessionLog):
-    """pi's real session logs of one verified release: :class:`SessionLog` with the evidence
-    root that release's captures live under (``<root>/pi.json`` and ``<root>/pi/``)."""
-
-    def __init__(self, version: str, root: Path) -> None:
-        super().__init__("pi")
-        self.version = version
-        self.root = root
-        self.home = root / "pi"
-
-    def evidence(self) -> dict[str, Any]:
-        """This release's ``pi.json``, read now."""
-        return evidence_dirs.load("pi", self.root)
-
-
-VERSIONS = [VersionLog(version, root) for version, root in evidence_dirs.versions("pi")]
+#: pi's real session logs of each verified release, the pin first.
+VERSIONS = [SessionLog("pi", param.values[0]) for param in version_params("pi")]
 #: What each verified release's captures show (from its real files and its bundle): its npm
 #: package, whether it logs the system prompt as a leading ``system`` message, and what its
 #: ``killed`` verdict capture (SIGTERM while ``sleep 8`` ran) ends with after the call starts.
@@ -70,8 +58,9 @@ READER = VERSIONS[0].reader
 
 
 def by_version(test):
-    """Parametrize ``test``'s ``log`` argument over every verified release (ids: the version)."""
-    return pytest.mark.parametrize("log", VERSIONS, ids=[v.version for v in VERSIONS])(test)
+    """Parametrize ``test``'s ``log`` argument (a :class:`SessionLog`) over every verified
+    release (ids: ``pi-<version>``)."""
+    return pytest.mark.parametrize("log", VERSIONS, ids=[p.id for p in version_params("pi")])(test)
 
 
 def test_the_pin_and_the_previous_pin_are_verified() -> None:
@@ -91,13 +80,9 @@ class TestSessionLog(SessionLogChecks, PiLogChecks):
     release's real files: every entry type and role present is read without an error; the final
     answer (no tool call) ends the turn."""
 
+    log = VERSIONS[0]  # the machinery points it at each release (SessionLogChecks)
     reader_class = PiSessionReader
     line_kinds_in_every_file = frozenset({"session", "message"})
-
-    @pytest.fixture(autouse=True, params=VERSIONS, ids=[v.version for v in VERSIONS])
-    def _release(self, request: pytest.FixtureRequest) -> None:
-        """Every test of the class runs once per verified release."""
-        self.log = request.param
 
 
 def test_reader_is_not_pis_record_route() -> None:
@@ -110,7 +95,7 @@ def test_reader_is_not_pis_record_route() -> None:
 
 
 @by_version
-def test_the_logged_system_prompt_is_read_as_nothing(log: VersionLog) -> None:
+def test_the_logged_system_prompt_is_read_as_nothing(log: SessionLog) -> None:
     """pi 1.6.0 writes the system prompt as the first ``message`` (role ``system``, before the
     user's prompt) of every session file; it gives no event and no error. 0.73.1 writes none."""
     for path in log.all_files():
@@ -217,7 +202,7 @@ BROKEN = [
 
 @by_version
 @pytest.mark.parametrize(("how", "broken", "reason"), BROKEN, ids=[b[0] for b in BROKEN])
-def test_broken_real_lines_raise_reader_format_error(log: VersionLog, how: str, broken: Any,
+def test_broken_real_lines_raise_reader_format_error(log: SessionLog, how: str, broken: Any,
                                                      reason: str) -> None:
     """A real line broken as described raises ReaderFormatError with a fixed reason label that
     never quotes the line: ``unknown_type`` for a line of a kind (entry type, message role) the
@@ -226,7 +211,7 @@ def test_broken_real_lines_raise_reader_format_error(log: VersionLog, how: str, 
 
 
 @by_version
-def test_calls_of_a_failed_or_aborted_reply_never_start(log: VersionLog) -> None:
+def test_calls_of_a_failed_or_aborted_reply_never_start(log: SessionLog) -> None:
     """The real call line with ``stopReason`` changed to ``error`` or ``aborted``: pi ends the
     run without running its calls (``agent-loop.js`` of both releases), so no shell call starts;
     the turn ends on its terminal error (turn verdicts, issue 8): the ``errorMessage``, for an
@@ -244,7 +229,7 @@ def test_calls_of_a_failed_or_aborted_reply_never_start(log: VersionLog) -> None
 
 
 @by_version
-def test_the_users_own_bang_command_is_not_agent_activity(log: VersionLog) -> None:
+def test_the_users_own_bang_command_is_not_agent_activity(log: SessionLog) -> None:
     """The real result line with its role changed to ``bashExecution`` (the message pi writes
     for the user's own ``!`` command, ``messages.d.ts``) gives no event: it is not an agent
     tool call."""
@@ -253,7 +238,7 @@ def test_the_users_own_bang_command_is_not_agent_activity(log: VersionLog) -> No
 
 
 @by_version
-def test_pi_16s_usage_and_context_edit_entries_are_read_as_nothing(log: VersionLog) -> None:
+def test_pi_16s_usage_and_context_edit_entries_are_read_as_nothing(log: SessionLog) -> None:
     """The real user line retyped as each entry type pi 1.6.0's ``session-manager.d.ts`` lists
     that its captures do not show (``usage``, ``context_edit``) gives no event and no error."""
     for kind in ("usage", "context_edit"):
@@ -261,7 +246,7 @@ def test_pi_16s_usage_and_context_edit_entries_are_read_as_nothing(log: VersionL
         assert READER.parse_line(line, READER.new_file_state()) == []
 
 
-def _killed(log: VersionLog) -> tuple[list[Any], dict[str, Any]]:
+def _killed(log: SessionLog) -> tuple[list[Any], dict[str, Any]]:
     """The decoded lines of the release's ``killed`` verdict capture and its evidence."""
     run = log.evidence()["verdict_scenarios"]["killed"]
     (rel,) = run["session_files"]
@@ -269,7 +254,7 @@ def _killed(log: VersionLog) -> tuple[list[Any], dict[str, Any]]:
 
 
 @by_version
-def test_a_killed_run(log: VersionLog) -> None:
+def test_a_killed_run(log: SessionLog) -> None:
     """SIGTERM while the turn's one shell call (``touch <marker> && sleep 8``) ran. pi 1.6.0
     aborts the run before it exits: the call's result is ``Command aborted`` (failed, no exit
     code), then an assistant message ``stopReason: "aborted"`` with ``errorMessage`` "This
@@ -298,7 +283,7 @@ def test_a_killed_run(log: VersionLog) -> None:
 
 
 @by_version
-def test_an_unknown_role_is_not_a_broken_message(log: VersionLog) -> None:
+def test_an_unknown_role_is_not_a_broken_message(log: SessionLog) -> None:
     """A ``message`` whose role this reader does not know is a line it does not use: its reason
     (``unknown_type``) is not one of the shape errors of the lines it reads, and the lines after
     it are read as before (the file's state is untouched)."""
@@ -310,8 +295,44 @@ def test_an_unknown_role_is_not_a_broken_message(log: VersionLog) -> None:
         if i == pi_messages(lines, "user")[0] + 1:
             odd = set_path(copy.deepcopy(lines[pi_messages(lines, "toolResult")[0]]),
                            ("message", "role"), "auditor")
-            with pytest.raises(ReaderFormatError) as raised:
+            with pytest.raises(UnusedLine) as raised:
                 READER.parse_line(odd, state)
             assert raised.value.reason == "unknown_type"
         out += READER.parse_line(line, state)
     assert out == whole
+
+
+@by_version
+def test_lines_of_unknown_kinds_are_ignored_not_errors_in_the_tail(log: SessionLog,
+                                                                  tmp_path) -> None:
+    """The real shell-run session in an agent home, with two lines added after its prompt: the
+    real user line retyped as an entry type pi never wrote, and the real result line with a role
+    pi never wrote. The sidecar's tail counts both as ignored (``reader_lines_ignored_total``),
+    none as a reader error, and gives exactly the events of the real file."""
+    (path,) = log.session_files()
+    rel = path.relative_to(log.home)
+    lines = path.read_bytes().splitlines(keepends=True)
+    prompt = pi_messages(log.lines(path), "user")[0]
+    odd_type = set_path(first_pi_message(log, "user"), ("type",), "message_v2")
+    odd_role = set_path(first_pi_message(log, "toolResult"), ("message", "role"), "auditor")
+    added = [json.dumps(odd_type).encode() + b"\n", json.dumps(odd_role).encode() + b"\n"]
+    dest = tmp_path / "home" / rel
+    dest.parent.mkdir(parents=True)
+    dest.write_bytes(b"".join(lines[:prompt + 1] + added + lines[prompt + 1:]))
+    result = SessionTail(READER, tmp_path / "home", backfill_s=float("inf")).poll(rescan=True)
+    assert (result.ignored, dict(result.errors)) == (2, {})
+    real = log.read(log.lines(path))
+    assert [(e.kind, e.ts, e.command, e.exit) for e in result.events] == \
+        [(e.kind, e.ts, e.command, e.exit) for e in real]
+
+
+@by_version
+def test_every_check_drift_applies_holds(log: SessionLog) -> None:
+    """``harness.checks`` (what ``python -m harness drift`` and the fresh-evidence tests apply)
+    finds nothing wrong in each verified release's captures: route, readers and verdicts, the
+    verdicts per release (``checks.session_verdicts``: killed is agent_error on 1.6.0 and not
+    classified on 0.73.1)."""
+    assert checks.check("pi", log.root) == {"route": [], "readers": [], "verdicts": [],
+                                            "notes": []}
+    killed = checks.session_verdicts("pi", log.version)["killed"]
+    assert killed == ("agent_error" if FACTS[log.version]["killed_tail"] else None)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.evidence import primary, versions
 from sidecar.backends import session_reader
 from sidecar.checkstate import build_row
 from sidecar.coverage import COVERAGE, TABLE_HEADER, table_rows
@@ -50,7 +51,7 @@ def test_covered_row_has_valid_evidence(backend: str) -> None:
     sidecar pipeline raised the note on the repeated failure."""
     row = COVERAGE[backend]
     assert row.route in ("bash_env", f"{backend}_session_log") and row.shell_activity
-    evidence = json.loads((REPO / row.evidence).read_text())
+    evidence = json.loads((primary() / Path(row.evidence).name).read_text())
     assert row.version in evidence["version_output"]
     first = evidence["runs"][0]
     assert first["command"] == "ls /nonexistent"
@@ -66,18 +67,16 @@ def test_covered_row_has_valid_evidence(backend: str) -> None:
 
 
 @pytest.mark.parametrize("backend", sorted(b for b, r in COVERAGE.items() if r.also_verified))
-def test_also_verified_releases_are_the_kept_real_captures(backend: str) -> None:
-    """Issue 15 (a version matrix): a row's earlier verified releases are exactly the kept
-    captures ``harness.evidence.versions`` lists after the pin (newest first), each a real run
-    whose ``--version`` output names it and whose repeated failure raised the note; the table
-    cell names them all ("1.6.0; also verified 0.73.1")."""
-    from harness import evidence as evidence_dirs
-
+def test_also_verified_releases_are_real_runs(backend: str) -> None:
+    """Issue 15 (a version matrix): each kept capture of a row's earlier verified releases
+    (which :func:`test_versions_verified_are_the_captures_kept` matches to the row) is a real
+    run whose ``--version`` output names its release and whose repeated failure raised the
+    note; the table cell names every release ("1.6.0; also verified 0.73.1")."""
     row = COVERAGE[backend]
-    found = evidence_dirs.versions(backend, evidence_dirs.COMMITTED)
-    assert [v for v, _ in found] == [row.version, *row.also_verified]
+    found = versions(Path(row.evidence).stem)
+    assert len(found) == 1 + len(row.also_verified) > 1
     for version, root in found[1:]:
-        kept = evidence_dirs.load(backend, root)
+        kept = json.loads((root / Path(row.evidence).name).read_text())
         assert kept["version"] == version and version in kept["version_output"]
         assert kept["runs"][-1]["note"] == (
             "Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)")
@@ -89,8 +88,8 @@ def test_pi_is_verified_on_its_new_package_and_the_old_one() -> None:
     """pi's row: the pin is 1.6.0 (``@earendil-works/pi-coding-agent``), and 0.73.1 (the last
     ``@mariozechner/pi-coding-agent``) is verified too."""
     assert (COVERAGE["pi"].version, COVERAGE["pi"].also_verified) == ("1.6.0", ("0.73.1",))
-    assert COVERAGE["pi"].versions_text == "1.6.0; also verified 0.73.1"
-    assert COVERAGE["codex"].versions_text == COVERAGE["codex"].version
+    (cell,) = [r[3] for r in table_rows() if r[0] == "pi"]
+    assert cell == "harness/evidence/pi.json (1.6.0; also verified 0.73.1)"
 
 
 def test_rows_not_covered_say_why() -> None:
@@ -125,3 +124,16 @@ def test_shell_activity_signal_per_backend() -> None:
     assert session_reader("omp").signal.startswith("~/.omp/agent/sessions/*/*.jsonl: ")
     assert {b for b, r in COVERAGE.items() if r.covered and r.route != "bash_env"} == {"omp"}
     assert COVERAGE["omp"].route == "omp_session_log"
+
+
+@pytest.mark.parametrize("backend", sorted(b for b, r in COVERAGE.items() if r.covered))
+def test_versions_verified_are_the_captures_kept(backend: str) -> None:
+    """Issue 15's version matrix: a covered row names the pinned release (its evidence's) and
+    the earlier releases whose real captures are kept under harness/evidence/versions/ and
+    tested, no more and no fewer."""
+    row = COVERAGE[backend]
+    source = Path(row.evidence).stem
+    kept = [version for version, _ in versions(source)]
+    if source == "bash":
+        return
+    assert kept == [row.version, *row.also_verified]

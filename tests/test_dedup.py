@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.evidence import primary
 from sidecar.dedup import MAX_PENDING, NEUTRAL, SESSION, WINDOW_S, RouteDedup
 
 T0 = 1_800_000_000.0
@@ -71,7 +72,7 @@ def test_real_run_seen_by_both_routes_counts_once(tmp_path, monkeypatch) -> None
     from sidecar.backends import session_reader
     from sidecar.config import AgentSpec
 
-    evidence_dir = Path(__file__).resolve().parent.parent / "harness" / "evidence"
+    evidence_dir = primary()
     evidence = json.loads((evidence_dir / "claude.json").read_text())
     home = tmp_path / "home"
     for rel in evidence["session_files"]:

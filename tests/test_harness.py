@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from harness.evidence import primary
 from harness import runner
 from harness.backends import BACKENDS
 from harness.stub import FINAL_TEXT, PATCH_LINE, Script, Step, StubServer, pick_tool
 
-EVIDENCE_DIR = Path(__file__).resolve().parent.parent / "harness" / "evidence"
+EVIDENCE_DIR = primary()
 SHELL = {"type": "object", "properties": {"command": {"type": "string"}}}
 
 

@@ -43,6 +43,7 @@ from typing import Any, Callable
 import pytest
 import yaml
 
+from harness.evidence import primary
 from sidecar import hook
 from sidecar.backends import session_reader
 from sidecar.detector import Detector
@@ -56,7 +57,7 @@ DASHBOARD = CHART / "files" / "dashboard.json"
 GENERATOR = CHART / "dashboards" / "generate.py"
 RULE_TESTS = REPO / "tests" / "promtool" / "rules.test.yaml"
 METRICS_DOC = REPO / "docs" / "metrics.md"
-EVIDENCE = REPO / "harness" / "evidence"
+EVIDENCE = primary()
 
 SIDECAR_ALERTS = ("RepeatFailureRepeatingFailure", "RepeatFailureCheckNotReceivingData",
                   "RepeatFailureSidecarDown", "RepeatFailureAgentTurnsFailing",

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
+from harness.evidence import primary
 from sidecar.app import Sidecar
 from sidecar.config import AgentSpec
 from sidecar.events import PREVIEW_REASON
@@ -25,7 +26,8 @@ from sidecar.exporter import MetricsCollector
 from tests.waiting import free_port
 
 REPO = Path(__file__).resolve().parent.parent
-CAPTURE = REPO / "harness" / "evidence" / "claude" / "verdict" / "ok"
+EVIDENCE_DIR = primary()
+CAPTURE = EVIDENCE_DIR / "claude" / "verdict" / "ok"
 PAGES = {
     "/good/": b'<!doctype html><script type="module" src="/good/app.js"></script><p>hi</p>',
     "/good/app.js": b"console.log(1)",
@@ -59,12 +61,17 @@ def server():
 
 
 def _session(edit: bool) -> tuple[str, bytes]:
-    data = json.loads((REPO / "harness" / "evidence" / "claude.json").read_text())
+    data = json.loads((EVIDENCE_DIR / "claude.json").read_text())
     [rel] = data["verdict_scenarios"]["ok"]["session_files"]
     text = (CAPTURE / rel).read_text()
     if edit:
-        assert text.count('"name":"Bash"') == 1
-        text = text.replace('"name":"Bash"', '"name":"Write"')
+        # the turn's one tool call (an assistant line's tool_use block) becomes a file edit
+        lines = [json.loads(line) for line in text.splitlines()]
+        calls = [block for line in lines if line.get("type") == "assistant"
+                 for block in line["message"]["content"] if block.get("type") == "tool_use"]
+        assert [c["name"] for c in calls] == ["Bash"]
+        calls[0]["name"] = "Write"
+        text = "".join(json.dumps(line) + "\n" for line in lines)
     return rel, text.encode()
 
 

@@ -5,8 +5,8 @@ Each backend's sessions come from the harness (harness/evidence/<backend>/ and i
 invented: time moves through the sidecar's injected clock (the sessions' own times plus 15 or
 20 minutes) instead of editing the files, and a turn "in progress" is either a snapshot taken
 mid-turn or the real file cut before the line that ends the turn (the file as it was then).
-The per-backend checks also run on the kept captures of the earlier verified releases of the
-backends in :data:`VERSIONED` (issue 15: a version matrix; ``harness.evidence.versions``).
+The per-backend checks run on every verified release's captures (issue 15: a version matrix;
+``version_params`` of ``tests/sessionlogs.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import evidence as evidence_dirs
+from harness.evidence import primary
 from sidecar import hook
 from sidecar.activity import Activity
 from sidecar.app import Sidecar
@@ -33,22 +33,20 @@ from sidecar.detector import Detector
 from sidecar.coverage import COVERAGE
 from sidecar.sessionlog import SessionTail
 
+from sessionlogs import version_params
+
 REPO = Path(__file__).resolve().parent.parent
-EVIDENCE = REPO / "harness" / "evidence"
+EVIDENCE = primary()
 NO_DATA_S = 900.0
 #: Covered backends whose session log is an independent shell-activity signal.
 SIGNAL_BACKENDS = sorted(
     b for b, row in COVERAGE.items()
     if row.covered and row.kind == "cli" and (r := session_reader(b)) is not None
     and not r.route_records)
-#: Signal backends whose earlier verified releases' captures are checked too.
-VERSIONED = ("pi",)
-#: ``(backend, evidence root)`` per signal backend and verified release: the pinned evidence,
-#: and for a backend of :data:`VERSIONED` each release :func:`harness.evidence.versions` lists.
-SIGNAL_CASES = [
-    pytest.param(b, root, id=b if b not in VERSIONED else f"{b}-{version}")
-    for b in SIGNAL_BACKENDS
-    for version, root in (evidence_dirs.versions(b) if b in VERSIONED else [("", EVIDENCE)])]
+#: ``(backend, evidence root)`` per signal backend and verified release (the pin first), ids
+#: ``<backend>-<version>``.
+SIGNAL_CASES = [pytest.param(b, *param.values, id=param.id)
+                for b in SIGNAL_BACKENDS for param in version_params(b)]
 
 
 def evidence(backend: str, root: Path = EVIDENCE) -> dict:
@@ -258,9 +256,11 @@ def test_not_receiving_data_over_http(tmp_path: Path) -> None:
 
 
 def test_unrecognised_lines_are_counted_in_metrics(tmp_path: Path) -> None:
-    """A session line the reader cannot use (a real line cut short, a real line of a type the
-    reader does not know) is counted in hive_repeat_failure_reader_errors_total by reason and
-    changes nothing else; the sidecar keeps reading."""
+    """A session line the reader cannot use (a real line cut short) is counted in
+    hive_repeat_failure_reader_errors_total by reason; a real line of a type the reader does not
+    know (a newer CLI's addition, issue 15) is no error: it is counted in
+    hive_repeat_failure_reader_lines_ignored_total. Neither changes anything else; the sidecar
+    keeps reading."""
     from prometheus_client import generate_latest
 
     from sidecar.exporter import MetricsCollector
@@ -279,8 +279,9 @@ def test_unrecognised_lines_are_counted_in_metrics(tmp_path: Path) -> None:
     text = generate_latest(sc.registry).decode()
     assert ('hive_repeat_failure_reader_errors_total{agent="a1",backend="claude",'
             'reason="not_json"} 1.0') in text
-    assert ('hive_repeat_failure_reader_errors_total{agent="a1",backend="claude",'
-            'reason="unknown_type"} 1.0') in text
+    assert 'reason="unknown_type"' not in text
+    assert ('hive_repeat_failure_reader_lines_ignored_total{agent="a1",backend="claude"} 1.0'
+            in text)
     assert len([e for e in events_of("claude", home, strict=False) if e.kind == SHELL_END]) == 5
 
 

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from harness.evidence import primary
 from sidecar.app import Sidecar
 from sidecar.checkstate import ON
 from sidecar.config import AgentSpec
 
-EVIDENCE = Path(__file__).resolve().parent.parent / "harness" / "evidence"
+EVIDENCE = primary()
 NOTE = "Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)"
 ROUTE = ("omp", "omp_session_log", "failure")
 

@@ -19,13 +19,14 @@ from pathlib import Path
 import orjson
 import pytest
 
+from harness.evidence import primary
 from sidecar import sessionlog
 from sidecar.backends import TEXT, ReaderFormatError, SessionEvent, SessionLogReader
 from sidecar.sessionlog import SessionTail, expand_globs
 
 REPO = Path(__file__).resolve().parent.parent
-EVIDENCE = json.loads((REPO / "harness" / "evidence" / "claude.json").read_text())
-(SESSION,) = [REPO / "harness" / "evidence" / "claude" / p for p in EVIDENCE["session_files"]]
+EVIDENCE = json.loads((primary() / "claude.json").read_text())
+(SESSION,) = [primary() / "claude" / p for p in EVIDENCE["session_files"]]
 LINES = [line for line in SESSION.read_bytes().splitlines(keepends=True) if line.strip()]
 IDS = [json.loads(line).get("uuid", "") for line in LINES]
 NOW = 1_800_000_000.0

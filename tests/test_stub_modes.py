@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from harness.evidence import primary
 from harness import runner
 from harness.backends import BACKENDS
 from harness.stub import ERROR_MESSAGE, FINAL_TEXT, Script, Step, StubServer
@@ -239,7 +240,7 @@ def test_unknown_reply_is_refused() -> None:
 
 # -- the harness's verdict scenarios: the evidence they wrote -----------------------------------
 
-EVIDENCE_DIR = Path(__file__).resolve().parent.parent / "harness" / "evidence"
+EVIDENCE_DIR = primary()
 VERDICT_EVIDENCE = {
     name: json.loads((EVIDENCE_DIR / f"{name}.json").read_text())
     for name in BACKENDS if (EVIDENCE_DIR / f"{name}.json").exists()}

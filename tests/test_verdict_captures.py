@@ -15,9 +15,7 @@ Two paths are checked:
   home, one pass, and the ``hive_agent_turns_total`` series it exports.
 
 What each backend's log can say is in :data:`SESSION_VERDICTS` (``None``: that turn never ends
-in the log, so it is not classified; the reasons are in docs/metrics.md "Turn verdicts"). The
-session checks also run on the kept captures of the earlier verified releases listed in
-:data:`EARLIER` (issue 15: a version matrix; ``harness.evidence.versions``).
+in the log, so it is not classified; the reasons are in docs/metrics.md "Turn verdicts").
 """
 
 from __future__ import annotations
@@ -31,7 +29,8 @@ from pathlib import Path
 import pytest
 from prometheus_client import generate_latest
 
-from harness import evidence as evidence_dirs
+from harness import checks
+from harness.evidence import primary, versions
 from sidecar.app import Sidecar
 from sidecar.backends.claude import EXITED_MID_TURN
 from sidecar.backends.gemini import ROLLED_BACK
@@ -40,7 +39,7 @@ from sidecar.exporter import MetricsCollector
 from sidecar.verdict import AGENT_ERROR, AGENT_NO_OUTPUT, NONZERO_EXIT, OK, VERDICTS
 
 REPO = Path(__file__).resolve().parent.parent
-EVIDENCE = REPO / "harness" / "evidence"
+EVIDENCE = primary()
 SCENARIOS = ("ok", "empty", "error", "killed")
 
 #: ``repeat-failure verdict`` on each transcript: (verdict without --exit-status, with the
@@ -65,58 +64,28 @@ FORMATS = {"claude": "claude", "codex": "codex", "gemini": "gemini", "qwen": "cl
 EXIT_CODES = {OK: 0, AGENT_NO_OUTPUT: 3, AGENT_ERROR: 4, NONZERO_EXIT: 5}
 
 #: The sidecar's verdict per scenario from the session log alone (the run's exit status is never
-#: in a session log, so never nonzero_exit); None: the turn has no end in the log.
-SESSION_VERDICTS = {
-    # Claude Code writes last-prompt as it exits, also when killed: the turn ends with its
-    # Bash call unanswered.
-    "claude": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": AGENT_ERROR},
-    "codex": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": None},
-    # Gemini CLI rolls a failed turn back (a $set of messages without its prompt).
-    "gemini": {"ok": OK, "empty": AGENT_ERROR, "error": AGENT_ERROR, "killed": None},
-    # pi 1.6.0 aborts the run on SIGTERM and logs the reply as stopReason "aborted".
-    "pi": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": AGENT_ERROR},
-    "omp": {"ok": OK, "empty": None, "error": AGENT_ERROR, "killed": None},
-    "opencode": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": None},
-    "kilo": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": None},
-    # Copilot CLI calls an empty reply an error itself (session.error "No response was
-    # returned"): one turn, agent_error.
-    "copilot": {"ok": OK, "empty": AGENT_ERROR, "error": AGENT_ERROR, "killed": None},
-}
-#: Earlier verified releases whose captures the session checks run on too, with what their logs
-#: say where it differs from the pin's :data:`SESSION_VERDICTS`: pi 0.73.1 wrote nothing after a
-#: killed run's running call (the turn has no end, so it is not classified).
-EARLIER = {"pi": {"0.73.1": {"killed": None}}}
-#: The terminal error's text of a killed turn, per backend whose log classifies it.
+#: in a session log, so never nonzero_exit); None: the turn has no end in the log. The table is
+#: harness.checks's, which ``python -m harness drift`` applies to the newest releases too.
+SESSION_VERDICTS = checks.SESSION_VERDICTS
+#: The terminal error's text of a killed turn, per backend whose log classifies it: Claude Code's
+#: turn left with its Bash call unanswered; pi 1.6.0's aborted reply (its ``errorMessage``).
 KILLED_ERROR = {"claude": EXITED_MID_TURN, "pi": "This operation was aborted"}
-
-
-def session_cases() -> list:
-    """``pytest.param(backend, version, root)`` for each backend of :data:`SESSION_VERDICTS`:
-    its pinned evidence (version ``"pin"``, :data:`EVIDENCE`), and for a backend in
-    :data:`EARLIER` every verified release :func:`harness.evidence.versions` lists (the pin first;
-    each earlier one must be listed in :data:`EARLIER`)."""
-    cases = []
-    for backend in sorted(SESSION_VERDICTS):
-        if backend not in EARLIER:
-            cases.append(pytest.param(backend, "pin", EVIDENCE, id=backend))
-            continue
-        (pin, pin_root), *older = evidence_dirs.versions(backend)
-        assert [v for v, _ in older] == list(EARLIER[backend]), backend
-        for version, root in [(pin, pin_root), *older]:
-            cases.append(pytest.param(backend, version, root, id=f"{backend}-{version}"))
-    return cases
-
-
-def session_verdict(backend: str, version: str, name: str) -> str | None:
-    """The verdict the sidecar gives scenario ``name`` of ``backend`` at ``version``."""
-    return EARLIER.get(backend, {}).get(version, {}).get(name, SESSION_VERDICTS[backend][name])
-
-
-SESSION_CASES = session_cases()
 #: The CLI's exit status on the empty reply: most exit 0 having done nothing; Kilo 7.7.7 and
 #: Copilot CLI 1.0.102 exit 1.
 EMPTY_EXIT = {"claude": 0, "codex": 0, "gemini": 0, "pi": 0, "omp": 0, "opencode": 0, "kilo": 1,
               "copilot": 1}
+
+
+def releases(backends) -> list:
+    """``(backend, evidence root)`` for every verified release of each backend (the pin first),
+    as pytest params with the release in the id."""
+    return [pytest.param(b, root, id=f"{b}-{version}") for b in sorted(backends)
+            for version, root in versions(b, EVIDENCE)]
+
+
+def scenario_version(backend: str, root: Path) -> str:
+    """The CLI release of ``backend``'s evidence under ``root``."""
+    return json.loads((root / f"{backend}.json").read_text())["version"]
 
 
 def scenario(backend: str, name: str, root: Path = EVIDENCE) -> dict:
@@ -137,23 +106,23 @@ def run_verdict(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
-@pytest.mark.parametrize("backend,version,root", SESSION_CASES)
-def test_the_cli_exits_0_on_an_empty_reply_and_on_a_normal_turn(backend, version, root):
+@pytest.mark.parametrize("backend,root", releases(SESSION_VERDICTS))
+def test_the_cli_exits_0_on_an_empty_reply_and_on_a_normal_turn(backend, root):
     """The failure class the verdicts exist for: an empty reply and no tool call, and most CLIs
     still exit 0 (as they do for a turn that worked)."""
     assert cli_exit(backend, "empty", root) == EMPTY_EXIT[backend]
     assert cli_exit(backend, "ok", root) == 0
 
 
-@pytest.mark.parametrize("backend,name", [(b, s) for b in sorted(TRANSCRIPT_VERDICTS)
-                                          for s in SCENARIOS])
-def test_repeat_failure_verdict_on_real_transcripts(backend, name):
-    path = EVIDENCE / backend / "verdict" / name / "transcript.jsonl"
+@pytest.mark.parametrize("name", SCENARIOS)
+@pytest.mark.parametrize("backend,root", releases(TRANSCRIPT_VERDICTS))
+def test_repeat_failure_verdict_on_real_transcripts(backend, root, name):
+    path = root / backend / "verdict" / name / "transcript.jsonl"
     assert path.is_file(), f"{path} missing: python -m harness run --backend {backend}"
     alone, with_exit = TRANSCRIPT_VERDICTS[backend][name]
     done = run_verdict(str(path))
     assert (done.returncode, done.stderr, done.stdout) == (EXIT_CODES[alone], f"{alone}\n", "")
-    status = cli_exit(backend, name)
+    status = cli_exit(backend, name, root)
     done = run_verdict("--exit-status", str(status), "--json", str(path))
     assert (done.returncode, done.stderr) == (EXIT_CODES[with_exit], f"{with_exit}\n")
     report = json.loads(done.stdout)
@@ -248,15 +217,14 @@ def _registry(sidecar: Sidecar):
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
-@pytest.mark.parametrize("backend,version,root", SESSION_CASES)
-def test_the_sidecar_classifies_each_real_session(tmp_path, log_stream, backend, version, root,
-                                                  name):
+@pytest.mark.parametrize("backend,root", releases(SESSION_VERDICTS))
+def test_the_sidecar_classifies_each_real_session(tmp_path, log_stream, backend, root, name):
     home = _home_with(backend, name, tmp_path, root)
     config = tmp_path / "config.yaml"
     config.write_text("repeat_failure:\n  enabled: true\n  collect_grace_s: 0.5\n")
     sidecar = Sidecar(tmp_path / "shared", [AgentSpec("a1", backend, str(home))], config)
     sidecar.run_once()
-    expected = session_verdict(backend, version, name)
+    expected = checks.session_verdicts(backend, scenario_version(backend, root))[name]
     series = _turn_series(sidecar)
     assert series == {v: float(v == expected) for v in VERDICTS}
     [view] = sidecar.snapshot()

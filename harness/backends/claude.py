@@ -33,7 +33,7 @@ def _transcript_argv(binary: str, prompt: str) -> list[str]:
 
 
 BACKEND = Backend(
-    name="claude", package="@anthropic-ai/claude-code", version="2.1.197", binary="claude",
+    name="claude", package="@anthropic-ai/claude-code", version="2.1.332", binary="claude",
     prepare=_prepare, argv=_argv, session_globs=(".claude/projects/*/*.jsonl",),
     transcript_argv=_transcript_argv,
 )

@@ -109,6 +109,20 @@ class ReaderFormatError(ValueError):
         self.reason = reason
 
 
+class UnusedLine(ReaderFormatError):
+    """A session-log line of a type the reader does not know: not an error. CLIs add line
+    types in minor releases that carry nothing a reader needs (Claude Code 2.1.332 added
+    ``atis-latch``, ``api-request``, ``cost-state``, ...; issue 15), so such a line is skipped and
+    counted apart (``hive_repeat_failure_reader_lines_ignored_total``), never in
+    ``reader_errors_total``. A line of a type the reader relies on with a changed shape is still
+    a :class:`ReaderFormatError`. It subclasses that class so a reader's contract ("raises only
+    :class:`ReaderFormatError`") holds; :class:`~sidecar.sessionlog.SessionTail` tells the two
+    apart. ``reason`` is ``unknown_type``."""
+
+    def __init__(self) -> None:
+        super().__init__("unknown_type")
+
+
 def log_timestamp(value: Any, epoch_ms: bool = False) -> float | None:
     """Seconds since the epoch for a session-log line's timestamp: an ISO-8601 string (``Z`` or
     an offset; no offset is read as UTC), or, with ``epoch_ms``, a number of milliseconds since

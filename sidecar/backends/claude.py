@@ -1,12 +1,14 @@
 """Claude Code: its wrapper around each agent command, its helper shells and its session log.
 
-Seen in the harness's real runs (``harness/evidence/claude.json``, Claude Code 2.1.197): the
-``Bash`` tool runs ``bash -c`` of ::
+Seen in the harness's real runs (``harness/evidence/claude.json``, Claude Code 2.1.332, and
+``harness/evidence/versions/claude/2.1.197/``): the ``Bash`` tool runs ``bash -c`` of ::
 
     source <snapshot> 2>/dev/null || true && shopt -u extglob 2>/dev/null || true
       && eval <shell-quoted command> < /dev/null && pwd -P >| /tmp/claude-XXXX-cwd
 
-(one line). Each session also starts helper shells that are not agent commands (spec C8): an
+(one line; 2.1.197). 2.1.332 writes ``\builtin shopt`` and adds, before the ``eval``, one
+``{ \builtin unalias -- 'which'; \builtin unset -f -- 'which'; } >/dev/null 2>&1 || true``
+block for ``which`` and one for ``unsetenv``. Each session also starts helper shells that are not agent commands (spec C8): an
 ``env`` probe and the script that writes the shell snapshot (``SNAPSHOT_FILE=...``). Those
 normalize to the empty command, which never counts.
 
@@ -17,9 +19,12 @@ call is a ``tool_use`` block of an assistant line and ends with the ``tool_resul
 later user line (``is_error``, text ``Exit code N`` first on a failure). An API error that ended the turn is an
 assistant line with ``isApiErrorMessage: true`` (and ``error``), its text ``API Error: <status>
 <message>``; an empty reply is not logged at all (Claude Code asks again with an ``isMeta`` user
-line, and logs nothing if the reply is empty again). ``last-prompt`` is written when the CLI
-exits (also on SIGTERM), so it ends a turn still open. Other line types (``queue-operation``,
-``attachment``, ``system``, ...) carry nothing we need. :class:`ClaudeSessionReader` reads it.
+line, and logs nothing if the reply is empty again). The CLI's exit record ends a turn still
+open: ``cost-state`` in 2.1.332 (written once as it exits, also on SIGTERM), ``last-prompt`` in
+2.1.197 (2.1.332 writes that one mid-turn too; :func:`_last_prompt_at_exit`). Other line types
+(``queue-operation``, ``attachment``, ``system``, 2.1.332's ``api-request``, ...) carry nothing
+we need; a type never seen is skipped and counted (:class:`~sidecar.backends.UnusedLine`).
+:class:`ClaudeSessionReader` reads it.
 
 ``claude -p --output-format stream-json --verbose`` writes the same ``assistant`` and ``user``
 lines to stdout, between a ``system``/``init`` line and a terminal ``result`` line
@@ -46,6 +51,7 @@ from sidecar.backends import (
     ReaderFormatError,
     SessionEvent,
     StreamReader,
+    UnusedLine,
     command_arg,
     exit_notice,
     log_timestamp,
@@ -60,9 +66,17 @@ from sidecar.backends import (
     text_blocks,
 )
 
+#: The wrapper, anchored on what defines it rather than on every segment between: the head
+#: that sources the shell snapshot, then any number of one-line ``... || true`` setup segments
+#: (2.1.197: ``shopt -u extglob 2>/dev/null || true``; 2.1.332 adds ``\builtin`` prefixes and
+#: ``{ \builtin unalias -- 'which'; \builtin unset -f -- 'which'; } >/dev/null 2>&1 || true``
+#: blocks, also for ``unsetenv``), then the tail that ``eval``s the quoted command with stdin
+#: from /dev/null and writes ``pwd -P`` to a ``/tmp/claude-XXXX-cwd`` file. The first
+#: `` eval `` after the setup segments starts the command (a setup segment never holds one); the
+#: command is everything up to the tail at the very end.
 _WRAPPER = re.compile(
-    r"\Asource \S+ 2>/dev/null \|\| true && shopt -u extglob 2>/dev/null \|\| true"
-    r" && eval (?P<quoted>.*) < /dev/null && pwd -P >\| \S+\Z", re.S)
+    r"\Asource \S+ 2>/dev/null \|\| true && (?:[^\n]*? \|\| true && )*?"
+    r"eval (?P<quoted>.*) < /dev/null && pwd -P >\| \S+\Z", re.S)
 _HELPERS = (re.compile(r"\Aenv\Z"), re.compile(r"\ASNAPSHOT_FILE=\S+\n"))
 
 
@@ -95,6 +109,13 @@ _QUIET_TYPES = frozenset({
     "speculation-accept", "mode", "permission-mode", "isolation-latch", "worktree-state",
     "queue-operation", "marble-origami-commit", "marble-origami-snapshot",
     "marble-origami-reset", "content-replacement", "fork-context-ref"})
+#: Added by 2.1.332 (its real session files): request bookkeeping and a tool list, nothing we
+#: need. ``cost-state`` (2.1.332) is read: the CLI writes it once, as it exits.
+_QUIET_TYPES |= {"atis-latch", "api-request-shape", "api-request-blob", "api-request",
+                 "tools-used"}
+#: The newest release whose ``last-prompt`` is written only as the CLI exits
+#: (:func:`_last_prompt_at_exit`).
+LAST_PROMPT_AT_EXIT_UNTIL = (2, 1, 197)
 _SHELL_TOOLS = frozenset({"Bash"})
 #: A failed Bash result's text starts ``Exit code N`` (2.1.197: real file and the tool's code).
 _EXIT_PREFIX = "Exit code "
@@ -105,7 +126,7 @@ _TAGGED = re.compile(r"\A\s*<[a-z][\w-]*[\s>]")
 _INTERRUPTED = "[Request interrupted by user"
 #: Stop reasons after which the model goes on in the same turn.
 _GOES_ON = frozenset({"tool_use", "pause_turn"})
-#: The error of a turn the CLI left with a tool call unanswered (``last-prompt`` came first).
+#: The error of a turn the CLI left with a tool call unanswered (its exit record came first).
 EXITED_MID_TURN = "the CLI exited mid-turn: a tool call never got its result"
 #: Calls started and not yet finished that a file's state remembers (oldest forgotten first).
 MAX_OPEN_CALLS = 256
@@ -124,8 +145,9 @@ def _exit_of(text: str) -> int | None:
 
 
 class ClaudeSessionReader(JsonLinesReader):
-    """Claude Code's session log (Claude Code 2.1.197: its real file; its CLI binary for the
-    line types, the Bash result text and the subagent files the run did not write).
+    """Claude Code's session log (Claude Code 2.1.332 and 2.1.197: their real files; 2.1.197's
+    CLI binary for the line types, the Bash result text and the subagent files the run did not
+    write).
 
     :meth:`parse_line` takes one decoded line and returns, in order:
 
@@ -151,14 +173,16 @@ class ClaudeSessionReader(JsonLinesReader):
     - ``assistant`` with ``isApiErrorMessage: true``: ``error`` (``detail``: its text), then
       ``turn_end``: the API error ended the turn (Claude Code writes it once its retries are
       spent);
-    - ``last-prompt`` (written as the CLI exits, also on SIGTERM): ``turn_end`` when a turn is
-      still open (one whose reply was empty has no other end), preceded by ``error``
-      (:data:`EXITED_MID_TURN`) when a tool call of the turn never got its result, else
-      ``[]``;
-    - every other line type Claude Code writes: ``[]``.
+    - the CLI's exit record, ``cost-state`` (2.1.332), or ``last-prompt`` from a writer that
+      writes it only as it exits (2.1.197; :func:`_last_prompt_at_exit`), also on SIGTERM:
+      ``turn_end`` when a turn is still open (one whose reply was empty has no other end),
+      preceded by ``error`` (:data:`EXITED_MID_TURN`) when a tool call of the turn never got
+      its result, else ``[]``;
+    - every other line type Claude Code is known to write: ``[]``; a type not known raises
+      :class:`~sidecar.backends.UnusedLine` (skipped, counted apart, not an error).
 
     ``ts`` is the line's ``timestamp``. Errors (:class:`ReaderFormatError` ``reason``):
-    ``not_object``, ``no_type``, ``unknown_type``, ``unknown_shape`` (a ``user`` /
+    ``not_object``, ``no_type``, ``unknown_shape`` (a ``user`` /
     ``assistant`` line whose fields we read have the wrong type), ``bad_exit`` (``Exit code``
     followed by something other than an integer), ``bad_ts``.
     """
@@ -191,24 +215,32 @@ class ClaudeSessionReader(JsonLinesReader):
             if kind == "user":
                 return self._user(obj, message, state)
             return self._assistant(obj, message, state)
+        if kind == "cost-state":
+            return self._exited(state)
         if kind == "last-prompt":
-            if not isinstance(state, dict) or state.get("open") is not True:
-                return []
-            state["open"] = False
-            turn_id = str_or_empty(state.get("turn_id"))
-            end = SessionEvent(TURN_END, None, turn_id=turn_id)
-            if _unanswered(state):
-                # The CLI exited with a tool call of the turn still unanswered (killed, or
-                # stopped mid-turn): the turn did not finish.
-                return [SessionEvent(ERROR, None, turn_id=turn_id, detail=EXITED_MID_TURN), end]
-            return [end]
+            return self._exited(state) if _last_prompt_at_exit(state) else []
         if kind in _QUIET_TYPES:
             return []
-        raise ReaderFormatError("unknown_type")
+        raise UnusedLine()
+
+    def _exited(self, state: dict[str, Any]) -> list[SessionEvent]:
+        """The CLI's exit record: ends a turn still open (``[]`` when none is), with ``error``
+        :data:`EXITED_MID_TURN` first when a tool call of the turn never got its result."""
+        if not isinstance(state, dict) or state.get("open") is not True:
+            return []
+        state["open"] = False
+        turn_id = str_or_empty(state.get("turn_id"))
+        end = SessionEvent(TURN_END, None, turn_id=turn_id)
+        if _unanswered(state):
+            # The CLI exited with a tool call of the turn still unanswered (killed, or
+            # stopped mid-turn): the turn did not finish.
+            return [SessionEvent(ERROR, None, turn_id=turn_id, detail=EXITED_MID_TURN), end]
+        return [end]
 
     def _user(self, line: dict[str, Any], message: dict[str, Any],
               state: dict[str, Any]) -> list[SessionEvent]:
         ts = log_timestamp(line.get("timestamp"), epoch_ms=True)
+        _note_version(line, state)
         content = message.get("content")
         if isinstance(content, list):
             if not all(isinstance(block, dict) for block in content):
@@ -275,6 +307,7 @@ class ClaudeSessionReader(JsonLinesReader):
     def _assistant(self, line: dict[str, Any], message: dict[str, Any],
                    state: dict[str, Any]) -> list[SessionEvent]:
         ts = log_timestamp(line.get("timestamp"), epoch_ms=True)
+        _note_version(line, state)
         content, stop = message.get("content"), message.get("stop_reason")
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
@@ -321,6 +354,38 @@ class ClaudeSessionReader(JsonLinesReader):
             state["open"] = False
             events.append(SessionEvent(TURN_END, ts, turn_id=turn_id))
         return events
+
+
+def _note_version(line: dict[str, Any], state: dict[str, Any]) -> None:
+    """Keep the writer's release (a ``user`` line's ``version``, e.g. ``"2.1.332"``) in
+    ``state["version"]``; a line without one leaves what is known."""
+    version = line.get("version")
+    if isinstance(version, str) and version:
+        state["version"] = version
+
+
+def _last_prompt_at_exit(state: Any) -> bool:
+    """Whether this file's ``last-prompt`` lines are the CLI's exit record.
+
+    Claude Code 2.1.197 writes ``last-prompt`` once, as it exits (also on SIGTERM): the only
+    end an empty reply or a killed turn has. 2.1.332 writes it whenever the conversation's leaf
+    moves (after the prompt, after each tool call, while the command still runs) and writes
+    ``cost-state`` once as it exits instead; taking its ``last-prompt`` for the end made a turn
+    that went on well ``agent_no_output``. So ``last-prompt`` ends a turn only for a writer at
+    most :data:`LAST_PROMPT_AT_EXIT_UNTIL` (or one whose lines name no release); a writer
+    between the two verified releases that writes neither at exit leaves such turns
+    unclassified (no verdict rather than a wrong one). Sources: the harness's real sessions of
+    both releases (``harness/evidence/versions/claude/2.1.197/``, ``harness/evidence/claude/``).
+    """
+    if not isinstance(state, dict):
+        return True
+    version = state.get("version")
+    if not isinstance(version, str):
+        return True
+    parts = version.split(".")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        return False
+    return tuple(int(p) for p in parts) <= LAST_PROMPT_AT_EXIT_UNTIL
 
 
 def _unanswered(state: dict[str, Any]) -> dict[str, Any]:

@@ -43,6 +43,7 @@ from sidecar.backends import (
     JsonLinesReader,
     ReaderFormatError,
     SessionEvent,
+    UnusedLine,
     command_arg,
     exit_notice,
     log_timestamp,
@@ -57,12 +58,6 @@ _EXIT_NOTICE = "Command exited with code "
 #: The ``error`` detail of an aborted reply that gives no ``errorMessage`` (1.6.0 gives one:
 #: ``"This operation was aborted"``, the abort signal's message).
 ABORTED = "the run was aborted mid-turn (stopReason aborted)"
-#: The reason of a line whose kind (entry ``type``, or ``message`` role) this reader does not
-#: know: a line it does not use, which says nothing about the lines it does use (issue 15
-#: "tolerant readers"). ``sidecar.backends`` has no other way to report such a line today than a
-#: :class:`ReaderFormatError` with a reason of its own, so it is this one label, kept apart from
-#: the shape errors (``unknown_shape``, ``bad_exit``, ``bad_ts``) of the lines the reader reads.
-UNKNOWN_KIND = "unknown_type"
 
 #: Calls started and not yet finished that a file's state remembers; a file that starts more
 #: without finishing them (a broken or hostile log) forgets the oldest first.
@@ -96,11 +91,14 @@ class PiSessionReader(JsonLinesReader):
       ``!`` command, not an agent tool call; ``system`` is 1.6.0's logged system prompt).
 
     ``ts`` is the entry's ``timestamp``. Errors (:class:`ReaderFormatError` ``reason``):
-    ``not_object``, ``no_type`` (no string ``type``), ``unknown_type`` (:data:`UNKNOWN_KIND`:
-    an entry type, or a ``message`` role, this reader does not know, so does not use),
-    ``unknown_shape`` (a ``message`` entry whose fields we read have the wrong type: no object
-    ``message`` or no string ``role``, an assistant or tool result of another shape),
-    ``bad_exit`` (an exit notice whose code is not an integer), ``bad_ts``.
+    ``not_object``, ``no_type`` (no string ``type``), ``unknown_shape`` (a ``message`` entry
+    whose fields we read have the wrong type: no object ``message`` or no string ``role``, an
+    assistant or tool result of another shape),
+    ``bad_exit`` (an exit notice whose code is not an integer), ``bad_ts``. A line of a kind
+    this reader does not know (an entry ``type``, or a ``message`` role) is a line it does not
+    use, not an error (issue 15, tolerant readers): it raises
+    :class:`~sidecar.backends.UnusedLine` (reason ``unknown_type``), which the tail counts in
+    ``reader_lines_ignored_total``, not in ``reader_errors_total``.
     """
 
     backend: ClassVar[str] = "pi"
@@ -140,7 +138,7 @@ class PiSessionReader(JsonLinesReader):
             return self._message(obj, state)
         if kind in self.quiet_types:
             return []
-        raise ReaderFormatError(UNKNOWN_KIND)
+        raise UnusedLine()
 
     # -- one message entry ------------------------------------------------------------------
 
@@ -162,9 +160,9 @@ class PiSessionReader(JsonLinesReader):
 
     def _other_role(self, role: str, message: dict[str, Any],
                     ts: float | None) -> list[SessionEvent]:
-        """A message role this reader does not know: a message it does not use,
-        :data:`UNKNOWN_KIND`."""
-        raise ReaderFormatError(UNKNOWN_KIND)
+        """A message role this reader does not know: a message it does not use
+        (:class:`~sidecar.backends.UnusedLine`)."""
+        raise UnusedLine()
 
     def _user(self, message: dict[str, Any], ts: float | None) -> list[SessionEvent]:
         """A user message starts a turn."""

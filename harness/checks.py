@@ -1,0 +1,204 @@
+"""What a backend's evidence must show for its route, readers and turn verdicts to be right.
+
+The same checks judge the pinned releases' fresh evidence and the newest releases' (``python -m
+harness drift``): each re-reads the captured raw records and session files with the product's
+current strippers and readers, so a release whose wrapper or log a stripper or reader no longer
+understands fails here, whatever the capture said at the time.
+
+- **route**: every run's agent commands, unwrapped from the raw records (``normalize``), are the
+  command the stub asked for with its exit status, once per request (``ls /nonexistent`` 2,
+  ``false`` 1, ``echo harness-ok`` 0; C-AC1, C-AC4); for a backend whose session log is its
+  route (omp), what its reader found; the repeated run raised the exact note.
+- **readers**: the backend's session-log reader reads every captured session file without a
+  reader error (a line of a type it does not know is counted, not a problem), and the repeated
+  run's session gives its five failing ``ls /nonexistent`` calls with exit 2.
+- **verdicts**: each turn-verdict scenario's session gives the verdict :data:`SESSION_VERDICTS`
+  names for the backend, or for an earlier release what :func:`session_verdicts` says (seed
+  ard-0038 §1; ``docs/requirements.md``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness import evidence as evidence_dirs
+from sidecar.backends import SHELL_END, session_reader
+from sidecar.coverage import COVERAGE
+from sidecar.normalize import normalize
+from sidecar.sessionlog import SessionTail
+from sidecar.verdict import AGENT_ERROR, AGENT_NO_OUTPUT, OK, TurnTracker
+
+#: The exit status of each command the harness's stub asks for.
+EXITS = {"ls /nonexistent": 2, "false": 1, "echo harness-ok": 0}
+#: The note the sidecar must raise on the repeated run (DESIGN.md "Metrics", the row message).
+NOTE = "Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)"
+#: The verdict each backend's session log gives per verdict scenario (``None``: that turn never
+#: ends in the log, so it is not classified; docs/metrics.md "Turn verdicts" says why).
+SESSION_VERDICTS: dict[str, dict[str, str | None]] = {
+    # Claude Code writes its exit record (2.1.332: cost-state; 2.1.197: last-prompt) as it
+    # exits, also when killed: the turn ends with its Bash call unanswered.
+    "claude": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": AGENT_ERROR},
+    "codex": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": None},
+    # Gemini CLI rolls a failed turn back (a $set of messages without its prompt).
+    "gemini": {"ok": OK, "empty": AGENT_ERROR, "error": AGENT_ERROR, "killed": None},
+    # pi 1.6.0 aborts the run on SIGTERM and logs the reply with stopReason "aborted".
+    "pi": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": AGENT_ERROR},
+    "omp": {"ok": OK, "empty": None, "error": AGENT_ERROR, "killed": None},
+    "opencode": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": None},
+    "kilo": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": None},
+    # Copilot CLI calls an empty reply an error itself (session.error "No response was
+    # returned"): one turn, agent_error.
+    "copilot": {"ok": OK, "empty": AGENT_ERROR, "error": AGENT_ERROR, "killed": None},
+}
+#: Where an earlier verified release's log says otherwise than :data:`SESSION_VERDICTS` (which
+#: holds for the pin and what comes after it): ``(backend, version)`` -> the scenarios that
+#: differ. pi 0.73.1 wrote nothing after a killed run's running call, so that turn has no end.
+EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
+    ("pi", "0.73.1"): {"killed": None},
+}
+ASPECTS = ("route", "readers", "verdicts")
+
+
+def session_verdicts(backend: str, version: str) -> dict[str, str | None]:
+    """The verdict per verdict scenario that ``backend``'s session log gives at ``version``:
+    :data:`SESSION_VERDICTS`, with :data:`EARLIER_VERDICTS` for that release laid over it.
+    Raises KeyError for a backend :data:`SESSION_VERDICTS` does not list."""
+    return {**SESSION_VERDICTS[backend], **EARLIER_VERDICTS.get((backend, version), {})}
+
+
+def check(backend: str, root: Path) -> dict[str, list[str]]:
+    """The problems found in ``backend``'s evidence under ``root`` (an evidence directory:
+    ``<backend>.json`` and ``<backend>/``), by aspect: ``{"route": [...], "readers": [...],
+    "verdicts": [...], "notes": [...]}``; empty lists mean the aspect holds. ``notes`` are
+    findings that are not failures (lines of an unknown type skipped). An aspect that does not
+    apply (no session reader, no verdict expectations) is ``["n/a"]`` only in :func:`summary`,
+    never here. Raises :class:`FileNotFoundError` / ``ValueError`` for missing or unreadable
+    evidence."""
+    data = evidence_dirs.load(backend, root)
+    out: dict[str, list[str]] = {"route": _route(backend, data), "readers": [], "verdicts": [],
+                                 "notes": []}
+    reader = session_reader(backend)
+    if reader is not None:
+        out["readers"], ignored = _readers(backend, data, root / backend)
+        if ignored:
+            out["notes"].append(f"{ignored} session-log line(s) of a type the reader does not "
+                                "know (skipped)")
+    if backend in SESSION_VERDICTS and reader is not None:
+        out["verdicts"] = _verdicts(backend, data, root / backend)
+    return out
+
+
+def applies(backend: str) -> dict[str, bool]:
+    """Which aspects :func:`check` judges for ``backend``: the route when the coverage table
+    marks it covered (a row not covered may record nothing); the readers when it has a
+    session-log reader; the verdicts when :data:`SESSION_VERDICTS` lists it too."""
+    reader = session_reader(backend) is not None
+    row = COVERAGE.get(backend)
+    return {"route": row is not None and row.covered, "readers": reader,
+            "verdicts": reader and backend in SESSION_VERDICTS}
+
+
+def _route(backend: str, data: dict[str, Any]) -> list[str]:
+    problems = []
+    row = COVERAGE.get(backend)
+    session_route = row is not None and row.route.endswith("_session_log")
+    for i, run in enumerate(data.get("runs", [])):
+        want = [(run["command"], EXITS[run["command"]])] * run["repeat"]
+        if session_route:
+            # a session log may give no exit number for a success, only that it did not fail
+            got = [(r["command"], 0 if r["exit"] is None and r["failed"] is False else r["exit"])
+                   for r in run.get("session_records") or ()]
+        else:
+            got = [(c, r["exit"]) for r in run["records"]
+                   if (c := normalize(r["raw"], backend))]
+        if got != want:
+            problems.append(f"run {i + 1} ({run['command']!r} x{run['repeat']}): recorded "
+                            f"{_short(got)}, expected {_short(want)}")
+        if run["repeat"] > 1 and run.get("note") != NOTE:
+            problems.append(f"run {i + 1}: note {run.get('note')!r}, expected {NOTE!r}")
+    if not data.get("runs"):
+        problems.append("no runs in the evidence")
+    return problems
+
+
+def _short(pairs: list[tuple[str, Any]]) -> str:
+    text = repr(pairs)
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+def _poll(backend: str, home: Path):
+    reader = session_reader(backend)
+    return SessionTail(reader, home, backfill_s=float("inf")).poll(rescan=True)
+
+
+def _homes(data: dict[str, Any], base: Path) -> list[tuple[str, Path]]:
+    """Every captured agent home under ``base``: the repeated run's, each session scenario's
+    and each verdict scenario's (those with files)."""
+    homes = [("shell run", base)] if data.get("session_files") else []
+    for name, files in (data.get("scenario_sessions") or {}).items():
+        if files:
+            homes.append((f"scenario {name}", base / name))
+    for name, run in (data.get("verdict_scenarios") or {}).items():
+        if run.get("session_files"):
+            homes.append((f"verdict {name}", base / "verdict" / name))
+    return homes
+
+
+def _readers(backend: str, data: dict[str, Any], base: Path) -> tuple[list[str], int]:
+    problems, ignored = [], 0
+    for label, home in _homes(data, base):
+        result = _poll(backend, home)
+        ignored += result.ignored
+        if result.errors:
+            problems.append(f"{label}: reader errors {dict(sorted(result.errors.items()))}")
+        if label == "shell run" and not (COVERAGE.get(backend) and
+                                         COVERAGE[backend].route.endswith("_session_log")):
+            ends = [(e.command, e.exit, e.failed) for e in result.events if e.kind == SHELL_END]
+            want = [("ls /nonexistent", 2, True)] * 5
+            got = [(normalize(c, backend), x, f) for c, x, f in ends]
+            if got != want:
+                problems.append(f"shell run: the reader found {_short(got)}, expected "
+                                f"{_short(want)}")
+    if not _homes(data, base):
+        problems.append("no session files captured")
+    return problems, ignored
+
+
+def _verdicts(backend: str, data: dict[str, Any], base: Path) -> list[str]:
+    problems = []
+    reader = session_reader(backend)
+    for name, expected in session_verdicts(backend, str(data.get("version", ""))).items():
+        run = (data.get("verdict_scenarios") or {}).get(name)
+        if not run or "skipped" in run:
+            problems.append(f"{name}: no verdict scenario captured")
+            continue
+        tracker = TurnTracker(reader.edit_tools)
+        turns = [t for e in _poll(backend, base / "verdict" / name).events
+                 for t in tracker.on_event(e)]
+        got = turns[-1].verdict if turns else None
+        if got != expected or len(turns) > 1:
+            problems.append(f"{name}: {len(turns)} turn(s), verdict {got}, expected {expected}")
+    return problems
+
+
+def summary(backend: str, root: Path) -> dict[str, str]:
+    """One line per aspect for a table: ``"ok"``, ``"n/a"``, or ``"FAIL: <first problem>"``;
+    plus ``"notes"``. Never raises: unreadable evidence is a failure of every aspect."""
+    try:
+        found = check(backend, root)
+    except (OSError, ValueError, KeyError) as exc:
+        reason = f"FAIL: evidence unreadable ({exc.__class__.__name__}: {exc})"
+        return {a: reason for a in ASPECTS} | {"notes": ""}
+    scope = applies(backend)
+    out = {a: ("n/a" if not scope[a] else "ok" if not found[a] else f"FAIL: {found[a][0]}")
+           for a in ASPECTS}
+    out["notes"] = "; ".join(found["notes"])
+    return out
+
+
+def check_tree(root: Path, backends: list[str] | None = None) -> dict[str, dict[str, list[str]]]:
+    """:func:`check` for every backend with evidence under ``root`` (or those named)."""
+    names = backends or sorted(p.stem for p in root.glob("*.json"))
+    return {name: check(name, root) for name in names}
+
