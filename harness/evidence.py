@@ -120,15 +120,21 @@ def expectations(evidence: dict[str, Any]) -> dict[str, Any]:
     (ids, times, paths, the helper shells' count): per shell run its command, repeat, the agent
     commands recorded (normalized, non-empty, with their exits, in order), what the session-log
     reader found and the note; per session and verdict scenario the tool calls the CLI made and,
-    for a verdict scenario, its exit status and transcript's line count class (empty or not).
+    for a verdict scenario, its exit status (for the killed one only whether the kill happened:
+    a CLI's status after SIGTERM is a race) and whether its transcript has lines. Records are
+    unwrapped again with the product's current stripper (the evidence's own ``normalized`` is
+    what the stripper of the day of the capture said).
 
     Shapes: ``{"backend", "version", "runs": [...], "scenarios": {...}, "verdicts": {...}}``.
     """
+    from sidecar.normalize import normalize  # the product's stripper, as it is now
+
     runs = []
     for run in evidence.get("runs", []):
+        recorded = [(normalize(r["raw"], evidence["backend"]), r["exit"]) for r in run["records"]]
         runs.append({
             "command": run["command"], "repeat": run["repeat"],
-            "records": [(r["normalized"], r["exit"]) for r in run["records"] if r["normalized"]],
+            "records": [pair for pair in recorded if pair[0]],
             "session_records": None if run.get("session_records") is None else
             [(r["command"], r["exit"], r["failed"]) for r in run["session_records"]],
             "note": run.get("note"),
@@ -142,7 +148,9 @@ def expectations(evidence: dict[str, Any]) -> dict[str, Any]:
         if "skipped" in run:
             verdicts[name] = "skipped"
             continue
-        verdicts[name] = {"cli_exit": run["cli_exit"],
+        killed = "kill" in run
+        verdicts[name] = {"cli_exit": "killed" if killed else run["cli_exit"],
+                          "kill": None if not killed else "skipped" in run["kill"],
                           "tool_calls": [c["name"] for c in run.get("tool_calls", [])],
                           "transcript": None if "transcript" not in run else
                           bool(run["transcript"]["lines"])}

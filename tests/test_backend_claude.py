@@ -29,7 +29,9 @@ from sidecar.backends import (
     TURN_START,
     session_reader,
 )
-from sidecar.backends.claude import ClaudeSessionReader
+from sidecar.backends import UnusedLine
+from sidecar.backends.claude import EXITED_MID_TURN, ClaudeSessionReader
+from sidecar.sessionlog import SessionTail
 from sidecar.normalize import normalize
 
 from sessionlogs import (
@@ -346,3 +348,81 @@ def test_background_command_stays_running(log: SessionLog) -> None:
     foreground = _kinds(_line(log, "call"), result(False))
     assert _kinds(_line(log, "call"), result(True)) == foreground[:-1]
     assert SHELL_START in foreground[:-1]
+
+
+# -- the end of a turn across releases (issue 15) -------------------------------------------------
+
+def _verdict_lines(log: SessionLog, name: str) -> list[dict[str, Any]]:
+    (rel,) = log.evidence()["verdict_scenarios"][name]["session_files"]
+    return SessionLog.lines(log.home / "verdict" / name / rel)
+
+
+def test_the_exit_record_ends_the_killed_turn_on_every_release(log: SessionLog) -> None:
+    """The killed run's session ends with the CLI's exit record: ``cost-state`` on 2.1.332,
+    ``last-prompt`` on 2.1.197. That line, and no earlier one, gives the turn's error
+    (:data:`EXITED_MID_TURN`: the Bash call never got its result) and its end."""
+    lines = _verdict_lines(log, "killed")
+    exit_type = "cost-state" if log.version == "2.1.332" else "last-prompt"
+    read = log.read_indexed(lines)
+    ends = [i for i, e in read if e.kind == TURN_END]
+    assert ends == [max(i for i, line in enumerate(lines) if line["type"] == exit_type)]
+    assert [(e.kind, e.detail) for _, e in read if e.kind == "error"] == \
+        [("error", EXITED_MID_TURN)]
+
+
+def test_2_1_332_writes_last_prompt_mid_turn_and_it_ends_nothing() -> None:
+    """2.1.332's real ok turn has ``last-prompt`` lines between its prompt and its answer
+    (where exactly varies from run to run: after the prompt, after the tool call or its
+    result), and another after the answer; none of them is an end: the answer's ``end_turn`` is
+    the one end, and ``cost-state`` after it adds nothing."""
+    (root,) = [p.values[0] for p in version_params("claude") if p.id == "claude-2.1.332"]
+    log = SessionLog("claude", root)
+    lines = _verdict_lines(log, "ok")
+    types = [line["type"] for line in lines]
+    (prompt,), (answer,) = _indexes(lines, "prompt"), _indexes(lines, "answer")
+    mid = [i for i in range(prompt, answer) if types[i] == "last-prompt"]
+    assert mid and types[-1] == "cost-state"
+    read = log.read_indexed(lines)
+    assert [i for i, e in read if e.kind == TURN_END] == [answer]
+    state = READER.new_file_state()
+    for line in lines[:mid[0] + 1]:  # up to the first mid-turn last-prompt
+        READER.parse_line(line, state)
+    assert state["open"] is True and state["version"] == "2.1.332"
+
+
+@pytest.mark.parametrize("version,ends", [("2.1.197", True), ("2.1.100", True),
+                                          ("2.1.198", False), ("2.1.332", False),
+                                          ("2.2", False), (None, True)])
+def test_last_prompt_is_the_exit_only_for_releases_that_write_it_at_exit(log: SessionLog,
+                                                                         version, ends) -> None:
+    """The real prompt line of each release, its ``version`` set as given, then a
+    ``last-prompt`` line: an end (the empty reply's only end) for a release up to 2.1.197 or a
+    line naming none; nothing for a later or unparsable release, whose exit record is
+    ``cost-state``; ``cost-state`` ends the open turn whatever the release."""
+    prompt = _line(log, "prompt")
+    if version is None:
+        prompt.pop("version", None)
+    else:
+        prompt["version"] = version
+    last = {"type": "last-prompt", "lastPrompt": "x", "sessionId": "s"}
+    assert _kinds(prompt, last) == ([TURN_START, TURN_END] if ends else [TURN_START])
+    assert _kinds(prompt, {"type": "cost-state", "sessionId": "s"}) == [TURN_START, TURN_END]
+
+
+def test_a_line_type_never_seen_is_skipped_and_counted_apart(log: SessionLog,
+                                                             tmp_path: Path) -> None:
+    """Issue 15: the real attachment line with a type no release wrote is
+    :class:`~sidecar.backends.UnusedLine` (no error); through the sidecar's tail it is counted
+    in ``ignored``, not in ``errors``, and the session's events are unchanged."""
+    line = set_path(_first_type(log, "attachment"), ("type",), "attachment-v2")
+    with pytest.raises(UnusedLine):
+        READER.parse_line(line, READER.new_file_state())
+    session = log.session()
+    home = tmp_path / "home"
+    target = home / session.relative_to(log.home)
+    target.parent.mkdir(parents=True)
+    data = session.read_bytes()
+    target.write_bytes(data + json.dumps(line).encode() + b"\n")
+    result = SessionTail(READER, home, backfill_s=float("inf")).poll(rescan=True)
+    assert (result.ignored, dict(result.errors)) == (1, {})
+    assert [e.kind for e in result.events] == [e.kind for e in log.read(log.session_lines())]
