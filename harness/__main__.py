@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("repeat_failure").propagate = False
     names = args.backend or list(BACKENDS)
     if args.covered:
-        # A backend without a row in the table (qwen, run for its transcripts) is not covered.
+        # A backend without a row in the table, or whose row is not covered, is left out.
         names = [n for n in names if n in COVERAGE and COVERAGE[n].covered]
     failed = 0
     for index, name in enumerate(names, 1):
