@@ -142,6 +142,10 @@ class Backend:
     extra_packages: tuple[str, ...] = ()  # npm specs installed beside it (a runtime it needs)
     file_tool_args: tuple[str, ...] = ()
     transcript_argv: Callable[[str, str], list[str]] | None = None
+    #: A host name the CLI looks up in the machine's resolver whatever its settings (``""``:
+    #: none seen). CI's ``run --covered`` skips such a backend: the suite's runs look up no
+    #: names; it is run by hand (``--backend NAME``) and by ``drift``.
+    looks_up: str = ""
 
 
 def node_runtime(progress: Callable[[str], None] = lambda s: None) -> Path:

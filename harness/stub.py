@@ -53,13 +53,15 @@ from typing import Any
 #: Tool names, tried in this order, and the parameter that takes the command (shell) or the
 #: path (file): Claude Code's Bash and Read, Codex's exec_command (cmd), Gemini CLI's
 #: run_shell_command and read_file, Copilot's bash and view (path), opencode's and Kilo's bash and
-#: read (filePath), pi's and omp's bash and read (path).
+#: read (filePath), pi's and omp's bash and read (path); Cline's run_commands (``commands``: a
+#: list of command strings, run side by side, so the step's command is its only item); Factory
+#: Droid's Execute (command).
 TOOL_NAMES = {
     "shell": ("Bash", "bash", "exec_command", "shell", "run_shell_command", "shell_command",
-              "terminal", "execute_command"),
+              "terminal", "execute_command", "run_commands", "Execute"),
     "file": ("Read", "read_file", "read", "view", "View", "ReadFile"),
 }
-TOOL_ARGS = {"shell": ("command", "cmd"),
+TOOL_ARGS = {"shell": ("command", "cmd", "commands"),
              "file": ("file_path", "filePath", "absolute_path", "path")}
 #: Codex's freeform edit tool (a Responses ``custom`` tool whose input is a patch), the file tool
 #: of a CLI that offers no read tool.
@@ -111,12 +113,14 @@ class Script:
 class ToolChoice:
     """The tool found in a request for a step: its name and how to pass the step's argument
     (``arg`` names the parameter; ``as_list``: a command as an argv list; ``freeform``: Codex's
-    ``apply_patch``, whose whole input is a patch text)."""
+    ``apply_patch``, whose whole input is a patch text; ``one_of_many``: a list of whole commands,
+    Cline's ``run_commands``, given the step's command as its only item)."""
 
     name: str
     arg: str = ""
     as_list: bool = False
     freeform: bool = False
+    one_of_many: bool = False
 
     def arguments(self, value: str) -> Any:
         """The tool call's input for the step argument ``value``: an arguments object, or for a
@@ -124,6 +128,8 @@ class ToolChoice:
         if self.freeform:
             return (f"*** Begin Patch\n*** Update File: {value}\n@@\n+{PATCH_LINE}\n"
                     "*** End Patch\n")
+        if self.one_of_many:
+            return {self.arg: [value]}
         return {self.arg: ["bash", "-lc", value] if self.as_list else value}
 
 
@@ -138,7 +144,10 @@ def pick_tool(tools: list[dict[str, Any]], kind: str) -> ToolChoice | None:
         props = (tool.get("schema") or {}).get("properties") or {}
         for arg in TOOL_ARGS[kind]:
             if arg in props:
-                return ToolChoice(name, arg, props[arg].get("type") == "array")
+                is_array = props[arg].get("type") == "array"
+                if arg == "commands":
+                    return ToolChoice(name, arg, one_of_many=is_array)
+                return ToolChoice(name, arg, is_array)
     if kind == "file" and by_name.get(PATCH_TOOL, {}).get("freeform"):
         return ToolChoice(PATCH_TOOL, freeform=True)
     return None

@@ -203,13 +203,17 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
-    """Print the backend coverage table as Markdown (the same table as docs/backend-support.md)."""
+    """Print the backend coverage tables as Markdown (the same tables as
+    docs/backend-support.md): Hive's backends, then the agent CLIs beyond Hive's list."""
     from sidecar.coverage import TABLE_HEADER, table_rows
 
-    print("| " + " | ".join(TABLE_HEADER) + " |")
-    print("|" + "---|" * len(TABLE_HEADER))
-    for row in table_rows():
-        print("| " + " | ".join(row) + " |")
+    for hive in (True, False):
+        if not hive:
+            print("\nBeyond Hive's list:\n")
+        print("| " + " | ".join(TABLE_HEADER) + " |")
+        print("|" + "---|" * len(TABLE_HEADER))
+        for row in table_rows(hive):
+            print("| " + " | ".join(row) + " |")
     return 0
 
 

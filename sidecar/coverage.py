@@ -6,8 +6,12 @@ re-runnable harness (C4); the row then names its route, the shell-activity signa
 version. Every other backend is listed as not covered with the reason and the follow-up issue,
 and its agent rows say "repeat-failure check not available for this backend" (C5, C-AC9).
 
-``docs/backend-support.md`` carries the same table for people; ``tests/test_coverage.py`` fails
-when a backend is missing here or the two tables differ (C-AC11).
+Hive's backends (DESIGN.md "Coverage table") have ``hive=True``; agent CLIs platform teams run
+beyond Hive's list (issue 15, item 7: Qwen Code, Cline, Continue, Factory Droid, Crush) have
+``hive=False`` and their own table (:func:`table_rows` with ``hive=False``), under the same rules.
+
+``docs/backend-support.md`` carries the same tables for people; ``tests/test_coverage.py`` fails
+when a backend is missing here or the tables differ (C-AC11).
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ class CoverageRow:
     and ``also_verified``: the earlier releases whose real captures the tests still run on
     (``harness/evidence/versions/<backend>/<version>/``, issue 15's version matrix; users upgrade
     at different times). Rows not covered carry ``reason`` and ``follow_up`` (an issue
-    reference).
+    reference). ``hive`` is False for a backend beyond Hive's list (DESIGN.md
+    "Coverage table" names Hive's).
     """
 
     backend: str
@@ -44,6 +49,7 @@ class CoverageRow:
     also_verified: tuple[str, ...] = ()
     reason: str = ""
     follow_up: str = ""
+    hive: bool = True
 
     @property
     def status(self) -> str:
@@ -57,8 +63,8 @@ _NOT_INSTALLABLE = "CLI not installable from a package registry on the harness m
 
 
 def _not_covered(backend: str, name: str, kind: str = "cli", reason: str = _NO_EVIDENCE,
-                 follow_up: str = _HARNESS_ISSUE) -> CoverageRow:
-    return CoverageRow(backend, name, kind, False, reason=reason, follow_up=follow_up)
+                 follow_up: str = _HARNESS_ISSUE, hive: bool = True) -> CoverageRow:
+    return CoverageRow(backend, name, kind, False, reason=reason, follow_up=follow_up, hive=hive)
 
 
 def shell_activity_signal(backend: str) -> str:
@@ -77,14 +83,23 @@ def shell_activity_signal(backend: str) -> str:
 
 def _covered(backend: str, name: str, version: str, kind: str = "cli",
              evidence_of: str | None = None, route: str = "bash_env",
-             also: tuple[str, ...] = ()) -> CoverageRow:
+             also: tuple[str, ...] = (), shell_activity: str | None = None,
+             hive: bool = True) -> CoverageRow:
     """A covered row; ``evidence_of`` names the backend whose harness run is the evidence (an
     inference backend runs through the Claude Code CLI, so Claude Code's run covers it);
-    ``also`` the earlier releases verified on their kept captures, newest first."""
+    ``also`` the earlier releases verified on their kept captures, newest first;
+    ``shell_activity`` replaces :func:`shell_activity_signal`'s text (a backend whose session log
+    has shell calls but no reader yet)."""
     return CoverageRow(backend, name, kind, True, route=route,
-                       shell_activity=shell_activity_signal(backend),
+                       shell_activity=shell_activity or shell_activity_signal(backend),
                        evidence=f"harness/evidence/{evidence_of or backend}.json", version=version,
-                       also_verified=also)
+                       also_verified=also, hive=hive)
+
+
+#: The C12 text of a covered backend beyond Hive's list: its session log has its shell calls, but
+#: no reader is written for it yet (issue 15 item 7 adds the rows, not the readers).
+_NO_READER_YET = (f"{SAFEGUARD_UNAVAILABLE} (its session log has the shell calls, but no "
+                  "session-log reader is written for this backend yet)")
 
 
 _ROWS = (
@@ -116,6 +131,27 @@ _ROWS = (
              evidence_of="claude", also=("2.1.197",)),
     _covered("watsonx", "watsonx (through the Claude Code route)", "2.1.332", kind="inference",
              evidence_of="claude", also=("2.1.197",)),
+    # Beyond Hive's list (issue 15, item 7): agent CLIs platform teams run, tried from npm.
+    _covered("qwen", "Qwen Code", "0.24.4", shell_activity=_NO_READER_YET, hive=False),
+    _covered("cline", "Cline CLI", "3.0.65", shell_activity=_NO_READER_YET, hive=False),
+    _covered("continue", "Continue CLI (cn)", "1.5.47", shell_activity=_NO_READER_YET,
+             hive=False),
+    _not_covered("droid", "Factory Droid", reason=(
+        "droid 0.215.0 runs each command as bash -c '<fixed supervisor script>' "
+        "factory-execute-supervisor <owner pid> /bin/bash <cmd>: the command is an argument, "
+        "never in BASH_EXECUTION_STRING, and the inner /bin/bash -c <cmd> is a nested shell, so "
+        "the route records the supervisor script (right exit status, the same text for every "
+        "command; harness/evidence/droid.json)"),
+        follow_up="new issue: record the inner shell of Droid's factory-execute-supervisor (its "
+                  "$0) in the hook, or a session-log route from ~/.factory/sessions/*/*.jsonl",
+        hive=False),
+    _not_covered("crush", "Charm Crush", reason=(
+        "npm install @charmland/crush@0.96.1 fails: its postinstall downloads the binary from "
+        "github.com (\"Error: Installation failed: Request failed: getaddrinfo ENOTFOUND "
+        "github.com\"); the Go module proxy answers 403 Forbidden for "
+        "github.com/charmbracelet/crush@v0.96.1"),
+        follow_up="new issue: install Crush from a registry that serves its binary or source",
+        hive=False),
 )
 
 #: backend name -> row, for every backend the product knows (read-only).
@@ -128,11 +164,12 @@ def is_covered(backend: str) -> bool:
     return row is not None and row.covered
 
 
-def table_rows() -> list[list[str]]:
+def table_rows(hive: bool = True) -> list[list[str]]:
     """The table as text cells (backend, route, status, evidence, follow-up), the same columns as
-    ``docs/backend-support.md``; used by ``repeat-failure coverage`` and the docs test."""
+    ``docs/backend-support.md``: Hive's backends, or with ``hive=False`` those beyond Hive's list
+    (the docs' second table); used by ``repeat-failure coverage`` and the docs test."""
     rows = []
-    for r in _ROWS:
+    for r in (r for r in _ROWS if r.hive == hive):
         detail = r.evidence if r.covered else r.reason
         versions = "; ".join([r.version] + ([f"also verified {', '.join(r.also_verified)}"]
                                             if r.also_verified else []))

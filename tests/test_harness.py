@@ -149,7 +149,8 @@ EVIDENCE = {name: json.loads((EVIDENCE_DIR / f"{name}.json").read_text())
 def test_session_scenarios_kept_apart_from_the_shell_runs(backend: str) -> None:
     """The session scenarios are in "scenarios", not "runs"; every session file they list was
     copied under harness/evidence/<backend>/<scenario>/ (a SQLite store as the database copy and
-    its JSON lines); a snapshot scenario that ran says whether its copy shows the running call."""
+    its JSON lines); a snapshot scenario that ran says whether its copy shows the running call
+    (a CLI that had written no session file yet shows it not, with the finding)."""
     evidence = EVIDENCE[backend]
     assert [(r["command"], r["repeat"]) for r in evidence["runs"]] == list(runner.SCENARIOS)
     assert set(evidence["scenarios"]) == set(evidence["scenario_sessions"]) == \
@@ -162,7 +163,10 @@ def test_session_scenarios_kept_apart_from_the_shell_runs(backend: str) -> None:
             continue
         if snapshots:
             snapshot = scenario["snapshot"]
-            assert bool(files) != ("skipped" in snapshot), name
+            if "skipped" in snapshot:
+                assert not files, name
+            elif not files:  # no session file yet while the command ran (Continue CLI 1.5.47)
+                assert snapshot["running_command_logged"] is False and snapshot["finding"], name
             assert "skipped" in snapshot or isinstance(snapshot["running_command_logged"], bool)
         for rel in files:
             copy = EVIDENCE_DIR / backend / name / rel

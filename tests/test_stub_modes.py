@@ -254,6 +254,11 @@ def test_exit_status_in_the_shells_convention() -> None:
     assert runner._exit_status(None) == (None, None)
 
 
+#: Verdict scenarios after which a CLI had written no session file: Continue CLI 1.5.47 saves
+#: its session only when a turn ends normally (not on an API error, not when killed).
+NO_SESSION_FILE = {("continue", "error"), ("continue", "killed")}
+
+
 @pytest.mark.parametrize("backend", sorted(VERDICT_EVIDENCE))
 def test_verdict_scenarios_evidence(backend: str) -> None:
     """Every verdict scenario of a backend with session files ran with its reply mode; what it
@@ -275,7 +280,7 @@ def test_verdict_scenarios_evidence(backend: str) -> None:
         assert run["cli_signal"] is None or run["cli_exit"] == 128 + run["cli_signal"]
         assert any(p.startswith("POST ") for p in run["stub_requests"]), name
         where = EVIDENCE_DIR / backend / "verdict" / name
-        assert run["session_files"], name
+        assert bool(run["session_files"]) != ((backend, name) in NO_SESSION_FILE), name
         for rel in run["session_files"]:
             copy = where / rel
             assert copy.is_file(), copy

@@ -1,10 +1,10 @@
 """Qwen Code (npm ``@qwen-code/qwen-code``, a Gemini CLI fork) against the OpenAI Chat Completions
 stub, for the turn-verdict transcripts only.
 
-Not a backend of the coverage table (``sidecar/coverage.py`` has no row for it): the harness runs
-it for its ``--output-format stream-json`` transcripts (the verdict scenarios). Its shell runs and
-session scenarios run as for any other backend, and their records are evidence of nothing the
-table claims.
+Beyond Hive's list: its coverage row (``sidecar/coverage.py``, ``hive=False``; issue 15 item 7)
+is covered on these shell runs' records. The harness also runs it for its ``--output-format
+stream-json`` transcripts (the verdict scenarios). Its always-on loop guard ends a turn at the
+fifth identical tool call in a row, so the five-times run records four failures.
 
 ``--auth-type openai`` with ``OPENAI_BASE_URL`` (the stub's ``/v1``), a dummy ``OPENAI_API_KEY``
 and ``--model stub-model``; ``--approval-mode yolo`` runs its ``run_shell_command`` tool without
