@@ -58,6 +58,10 @@ EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
     ("pi", "0.73.1"): {"killed": None},
 }
 ASPECTS = ("route", "readers", "verdicts")
+#: CLIs whose own loop guard ends the turn before a fifth identical tool call (Qwen Code 0.24.4,
+#: Cline 3.0.65: their real runs): the repeated run records this many calls and, below the
+#: threshold, raises no note (C-AC2).
+LOOP_GUARDED = {"qwen": 4, "cline": 4}
 
 
 def session_verdicts(backend: str, version: str) -> dict[str, str | None]:
@@ -103,8 +107,10 @@ def _route(backend: str, data: dict[str, Any]) -> list[str]:
     problems = []
     row = COVERAGE.get(backend)
     session_route = row is not None and row.route.endswith("_session_log")
+    guard = LOOP_GUARDED.get(backend)
     for i, run in enumerate(data.get("runs", [])):
-        want = [(run["command"], EXITS[run["command"]])] * run["repeat"]
+        times = min(run["repeat"], guard) if guard else run["repeat"]
+        want = [(run["command"], EXITS[run["command"]])] * times
         if session_route:
             # a session log may give no exit number for a success, only that it did not fail
             got = [(r["command"], 0 if r["exit"] is None and r["failed"] is False else r["exit"])
@@ -115,8 +121,9 @@ def _route(backend: str, data: dict[str, Any]) -> list[str]:
         if got != want:
             problems.append(f"run {i + 1} ({run['command']!r} x{run['repeat']}): recorded "
                             f"{_short(got)}, expected {_short(want)}")
-        if run["repeat"] > 1 and run.get("note") != NOTE:
-            problems.append(f"run {i + 1}: note {run.get('note')!r}, expected {NOTE!r}")
+        note = NOTE if times >= 5 else ""
+        if run["repeat"] > 1 and run.get("note") != note:
+            problems.append(f"run {i + 1}: note {run.get('note')!r}, expected {note!r}")
     if not data.get("runs"):
         problems.append("no runs in the evidence")
     return problems

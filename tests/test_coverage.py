@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import checks
 from harness.evidence import primary, versions
 from sidecar.backends import session_reader
 from sidecar.checkstate import build_row
@@ -26,7 +27,7 @@ HIVE_BACKENDS = {
 BEYOND_HIVE_BACKENDS = {"qwen", "cline", "continue", "droid", "crush"}
 #: Covered CLIs whose loop guard refuses the fifth identical tool call in a row (Qwen Code 0.24.4,
 #: Cline 3.0.65; tests/test_backend_beyond.py checks how each shows it).
-LOOP_GUARDED = {"qwen", "cline"}
+LOOP_GUARDED = set(checks.LOOP_GUARDED)
 
 
 def docs_table(marker: str = "coverage-table") -> list[list[str]]:
