@@ -128,7 +128,7 @@ def _row(backend: Backend, progress: Callable[[str], None],
     row.update(checks.summary(backend.name, root))
     try:
         row["problems"] = {k: v for k, v in checks.check(backend.name, root).items() if v}
-    except (OSError, ValueError, KeyError):
+    except checks.UNREADABLE:
         row["problems"] = {}
     row["broken"] = any(str(row[a]).startswith("FAIL") for a in checks.ASPECTS)
     return row

@@ -175,3 +175,26 @@ def test_a_run_that_times_out_is_a_row_not_a_lost_table(tmp_path):
     assert rows["claude"]["notes"] == "Command '['npm', 'view']' timed out after 120 seconds"
     assert rows["pi"]["installs"] is False
     assert rows["pi"]["notes"] == "[Errno 2] No such file or directory: 'node'"
+
+
+@pytest.mark.parametrize("text, error", [
+    ("[]", "AttributeError"),
+    ('{"backend": "claude", "version": "9", "runs": [5]}', "TypeError"),
+    ('{"backend": "claude", "version": "9", "runs": [{"command": "ls /nonexistent", '
+     '"repeat": "5", "records": []}]}', "TypeError"),
+    ('{"backend": "claude", "version": "9", "runs": [], "verdict_scenarios": ["x"]}',
+     "AttributeError"),
+    ("{not json", "JSONDecodeError"),
+])
+def test_summary_of_broken_evidence_fails_every_aspect_and_never_raises(tmp_path, text, error):
+    """A capture whose JSON has the wrong shape (a killed run, a hand edit) is a FAIL of every
+    aspect in the drift table, never an exception that loses the other rows."""
+    (tmp_path / "claude.json").write_text(text)
+    found = checks.summary("claude", tmp_path)
+    assert found["notes"] == ""
+    assert {a: found[a].split(" (", 1)[0] for a in checks.ASPECTS} == {
+        a: "FAIL: evidence unreadable" for a in checks.ASPECTS}
+    assert found["route"].startswith(f"FAIL: evidence unreadable ({error}: ")
+    row = drift.drift_row(BACKENDS["claude"], lambda s: None, lambda b: "9",
+                          lambda b, v, p: tmp_path)
+    assert row["broken"] is True and row["problems"] == {}
