@@ -62,6 +62,11 @@ ASPECTS = ("route", "readers", "verdicts")
 #: Cline 3.0.65: their real runs): the repeated run records this many calls and, below the
 #: threshold, raises no note (C-AC2).
 LOOP_GUARDED = {"qwen": 4, "cline": 4}
+#: What :func:`check` raises on evidence it cannot read: missing or unreadable files
+#: (``OSError``), bad JSON (``ValueError``), and JSON of the wrong shape (a field missing:
+#: ``KeyError`` / ``IndexError``; a value of the wrong type: ``TypeError`` /
+#: ``AttributeError``).
+UNREADABLE = (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError)
 
 
 def session_verdicts(backend: str, version: str) -> dict[str, str | None]:
@@ -77,7 +82,7 @@ def check(backend: str, root: Path) -> dict[str, list[str]]:
     "verdicts": [...], "notes": [...]}``; empty lists mean the aspect holds. ``notes`` are
     findings that are not failures (lines of an unknown type skipped). An aspect that does not
     apply (no session reader, no verdict expectations) is ``["n/a"]`` only in :func:`summary`,
-    never here. Raises :class:`FileNotFoundError` / ``ValueError`` for missing or unreadable
+    never here. Raises one of :data:`UNREADABLE` for missing, unreadable or misshapen
     evidence."""
     data = evidence_dirs.load(backend, root)
     out: dict[str, list[str]] = {"route": _route(backend, data), "readers": [], "verdicts": [],
@@ -191,10 +196,11 @@ def _verdicts(backend: str, data: dict[str, Any], base: Path) -> list[str]:
 
 def summary(backend: str, root: Path) -> dict[str, str]:
     """One line per aspect for a table: ``"ok"``, ``"n/a"``, or ``"FAIL: <first problem>"``;
-    plus ``"notes"``. Never raises: unreadable evidence is a failure of every aspect."""
+    plus ``"notes"``. Never raises for evidence: unreadable or misshapen evidence
+    (:data:`UNREADABLE`) is a failure of every aspect."""
     try:
         found = check(backend, root)
-    except (OSError, ValueError, KeyError) as exc:
+    except UNREADABLE as exc:
         reason = f"FAIL: evidence unreadable ({exc.__class__.__name__}: {exc})"
         return {a: reason for a in ASPECTS} | {"notes": ""}
     scope = applies(backend)

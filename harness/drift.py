@@ -31,12 +31,16 @@ from typing import Any, Callable
 from harness import checks
 from harness.backends import BACKENDS
 from harness.runner import Backend, HarnessError, npm, run_backend
+from sidecar.scrub import scrub
 
 REPO = Path(__file__).resolve().parent.parent
 #: Where the table is written (committed when a drift run is the reason for a pin change).
 DRIFT_JSON = REPO / "harness" / "drift.json"
 #: Where the newest releases' evidence goes (outside the checkout).
 DRIFT_DIR = Path.home() / ".cache" / "repeat-failure" / "drift"
+#: What a lookup or a run may raise besides :class:`HarnessError`: the harness's npm and pip
+#: calls time out (``subprocess.run(timeout=...)``) or cannot start a tool (``OSError``).
+RUN_ERRORS = (HarnessError, subprocess.TimeoutExpired, subprocess.CalledProcessError, OSError)
 COLUMNS = ("backend", "pinned", "newest", "installs?", "route ok?", "readers ok?",
            "verdicts ok?")
 
@@ -83,19 +87,40 @@ def drift_row(backend: Backend, progress: Callable[[str], None],
     ``readers`` / ``verdicts`` are ``"ok"``, ``"n/a"`` or ``"FAIL: ..."``
     (:func:`harness.checks.summary`); ``broken`` is True when a release that installed fails one
     of them; ``problems`` lists every problem :func:`harness.checks.check` found. ``lookup`` and
-    ``run`` are the registry lookup and the harness run (tests pass their own)."""
+    ``run`` are the registry lookup and the harness run (tests pass their own); one raising
+    :data:`RUN_ERRORS` gives a row with that error as its note. Every text in the row is
+    scrubbed (:func:`sidecar.scrub.scrub`): a registry's error can echo a token from the user's
+    ``.npmrc``, and the row is printed and written to ``drift.json``."""
+    return _scrubbed(_row(backend, progress, lookup, run))
+
+
+def _scrubbed(value: Any) -> Any:
+    """``value`` with every string in it (keys kept) scrubbed."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {k: _scrubbed(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_scrubbed(v) for v in value]
+    return value
+
+
+def _row(backend: Backend, progress: Callable[[str], None],
+         lookup: Callable[[Backend], str],
+         run: Callable[[Backend, str, Callable[[str], None]], Path]) -> dict[str, Any]:
+    """:func:`drift_row` before scrubbing."""
     row: dict[str, Any] = {"backend": backend.name, "pinned": backend.version, "newest": None,
                            "installs": None, "route": "-", "readers": "-", "verdicts": "-",
                            "notes": "", "problems": {}, "broken": False}
     try:
         row["newest"] = lookup(backend)
-    except HarnessError as exc:
+    except RUN_ERRORS as exc:
         row["notes"] = str(exc)
         return row
     progress(f"{backend.name}: pinned {backend.version}, newest {row['newest']}")
     try:
         root = run(backend, row["newest"], progress)
-    except HarnessError as exc:
+    except RUN_ERRORS as exc:
         row["installs"] = False
         row["notes"] = str(exc)
         return row
@@ -103,7 +128,7 @@ def drift_row(backend: Backend, progress: Callable[[str], None],
     row.update(checks.summary(backend.name, root))
     try:
         row["problems"] = {k: v for k, v in checks.check(backend.name, root).items() if v}
-    except (OSError, ValueError, KeyError):
+    except checks.UNREADABLE:
         row["problems"] = {}
     row["broken"] = any(str(row[a]).startswith("FAIL") for a in checks.ASPECTS)
     return row

@@ -51,22 +51,46 @@ def primary() -> Path:
     return path
 
 
+#: The file :func:`prepare_fresh` leaves in a fresh directory: the mark that the directory is
+#: one it made, so a later run may replace it.
+FRESH_MARK = ".repeat-failure-fresh-evidence"
+
+
 def fresh_target() -> Path:
     """Where ``python -m harness run`` (without ``--update``) writes: ``$REPEAT_FAILURE_EVIDENCE_DIR``
-    or :data:`DEFAULT_FRESH`; never a directory inside the checkout's committed evidence."""
+    (a relative path is taken from the working directory; symlinks are resolved) or
+    :data:`DEFAULT_FRESH`. Raises :class:`ValueError` when that is the checkout, a directory
+    inside it (the run would change files git tracks, issue 15 item 6) or one holding it
+    (:func:`prepare_fresh` would delete the checkout)."""
     target = Path(os.environ.get(FRESH_ENV) or DEFAULT_FRESH).resolve()
-    if target == COMMITTED.resolve() or COMMITTED.resolve() in target.parents:
-        raise ValueError(f"{target}: the fresh evidence must live outside {COMMITTED} "
-                         "(use --update to rewrite the committed evidence)")
+    repo = REPO.resolve()
+    if target == repo or repo in target.parents or target in repo.parents:
+        raise ValueError(f"{FRESH_ENV}={target}: the fresh evidence must live outside the "
+                         f"checkout {repo} and not hold it (use --update to rewrite the "
+                         "committed evidence)")
     return target
 
 
 def prepare_fresh(target: Path) -> None:
     """Make ``target`` a copy of the committed evidence (replacing what a previous run left
-    there), so a run that re-creates some backends leaves the others as committed."""
+    there), so a run that re-creates some backends leaves the others as committed. An existing
+    ``target`` is replaced only when it is empty or a fresh evidence directory: one holding
+    :data:`FRESH_MARK`, or (left by a run before the mark) only names the committed evidence
+    has. Anything else raises :class:`ValueError` naming it and is left as it is (a mistyped
+    ``$REPEAT_FAILURE_EVIDENCE_DIR`` must not delete someone's directory)."""
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        raise ValueError(f"{target}: not a directory; the fresh evidence needs one of its own")
     if target.exists():
+        names = {p.name for p in target.iterdir()}
+        committed = {p.name for p in COMMITTED.iterdir()} | {FRESH_MARK}
+        if FRESH_MARK not in names and not names <= committed:
+            others = ", ".join(sorted(names - committed)[:5])
+            raise ValueError(f"{target}: holds files that are not harness evidence ({others}); "
+                             f"refusing to replace it: name an empty or new directory in "
+                             f"{FRESH_ENV}")
         shutil.rmtree(target)
     shutil.copytree(COMMITTED, target, ignore=shutil.ignore_patterns(VERSIONS))
+    (target / FRESH_MARK).write_text("written by python -m harness run; replaced by the next\n")
 
 
 def load(backend: str, root: Path | None = None) -> dict[str, Any]:

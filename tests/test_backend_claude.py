@@ -14,6 +14,8 @@ from __future__ import annotations
 import copy
 import json
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +151,25 @@ def test_the_2_1_332_wrapper_is_not_the_2_1_197_one() -> None:
         assert normalize(form, "claude") == "ls /nonexistent"
         cut = form.rsplit(" && pwd -P", 1)[0]
         assert normalize(cut, "claude") == normalize(cut, "bash")
+
+
+def test_a_cut_wrapper_of_a_long_or_true_chain_is_left_as_it_is(log: SessionLog) -> None:
+    """A record that starts like the wrapper but lost its tail (cut at the record limit) and
+    holds an agent command chaining ``|| true &&`` 300 times (about 4 KB) comes back as it is,
+    and the same command in the whole wrapper comes off. The stripper once backtracked
+    exponentially on such a record (a ``(?:[^\\n]*? || true && )*?`` regex group: 20 links
+    took 7 s, 300 would never end), stalling the sidecar's pipeline. Run in a child process
+    so that a regression fails here (killed after 60 s) instead of hanging the suite; the
+    linear stripper needs milliseconds."""
+    command = " || true && ".join(f"rm -f /tmp/f{i}" for i in range(300))
+    cut = real_wrap(log, command).rsplit(" < /dev/null", 1)[0]
+    assert len(cut) > 4000
+    code = ("import json, sys\nfrom sidecar.backends.claude import strip\n"
+            "cut, whole = json.load(sys.stdin)\nprint(json.dumps([strip(cut), strip(whole)]))")
+    done = subprocess.run([sys.executable, "-c", code], input=json.dumps(
+        [cut, real_wrap(log, command)]), capture_output=True, text=True, timeout=60,
+        cwd=Path(__file__).resolve().parent.parent, check=True)
+    assert json.loads(done.stdout) == [cut, command]
 
 
 @pytest.mark.parametrize("backend", ["vllm", "llm-d", "litellm", "watsonx"])

@@ -135,3 +135,66 @@ def test_every_verified_claude_release_passes_every_check(version):
     """The checks drift applies hold on both verified releases' real captures."""
     assert checks.check("claude", claude_root(version)) == {
         "route": [], "readers": [], "verdicts": [], "notes": []}
+
+
+def test_a_registry_error_echoing_a_token_is_scrubbed_everywhere(tmp_path):
+    """npm echoes a bad ``_authToken`` (from the user's .npmrc) in its error; drift prints the
+    error and writes it to drift.json, a file meant to be committed, so only its scrubbed text
+    may appear (secrets: only scrubbed text is ever stored or shown). The token is built here
+    at runtime."""
+    token = "npm" + "_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    message = (f"npm install @anthropic-ai/claude-code@2.1.332 failed: npm error code E401\n"
+               f"npm error //registry.npmjs.org/:_authToken={token}")
+    code, text, data = run_drift(tmp_path, fail_run=message)
+    (row,) = data["rows"]
+    assert token not in text and token not in (tmp_path / "drift.json").read_text()
+    assert row["notes"] == ("npm install @anthropic-ai/claude-code@2.1.332 failed: npm error "
+                            "code E401\nnpm error //registry.npmjs.org/:_authToken=[REDACTED]")
+    assert code == 0 and row["installs"] is False
+
+
+def test_a_run_that_times_out_is_a_row_not_a_lost_table(tmp_path):
+    """A lookup or run that times out (``subprocess.TimeoutExpired``, which the harness's npm
+    and pip calls raise) or cannot start the tool (``OSError``) is that row's note; the other
+    rows and drift.json are still written."""
+    import subprocess
+
+    def lookup(backend):
+        if backend.name == "claude":
+            raise subprocess.TimeoutExpired(["npm", "view"], 120)
+        return backend.version
+
+    def run(backend, release, progress):
+        raise FileNotFoundError(2, "No such file or directory", "node")
+
+    out = tmp_path / "drift.json"
+    code = drift.main(["claude", "pi"], out=out, lookup=lookup, run=run, stream=io.StringIO())
+    rows = {r["backend"]: r for r in json.loads(out.read_text())["rows"]}
+    assert code == 0 and sorted(rows) == ["claude", "pi"]
+    assert rows["claude"]["newest"] is None
+    assert rows["claude"]["notes"] == "Command '['npm', 'view']' timed out after 120 seconds"
+    assert rows["pi"]["installs"] is False
+    assert rows["pi"]["notes"] == "[Errno 2] No such file or directory: 'node'"
+
+
+@pytest.mark.parametrize("text, error", [
+    ("[]", "AttributeError"),
+    ('{"backend": "claude", "version": "9", "runs": [5]}', "TypeError"),
+    ('{"backend": "claude", "version": "9", "runs": [{"command": "ls /nonexistent", '
+     '"repeat": "5", "records": []}]}', "TypeError"),
+    ('{"backend": "claude", "version": "9", "runs": [], "verdict_scenarios": ["x"]}',
+     "AttributeError"),
+    ("{not json", "JSONDecodeError"),
+])
+def test_summary_of_broken_evidence_fails_every_aspect_and_never_raises(tmp_path, text, error):
+    """A capture whose JSON has the wrong shape (a killed run, a hand edit) is a FAIL of every
+    aspect in the drift table, never an exception that loses the other rows."""
+    (tmp_path / "claude.json").write_text(text)
+    found = checks.summary("claude", tmp_path)
+    assert found["notes"] == ""
+    assert {a: found[a].split(" (", 1)[0] for a in checks.ASPECTS} == {
+        a: "FAIL: evidence unreadable" for a in checks.ASPECTS}
+    assert found["route"].startswith(f"FAIL: evidence unreadable ({error}: ")
+    row = drift.drift_row(BACKENDS["claude"], lambda s: None, lambda b: "9",
+                          lambda b, v, p: tmp_path)
+    assert row["broken"] is True and row["problems"] == {}

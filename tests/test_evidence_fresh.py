@@ -80,6 +80,43 @@ def test_a_plain_harness_run_never_writes_the_committed_evidence(tmp_path, monke
         evidence_dirs.primary()
 
 
+@pytest.mark.parametrize("where", ["checkout", "harness", "relative", "trailing slash",
+                                   "symlink"])
+def test_the_fresh_directory_never_is_or_holds_the_checkout(tmp_path, monkeypatch,
+                                                            where: str) -> None:
+    """A fresh directory that is the checkout or holds it is refused before anything is
+    written (:func:`harness.evidence.prepare_fresh` starts by deleting what is there): the
+    checkout, ``harness/`` (the committed evidence's parent), ``.`` from the checkout, the same
+    with a trailing slash, and a symlink elsewhere pointing at the checkout."""
+    repo = COMMITTED.parent.parent
+    named = {"checkout": str(repo), "harness": str(COMMITTED.parent), "relative": ".",
+             "trailing slash": f"{repo}/", "symlink": str(tmp_path / "link")}[where]
+    (tmp_path / "link").symlink_to(repo)
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv(evidence_dirs.FRESH_ENV, named)
+    with pytest.raises(ValueError, match="outside the checkout"):
+        evidence_dirs.fresh_target()
+
+
+def test_a_directory_that_is_not_fresh_evidence_is_never_replaced(tmp_path) -> None:
+    """A mistyped directory with files of its own (a home, a project) is left as it is, with
+    an error naming what it holds; an empty one, or one a previous run made, is replaced."""
+    target = tmp_path / "mine"
+    target.mkdir()
+    (target / "notes.txt").write_text("keep me")
+    with pytest.raises(ValueError, match=r"mine: holds files that are not harness evidence "
+                                         r"\(notes.txt\)"):
+        evidence_dirs.prepare_fresh(target)
+    assert (target / "notes.txt").read_text() == "keep me"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    evidence_dirs.prepare_fresh(empty)
+    (empty / "claude.json").write_text("{}")  # a run rewrote one backend
+    evidence_dirs.prepare_fresh(empty)  # the next run replaces its own directory
+    assert (empty / "claude.json").read_text() == (COMMITTED / "claude.json").read_text()
+    assert (empty / evidence_dirs.FRESH_MARK).is_file()
+
+
 def test_the_test_command_leaves_the_checkout_clean() -> None:
     """After the suite's own harness run (and everything else it did so far), git sees no
     change under harness/evidence/: the fresh evidence went outside the checkout."""
