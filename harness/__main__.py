@@ -59,13 +59,13 @@ def main(argv: list[str] | None = None) -> int:
     drift.add_argument("--backend", action="append", choices=sorted(BACKENDS),
                        help="only this backend (repeatable); default: every registry backend")
     args = parser.parse_args(argv)
+    # The pipeline's own note log lines would interleave with the progress display.
+    logging.getLogger("repeat_failure").addHandler(logging.NullHandler())
+    logging.getLogger("repeat_failure").propagate = False
     if args.command == "drift":
         from harness.drift import main as drift_main
 
         return drift_main(args.backend)
-    # The pipeline's own note log lines would interleave with the progress display.
-    logging.getLogger("repeat_failure").addHandler(logging.NullHandler())
-    logging.getLogger("repeat_failure").propagate = False
     names = args.backend or list(BACKENDS)
     if args.covered:
         # A backend without a row in the table, or whose row is not covered, is left out.
