@@ -47,6 +47,9 @@ class CoverageRow:
     evidence: str = ""
     version: str = ""
     also_verified: tuple[str, ...] = ()
+    #: Why the pin is not the newest release, when it is not: the registry's own error for a
+    #: newest release that does not install (``python -m harness drift``).
+    pin_note: str = ""
     reason: str = ""
     follow_up: str = ""
     hive: bool = True
@@ -84,16 +87,16 @@ def shell_activity_signal(backend: str) -> str:
 def _covered(backend: str, name: str, version: str, kind: str = "cli",
              evidence_of: str | None = None, route: str = "bash_env",
              also: tuple[str, ...] = (), shell_activity: str | None = None,
-             hive: bool = True) -> CoverageRow:
+             hive: bool = True, pin_note: str = "") -> CoverageRow:
     """A covered row; ``evidence_of`` names the backend whose harness run is the evidence (an
     inference backend runs through the Claude Code CLI, so Claude Code's run covers it);
     ``also`` the earlier releases verified on their kept captures, newest first;
     ``shell_activity`` replaces :func:`shell_activity_signal`'s text (a backend whose session log
-    has shell calls but no reader yet)."""
+    has shell calls but no reader yet); ``pin_note`` says why the pin is not the newest."""
     return CoverageRow(backend, name, kind, True, route=route,
                        shell_activity=shell_activity or shell_activity_signal(backend),
                        evidence=f"harness/evidence/{evidence_of or backend}.json", version=version,
-                       also_verified=also, hive=hive)
+                       also_verified=also, hive=hive, pin_note=pin_note)
 
 
 #: The C12 text of a covered backend beyond Hive's list: its session log has its shell calls, but
@@ -111,8 +114,12 @@ _ROWS = (
     _covered("copilot", "GitHub Copilot CLI", "1.0.102"),
     _covered("opencode", "opencode", "1.18.33"),
     _covered("pi", "pi", "1.6.0", also=("0.73.1",)),
-    _covered("omp", "Oh My Pi", "18.2.3", route="omp_session_log"),
-    _covered("kilo", "Kilo Code CLI", "7.7.7"),
+    _covered("omp", "Oh My Pi", "18.2.3", route="omp_session_log", pin_note=(
+        "newest 18.3.4 does not install: npm error code ETARGET, No matching version found for "
+        "@oh-my-pi/omp-stats@18.3.4")),
+    _covered("kilo", "Kilo Code CLI", "7.7.7", pin_note=(
+        "newest 7.8.1 does not install: npm error code ETARGET, No matching version found for "
+        "@kilocode/cli-linux-x64-baseline-musl@7.8.1")),
     _not_covered("aider", "aider", reason=(
         "aider 0.86.2 runs a suggested command only when a person answers yes (--yes-always "
         "declines), then through /bin/sh -c (no tty) or $SHELL -i -c (a tty); neither loads "
@@ -172,7 +179,8 @@ def table_rows(hive: bool = True) -> list[list[str]]:
     for r in (r for r in _ROWS if r.hive == hive):
         detail = r.evidence if r.covered else r.reason
         versions = "; ".join([r.version] + ([f"also verified {', '.join(r.also_verified)}"]
-                                            if r.also_verified else []))
+                                            if r.also_verified else [])
+                             + ([r.pin_note] if r.pin_note else []))
         rows.append([r.backend, r.route or "-", r.status,
                      f"{detail} ({versions})" if r.version else detail,
                      r.shell_activity or "-", r.follow_up or "-"])
