@@ -730,7 +730,7 @@ def test_shellcheck_clean():
     if shutil.which("shellcheck") is None:
         pytest.skip("shellcheck is not installed")
     res = run(["shellcheck", "-s", "bash", "hooks/bash_env.sh", "hooks/bash_env.slow.bash",
-               "hooks/bash_env.chain.bash"],
+               "hooks/bash_env.chain.bash", "hooks/bash_env.trap.bash"],
               {"PATH": "/usr/bin:/bin"}, cwd=REPO)
     assert (res.returncode, res.stdout.decode(), res.stderr.decode()) == (0, "", "")
 
