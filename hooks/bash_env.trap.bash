@@ -1,5 +1,5 @@
 # shellcheck shell=bash disable=SC2154 # __rf_m is set by the hook (notes at the end)
-if [[ -z ${__rf_m-} && $# == 2 && $2 == EXIT && $1 == [!-0-9]* && $1 != '{ __rf_x=$?;'* && $BASHPID == "$$" ]]; then builtin trap -- @OURS_C@"; $1" EXIT; builtin return 0; fi
+if [[ $# == 2 && $2 == EXIT && $1 == [!-0-9\{]* && -z ${__rf_m-} && $BASHPID == "$$" ]]; then builtin trap -- @OURS_C@"; $1" EXIT; builtin return 0; fi
 # shellcheck disable=SC2168,SC2064 # sourced by the `trap` function; the arguments are the caller's
 if [[ -z ${__rf_m-} ]]; then builtin local __rf_y=0; builtin trap "$@" || __rf_y=$?; [[ $BASHPID == "$$" ]] || builtin return "$__rf_y"; fi
 __rf_e=
@@ -63,36 +63,36 @@ if [[ -n ${__rf_m-} ]]; then
 fi
 builtin return "${__rf_y-0}"
 
-
 # repeat-failure neutral route, chained (C-AC16): the hook's EXIT trap in front of the original's.
 # These notes come after the code: bash parses a sourced file only up to the `return` it runs.
 #
 # A chained hook (hook/<agent>.sh rendered with the agent's original BASH_ENV) sets its own EXIT
-# trap, defines `trap` as a function and sources the original, so an error in the original (an unset
-# variable under set -u, say) never stops the record. The function sources this file with the trap's
-# arguments. Its first command takes the common form, `trap ACTION EXIT`, in the shell that records:
-# it sets "OURS_C; ACTION" at once. Otherwise the builtin does what was asked (its messages and
-# status are the caller's) and, in that shell (not in a subshell or a command substitution, whose
-# EXIT trap is their own), an EXIT trap just set gets the hook's put in front. After the original,
-# the function and the __rf_* names are removed before the command runs. Reading `trap -p EXIT` back
-# instead would fork in every agent shell (HOOK-NOTES); that is done only when the function could
-# not be used (__rf_m set, no arguments): `trap` was a function already (one exported into the
-# environment) or the original turned on POSIX mode, where special builtins are found before
-# functions.
+# trap, defines `trap` as a function and sources the original, so an error in the original (an
+# unset variable under set -u, say) never stops the record. The function sources this file with the
+# trap's arguments. Its first command takes the common form, `trap ACTION EXIT`, in the shell that
+# records: it sets "OURS_C; ACTION" at once (an ACTION starting with `-`, a digit or `{`, which may
+# be an option, a signal number or the hook's own trap read back, takes the general path).
+# Otherwise the builtin does what was asked (its messages and status are the caller's) and, in that
+# shell (not in a subshell or a command substitution, whose EXIT trap is their own), an EXIT trap
+# just set gets the hook's put in front. After the original, the function and the __rf_* names are
+# removed before the command runs. Reading `trap -p EXIT` back instead would fork in every agent
+# shell (HOOK-NOTES); that is done only when the function could not be used (__rf_m set, no
+# arguments): `trap` was a function already (one exported into the environment) or the original
+# turned on POSIX mode, where special builtins are found before functions.
 #
 # Known limits: an original that calls `builtin trap` or `command trap` bypasses the function, so
 # its EXIT trap replaces the hook's as a command's own EXIT trap does, and that shell is not
 # recorded (C12's "not receiving data" shows a route gone quiet); an original that defines its own
 # function named `trap` loses it when the hook removes the one it defined.
 #
-# The EXIT trap left is OURS alone or "OURS_C; ORIG": OURS the hook's trap (rendered in), OURS_C the
-# same group ending `&& builtin :`, ORIG what the original set. The hook's exit path returns the
-# command's status, so ORIG sees the command's $? without `(exit N)`, which forks and, failing under
-# set -e, would end the trap before ORIG ran; a failing status on the left of `&&` cannot trip
-# errexit. ORIG runs after the record is written, with the umask 007 the record file needs (and
-# LC_ALL=C when the record took the slow path). An ORIG that starts with the trap it found (the
-# "append to the EXIT trap" idiom) has that part dropped, so the record is written once. Ignoring
-# EXIT ('') or resetting it ('-', or naming it alone) leaves OURS alone.
+# The EXIT trap left is OURS alone or "OURS_C; ORIG": OURS the hook's trap (rendered in), OURS_C
+# the same group ending `&& builtin :`, ORIG what the original set. The hook's exit path returns
+# the command's status, so ORIG sees the command's $? without `(exit N)`, which forks and, failing
+# under set -e, would end the trap before ORIG ran; a failing status on the left of `&&` cannot
+# trip errexit. ORIG runs after the record is written, with the umask 007 the record file needs
+# (and LC_ALL=C when the record took the slow path). An ORIG that starts with the trap it found
+# (the "append to the EXIT trap" idiom) has that part dropped, so the record is written once.
+# Ignoring EXIT ('') or resetting it ('-', or naming it alone) leaves OURS alone.
 #
 # The general part reads "$@" as bash 5.2's trap builtin does (builtins/trap.def): options (-l, -p,
 # --help, a bad one) only print; after an optional `--`, a first argument of digits naming a signal
