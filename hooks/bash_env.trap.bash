@@ -76,8 +76,8 @@ builtin return "${__rf_y-0}"
 # shell (not in a subshell or a command substitution, whose EXIT trap is their own), an EXIT trap
 # just set gets the hook's put in front. After the original, the function and the __rf_* names are
 # removed before the command runs. Reading `trap -p EXIT` back instead would fork in every agent
-# shell (HOOK-NOTES); that is done only when the function could not be used (__rf_m set, no
-# arguments): `trap` was a function already (one exported into the environment) or the original
+# shell (docs/neutral-route.md); that is done only when the function could not be used (__rf_m set,
+# no arguments): `trap` was a function already (one exported into the environment) or the original
 # turned on POSIX mode, where special builtins are found before functions.
 #
 # Known limits: an original that calls `builtin trap` or `command trap` bypasses the function, so

@@ -98,7 +98,7 @@ def render_text(shared_dir: str | os.PathLike[str], agent: str, backend: str,
     function that lets the builtin set the trap and then puts the hook's in front (the slow-path
     file's chain section); only when ``trap`` was a function already, the original redefined it
     or turned on POSIX mode is the EXIT trap read back with ``$(trap -p EXIT)``, a fork
-    (HOOK-NOTES.md). An original that sets its EXIT trap with ``builtin trap`` or ``command
+    (docs/neutral-route.md, "Chaining an existing BASH_ENV"). An original that sets its EXIT trap with ``builtin trap`` or ``command
     trap`` bypasses the function, so that shell's command is not recorded (the "not receiving
     data" state, C12, shows a route that records nothing). Raises :class:`HookError` for names
     or paths that cannot be baked in safely.
@@ -261,7 +261,8 @@ def launch_env(shared_dir: str | os.PathLike[str], agent: str,
     ``BASH_ENV`` (the agent's rendered hook), ``SHELL=/bin/bash`` (backends that pick their shell
     from ``$SHELL`` get bash, C2), and ``SHLVL=1`` unless ``environ`` already has it >= 1: bash
     reads bashrc instead of ``BASH_ENV`` for ``bash -c`` when stdin is a socket and the shell
-    level is below 2 (HOOK-NOTES.md, seen with Claude Code).
+    level is below 2 (docs/neutral-route.md, "Bash facts the hook relies on"; seen with Claude
+    Code).
     """
     environ = os.environ if environ is None else environ
     env = {"BASH_ENV": str(hook_path(shared_dir, agent)), "SHELL": "/bin/bash"}

@@ -462,7 +462,7 @@ def test_signal_killed_command_records_its_signal_status(hooked, sig):
 
 @pytest.mark.xfail(strict=True, reason=(
     "known limitation: under `set -v` bash echoes every line it reads, including the BASH_ENV "
-    "file (kept to 4 lines) and the EXIT trap text it parses at exit"))
+    "file (3 lines) and the EXIT trap text it parses at exit"))
 def test_verbose_output_unchanged(hooked):
     """C-AC14: `bash -v -c` prints the same with the hook on and off."""
     _, env_on, env_off = hooked
