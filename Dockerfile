@@ -9,7 +9,8 @@
 # Kubernetes an emptyDir; readOnlyRootFilesystem: true works). Without Kubernetes, mount it:
 #   docker run --read-only --tmpfs /var/run/repeat-failure:uid=10001,gid=10001 IMAGE run ...
 # tests/test_dockerfile.py lints this file (hadolint), checks its shape, and runs the build
-# stage's install step in a local virtualenv.
+# stage's install step in a local virtualenv. Building, tagging and pushing it, and the chart
+# value that names it (image.reference): docs/image.md.
 
 FROM python:3.11.14-slim-bookworm AS build
 

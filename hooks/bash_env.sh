@@ -1,4 +1,4 @@
-# repeat-failure neutral route (BASH_ENV hook) for agent @AGENT@; read at every bash start, so
-# kept tiny (`set -v` echoes it). The contract and the reasons are in @SLOW@.
-# shellcheck disable=SC2154,SC1091 # __rf_* are set inside the trap string; @SLOW@ is rendered later
-{ if [[ -n ${BASH_EXECUTION_STRING-} && $$ != 1 && $PPID != 0 && ( -z ${REPEAT_FAILURE_MARK-} || ${REPEAT_FAILURE_MARK-} == "$$" || ( ! -d /proc/${REPEAT_FAILURE_MARK-} && -d /proc/$$ ) ) ]]; then builtin export REPEAT_FAILURE_MARK=$$; builtin trap '{ __rf_x=$?; builtin trap - DEBUG RETURN; LC_ALL=C; builtin umask 007; __rf_t=${EPOCHREALTIME-}; __rf_t=${__rf_t/,/.}; [[ -n $__rf_t ]] || builtin printf -v __rf_t %\(%s\)T -1; __rf_r=${BASH_EXECUTION_STRING-}; __rf_c=${__rf_r//\\/\\\\}; __rf_c=${__rf_c//\"/\\\"}; __rf_h="{\"v\":1,\"ts\":$__rf_t,@PREFIX@,\"exit\":$__rf_x"; __rf_l="$__rf_h,\"cmd\":\"$__rf_c\"}"; if [[ $__rf_l == *[[:cntrl:]]* ]] || ((${#__rf_l} > 4095)); then __rf_l=; builtin . @SLOW@; fi; [[ -z $__rf_l || -L @RECORDS@ ]] || builtin printf "%s\n" "$__rf_l" >>@RECORDS@ || builtin :; } >/dev/null 2>&1 || builtin :' EXIT; fi; } 2>/dev/null || :
+# repeat-failure neutral route (BASH_ENV hook) for agent @AGENT@, read at every bash start.
+# The record is written by @SLOW@ (its notes: the contract).
+# shellcheck disable=SC1091 # @SLOW@ is rendered later
+{ if [[ -n ${BASH_EXECUTION_STRING-} && $$ != 1 && $PPID != 0 && ( ${REPEAT_FAILURE_MARK:-$$} == "$$" || ( ! -d /proc/$REPEAT_FAILURE_MARK && -d /proc/$$ ) ) ]]; then builtin export REPEAT_FAILURE_MARK=$$; builtin trap '{ __rf_x=$?; builtin . @SLOW@ || builtin :; } >/dev/null 2>&1 || builtin :' EXIT; fi; } 2>/dev/null || :

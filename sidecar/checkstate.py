@@ -19,7 +19,7 @@ NOT_AVAILABLE = "not_available"
 NOT_RECEIVING_DATA = "not_receiving_data"
 STATES = (ON, NOT_AVAILABLE, NOT_RECEIVING_DATA)
 #: Notes listed per agent in /status and as note series (the newest); the message still counts
-#: every raised note in "(+K others)".
+#: every raised note in "(+K others)" ("(+1 other)" for one).
 MAX_NOTES_SHOWN = 100
 STATE_TEXT = {
     ON: "",
@@ -31,7 +31,8 @@ STATE_TEXT = {
 @dataclass(frozen=True)
 class Row:
     """One agent's row: ``notes`` newest first; ``message`` is the newest note's message plus
-    `` (+K others)`` when K more notes are raised, or ``""``."""
+    `` (+K others)`` when K more notes are raised (`` (+1 other)`` for one, DESIGN.md
+    "Metrics"), or ``""``."""
 
     agent: str
     backend: str
@@ -49,7 +50,9 @@ class Row:
         if not self.notes:
             return ""
         others = len(self.notes) - 1
-        return self.notes[0].message + (f" (+{others} others)" if others else "")
+        if not others:
+            return self.notes[0].message
+        return f"{self.notes[0].message} (+{others} other{'s' if others > 1 else ''})"
 
     def to_json(self) -> dict:
         """The row as ``GET /status`` returns it (DESIGN.md "Metrics")."""

@@ -105,6 +105,10 @@ def run_demo(serve: bool = False, listen: str = "127.0.0.1:0", window_s: float =
         try:
             screen.show("start")
             agent_runs("ls /nonexistent", 6)
+            print(f"(the note's M in \"failed N times in M min\" is the minutes from the first to "
+                  f"the last of those N failures, rounded up and at least 1: these came within a "
+                  f"second, so they read \"1 min\"; the window, {window_s:g} s here, decides "
+                  f"which failures count)")
             agent_runs("gh pr checks 123 --watch", 6)
             print("(gh pr checks is on the default exclusion list: it fails by design while "
                   "checks are pending, so it never counts towards a note)")

@@ -163,8 +163,11 @@ class MetricsCollector(Collector):
 
 
 def status_json(sidecar: "Sidecar") -> bytes:
-    """The ``GET /status`` body: ``{"rows": [...]}`` as :meth:`Row.to_json` gives each row."""
-    return orjson.dumps({"rows": [row.to_json() for row in sidecar.rows()]})
+    """The ``GET /status`` body: ``{"rows": [...]}`` as :meth:`Row.to_json` gives each row, one
+    line ending in a newline (so ``curl .../status`` does not run into the next prompt or
+    command output, as ``/healthz``'s ``ok`` does not)."""
+    return orjson.dumps({"rows": [row.to_json() for row in sidecar.rows()]},
+                        option=orjson.OPT_APPEND_NEWLINE)
 
 
 def _handler(sidecar: "Sidecar") -> type[BaseHTTPRequestHandler]:

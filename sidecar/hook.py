@@ -1,11 +1,13 @@
 """The neutral route's files on the shared volume: render, remove, and the launch environment.
 
-``hooks/bash_env.sh`` (and its slow path ``hooks/bash_env.slow.bash``) are templates. The sidecar
-renders them into ``<shared-dir>/hook/<agent>.sh`` and ``hook/<agent>.slow.bash`` with the record
-path, agent, backend and (optionally) the agent's original ``BASH_ENV`` baked in, so the agent's
-shells need only ``BASH_ENV`` in their environment. The files stay when the sidecar exits and are
-removed only when the check is turned off (spec C14): a hook file left behind after that does
-nothing because it no longer exists.
+``hooks/bash_env.sh`` (the hook), ``hooks/bash_env.slow.bash`` (its exit path, which writes the
+record) and, for a chained original ``BASH_ENV``, ``hooks/bash_env.chain.bash`` and
+``hooks/bash_env.trap.bash`` are templates. The sidecar renders them into
+``<shared-dir>/hook/<agent>.sh``, ``hook/<agent>.slow.bash`` and ``hook/<agent>.trap.bash`` with the
+record path, agent, backend and (optionally) the agent's original ``BASH_ENV`` baked in, so the
+agent's shells need only ``BASH_ENV`` in their environment. The files stay when the sidecar exits
+and are removed only when the check is turned off (spec C14): a hook file left behind after that
+does nothing because it no longer exists.
 """
 
 from __future__ import annotations
@@ -60,6 +62,12 @@ def slow_path(shared_dir: str | os.PathLike[str], agent: str) -> Path:
     return Path(shared_dir) / HOOK_DIR / f"{agent}.slow.bash"
 
 
+def trap_path(shared_dir: str | os.PathLike[str], agent: str) -> Path:
+    """``<shared-dir>/hook/<agent>.trap.bash``: what a chained hook's ``trap`` function sources
+    while the original ``BASH_ENV`` runs (written only when a chain is rendered)."""
+    return Path(shared_dir) / HOOK_DIR / f"{agent}.trap.bash"
+
+
 def records_path(shared_dir: str | os.PathLike[str], agent: str) -> Path:
     """``<shared-dir>/records/<agent>.jsonl``: where the hook appends raw records."""
     return Path(shared_dir) / RECORDS_DIR / f"{agent}.jsonl"
@@ -85,29 +93,66 @@ def render_text(shared_dir: str | os.PathLike[str], agent: str, backend: str,
     ``chain`` is the agent's original ``BASH_ENV`` (a path inside the agent's container); the
     rendered hook sources it in every shell, after installing its own EXIT trap, so the original
     keeps its effect and an error in it (say, an unset variable under ``set -u``) never stops the
-    record; an EXIT trap the original sets still runs, after the hook's (C-AC16). The chain costs
-    one command substitution per recorded command (to read the EXIT trap back). Raises :class:`HookError` for names or paths that cannot be baked in safely.
+    record; an EXIT trap the original sets still runs, after the hook's and with the command's
+    ``$?`` (C-AC16). The chain forks nothing: while the original is sourced, ``trap`` is a
+    function that lets the builtin set the trap and then puts the hook's in front (the slow-path
+    file's chain section); only when ``trap`` was a function already, the original redefined it
+    or turned on POSIX mode is the EXIT trap read back with ``$(trap -p EXIT)``, a fork
+    (docs/neutral-route.md, "Chaining an existing BASH_ENV"). An original that sets its EXIT trap with ``builtin trap`` or ``command
+    trap`` bypasses the function, so that shell's command is not recorded (the "not receiving
+    data" state, C12, shows a route that records nothing). Raises :class:`HookError` for names
+    or paths that cannot be baked in safely.
     """
     shared = Path(shared_dir)
     _check(shared, agent, backend, chain)
     templates = _template_dir()
     prefix = orjson.dumps({"agent": agent, "backend": backend, "route": ROUTE}).decode()[1:-1]
     hook = (templates / "bash_env.sh").read_text(encoding="utf-8")
-    # Inside the single-quoted trap, a double-quoted JSON string needs its quotes escaped.
-    hook = (hook.replace("@AGENT@", agent)
-                .replace("@PREFIX@", prefix.replace('"', '\\"'))
-                .replace("@SLOW@", str(slow_path(shared, agent)))
-                .replace("@RECORDS@", str(records_path(shared, agent))))
+    hook = hook.replace("@AGENT@", agent).replace("@SLOW@", str(slow_path(shared, agent)))
+    # Lint directives are for the template; every byte of the hook is parsed at every start.
+    hook = "".join(line for line in hook.splitlines(keepends=True)
+                   if not line.startswith("# shellcheck"))
     if chain is not None:
-        ours = re.search(r"trap '([^']*)' EXIT", hook)
+        # The `trap` function is defined where the hook sets its EXIT trap (the template's first
+        # command line, spliced in after the trap); sourcing the original and cleaning up after
+        # it are appended.
+        block = (templates / "bash_env.chain.bash").read_text(encoding="utf-8")
+        block = (block.replace("@CHAIN@", shlex.quote(chain))
+                      .replace("@TRAPF@", str(trap_path(shared, agent))))
+        lines = block.splitlines(keepends=True)
+        first = next(i for i, line in enumerate(lines) if not line.startswith("#"))
+        ours = re.search(r"builtin trap '[^']*' EXIT;", hook)
         if ours is None:  # the template is ours; this only fires if someone breaks it
             raise HookError("hooks/bash_env.sh has no EXIT trap to chain after")
-        block = (templates / "bash_env.chain.bash").read_text(encoding="utf-8")
-        hook += (block.replace("@CHAIN@", shlex.quote(chain))
-                      .replace("@OURS_P@", shlex.quote(f"trap -- '{ours.group(1)}' EXIT"))
-                      .replace("@OURS_Q@", shlex.quote(ours.group(1))))
+        hook = hook.replace(ours.group(0), f"{ours.group(0)} {lines[first].rstrip()};", 1)
+        hook += "".join(line for line in lines[:first] + lines[first + 1:]
+                        if not line.startswith("# shellcheck"))  # bash parses comments too
     slow = (templates / "bash_env.slow.bash").read_text(encoding="utf-8")
+    # The prefix sits once in single quotes, once in a double-quoted string (quotes escaped).
+    slow = (slow.replace("@PREFIX_SQ@", prefix)  # names and ROUTE hold no quote (_check)
+                .replace("@PREFIX@", prefix.replace('"', '\\"'))
+                .replace("@RECORDS@", str(records_path(shared, agent))))
     return hook, slow
+
+
+def render_trap_text(shared_dir: str | os.PathLike[str], agent: str) -> str:
+    """The text of a chained hook's ``trap`` helper (:func:`trap_path`), from
+    ``hooks/bash_env.trap.bash`` with the hook's own EXIT trap string baked in twice: as it is
+    (``@OURS@``), and as it goes in front of the original's EXIT trap (``@OURS_C@``): there the
+    group ends in ``&& builtin :`` and passes on the status of the exit-path file, which returns
+    the command's, so the original's trap sees that ``$?`` without a fork (``(exit N)`` forks),
+    and a failing status on the left of ``&&`` cannot trip errexit. Raises :class:`HookError` as :func:`render_text` does."""
+    hook, _ = render_text(shared_dir, agent, "bash")
+    ours = re.search(r"builtin trap '([^']*)' EXIT;", hook)
+    tail = " || builtin :; } >/dev/null 2>&1 || builtin :"
+    if ours is None or not ours.group(1).endswith(tail):
+        raise HookError("hooks/bash_env.sh has no EXIT trap to chain after")  # a broken template
+    chained = ours.group(1).removesuffix(tail) + "; } >/dev/null 2>&1 && builtin :"
+    text = "".join(line for line in (_template_dir() / "bash_env.trap.bash")
+                   .read_text(encoding="utf-8").splitlines(keepends=True)
+                   if not line.startswith("# shellcheck"))
+    return (text.replace("@OURS_C@", shlex.quote(chained))
+                .replace("@OURS@", shlex.quote(ours.group(1))))
 
 
 def write_atomic(path: Path, data: bytes | bytearray, mode: int) -> None:
@@ -164,9 +209,14 @@ def prepare_shared_dir(shared_dir: str | os.PathLike[str]) -> list[str]:
     return moved
 
 
+def _files(shared_dir: str | os.PathLike[str], agent: str) -> tuple[Path, Path, Path]:
+    return hook_path(shared_dir, agent), slow_path(shared_dir, agent), trap_path(shared_dir, agent)
+
+
 def render(shared_dir: str | os.PathLike[str], agent: str, backend: str,
            chain: str | None = None) -> Path:
-    """Write the agent's hook and slow-path files (atomically, 0644) and return the hook path.
+    """Write the agent's hook and slow-path files, and with ``chain`` the trap helper
+    (:func:`trap_path`), atomically, mode 0644; return the hook path.
 
     Creates the shared directory's folders as :func:`prepare_shared_dir` does. Raises
     :class:`HookError` as :func:`render_text` does, ``OSError`` when the files cannot be written
@@ -174,10 +224,15 @@ def render(shared_dir: str | os.PathLike[str], agent: str, backend: str,
     """
     hook_text, slow_text = render_text(shared_dir, agent, backend, chain)
     prepare_shared_dir(shared_dir)
-    for path in (hook_path(shared_dir, agent), slow_path(shared_dir, agent)):
+    for path in _files(shared_dir, agent):
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
     write_atomic(slow_path(shared_dir, agent), slow_text.encode("utf-8"), 0o644)
+    if chain is not None:  # before the hook that sources it
+        write_atomic(trap_path(shared_dir, agent),
+                     render_trap_text(shared_dir, agent).encode("utf-8"), 0o644)
+    else:
+        trap_path(shared_dir, agent).unlink(missing_ok=True)
     path = hook_path(shared_dir, agent)
     write_atomic(path, hook_text.encode("utf-8"), 0o644)
     return path
@@ -187,7 +242,7 @@ def remove(shared_dir: str | os.PathLike[str], agent: str) -> bool:
     """Remove the agent's hook files; True if a hook file was there. Never raises for a missing
     file (the check being off is the normal case)."""
     removed = False
-    for path in (hook_path(shared_dir, agent), slow_path(shared_dir, agent)):
+    for path in _files(shared_dir, agent):
         try:
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path)  # not ours, but it must not stand where a hook was
@@ -206,7 +261,8 @@ def launch_env(shared_dir: str | os.PathLike[str], agent: str,
     ``BASH_ENV`` (the agent's rendered hook), ``SHELL=/bin/bash`` (backends that pick their shell
     from ``$SHELL`` get bash, C2), and ``SHLVL=1`` unless ``environ`` already has it >= 1: bash
     reads bashrc instead of ``BASH_ENV`` for ``bash -c`` when stdin is a socket and the shell
-    level is below 2 (HOOK-NOTES.md, seen with Claude Code).
+    level is below 2 (docs/neutral-route.md, "Bash facts the hook relies on"; seen with Claude
+    Code).
     """
     environ = os.environ if environ is None else environ
     env = {"BASH_ENV": str(hook_path(shared_dir, agent)), "SHELL": "/bin/bash"}

@@ -506,12 +506,49 @@ def test_injector_config_keys_are_the_contracts() -> None:
     assert set(injector_config(render())) == set(yaml.safe_load(block))
 
 
+@pytest.mark.parametrize("reference", [
+    "registry.example/rf:1.2.3", "localhost:5000/team/rf:dev_1",
+    "registry.example/rf@sha256:" + "c" * 64, "registry.example/rf:1.2.3@sha256:" + "d" * 64,
+])
+def test_image_is_one_reference(reference: str) -> None:
+    """Issue 17: the image is one value, `image.reference`, used as given by the injector, the
+    sidecar it injects and the fixloop (a tag, a digest, or both; a registry with a port)."""
+    objs = render("image.reference=" + reference, *FIXLOOP_TOKEN)
+    assert injector_config(objs)["image"] == reference
+    deployments = [o for o in objs if o["kind"] == "Deployment"]
+    assert len(deployments) == 2
+    for dep in deployments:
+        (container,) = dep["spec"]["template"]["spec"]["containers"]
+        assert container["image"] == reference
+
+
+def test_default_image_is_the_released_version() -> None:
+    """The default `image.reference` is the published image of this version: its tag is the
+    chart's appVersion, the package version (pyproject.toml) and the Dockerfile's VERSION, so a
+    release bumps them together (docs/image.md "Versions")."""
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    version = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M)
+    dockerfile = re.search(r"^ARG VERSION=(\S+)$", (REPO / "Dockerfile").read_text(), re.M)
+    assert values_yaml()["image"] == {"reference": f"ghcr.io/hive/repeat-failure:{chart['appVersion']}",
+                                 "pullPolicy": "IfNotPresent"}
+    assert chart["appVersion"] == version.group(1) == dockerfile.group(1)
+
+
+def test_readme_explains_the_image() -> None:
+    """The chart README says where the image comes from and what `image.reference` takes,
+    pointing at docs/image.md for building, tagging and pushing it."""
+    section = README.read_text().split("## The image\n", 1)[1].split("\n## ", 1)[0]
+    for needle in ("`image.reference`", "docs/image.md", "docker build", "docker push",
+                   "@sha256:", "10001", "9466", "8443", "readOnlyRootFilesystem"):
+        assert needle in section, needle
+
+
 def test_injector_config_follows_values() -> None:
     """Values reach the injector config: the on switch, a pinned digest, pull policy, the
     sidecar's user, group and resources; big UIDs stay integers (no 1e+09)."""
     cfg = injector_config(render(
-        "repeatFailure.enabled=true", "image.repository=registry.example/rf",
-        "image.digest=sha256:" + "a" * 64, "image.pullPolicy=Always",
+        "repeatFailure.enabled=true", "image.reference=registry.example/rf@sha256:" + "a" * 64,
+        "image.pullPolicy=Always",
         "sidecar.runAsUser=1000680000", "sidecar.runAsGroup=1000680000",
         "sidecar.resources.requests.cpu=50m", "injector.nativeSidecar=false"))
     assert cfg["enabled"] is True
@@ -520,8 +557,8 @@ def test_injector_config_follows_values() -> None:
     assert cfg["runAsUser"] == 1000680000 and cfg["runAsGroup"] == 1000680000
     assert cfg["resources"]["requests"] == {"cpu": "50m", "memory": "48Mi"}
     assert cfg["nativeSidecar"] is False
-    assert injector_config(render("image.tag=0.2.0-rc1"))["image"] == \
-        "ghcr.io/hive/repeat-failure:0.2.0-rc1"
+    assert injector_config(render("image.reference=ghcr.io/hive/repeat-failure:0.2.0-rc1"))[
+        "image"] == "ghcr.io/hive/repeat-failure:0.2.0-rc1"
 
 
 @pytest.mark.parametrize(("kube", "setting", "expected"), [
@@ -1196,8 +1233,8 @@ def test_fixloop_args_parse_with_the_cli() -> None:
 def test_fixloop_deployment_follows_values() -> None:
     """Image, pull policy and pull secrets are the chart's; resources, pod annotations,
     priority class, node selector, tolerations and affinity come from `fixloop.*`."""
-    objs = render(*FIXLOOP_TOKEN, "image.repository=registry.example/rf",
-                  "image.digest=sha256:" + "b" * 64, "image.pullPolicy=Always",
+    objs = render(*FIXLOOP_TOKEN, "image.reference=registry.example/rf@sha256:" + "b" * 64,
+                  "image.pullPolicy=Always",
                   "imagePullSecrets[0].name=regcred", "fixloop.resources.limits.memory=256Mi",
                   "fixloop.podAnnotations.team=platform", "fixloop.priorityClassName=low",
                   "fixloop.nodeSelector.pool=system", "fixloop.tolerations[0].key=dedicated",
@@ -1459,6 +1496,10 @@ def test_notes_fixloop(tmp_path: Path) -> None:
     ("injector.nativeSidecar=sometimes", "/injector/nativeSidecar"),
     ("injector.timeoutSeconds=31", "/injector/timeoutSeconds"),
     ("image.pullPolicy=Sometimes", "/image/pullPolicy"),
+    ("image.reference=ghcr.io/hive/repeat-failure", "/image/reference"),  # no tag, no digest
+    ("image.reference=GHCR.io/hive/repeat-failure:0.1.0", "/image/reference"),  # not lowercase
+    ("image.reference=registry.example/rf@sha256:abc", "/image/reference"),  # short digest
+    ("image.tag=0.1.0", "/image"),  # the old split values are gone: one reference
     ("sidecar.runAsUser=0", "/sidecar/runAsUser"),                  # root: runAsNonRoot fails
     ("agentNamespaces={Team_A}", "/agentNamespaces/0"),
     ("agentNamespaces={team-a,team-a}", "/agentNamespaces"),       # duplicates
@@ -1685,7 +1726,8 @@ def test_rendered_injector_config_loads_in_the_injector() -> None:
     assert (default.enabled, default.native_sidecar, default.config_map) == \
         (False, True, "repeat-failure-config")
     changed = parse_injector_config(injector_config(render(
-        "repeatFailure.enabled=true", "injector.nativeSidecar=false", "image.tag=9.9.9",
+        "repeatFailure.enabled=true", "injector.nativeSidecar=false",
+        "image.reference=ghcr.io/hive/repeat-failure:9.9.9",
         "image.pullPolicy=Always", "sidecar.runAsUser=2000", "sidecar.runAsGroup=3000",
         "sidecar.resources.limits.memory=1Gi")), "injector.yaml")
     assert (changed.enabled, changed.native_sidecar, changed.image, changed.image_pull_policy,

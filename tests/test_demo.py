@@ -14,7 +14,10 @@ def test_demo_shows_note_appear_and_clear() -> None:
     out = done.stdout
     assert "message=Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)" in out
     assert ("message=Repeating failure: test -e build.ok failed 5 times in 1 min (exit 1) "
-            "(+1 others)") in out
+            "(+1 other)") in out  # one other: DESIGN.md "Metrics"
+    assert ('(the note\'s M in "failed N times in M min" is the minutes from the first to the '
+            'last of those N failures, rounded up and at least 1: these came within a second, so '
+            'they read "1 min"; the window, 3 s here, decides which failures count)') in out
     assert ('hive_repeat_failure_note{agent="demo-agent",backend="bash",'
             'command="ls /nonexistent",exit="2"} 6.0') in out
     assert "gh pr checks" not in "".join(l for l in out.splitlines() if l.startswith("  hive_"))

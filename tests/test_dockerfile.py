@@ -318,7 +318,8 @@ def test_build_stage_gives_a_working_command(image_venv: Path, tmp_path: Path) -
     assert out.returncode == 0, out.stderr
     where, names = out.stdout.splitlines()
     assert where.startswith(str(image_venv))  # the installed copy, not this checkout
-    assert {"bash_env.sh", "bash_env.slow.bash", "bash_env.chain.bash"} <= set(eval(names))
+    assert {"bash_env.sh", "bash_env.slow.bash", "bash_env.chain.bash",
+            "bash_env.trap.bash"} <= set(eval(names))
     assert not list(image_venv.glob("bin/pip*"))
     assert not list(image_venv.glob("lib/python*/site-packages/setuptools"))
 

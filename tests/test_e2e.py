@@ -67,7 +67,9 @@ def test_five_real_failures_reach_metrics(sidecar) -> None:
             'state="on",state_text=""} 1.0') in text.splitlines()
     assert ('hive_repeat_failure_records_total{agent="a1",backend="bash",outcome="failure",'
             'route="bash_env"} 5.0') in text.splitlines()
-    (row,) = json.loads(get(port, "/status"))["rows"]
+    body = get(port, "/status")
+    assert body.endswith("}\n") and body.count("\n") == 1  # the shell prompt starts a new line
+    (row,) = json.loads(body)["rows"]
     assert (row["state"], row["message"], row["notes"][0]["count"]) == ("on", message, 5)
     wait_until(lambda: list((shared / "records").iterdir()) == [])  # after the 0.5 s grace
 

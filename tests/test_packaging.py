@@ -24,7 +24,7 @@ def test_wheel_contains_hooks_and_console_script(tmp_path: Path) -> None:
     (wheel,) = tmp_path.glob("repeat_failure_sidecar-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"sidecar/hooks/bash_env.sh", "sidecar/hooks/bash_env.slow.bash",
-            "sidecar/hooks/bash_env.chain.bash",
+            "sidecar/hooks/bash_env.chain.bash", "sidecar/hooks/bash_env.trap.bash",
             "sidecar/cli.py", "sidecar/backends/__init__.py"} <= names
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry).decode()

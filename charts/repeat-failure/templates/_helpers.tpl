@@ -68,12 +68,9 @@ repeat-failure-config
 {{- end -}}
 {{- end -}}
 
+{{/* The image reference, one value (README "The image"). */}}
 {{- define "repeat-failure.image" -}}
-{{- if .Values.image.digest -}}
-{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
-{{- else -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
-{{- end -}}
+{{- .Values.image.reference -}}
 {{- end -}}
 
 {{/*

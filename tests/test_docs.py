@@ -1,0 +1,59 @@
+"""Examples the docs give, run for real: docs/metrics.md "Failures that are not errors" (issue 17,
+item 15): a poll with `grep -q` raises a note as the spec says, and the page's exclusion list
+silences exactly what it says it does."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from test_app import T0, append, make
+
+REPO = Path(__file__).resolve().parent.parent
+METRICS_DOC = REPO / "docs" / "metrics.md"
+
+
+def _section(title: str) -> str:
+    return METRICS_DOC.read_text().split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def _documented_config() -> str:
+    (block,) = re.findall(r"```yaml\n(.*?)```", _section("Failures that are not errors"), re.S)
+    return block
+
+
+def _messages(tmp_path: Path, config: str, commands: dict[str, int]) -> list[str]:
+    """The note messages after each command in ``commands`` failed 5 times (with that exit)."""
+    sc = make(tmp_path)
+    (tmp_path / "config.yaml").write_text(config.replace("  enabled: true\n",
+                                                         "  enabled: true\n  collect_grace_s: 1\n"))
+    sc.reload_config(force=True)
+    ts = T0 - 50
+    for command, status in commands.items():
+        for _ in range(5):
+            ts += 1
+            append(sc.shared_dir, "a1", command, status, ts)
+    sc.run_once()
+    return sorted(note.message for note in sc.rows()[0].notes)
+
+
+POLLS = {'grep -q "ready" build.log': 1, "pgrep node": 1, 'grep -q "ready" other.log': 1,
+         "gh pr checks 123": 8, "grep -q x /nonexistent": 2}
+
+
+def test_grep_no_match_raises_a_note_by_default(tmp_path: Path) -> None:
+    """Without an exclusion, five `grep -q` polls that find nothing (exit 1) raise the note the
+    page quotes: same command, same result."""
+    quoted = re.search(r"gets `(Repeating failure: [^`]+)`", _section(
+        "Failures that are not errors")).group(1)
+    assert _messages(tmp_path, "repeat_failure:\n  enabled: true\n",
+                     {'grep -q "ready" build.log': 1}) == [quoted]
+
+
+def test_the_documented_exclusions_silence_what_they_say(tmp_path: Path) -> None:
+    """With the page's list: the excluded poll, every pgrep and the default `gh pr checks` raise
+    nothing; another grep poll and grep's real error (exit 2) still do."""
+    assert _messages(tmp_path, _documented_config(), POLLS) == [
+        'Repeating failure: grep -q "ready" other.log failed 5 times in 1 min (exit 1)',
+        "Repeating failure: grep -q x /nonexistent failed 5 times in 1 min (exit 2)",
+    ]
