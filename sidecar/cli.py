@@ -225,9 +225,11 @@ def cmd_verdict(args: argparse.Namespace) -> int:
     """Classify one agent run from its stream-json transcript, for CI
     jobs: exit 0 for ok, 3 agent_no_output (no text and no tool call), 4 agent_error (the stream
     ended on an error, or stopped before its terminal result), 5 nonzero_exit (the
-    --exit-status given is not 0 and the stream shows no error); the verdict's name is
-    the one line on stderr. 1: the transcript cannot be read or its format is not known; 2: bad
-    usage. Formats: claude (Claude Code `-p --output-format stream-json --verbose`; Qwen Code's
+    --exit-status given is not 0 and the stream shows no error, or the transcript cannot be
+    read at all: an agent that crashed before writing anything); the verdict's name is the one
+    line on stderr. --exit-status 0 with an empty transcript is agent_no_output. 1: the
+    transcript cannot be read (empty, not JSON, or its format is not known) and no exit status
+    was given, or it was 0 and the transcript holds other output; 2: bad usage. Formats: claude (Claude Code `-p --output-format stream-json --verbose`; Qwen Code's
     stream-json has the same shape), gemini (Gemini CLI `--output-format stream-json`), codex
     (Codex `exec --json`). Never probes a preview (batch mode). Example:
     `status=0; claude -p "$TASK" --output-format stream-json --verbose > t.jsonl || status=$?;
