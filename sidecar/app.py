@@ -52,11 +52,14 @@ log = logging.getLogger("repeat_failure")
 #: After an inotify wake, wait this long for more writes so a burst is collected in one pass.
 DEBOUNCE_S = 0.02
 STATE_FILE_VERSION = 1
-#: A state file larger than this is ignored unread (logged "state file ignored"). What the
-#: sidecar writes holds at most the detector's MAX_COMMAND_BYTES (4 MiB) of command text, about
-#: 70 bytes per command besides and about 19 bytes per failure time in the window. Parsing
+#: A state file larger than this is ignored unread (logged "state file ignored"). Parsing
 #: (orjson) peaks at 3 to 5 times the file's size on top of the process (about 30 MiB), so a
-#: file of 8 MiB restarts at under 70 MiB, well inside the chart's 96Mi memory limit.
+#: file of 8 MiB restarts at under 70 MiB, well inside the chart's 96Mi memory limit. What the
+#: sidecar saves always loads: the detector's bounds (MAX_COMMAND_BYTES of command text, about
+#: 60 bytes per command besides, MAX_FAILURES failure times of at most about 35 bytes with
+#: their exit key) and the other parts' bounds (session call ids, session files) keep the
+#: largest state they allow at about 7 MiB (tests/test_memory.py), and a state that would
+#: still be larger forgets its least recently failed commands until it fits (issue 17).
 MAX_STATE_BYTES = 8 << 20
 
 SUCCESS, FAILURE, EXCLUDED, DUPLICATE = "success", "failure", "excluded", "duplicate"
@@ -478,19 +481,34 @@ class Sidecar:
                 "session_calls": list(state.delivered_calls)}
         state.saved_at = time.monotonic()
         try:
-            # One buffer, the detector appended to it a command at a time (Detector.iter_json):
-            # no dict per command, no second copy of the text (issue 6, memory).
-            out = bytearray(orjson.dumps(data)[:-1])
-            out += b',"detector":'
-            for piece in state.detector.iter_json():
-                out += piece
-            out += b"}"
+            out = self._state_bytes(state, data)
+            if len(out) > MAX_STATE_BYTES:
+                # Unreachable within the bounds (see MAX_STATE_BYTES); were it reached, a file
+                # too big to load would lose every note at the next restart.
+                events = state.detector.evict_oldest(len(out) - MAX_STATE_BYTES)
+                log.warning("state over its size bound: the least recently failed commands are "
+                            "forgotten", extra={"agent": state.spec.name, "bytes": len(out),
+                                                "limit": MAX_STATE_BYTES})
+                self._report(state, events)
+                out = self._state_bytes(state, data)
             hook.write_atomic(self._state_path(state.spec.name), out, 0o600)
         except (OSError, TypeError, ValueError) as exc:  # TypeError: orjson met unexpected data
             log.error("state file not saved; open notes survive a restart only once it is",
                       extra={"agent": state.spec.name, "error": str(exc)})
             return
         state.dirty = False
+
+    @staticmethod
+    def _state_bytes(state: AgentState, data: dict) -> bytearray:
+        """The state file's bytes: ``data`` plus the detector under ``"detector"``, in one
+        buffer the detector is appended to a command at a time (:meth:`Detector.iter_json`):
+        no dict per command, no second copy of the text (issue 6, memory)."""
+        out = bytearray(orjson.dumps(data)[:-1])
+        out += b',"detector":'
+        for piece in state.detector.iter_json():
+            out += piece
+        out += b"}"
+        return out
 
     # -- the pipeline --------------------------------------------------------------------------
 

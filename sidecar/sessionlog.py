@@ -63,6 +63,11 @@ FINGERPRINT_BYTES = 256
 FINGERPRINT_SEARCH = 64 << 10
 
 _VAR = re.compile(r"\A\$([A-Za-z_][A-Za-z0-9_]*)/")
+#: A call id kept as the CLI wrote it: the ids CLIs write (``toolu_01…``, ``call_…``) are
+#: short and plain. Any other is kept as its digest: the state file keeps thousands of them
+#: (the sidecar's delivered calls, the running shell calls), and one of a megabyte, or of
+#: characters JSON escapes into six bytes, would grow it past what a restart loads.
+_PLAIN_CALL_ID = re.compile(r"[A-Za-z0-9._:@+=/-]{1,96}")
 
 
 def expand_globs(reader: SessionLogReader, home: Path,
@@ -496,13 +501,16 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 def _stamped(events: Iterable[SessionEvent], now: float, source: str) -> list[SessionEvent]:
     """The events with ``ts`` set (a line without a time, or NaN/inf: when we read it),
     ``source`` set to the file's key, and ``call_id`` made unique across files
-    (``<source>:<id>``; CLIs number calls per session) and valid UTF-8 (a lone surrogate from
-    ``\\udXXX`` in the JSON is escaped), so it can be stored."""
+    (``<source>:<id>``; CLIs number calls per session) and bounded: an id that is not up to 96
+    plain characters (:data:`_PLAIN_CALL_ID`) becomes ``#`` and the digest of its UTF-8 bytes
+    (a lone surrogate from ``\\udXXX`` in the JSON escaped), so it can be stored."""
     out = []
     for e in events:
         ts = e.ts if e.ts is not None and math.isfinite(e.ts) else now
         call_id = e.call_id
         if call_id:
-            call_id = f"{source}:{call_id.encode('utf-8', 'backslashreplace').decode('utf-8')}"
+            if not _PLAIN_CALL_ID.fullmatch(call_id):
+                call_id = "#" + _digest(call_id.encode("utf-8", "backslashreplace"))
+            call_id = f"{source}:{call_id}"
         out.append(dataclasses.replace(e, ts=ts, call_id=call_id, source=source))
     return out
