@@ -41,7 +41,8 @@ from sidecar.detector import Detector, ExitKey, NoteCleared, NoteRaised, StateEr
 from sidecar.events import PREVIEW_REASON, EventPublisher, EventStats
 from sidecar.exclude import Exclusions
 from sidecar.normalize import command_label, normalize
-from sidecar.parse import MAX_CLOCK_SKEW_S, MAX_LINE_BYTES, Record, RecordError, parse_line
+from sidecar.parse import (MAX_CLOCK_SKEW_S, MAX_LINE_BYTES, REASONS, ROUTES, Record,
+                           RecordError, parse_line)
 from sidecar.probe import OK as PROBE_OK, PREVIEW_ERROR, PreviewProber, ProbeResult
 from sidecar.scrub import scrub
 from sidecar.sessionlog import SessionTail
@@ -63,6 +64,7 @@ STATE_FILE_VERSION = 1
 MAX_STATE_BYTES = 8 << 20
 
 SUCCESS, FAILURE, EXCLUDED, DUPLICATE = "success", "failure", "excluded", "duplicate"
+OUTCOMES = (SUCCESS, FAILURE, EXCLUDED, DUPLICATE)
 #: Seconds between session-log polls when inotify says nothing (inotify wakes them sooner).
 SESSION_POLL_S = 5.0
 #: Tool-call ids of session-log records remembered per agent, so a session file read again
@@ -72,14 +74,19 @@ MAX_DELIVERED_CALLS = 4096
 
 @dataclass
 class AgentState:
-    """Everything the sidecar keeps for one agent. Counters are Prometheus counters: they
-    start at zero with the process."""
+    """Everything the sidecar keeps for one agent. The pipeline's counters (``records``,
+    ``rejected``, ``notes_raised``) are saved in the state file with the checkpoint and
+    restored at start-up, so each record counts once across restarts (issue 17); the
+    exporter shows them as of the last save (``saved_counts``), which a restart resumes from,
+    so a crash never makes them go back. The other counters start at zero with the process."""
 
     spec: AgentSpec
     detector: Detector
     records: Counter = field(default_factory=Counter)  # (backend, route, outcome) -> n
     rejected: Counter = field(default_factory=Counter)  # reason -> n
     notes_raised: int = 0
+    #: (records, rejected, notes_raised) as last saved or loaded: what is exported.
+    saved_counts: tuple[dict, dict, int] = ({}, {}, 0)
     last_record_ts: float | None = None
     dirty: bool = False
     checkpoint: dict = field(default_factory=dict)  # collected file name -> offset handed out
@@ -133,7 +140,8 @@ class AgentState:
 @dataclass(frozen=True)
 class AgentView:
     """A consistent copy of one agent's state for the exporter. ``row`` is ``None`` while the
-    check is off (C14: no check state, no note)."""
+    check is off (C14: no check state, no note). ``records``, ``rejected`` and
+    ``notes_raised`` are the counts as last saved in the state file (:class:`AgentState`)."""
 
     agent: str
     backend: str
@@ -410,6 +418,8 @@ class Sidecar:
             now = self.clock()
             for state in self.agents.values():
                 self._report(state, state.detector.reconfigure(new.threshold, new.window_s, now))
+                if state.dirty and new.enabled:
+                    self._save_state(state)
         log.info("config reloaded", extra={"enabled": new.enabled})
         return True
 
@@ -456,6 +466,7 @@ class Sidecar:
             if isinstance(collecting, dict):
                 self.collector.restore(collecting)
             state.activity.load_dict(data.get("activity"))
+            self._load_counters(state, data.get("counters"))
             self._load_turns(state, data.get("turns"))
             calls = data.get("session_calls")
             if isinstance(calls, list):
@@ -478,7 +489,10 @@ class Sidecar:
                 "turns": {**state.turns.to_dict(), "last_verdict": state.last_verdict,
                           "failed_in_a_row": state.failed_in_a_row},
                 "sessions": state.tail.to_dict() if state.tail is not None else {},
-                "session_calls": list(state.delivered_calls)}
+                "session_calls": list(state.delivered_calls),
+                "counters": {"records": [[*key, n] for key, n in state.records.items()],
+                             "rejected": dict(state.rejected),
+                             "notes_raised": state.notes_raised}}
         state.saved_at = time.monotonic()
         try:
             out = self._state_bytes(state, data)
@@ -491,12 +505,34 @@ class Sidecar:
                                                 "limit": MAX_STATE_BYTES})
                 self._report(state, events)
                 out = self._state_bytes(state, data)
-            hook.write_atomic(self._state_path(state.spec.name), out, 0o600)
+            path = self._state_path(state.spec.name)
+            self._clear_state_path(state, path)
+            hook.write_atomic(path, out, 0o600)
         except (OSError, TypeError, ValueError) as exc:  # TypeError: orjson met unexpected data
-            log.error("state file not saved; open notes survive a restart only once it is",
+            log.error("state file not saved; open notes survive a restart only once it is, and "
+                      "the collected record files are kept until then",
                       extra={"agent": state.spec.name, "error": str(exc)})
             return
         state.dirty = False
+        state.saved_counts = (dict(state.records), dict(state.rejected), state.notes_raised)
+
+    @staticmethod
+    def _clear_state_path(state: AgentState, path: Path) -> None:
+        """Move a directory standing at the state file's path aside to
+        ``state/.<agent>.json.foreign.<ns>`` (no rename can replace a directory, so every save
+        would fail), as :func:`hook.prepare_shared_dir` does with a planted folder. Anything
+        else there (a symlink, a FIFO) the save's rename replaces without following it.
+        Raises ``OSError`` when it cannot be moved."""
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return
+        if not stat.S_ISDIR(info.st_mode):
+            return
+        aside = path.with_name(f".{path.name}.foreign.{time.time_ns()}")
+        os.rename(path, aside)
+        log.warning("a directory stood at the state file's path; moved aside",
+                    extra={"agent": state.spec.name, "moved_to": aside.name})
 
     @staticmethod
     def _state_bytes(state: AgentState, data: dict) -> bytearray:
@@ -515,11 +551,13 @@ class Sidecar:
     def _process_line(self, state: AgentState, line: bytes | str, now: float) -> None:
         if isinstance(line, str):  # a rejection reason from the collector
             state.rejected[line] += 1
+            state.dirty = True
             return
         try:
             record = parse_line(line, state.spec.name, state.spec.backend, now)
         except RecordError as exc:
             state.rejected[exc.reason] += 1
+            state.dirty = True
             return
         self._process_record(state, record, now)
 
@@ -587,6 +625,11 @@ class Sidecar:
         due = bool(batch.done) or not batch.more or time.monotonic() - state.saved_at >= 1.0
         if state.dirty and due and self.config.enabled:
             self._save_state(state)
+        if state.dirty and self.config.enabled and batch.done:
+            # Not saved: the files stay (the collector offers them again with the next batch),
+            # so a restart reads them again from the last saved checkpoint instead of losing
+            # what they held (issue 17).
+            return
         self.collector.release(batch)
 
     def poll_sessions(self, rescan: bool = False) -> None:
@@ -659,6 +702,33 @@ class Sidecar:
                                     f"Preview error ({result.reason}) at {extra['url']}: "
                                     f"{result.detail}",
                                     self.clock(), reason=PREVIEW_REASON)
+
+    @staticmethod
+    def _load_counters(state: AgentState, data: object) -> None:
+        """Restore the pipeline's counters from the state file's ``counters`` (what
+        :meth:`_save_state` wrote); an entry of another shape, or naming another backend, an
+        unknown route, outcome or reason, is left out (its count starts again at zero)."""
+        if not isinstance(data, dict):
+            return
+        backend = state.spec.backend
+        routes = ROUTES | {f"{backend}_session_log"}
+
+        def count(value: object) -> int | None:
+            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+            return value if ok else None  # type: ignore[return-value]
+
+        records = data.get("records")
+        for item in records if isinstance(records, list) else ():
+            if (isinstance(item, list) and len(item) == 4 and item[0] == backend
+                    and item[1] in routes and item[2] in OUTCOMES
+                    and count(item[3]) is not None):
+                state.records[(item[0], item[1], item[2])] = item[3]
+        rejected = data.get("rejected")
+        for reason, n in (rejected.items() if isinstance(rejected, dict) else ()):
+            if reason in REASONS and count(n) is not None:
+                state.rejected[reason] = n
+        state.notes_raised = count(data.get("notes_raised")) or 0
+        state.saved_counts = (dict(state.records), dict(state.rejected), state.notes_raised)
 
     @staticmethod
     def _load_turns(state: AgentState, data: object) -> None:
@@ -854,11 +924,12 @@ class Sidecar:
                 receiving = self._receiving(state, now)
                 row = build_row(name, state.spec.backend, state.detector.notes(now),
                                 receiving, state.route_available) if on else None
+                records, rejected, notes_raised = state.saved_counts
                 views.append(AgentView(
                     agent=name, backend=state.spec.backend, row=row,
                     failures=tuple(state.detector.failures(now, self.config.top_commands)) if on else (),
-                    records=dict(state.records), rejected=dict(state.rejected),
-                    notes_raised=state.notes_raised, last_record_ts=state.last_record_ts,
+                    records=dict(records), rejected=dict(rejected),
+                    notes_raised=notes_raised, last_record_ts=state.last_record_ts,
                     reader_errors=dict(state.reader_errors),
                     last_shell_ts=state.activity.last_shell_ts,
                     events=self._event_stats.counts(name, all_outcomes=self.events is not None),

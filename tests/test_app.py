@@ -312,10 +312,13 @@ def test_records_dir_replaced_by_an_agents_own_is_moved_aside(tmp_path: Path) ->
 
 # --- findings of the break-it review ------------------------------------------------------------
 
-def test_failed_state_save_counts_each_record_once(tmp_path: Path, monkeypatch) -> None:
-    """A state save that fails (a full disk) is logged; the raw file is still deleted, so the
-    same records are never counted twice."""
+def test_failed_state_save_keeps_the_raw_files_and_counts_each_record_once(
+        tmp_path: Path, monkeypatch) -> None:
+    """A state save that fails (a full disk) is logged and the collected raw file is kept
+    (issue 17: deleting it lost its records at the next restart); the records are counted once,
+    exported once saved, and the file goes once the save succeeds."""
     sc = make(tmp_path)
+    write_atomic = hook.write_atomic
 
     def full_disk(*args, **kwargs):
         raise OSError(28, "No space left on device")
@@ -324,6 +327,12 @@ def test_failed_state_save_counts_each_record_once(tmp_path: Path, monkeypatch) 
     append(sc.shared_dir, "a1", "false", 1, T0 - 1)
     for _ in range(3):
         sc.run_once()
+    assert dict(sc.agents["a1"].records) == {("bash", "bash_env", "failure"): 1}
+    assert series(sc, "hive_repeat_failure_records_total") == []  # not saved yet
+    (kept,) = [p.name for p in (sc.shared_dir / "records").iterdir()]
+    assert kept.startswith("a1.jsonl.collecting.")
+    monkeypatch.setattr(hook, "write_atomic", write_atomic)
+    sc.run_once()
     assert series(sc, "hive_repeat_failure_records_total") == [
         'hive_repeat_failure_records_total{agent="a1",backend="bash",outcome="failure",'
         'route="bash_env"} 1.0']
@@ -627,3 +636,96 @@ def test_state_file_with_wrong_values_never_crashes(tmp_path: Path) -> None:
         check()
     finally:
         logging.disable(logging.NOTSET)
+
+
+# -- issue 17: a planted state path, records counted once across restarts ---------------------
+
+
+def test_directory_planted_at_the_state_path_is_moved_aside(tmp_path: Path, log_stream) -> None:
+    """A directory at state/<agent>.json made every save fail while the raw records were still
+    deleted, so a restart lost every note (issue 17). It is moved aside (logged) and the state
+    saved; a restart keeps the note."""
+    sc = make(tmp_path, extra="  threshold: 2\n")
+    planted = sc.shared_dir / "state" / "a1.json"
+    planted.mkdir()
+    (planted / "inner").write_text("x")
+    append(sc.shared_dir, "a1", "false", 1, T0 - 2)
+    append(sc.shared_dir, "a1", "false", 1, T0 - 1)
+    sc.run_once()
+    assert planted.is_file() and json.loads(planted.read_bytes())["agent"] == "a1"
+    (aside,) = [p for p in (sc.shared_dir / "state").iterdir() if p.name != "a1.json"]
+    assert aside.name.startswith(".a1.json.foreign.") and (aside / "inner").read_text() == "x"
+    lines = [json.loads(x) for x in log_stream.getvalue().splitlines()]
+    assert [(x["msg"], x["moved_to"]) for x in lines if "moved_to" in x] == [
+        ("a directory stood at the state file's path; moved aside", aside.name)]
+    assert not [x for x in lines if x["level"] == "error"]
+    again = make(tmp_path, extra="  threshold: 2\n")
+    assert [n.message for n in again.rows()[0].notes] == [
+        "Repeating failure: false failed 2 times in 1 min (exit 1)"]
+
+
+def _increase(before: float, after: float) -> float:
+    """What Prometheus counts between two samples of a counter: a drop is a restart from 0."""
+    return after - before if after >= before else after
+
+
+def test_records_are_counted_once_across_a_crash(tmp_path: Path, monkeypatch) -> None:
+    """Issue 17 item 8: records read again after a crash are not counted again. A sidecar
+    counts 3 records (saved), then 2 more whose save fails, and dies; the next one reads those
+    2 again from the saved checkpoint. Scraped before and after, records_total grew by exactly
+    the 5 records (before: the counter restarted at 0 and counted the 2 twice), and
+    notes_raised_total by the one note."""
+    sc = make(tmp_path, extra="  threshold: 4\n")
+    for i in range(3):
+        append(sc.shared_dir, "a1", "make", 2, T0 - 10 + i)
+    sc.run_once()
+
+    def total(s: Sidecar, name: str) -> float:
+        return sum(float(x.rsplit(" ", 1)[1]) for x in series(s, name))
+
+    assert total(sc, "hive_repeat_failure_records_total") == 3
+    write_atomic = hook.write_atomic
+    monkeypatch.setattr(hook, "write_atomic",
+                        lambda *a, **k: (_ for _ in ()).throw(OSError(28, "No space left")))
+    append(sc.shared_dir, "a1", "make", 2, T0 - 5)
+    append(sc.shared_dir, "a1", "make", 0, T0 - 4)
+    sc.run_once()
+    assert len(sc.rows()[0].notes) == 0  # the success cleared the note raised at the 4th
+    before = {name: total(sc, name) for name in ("hive_repeat_failure_records_total",
+                                                 "hive_repeat_failure_notes_raised_total")}
+    monkeypatch.setattr(hook, "write_atomic", write_atomic)
+    del sc  # a crash: nothing more is saved
+    again = make(tmp_path, extra="  threshold: 4\n")
+    again.run_once()
+    again.run_once()  # the files' grace period ends: deleted
+    after = {name: total(again, name) for name in before}
+    assert _increase(before["hive_repeat_failure_records_total"],
+                     after["hive_repeat_failure_records_total"]) == 2
+    assert after == {"hive_repeat_failure_records_total": 5,
+                     "hive_repeat_failure_notes_raised_total": 1}
+    assert dict(again.agents["a1"].records) == {("bash", "bash_env", "failure"): 4,
+                                                ("bash", "bash_env", "success"): 1}
+    assert list((again.shared_dir / "records").iterdir()) == []
+
+
+def test_saved_counters_of_another_shape_are_left_out(tmp_path: Path) -> None:
+    """Counters restored from the state file must name this agent's backend, a known route,
+    outcome or reason, and a count >= 0; anything else starts again at 0."""
+    sc = make(tmp_path)
+    append(sc.shared_dir, "a1", "false", 1, T0 - 1)
+    sc.run_once()
+    path = sc.shared_dir / "state" / "a1.json"
+    data = json.loads(path.read_bytes())
+    data["counters"] = {"records": [["bash", "bash_env", "failure", 7],
+                                    ["claude", "bash_env", "failure", 1],
+                                    ["bash", "evil_route", "failure", 1],
+                                    ["bash", "bash_env", "other", 1],
+                                    ["bash", "bash_env", "success", -1],
+                                    ["bash", "bash_session_log", "success", True], "x"],
+                        "rejected": {"torn": 2, "made_up": 3, "malformed": 1.5},
+                        "notes_raised": "many"}
+    path.write_bytes(orjson.dumps(data))
+    again = make(tmp_path)
+    view = again.snapshot()[0]
+    assert (view.records, view.rejected, view.notes_raised) == (
+        {("bash", "bash_env", "failure"): 7}, {"torn": 2}, 0)
