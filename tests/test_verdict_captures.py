@@ -301,3 +301,19 @@ def test_exit_0_and_output_in_no_known_format_stays_exit_1(tmp_path):
     done = run_verdict("--exit-status", "0", str(path))
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == f"repeat-failure verdict: {path}: no JSON line in the transcript\n"
+
+
+def test_a_renamed_claude_session_is_not_classified_again(tmp_path):
+    """Issue 17: a Claude Code session file renamed (a.jsonl -> b.jsonl) was read again from
+    its start and its turn counted twice. The real ok session: one ok turn, before and after."""
+    home = _home_with("claude", "ok", tmp_path)
+    config = tmp_path / "config.yaml"
+    config.write_text("repeat_failure:\n  enabled: true\n  collect_grace_s: 0.5\n")
+    sidecar = Sidecar(tmp_path / "shared", [AgentSpec("a1", "claude", str(home))], config)
+    sidecar.run_once()
+    assert _turn_series(sidecar)[OK] == 1.0
+    (session,) = (home / ".claude" / "projects").glob("*/*.jsonl")
+    session.rename(session.with_name("b.jsonl"))
+    sidecar.poll_sessions(rescan=True)
+    sidecar.run_once()
+    assert _turn_series(sidecar) == {v: float(v == OK) for v in VERDICTS}
