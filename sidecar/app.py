@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import stat
 import threading
 import time
@@ -40,7 +41,7 @@ from sidecar.dedup import NEUTRAL, SESSION, RouteDedup
 from sidecar.detector import Detector, ExitKey, NoteCleared, NoteRaised, StateError
 from sidecar.events import PREVIEW_REASON, EventPublisher, EventStats
 from sidecar.exclude import Exclusions
-from sidecar.normalize import command_label, normalize
+from sidecar.normalize import command_label, mark_cut, normalize
 from sidecar.parse import (MAX_CLOCK_SKEW_S, MAX_LINE_BYTES, REASONS, ROUTES, Record,
                            RecordError, parse_line)
 from sidecar.probe import OK as PROBE_OK, PREVIEW_ERROR, PreviewProber, ProbeResult
@@ -87,6 +88,9 @@ class AgentState:
     notes_raised: int = 0
     #: (records, rejected, notes_raised) as last saved or loaded: what is exported.
     saved_counts: tuple[dict, dict, int] = ({}, {}, 0)
+    #: Keys the digest that tells cut commands apart (:func:`sidecar.normalize.mark_cut`);
+    #: kept in the state file, so a restart gives a cut command the same key.
+    cut_key: bytes = field(default_factory=lambda: os.urandom(16))
     last_record_ts: float | None = None
     dirty: bool = False
     checkpoint: dict = field(default_factory=dict)  # collected file name -> offset handed out
@@ -467,6 +471,9 @@ class Sidecar:
                 self.collector.restore(collecting)
             state.activity.load_dict(data.get("activity"))
             self._load_counters(state, data.get("counters"))
+            cut_key = data.get("cut_key")
+            if isinstance(cut_key, str) and re.fullmatch(r"[0-9a-f]{32}", cut_key):
+                state.cut_key = bytes.fromhex(cut_key)
             self._load_turns(state, data.get("turns"))
             calls = data.get("session_calls")
             if isinstance(calls, list):
@@ -490,6 +497,7 @@ class Sidecar:
                           "failed_in_a_row": state.failed_in_a_row},
                 "sessions": state.tail.to_dict() if state.tail is not None else {},
                 "session_calls": list(state.delivered_calls),
+                "cut_key": state.cut_key.hex(),
                 "counters": {"records": [[*key, n] for key, n in state.records.items()],
                              "rejected": dict(state.rejected),
                              "notes_raised": state.notes_raised}}
@@ -571,6 +579,11 @@ class Sidecar:
             # A wrapper quotes the command inside it (Codex writes each ' as '"'"'), which can
             # hide a secret's shape from the scrubber; unwrapping shows it: scrub again.
             command = scrub(command)
+        if record.cut and command:
+            # The cut's redacted last word would merge long commands: a keyed digest of the
+            # kept text tells them apart, showing none of it (issue 17).
+            command = mark_cut(command, normalize(scrub(record.cmd), record.backend, now),
+                               state.cut_key)
         if not command or self._exclusions.matches(command):
             outcome = EXCLUDED
         elif state.session_route and state.dedup.is_duplicate(

@@ -8,6 +8,7 @@ import itertools
 import json
 import logging
 import os
+import re
 from pathlib import Path
 
 import orjson
@@ -729,3 +730,55 @@ def test_saved_counters_of_another_shape_are_left_out(tmp_path: Path) -> None:
     view = again.snapshot()[0]
     assert (view.records, view.rejected, view.notes_raised) == (
         {("bash", "bash_env", "failure"): 7}, {"torn": 2}, 0)
+
+
+def test_two_long_cut_commands_stay_two_notes(tmp_path: Path, clean_env, log_stream) -> None:
+    """Issue 17 item 7: two different 100 KB commands, run through the real hook, are cut to
+    fit a record and lose their last word to the scrubber: both were `ls [REDACTED]`, one note
+    counting both. Each now ends in its own keyed digest (shown as is, also in the 200-character
+    label); nothing of the cut tail is stored, logged or exported; a restart keeps the key."""
+    import subprocess
+    import time
+
+    clock = Clock(time.time() + 120)  # the hook writes the real time
+    sc = make(tmp_path, extra="  threshold: 3\n", clock=clock)
+    env = {**clean_env, **hook.launch_env(sc.shared_dir, "a1", clean_env)}
+    first, second = "/nonexistent_" + "a" * 100_000, "/other_dir_" + "b" * 100_000
+    for path in (first, second, first, second, first, second):
+        subprocess.run(["bash", "-c", f"ls {path}"], env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=30, check=False)
+    lines = hook.records_path(sc.shared_dir, "a1").read_bytes().splitlines()
+    assert len(lines) == 6 and all(json.loads(x)["cut"] is True for x in lines)
+    sc.run_once()
+    notes = sc.rows()[0].notes
+    assert len(notes) == 2 and {n.count for n in notes} == {3}
+    marks = {n.command for n in notes}
+    assert all(re.fullmatch(r"ls \[REDACTED\] \[cut:[0-9a-f]{12}\]", c) for c in marks), marks
+    labels = {line.split('command="', 1)[1].split('"', 1)[0]
+              for line in series(sc, "hive_repeat_failure_note")}
+    assert labels == marks
+    everything = metrics(sc) + log_stream.getvalue() + (
+        sc.shared_dir / "state" / "a1.json").read_text()
+    assert "aaaa" not in everything and "bbbb" not in everything
+    again = make(tmp_path, extra="  threshold: 3\n", clock=clock)
+    subprocess.run(["bash", "-c", f"ls {first}"], env=env, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=30, check=False)
+    again.run_once()
+    assert sorted(n.count for n in again.rows()[0].notes) == [3, 4]
+    assert {n.command for n in again.rows()[0].notes} == marks
+
+
+def test_a_cut_command_label_keeps_its_mark() -> None:
+    """A label cut to 200 characters keeps a cut command's mark after the …; other commands are
+    cut as before."""
+    from sidecar.normalize import command_label, mark_cut
+
+    long = mark_cut("gh api " + "x" * 300, "gh api " + "x" * 300 + "yz", b"k" * 16)
+    mark = long[-19:]
+    assert re.fullmatch(r" \[cut:[0-9a-f]{12}\]", mark)
+    assert command_label(long) == "gh api " + "x" * 173 + "…" + mark
+    assert len(command_label(long)) == 200
+    other = mark_cut("gh api " + "x" * 300, "gh api " + "x" * 300 + "yy", b"k" * 16)
+    assert command_label(other) != command_label(long)
+    assert mark_cut("a", "b", b"k" * 16) != mark_cut("a", "b", b"j" * 16)
+    assert command_label("echo " + "x" * 400) == "echo " + "x" * 194 + "…"

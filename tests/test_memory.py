@@ -118,7 +118,9 @@ def test_saved_state_file_holds_the_detector(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "shared" / "state" / "a1.json").read_bytes())
     assert data["detector"] == det.to_dict()
     assert set(data) == {"version", "agent", "last_record_ts", "collecting", "detector",
-                         "activity", "sessions", "session_calls", "turns", "counters"}
+                         "activity", "sessions", "session_calls", "turns", "counters",
+                         "cut_key"}
+    assert len(bytes.fromhex(data["cut_key"])) == 16
     assert data["turns"] == {"open": {}, "last_verdict": None, "failed_in_a_row": 0}
     assert data["counters"] == {"records": [], "rejected": {}, "notes_raised": 0}
     again = Sidecar(tmp_path / "shared", [AgentSpec("a1", "bash")], config,
