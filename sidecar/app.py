@@ -23,7 +23,7 @@ import re
 import stat
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +71,10 @@ SESSION_POLL_S = 5.0
 #: Tool-call ids of session-log records remembered per agent, so a session file read again
 #: (rewritten by its CLI) never delivers a call twice.
 MAX_DELIVERED_CALLS = 4096
+#: Rejected record files logged per agent (one line each) within REJECTED_LOG_WINDOW_S
+#: seconds; past that they are only counted, and the next line logged says how many were not.
+REJECTED_LOG_LINES = 10
+REJECTED_LOG_WINDOW_S = 60.0
 
 
 @dataclass
@@ -91,6 +95,9 @@ class AgentState:
     #: Keys the digest that tells cut commands apart (:func:`sidecar.normalize.mark_cut`);
     #: kept in the state file, so a restart gives a cut command the same key.
     cut_key: bytes = field(default_factory=lambda: os.urandom(16))
+    #: Monotonic times of the rejected-file lines logged lately, and the rejections not logged.
+    rejected_logged: deque = field(default_factory=deque)
+    rejected_unlogged: int = 0
     last_record_ts: float | None = None
     dirty: bool = False
     checkpoint: dict = field(default_factory=dict)  # collected file name -> offset handed out
@@ -238,6 +245,7 @@ class Sidecar:
         self._layout_error: str | None = None
         self._prepare_layout()
         self._layout_ok = self._layout()
+        self._monotonic = monotonic
         self.collector = Collector(self.shared_dir / hook.RECORDS_DIR, self.config.collect_grace_s,
                                    clock=monotonic)
         self._apply_enabled()
@@ -600,6 +608,27 @@ class Sidecar:
         events = state.detector.record(command, record.exit, record.failed, record.ts, now)
         self._report(state, events)
 
+    def _log_rejected_file(self, state: AgentState, name: str, reason: str, what: str) -> None:
+        """Log a record file the collector removed unread (issue 17: it only moved a counter):
+        one warning line naming the file (scrubbed: an agent chose the name), the reason and
+        what was wrong, at most :data:`REJECTED_LOG_LINES` per :data:`REJECTED_LOG_WINDOW_S`
+        seconds per agent; the next line logged after a quiet spell carries ``unlogged``, the
+        rejections left out meanwhile."""
+        now = self._monotonic()
+        logged = state.rejected_logged
+        while logged and now - logged[0] >= REJECTED_LOG_WINDOW_S:
+            logged.popleft()
+        if len(logged) >= REJECTED_LOG_LINES:
+            state.rejected_unlogged += 1
+            return
+        logged.append(now)
+        shown = scrub(name.encode("utf-8", "backslashreplace").decode("utf-8"))
+        extra = {"event": "record_file_rejected", "agent": state.spec.name,
+                 "file": f"{hook.RECORDS_DIR}/{shown}", "reason": reason, "detail": what}
+        if state.rejected_unlogged:
+            extra["unlogged"], state.rejected_unlogged = state.rejected_unlogged, 0
+        log.warning("record file rejected and removed unread", extra=extra)
+
     def _report(self, state: AgentState, events: list) -> None:
         """Act on detector events: count and log a raised note once (and queue its Kubernetes
         Event, with Events on: the detector raises a note once per raise, so a note that stays
@@ -632,6 +661,8 @@ class Sidecar:
         if self.config.enabled:
             for line in batch.lines:
                 self._process_line(state, line, now)
+            for name, reason, what in batch.rejected_files:
+                self._log_rejected_file(state, name, reason, what)
         if batch.checkpoint != state.checkpoint:
             state.checkpoint = batch.checkpoint
             state.dirty = True

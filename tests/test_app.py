@@ -782,3 +782,43 @@ def test_a_cut_command_label_keeps_its_mark() -> None:
     assert command_label(other) != command_label(long)
     assert mark_cut("a", "b", b"k" * 16) != mark_cut("a", "b", b"j" * 16)
     assert command_label("echo " + "x" * 400) == "echo " + "x" * 194 + "…"
+
+
+def test_rejected_record_files_are_logged_scrubbed_and_rate_limited(tmp_path: Path,
+                                                                    log_stream) -> None:
+    """Issue 17 item 9: a rejected record file (symlink, FIFO, insecure mode, hard link) only
+    moved a counter. Each is one warning line naming the file (scrubbed: a token-shaped name is
+    redacted), the reason and what was wrong; at most 10 lines a minute per agent, the next line
+    after that says how many were left out."""
+    clock = Clock(100.0)
+    cfg = write_config(tmp_path / "config.yaml")
+    sc = Sidecar(tmp_path / "shared", [AgentSpec("a1", "bash")], cfg, clock=Clock(),
+                 monotonic=clock)
+    records = sc.shared_dir / "records"
+    token = "ghp_" + "A1b2" * 9
+    (records / f"a1.jsonl.collecting.0-{token}").symlink_to(tmp_path / "nowhere")
+    os.mkfifo(records / "a1.jsonl.collecting.1")
+    for i in range(2, 13):
+        (records / f"a1.jsonl.collecting.{i:02d}").symlink_to(tmp_path / "nowhere")
+    sc.run_once()
+    lines = [json.loads(x) for x in log_stream.getvalue().splitlines()]
+    rejected = [x for x in lines if x.get("event") == "record_file_rejected"]
+    assert [(x["file"], x["reason"], x["detail"]) for x in rejected[:2]] == [
+        ("records/a1.jsonl.collecting.0-[REDACTED]", "unreadable", "a symlink"),
+        ("records/a1.jsonl.collecting.02", "unreadable", "a symlink")]
+    assert len(rejected) == 10 and all(x["level"] == "warning" and x["agent"] == "a1"
+                                       and "unlogged" not in x for x in rejected)
+    assert rejected[0]["msg"] == "record file rejected and removed unread"
+    assert token not in log_stream.getvalue()
+    assert sc.snapshot()[0].rejected == {"unreadable": 13}
+    clock.t += 30
+    (records / "a1.jsonl").symlink_to(tmp_path / "nowhere")
+    sc.run_once()
+    clock.t += 31
+    (records / "a1.jsonl").mkdir()
+    sc.run_once()
+    lines = [json.loads(x) for x in log_stream.getvalue().splitlines()]
+    rejected = [x for x in lines if x.get("event") == "record_file_rejected"]
+    assert len(rejected) == 11
+    assert (rejected[-1]["file"], rejected[-1]["detail"], rejected[-1]["unlogged"]) == (
+        "records/a1.jsonl", "a directory", 4)
