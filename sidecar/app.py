@@ -75,6 +75,13 @@ MAX_DELIVERED_CALLS = 4096
 #: seconds; past that they are only counted, and the next line logged says how many were not.
 REJECTED_LOG_LINES = 10
 REJECTED_LOG_WINDOW_S = 60.0
+#: ``/healthz`` fails once no collection pass (nor a slice of a long one) has completed for this
+#: long: four passes at the longest ``collect_interval_s`` (30 s). A pass failing every time,
+#: or a loop stuck somewhere, then shows to the kubelet's liveness probe (issue 17: a relative
+#: --shared-dir failed every pass while /healthz said ok).
+UNHEALTHY_AFTER_S = 120.0
+#: Outcomes of a collection pass (``hive_repeat_failure_collect_passes_total{outcome}``).
+PASS_OK, PASS_FAILED = "ok", "failed"
 
 
 @dataclass
@@ -198,7 +205,11 @@ class Sidecar:
         if not agents:
             raise ConfigError("no agent to watch: pass --agent/--backend or list "
                               "repeat_failure.agents in the config")
-        self.shared_dir = Path(shared_dir)
+        # Absolute: the hook bakes its paths into the agent's shells, which run elsewhere, and
+        # refuses a relative one (issue 17: every pass failed on it, unseen).
+        self.shared_dir = Path(os.path.abspath(shared_dir))
+        for spec in agents:  # HookError now, not at every pass (the CLI exits 2)
+            hook.check_names(self.shared_dir, spec.name, spec.backend, chain_bash_env)
         self.config_path = config_path
         self.chain_bash_env = chain_bash_env
         self.clock = clock
@@ -246,6 +257,9 @@ class Sidecar:
         self._prepare_layout()
         self._layout_ok = self._layout()
         self._monotonic = monotonic
+        self.collect_passes: Counter = Counter({PASS_OK: 0, PASS_FAILED: 0})
+        self.last_collect_ts: float | None = None  # epoch seconds of the last pass that ended ok
+        self._progress_at = monotonic()  # the last pass or slice completed (for /healthz)
         self.collector = Collector(self.shared_dir / hook.RECORDS_DIR, self.config.collect_grace_s,
                                    clock=monotonic)
         self._apply_enabled()
@@ -818,24 +832,52 @@ class Sidecar:
         is taken in slices of the collector's byte budget; the lock is released between slices
         so scrapes are answered meanwhile, and ``stop`` ends the pass between slices."""
         started = time.perf_counter()
-        with self._lock:
-            self._repair_layout()
-        if sessions:
-            self.poll_sessions()
-        for state in list(self.agents.values()):
-            more = True
-            while more and not (stop is not None and stop.is_set()):
-                with self._lock:
-                    batch = self.collector.collect(state.spec.name)
-                    self._handle(state, batch, self.clock())
-                more = batch.more
-                if more:
-                    time.sleep(0.001)  # let a waiting scrape take the lock between slices
+        try:
             with self._lock:
-                if state.dirty and self.config.enabled:
-                    self._save_state(state)
-        self.expire()
+                self._repair_layout()
+            if sessions:
+                self.poll_sessions()
+            for state in list(self.agents.values()):
+                more = True
+                while more and not (stop is not None and stop.is_set()):
+                    with self._lock:
+                        batch = self.collector.collect(state.spec.name)
+                        self._handle(state, batch, self.clock())
+                        self._progress_at = self._monotonic()
+                    more = batch.more
+                    if more:
+                        time.sleep(0.001)  # let a waiting scrape take the lock between slices
+                with self._lock:
+                    if state.dirty and self.config.enabled:
+                        self._save_state(state)
+            self.expire()
+        except Exception:
+            with self._lock:
+                self.collect_passes[PASS_FAILED] += 1
+            raise
+        with self._lock:
+            self.collect_passes[PASS_OK] += 1
+            self.last_collect_ts = self.clock()
+            self._progress_at = self._monotonic()
         self.collect_duration.observe(time.perf_counter() - started)
+
+    def health(self) -> tuple[bool, str]:
+        """``(healthy, text)`` for ``GET /healthz``: unhealthy once no collection pass (nor a
+        slice of one) has completed for :data:`UNHEALTHY_AFTER_S` seconds (every pass
+        failing, or the loop stuck), counted from the start."""
+        with self._lock:
+            idle = self._monotonic() - self._progress_at
+            failed = self.collect_passes[PASS_FAILED]
+        if idle < UNHEALTHY_AFTER_S:
+            return True, "ok"
+        return False, (f"unhealthy: no collection pass has completed for {idle:.0f} s "
+                       f"({failed} failed; the log says why: \"collection pass failed\")")
+
+    def collect_stats(self) -> tuple[dict[str, int], float | None]:
+        """The collection passes so far by outcome (``ok``, ``failed``) and the time (epoch
+        seconds) the last one ended ok, ``None`` before the first: for the exporter."""
+        with self._lock:
+            return dict(self.collect_passes), self.last_collect_ts
 
     def _safeguard_change(self, state: AgentState) -> float | None:
         """When the agent's C12 state flips next if nothing happens (epoch seconds), or None."""

@@ -166,8 +166,9 @@ def cmd_hook_env(args: argparse.Namespace) -> int:
     if names and agent not in names:
         raise ConfigError(f"{args.config}: agent {agent!r} is not in repeat_failure.agents "
                           f"({', '.join(names)})")
-    env = hook.launch_env(args.shared_dir, agent)
-    if not hook.hook_path(args.shared_dir, agent).is_file():
+    shared_dir = os.path.abspath(args.shared_dir)  # BASH_ENV is read from the agent's cwd
+    env = hook.launch_env(shared_dir, agent)
+    if not hook.hook_path(shared_dir, agent).is_file():
         print(f"repeat-failure: note: {env['BASH_ENV']} does not exist yet; it appears when "
               "`repeat-failure run` starts with the check on", file=sys.stderr)
     for key, value in env.items():
@@ -319,7 +320,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--config", default=_env("CONFIG"),
                        help="YAML config file (default: built-in defaults, check off)")
         p.add_argument("--shared-dir", default=_env("SHARED_DIR", DEFAULT_SHARED_DIR),
-                       help=f"shared volume (default {DEFAULT_SHARED_DIR})")
+                       help=f"shared volume (default {DEFAULT_SHARED_DIR}); a relative path "
+                            "is taken from the current directory")
         if agent:
             p.add_argument("--agent", default=_env("AGENT"), help="agent name")
 

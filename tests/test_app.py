@@ -822,3 +822,119 @@ def test_rejected_record_files_are_logged_scrubbed_and_rate_limited(tmp_path: Pa
     assert len(rejected) == 11
     assert (rejected[-1]["file"], rejected[-1]["detail"], rejected[-1]["unlogged"]) == (
         "records/a1.jsonl", "a directory", 4)
+
+
+# -- issue 17 item 3: a relative shared dir, a collection failing every pass --------------------
+
+
+def test_a_relative_shared_dir_is_made_absolute_at_start(tmp_path: Path, monkeypatch,
+                                                          clean_env) -> None:
+    """`run --shared-dir shared` (relative) failed every pass on the hook's absolute-path rule,
+    rendered no hook and looked healthy. It is resolved against the current directory at start:
+    the hook is rendered with absolute paths and a command through it is collected. `hook env`
+    prints the absolute BASH_ENV too."""
+    import subprocess
+
+    from sidecar.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    cfg = write_config(tmp_path / "config.yaml", extra="  threshold: 1\n")
+    import time
+
+    wall = Clock(time.time() + 60)  # the hook writes the real time
+    sc = Sidecar("shared", [AgentSpec("a1", "bash")], "config.yaml", clock=wall)
+    assert sc.shared_dir == tmp_path / "shared"
+    rendered = hook.hook_path(tmp_path / "shared", "a1").read_text()
+    assert f"{tmp_path}/shared/records/a1.jsonl" in rendered
+    env = {**clean_env, **hook.launch_env(sc.shared_dir, "a1", clean_env)}
+    subprocess.run(["bash", "-c", "false"], env=env, timeout=30, check=False)
+    sc.run_once()
+    assert sc.collect_stats() == ({"ok": 1, "failed": 0}, wall.t)
+    assert [n.command for n in sc.rows()[0].notes] == ["false"]
+    out = io.StringIO()
+    from contextlib import redirect_stdout
+    with redirect_stdout(out):
+        assert main(["hook", "env", "--config", str(cfg), "--shared-dir", "shared",
+                     "--agent", "a1"]) == 0
+    assert f"export BASH_ENV={tmp_path}/shared/hook/a1.sh\n" in out.getvalue()
+
+
+def test_a_shared_dir_the_hook_cannot_name_is_refused_at_start(tmp_path: Path) -> None:
+    """A shared dir whose path the hook refuses (a space in it) is exit 2 at start, not a pass
+    failing every time."""
+    import subprocess
+    import sys
+
+    cfg = write_config(tmp_path / "config.yaml")
+    done = subprocess.run(
+        [sys.executable, "-m", "sidecar", "run", "--config", str(cfg), "--shared-dir",
+         str(tmp_path / "my shared"), "--agent", "a1", "--backend", "bash", "--listen",
+         "127.0.0.1:0"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"repeat-failure: shared dir '{tmp_path}/my shared' must be an absolute path of "
+        "letters, digits and ._/@+- only\n")
+
+
+class _Steady:
+    """A settable monotonic clock."""
+
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_a_collection_failing_every_pass_fails_healthz_and_is_counted(tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    """Passes that fail are counted (collect_passes_total{outcome="failed"}), and /healthz
+    fails once none has completed for UNHEALTHY_AFTER_S (120 s); a pass that completes makes it
+    healthy again and sets last_collect_timestamp_seconds."""
+    import http.client
+
+    from sidecar.app import UNHEALTHY_AFTER_S
+    from sidecar.exporter import Server
+
+    mono, wall = _Steady(), Clock()
+    sc = Sidecar(tmp_path / "shared", [AgentSpec("a1", "bash")],
+                 write_config(tmp_path / "config.yaml"), clock=wall, monotonic=mono)
+    server = Server(sc, "127.0.0.1:0").start()
+
+    def get(path: str) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        try:
+            conn.request("GET", path)
+            response = conn.getresponse()
+            return response.status, response.read()
+        finally:
+            conn.close()
+
+    def broken() -> None:
+        raise hook.HookError("shared dir 'shared' must be an absolute path")
+
+    try:
+        assert UNHEALTHY_AFTER_S == 120
+        assert get("/healthz") == (200, b"ok\n")
+        monkeypatch.setattr(sc, "_repair_layout", broken)
+        for _ in range(4):
+            mono.t += 30
+            with pytest.raises(hook.HookError):
+                sc.run_once()
+        text = get("/metrics")[1].decode()
+        assert 'hive_repeat_failure_collect_passes_total{outcome="failed"} 4.0' in text
+        assert 'hive_repeat_failure_collect_passes_total{outcome="ok"} 0.0' in text
+        assert "hive_repeat_failure_last_collect_timestamp_seconds" not in text
+        assert get("/healthz") == (503, b"unhealthy: no collection pass has completed for 120 s"
+                                        b" (4 failed; the log says why: \"collection pass "
+                                        b"failed\")\n")
+        assert get("/readyz") == (200, b"ok\n")
+        monkeypatch.undo()
+        wall.t += 5
+        sc.run_once()
+        assert get("/healthz") == (200, b"ok\n")
+        text = get("/metrics")[1].decode()
+        assert 'hive_repeat_failure_collect_passes_total{outcome="ok"} 1.0' in text
+        assert f"hive_repeat_failure_last_collect_timestamp_seconds {T0 + 5:.9e}" in text
+    finally:
+        server.stop()
