@@ -27,6 +27,9 @@ machines are noisy; the ratios are what to compare between runs:
 * turn verdicts (issue 8): lines/s through ``repeat-failure verdict``'s reader over a long
   Claude Code stream-json transcript built from the harness's real capture, and the ratio to
   bare ``orjson.loads`` of the same lines;
+* stress (issues 6, 17): 1,000,000 records from 8 writer processes while the real sidecar is
+  SIGKILLed every 2 s; records lost or counted twice (by records_total and by the detector),
+  collected files left, the biggest state file seen, and the seconds it all took;
 * fix-loop sweep (issue 9): one pass over ``--prs`` open red PRs of a fake GitHub on 127.0.0.1
   (real HTTP, real client, real SQLite ledger): seconds for the first pass (tree lookups,
   ledger rows written) and a steady pass, GitHub requests per PR per steady pass (what the
@@ -298,14 +301,26 @@ def bench_junk(megabytes: int) -> dict:
             "ratio_peak_after_to_before": after / before}
 
 
+#: Each stress command's records: every ``STRESS_CYCLE``-th one (at ``STRESS_SUCCESS_AT``) a
+#: success, the others failures (exit 2).
+STRESS_CYCLE, STRESS_SUCCESS_AT = 100, 49
+
+
+def _stress_exit(n: int) -> int:
+    """The exit status of the ``n``-th record (from 0) of one stress command."""
+    return 0 if n % STRESS_CYCLE == STRESS_SUCCESS_AT else 2
+
+
 def _stress_writer(live: str, index: int, records: int, now: float) -> None:
     """Append ``records`` hook-format records to ``live`` the way the hook does: open with
     O_APPEND, one write(2) per record, close. Commands ``make test-<index>-<k>``, k < 25 (200
-    commands for 8 writers, 5,000 failures each for 1,000,000 records: under the detector's
-    10,000 kept per command), all failing with exit 2."""
+    commands for 8 writers, 5,000 records each for 1,000,000 records), each failing with exit 2
+    but for one success in every 100 (:func:`_stress_exit`): a success forgets the command's
+    earlier failures, so the detector holds under 100 per command, 20,000 in all (under its
+    MAX_FAILURES of 50,000, so nothing is trimmed and every count is exact)."""
     for i in range(records):
         line = orjson.dumps({"v": 1, "ts": now + i * 1e-4, "agent": "bench", "backend": "bash",
-                             "route": "bash_env", "exit": 2,
+                             "route": "bash_env", "exit": _stress_exit(i // 25),
                              "cmd": f"make test-{index}-{i % 25}"}) + b"\n"
         fd = os.open(live, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o660)
         try:
@@ -318,8 +333,12 @@ def bench_stress(records: int, writers: int = 8, kill_every_s: float = 2.0) -> d
     """Loss and crash at scale: ``writers`` processes append ``records`` records in all while a
     real ``repeat-failure run`` (collecting every 10 ms) is SIGKILLed and restarted every
     ``kill_every_s`` seconds until the writers are done and the records are drained; a last
-    sidecar then resumes from the state file. Every command's failure count must equal what was
-    written (``lost`` and ``double`` count the differences) and no collected file may be left."""
+    sidecar then resumes from the state file. Two ledgers must match what was written exactly:
+    ``records_total`` by outcome (saved with the checkpoint, so it counts each record once
+    across the kills; ``records_lost``, ``records_double``), and each command's failures in
+    the window (those after its last success; ``lost``, ``double``); no collected file may be
+    left, and ``state_bytes`` is the biggest state file seen (it must load: at most
+    MAX_STATE_BYTES, 8 MiB)."""
     from multiprocessing import Process
 
     from sidecar.config import AgentSpec as Spec
@@ -339,12 +358,14 @@ def bench_stress(records: int, writers: int = 8, kill_every_s: float = 2.0) -> d
         while not hook.hook_path(shared, "bench").exists():
             time.sleep(0.05)
         live = str(hook.records_path(shared, "bench"))
+        state_file = shared / "state" / "bench.json"
         t = time.perf_counter()
         now = time.time() - 3600
         procs = [Process(target=_stress_writer, args=(live, w, per, now)) for w in range(writers)]
         for w in procs:
             w.start()
         kills = 0
+        state_bytes = 0
         try:
             while any(w.is_alive() for w in procs) or (Path(live).exists() or any(
                     COLLECTING in n for n in os.listdir(shared / "records"))):
@@ -352,6 +373,8 @@ def bench_stress(records: int, writers: int = 8, kill_every_s: float = 2.0) -> d
                 proc.kill()
                 proc.wait()
                 kills += 1
+                with contextlib.suppress(OSError):
+                    state_bytes = max(state_bytes, state_file.stat().st_size)
                 proc = subprocess.Popen(argv, stderr=subprocess.DEVNULL)
         finally:
             proc.terminate()
@@ -363,14 +386,28 @@ def bench_stress(records: int, writers: int = 8, kill_every_s: float = 2.0) -> d
         time.sleep(0.6)
         final.run_once()
         seconds = time.perf_counter() - t
-        counts = {cmd: n for cmd, _, n in final.snapshot()[0].failures}
-        expected = {f"make test-{w}-{k}": len(range(k, per, 25))
-                    for w in range(writers) for k in range(25)}
+        view = final.snapshot()[0]
+        counts = {cmd: n for cmd, _, n in view.failures}
+        expected = {}
+        written = {"failure": 0, "success": 0}
+        for w in range(writers):
+            for k in range(25):
+                exits = [_stress_exit(n) for n in range(len(range(k, per, 25)))]
+                last_success = max((n for n, e in enumerate(exits) if e == 0), default=-1)
+                expected[f"make test-{w}-{k}"] = len(exits) - 1 - last_success
+                written["success"] += exits.count(0)
+                written["failure"] += len(exits) - exits.count(0)
+        expected = {c: n for c, n in expected.items() if n}
         lost = sum(max(0, n - counts.get(c, 0)) for c, n in expected.items())
         double = sum(max(0, n - expected.get(c, 0)) for c, n in counts.items())
+        counted = {outcome: sum(n for (_, _, o), n in view.records.items() if o == outcome)
+                   for outcome in written}
         left = sorted(os.listdir(shared / "records"))
-    return {"records": per * writers, "writers": writers, "kills": kills, "lost": lost,
-            "double": double, "collected_files_left": len(left), "seconds": seconds}
+    return {"records": per * writers, "writers": writers, "kills": kills,
+            "records_lost": sum(max(0, written[o] - counted[o]) for o in written),
+            "records_double": sum(max(0, counted[o] - written[o]) for o in written),
+            "lost": lost, "double": double, "collected_files_left": len(left),
+            "state_bytes": state_bytes, "seconds": seconds}
 
 
 def bench_verdict(lines: int) -> dict:

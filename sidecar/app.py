@@ -19,10 +19,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import stat
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,8 +41,9 @@ from sidecar.dedup import NEUTRAL, SESSION, RouteDedup
 from sidecar.detector import Detector, ExitKey, NoteCleared, NoteRaised, StateError
 from sidecar.events import PREVIEW_REASON, EventPublisher, EventStats
 from sidecar.exclude import Exclusions
-from sidecar.normalize import command_label, normalize
-from sidecar.parse import MAX_CLOCK_SKEW_S, MAX_LINE_BYTES, Record, RecordError, parse_line
+from sidecar.normalize import command_label, mark_cut, normalize
+from sidecar.parse import (MAX_CLOCK_SKEW_S, MAX_LINE_BYTES, REASONS, ROUTES, Record,
+                           RecordError, parse_line)
 from sidecar.probe import OK as PROBE_OK, PREVIEW_ERROR, PreviewProber, ProbeResult
 from sidecar.scrub import scrub
 from sidecar.sessionlog import SessionTail
@@ -52,31 +54,57 @@ log = logging.getLogger("repeat_failure")
 #: After an inotify wake, wait this long for more writes so a burst is collected in one pass.
 DEBOUNCE_S = 0.02
 STATE_FILE_VERSION = 1
-#: A state file larger than this is ignored unread (logged "state file ignored"). What the
-#: sidecar writes holds at most the detector's MAX_COMMAND_BYTES (4 MiB) of command text, about
-#: 70 bytes per command besides and about 19 bytes per failure time in the window. Parsing
+#: A state file larger than this is ignored unread (logged "state file ignored"). Parsing
 #: (orjson) peaks at 3 to 5 times the file's size on top of the process (about 30 MiB), so a
-#: file of 8 MiB restarts at under 70 MiB, well inside the chart's 96Mi memory limit.
+#: file of 8 MiB restarts at under 70 MiB, well inside the chart's 96Mi memory limit. What the
+#: sidecar saves always loads: the detector's bounds (MAX_COMMAND_BYTES of command text, about
+#: 60 bytes per command besides, MAX_FAILURES failure times of at most about 35 bytes with
+#: their exit key) and the other parts' bounds (session call ids, session files) keep the
+#: largest state they allow at about 7 MiB (tests/test_memory.py), and a state that would
+#: still be larger forgets its least recently failed commands until it fits (issue 17).
 MAX_STATE_BYTES = 8 << 20
 
 SUCCESS, FAILURE, EXCLUDED, DUPLICATE = "success", "failure", "excluded", "duplicate"
+OUTCOMES = (SUCCESS, FAILURE, EXCLUDED, DUPLICATE)
 #: Seconds between session-log polls when inotify says nothing (inotify wakes them sooner).
 SESSION_POLL_S = 5.0
 #: Tool-call ids of session-log records remembered per agent, so a session file read again
 #: (rewritten by its CLI) never delivers a call twice.
 MAX_DELIVERED_CALLS = 4096
+#: Rejected record files logged per agent (one line each) within REJECTED_LOG_WINDOW_S
+#: seconds; past that they are only counted, and the next line logged says how many were not.
+REJECTED_LOG_LINES = 10
+REJECTED_LOG_WINDOW_S = 60.0
+#: ``/healthz`` fails once no collection pass (nor a slice of a long one) has completed for this
+#: long: four passes at the longest ``collect_interval_s`` (30 s). A pass failing every time,
+#: or a loop stuck somewhere, then shows to the kubelet's liveness probe (issue 17: a relative
+#: --shared-dir failed every pass while /healthz said ok).
+UNHEALTHY_AFTER_S = 120.0
+#: Outcomes of a collection pass (``hive_repeat_failure_collect_passes_total{outcome}``).
+PASS_OK, PASS_FAILED = "ok", "failed"
 
 
 @dataclass
 class AgentState:
-    """Everything the sidecar keeps for one agent. Counters are Prometheus counters: they
-    start at zero with the process."""
+    """Everything the sidecar keeps for one agent. The pipeline's counters (``records``,
+    ``rejected``, ``notes_raised``) are saved in the state file with the checkpoint and
+    restored at start-up, so each record counts once across restarts (issue 17); the
+    exporter shows them as of the last save (``saved_counts``), which a restart resumes from,
+    so a crash never makes them go back. The other counters start at zero with the process."""
 
     spec: AgentSpec
     detector: Detector
     records: Counter = field(default_factory=Counter)  # (backend, route, outcome) -> n
     rejected: Counter = field(default_factory=Counter)  # reason -> n
     notes_raised: int = 0
+    #: (records, rejected, notes_raised) as last saved or loaded: what is exported.
+    saved_counts: tuple[dict, dict, int] = ({}, {}, 0)
+    #: Keys the digest that tells cut commands apart (:func:`sidecar.normalize.mark_cut`);
+    #: kept in the state file, so a restart gives a cut command the same key.
+    cut_key: bytes = field(default_factory=lambda: os.urandom(16))
+    #: Monotonic times of the rejected-file lines logged lately, and the rejections not logged.
+    rejected_logged: deque = field(default_factory=deque)
+    rejected_unlogged: int = 0
     last_record_ts: float | None = None
     dirty: bool = False
     checkpoint: dict = field(default_factory=dict)  # collected file name -> offset handed out
@@ -131,7 +159,8 @@ class AgentState:
 @dataclass(frozen=True)
 class AgentView:
     """A consistent copy of one agent's state for the exporter. ``row`` is ``None`` while the
-    check is off (C14: no check state, no note)."""
+    check is off (C14: no check state, no note). ``records``, ``rejected`` and
+    ``notes_raised`` are the counts as last saved in the state file (:class:`AgentState`)."""
 
     agent: str
     backend: str
@@ -178,7 +207,11 @@ class Sidecar:
         if not agents:
             raise ConfigError("no agent to watch: pass --agent/--backend or list "
                               "repeat_failure.agents in the config")
-        self.shared_dir = Path(shared_dir)
+        # Absolute: the hook bakes its paths into the agent's shells, which run elsewhere, and
+        # refuses a relative one (issue 17: every pass failed on it, unseen).
+        self.shared_dir = Path(os.path.abspath(shared_dir))
+        for spec in agents:  # HookError now, not at every pass (the CLI exits 2)
+            hook.check_names(self.shared_dir, spec.name, spec.backend, chain_bash_env)
         self.config_path = config_path
         self.chain_bash_env = chain_bash_env
         self.clock = clock
@@ -225,6 +258,10 @@ class Sidecar:
         self._layout_error: str | None = None
         self._prepare_layout()
         self._layout_ok = self._layout()
+        self._monotonic = monotonic
+        self.collect_passes: Counter = Counter({PASS_OK: 0, PASS_FAILED: 0})
+        self.last_collect_ts: float | None = None  # epoch seconds of the last pass that ended ok
+        self._progress_at = monotonic()  # the last pass or slice completed (for /healthz)
         self.collector = Collector(self.shared_dir / hook.RECORDS_DIR, self.config.collect_grace_s,
                                    clock=monotonic)
         self._apply_enabled()
@@ -409,6 +446,8 @@ class Sidecar:
             now = self.clock()
             for state in self.agents.values():
                 self._report(state, state.detector.reconfigure(new.threshold, new.window_s, now))
+                if state.dirty and new.enabled:
+                    self._save_state(state)
         log.info("config reloaded", extra={"enabled": new.enabled})
         return True
 
@@ -455,6 +494,10 @@ class Sidecar:
             if isinstance(collecting, dict):
                 self.collector.restore(collecting)
             state.activity.load_dict(data.get("activity"))
+            self._load_counters(state, data.get("counters"))
+            cut_key = data.get("cut_key")
+            if isinstance(cut_key, str) and re.fullmatch(r"[0-9a-f]{32}", cut_key):
+                state.cut_key = bytes.fromhex(cut_key)
             self._load_turns(state, data.get("turns"))
             calls = data.get("session_calls")
             if isinstance(calls, list):
@@ -477,33 +520,76 @@ class Sidecar:
                 "turns": {**state.turns.to_dict(), "last_verdict": state.last_verdict,
                           "failed_in_a_row": state.failed_in_a_row},
                 "sessions": state.tail.to_dict() if state.tail is not None else {},
-                "session_calls": list(state.delivered_calls)}
+                "session_calls": list(state.delivered_calls),
+                "cut_key": state.cut_key.hex(),
+                "counters": {"records": [[*key, n] for key, n in state.records.items()],
+                             "rejected": dict(state.rejected),
+                             "notes_raised": state.notes_raised}}
         state.saved_at = time.monotonic()
         try:
-            # One buffer, the detector appended to it a command at a time (Detector.iter_json):
-            # no dict per command, no second copy of the text (issue 6, memory).
-            out = bytearray(orjson.dumps(data)[:-1])
-            out += b',"detector":'
-            for piece in state.detector.iter_json():
-                out += piece
-            out += b"}"
-            hook.write_atomic(self._state_path(state.spec.name), out, 0o600)
+            out = self._state_bytes(state, data)
+            if len(out) > MAX_STATE_BYTES:
+                # Unreachable within the bounds (see MAX_STATE_BYTES); were it reached, a file
+                # too big to load would lose every note at the next restart.
+                events = state.detector.evict_oldest(len(out) - MAX_STATE_BYTES)
+                log.warning("state over its size bound: the least recently failed commands are "
+                            "forgotten", extra={"agent": state.spec.name, "bytes": len(out),
+                                                "limit": MAX_STATE_BYTES})
+                self._report(state, events)
+                out = self._state_bytes(state, data)
+            path = self._state_path(state.spec.name)
+            self._clear_state_path(state, path)
+            hook.write_atomic(path, out, 0o600)
         except (OSError, TypeError, ValueError) as exc:  # TypeError: orjson met unexpected data
-            log.error("state file not saved; open notes survive a restart only once it is",
+            log.error("state file not saved; open notes survive a restart only once it is, and "
+                      "the collected record files are kept until then",
                       extra={"agent": state.spec.name, "error": str(exc)})
             return
         state.dirty = False
+        state.saved_counts = (dict(state.records), dict(state.rejected), state.notes_raised)
+
+    @staticmethod
+    def _clear_state_path(state: AgentState, path: Path) -> None:
+        """Move a directory standing at the state file's path aside to
+        ``state/.<agent>.json.foreign.<ns>`` (no rename can replace a directory, so every save
+        would fail), as :func:`hook.prepare_shared_dir` does with a planted folder. Anything
+        else there (a symlink, a FIFO) the save's rename replaces without following it.
+        Raises ``OSError`` when it cannot be moved."""
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return
+        if not stat.S_ISDIR(info.st_mode):
+            return
+        aside = path.with_name(f".{path.name}.foreign.{time.time_ns()}")
+        os.rename(path, aside)
+        log.warning("a directory stood at the state file's path; moved aside",
+                    extra={"agent": state.spec.name, "moved_to": aside.name})
+
+    @staticmethod
+    def _state_bytes(state: AgentState, data: dict) -> bytearray:
+        """The state file's bytes: ``data`` plus the detector under ``"detector"``, in one
+        buffer the detector is appended to a command at a time (:meth:`Detector.iter_json`):
+        no dict per command, no second copy of the text (issue 6, memory)."""
+        out = bytearray(orjson.dumps(data)[:-1])
+        out += b',"detector":'
+        for piece in state.detector.iter_json():
+            out += piece
+        out += b"}"
+        return out
 
     # -- the pipeline --------------------------------------------------------------------------
 
     def _process_line(self, state: AgentState, line: bytes | str, now: float) -> None:
         if isinstance(line, str):  # a rejection reason from the collector
             state.rejected[line] += 1
+            state.dirty = True
             return
         try:
             record = parse_line(line, state.spec.name, state.spec.backend, now)
         except RecordError as exc:
             state.rejected[exc.reason] += 1
+            state.dirty = True
             return
         self._process_record(state, record, now)
 
@@ -517,6 +603,11 @@ class Sidecar:
             # A wrapper quotes the command inside it (Codex writes each ' as '"'"'), which can
             # hide a secret's shape from the scrubber; unwrapping shows it: scrub again.
             command = scrub(command)
+        if record.cut and command:
+            # The cut's redacted last word would merge long commands: a keyed digest of the
+            # kept text tells them apart, showing none of it (issue 17).
+            command = mark_cut(command, normalize(scrub(record.cmd), record.backend, now),
+                               state.cut_key)
         if not command or self._exclusions.matches(command):
             outcome = EXCLUDED
         elif state.session_route and state.dedup.is_duplicate(
@@ -532,6 +623,27 @@ class Sidecar:
             return
         events = state.detector.record(command, record.exit, record.failed, record.ts, now)
         self._report(state, events)
+
+    def _log_rejected_file(self, state: AgentState, name: str, reason: str, what: str) -> None:
+        """Log a record file the collector removed unread (issue 17: it only moved a counter):
+        one warning line naming the file (scrubbed: an agent chose the name), the reason and
+        what was wrong, at most :data:`REJECTED_LOG_LINES` per :data:`REJECTED_LOG_WINDOW_S`
+        seconds per agent; the next line logged after a quiet spell carries ``unlogged``, the
+        rejections left out meanwhile."""
+        now = self._monotonic()
+        logged = state.rejected_logged
+        while logged and now - logged[0] >= REJECTED_LOG_WINDOW_S:
+            logged.popleft()
+        if len(logged) >= REJECTED_LOG_LINES:
+            state.rejected_unlogged += 1
+            return
+        logged.append(now)
+        shown = scrub(name.encode("utf-8", "backslashreplace").decode("utf-8"))
+        extra = {"event": "record_file_rejected", "agent": state.spec.name,
+                 "file": f"{hook.RECORDS_DIR}/{shown}", "reason": reason, "detail": what}
+        if state.rejected_unlogged:
+            extra["unlogged"], state.rejected_unlogged = state.rejected_unlogged, 0
+        log.warning("record file rejected and removed unread", extra=extra)
 
     def _report(self, state: AgentState, events: list) -> None:
         """Act on detector events: count and log a raised note once (and queue its Kubernetes
@@ -565,12 +677,19 @@ class Sidecar:
         if self.config.enabled:
             for line in batch.lines:
                 self._process_line(state, line, now)
+            for name, reason, what in batch.rejected_files:
+                self._log_rejected_file(state, name, reason, what)
         if batch.checkpoint != state.checkpoint:
             state.checkpoint = batch.checkpoint
             state.dirty = True
         due = bool(batch.done) or not batch.more or time.monotonic() - state.saved_at >= 1.0
         if state.dirty and due and self.config.enabled:
             self._save_state(state)
+        if state.dirty and self.config.enabled and batch.done:
+            # Not saved: the files stay (the collector offers them again with the next batch),
+            # so a restart reads them again from the last saved checkpoint instead of losing
+            # what they held (issue 17).
+            return
         self.collector.release(batch)
 
     def poll_sessions(self, rescan: bool = False) -> None:
@@ -646,6 +765,33 @@ class Sidecar:
                                     self.clock(), reason=PREVIEW_REASON)
 
     @staticmethod
+    def _load_counters(state: AgentState, data: object) -> None:
+        """Restore the pipeline's counters from the state file's ``counters`` (what
+        :meth:`_save_state` wrote); an entry of another shape, or naming another backend, an
+        unknown route, outcome or reason, is left out (its count starts again at zero)."""
+        if not isinstance(data, dict):
+            return
+        backend = state.spec.backend
+        routes = ROUTES | {f"{backend}_session_log"}
+
+        def count(value: object) -> int | None:
+            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+            return value if ok else None  # type: ignore[return-value]
+
+        records = data.get("records")
+        for item in records if isinstance(records, list) else ():
+            if (isinstance(item, list) and len(item) == 4 and item[0] == backend
+                    and item[1] in routes and item[2] in OUTCOMES
+                    and count(item[3]) is not None):
+                state.records[(item[0], item[1], item[2])] = item[3]
+        rejected = data.get("rejected")
+        for reason, n in (rejected.items() if isinstance(rejected, dict) else ()):
+            if reason in REASONS and count(n) is not None:
+                state.rejected[reason] = n
+        state.notes_raised = count(data.get("notes_raised")) or 0
+        state.saved_counts = (dict(state.records), dict(state.rejected), state.notes_raised)
+
+    @staticmethod
     def _load_turns(state: AgentState, data: object) -> None:
         """Restore the turn tracker and the last verdict from the state file's ``turns``."""
         if not isinstance(data, dict):
@@ -689,24 +835,52 @@ class Sidecar:
         is taken in slices of the collector's byte budget; the lock is released between slices
         so scrapes are answered meanwhile, and ``stop`` ends the pass between slices."""
         started = time.perf_counter()
-        with self._lock:
-            self._repair_layout()
-        if sessions:
-            self.poll_sessions()
-        for state in list(self.agents.values()):
-            more = True
-            while more and not (stop is not None and stop.is_set()):
-                with self._lock:
-                    batch = self.collector.collect(state.spec.name)
-                    self._handle(state, batch, self.clock())
-                more = batch.more
-                if more:
-                    time.sleep(0.001)  # let a waiting scrape take the lock between slices
+        try:
             with self._lock:
-                if state.dirty and self.config.enabled:
-                    self._save_state(state)
-        self.expire()
+                self._repair_layout()
+            if sessions:
+                self.poll_sessions()
+            for state in list(self.agents.values()):
+                more = True
+                while more and not (stop is not None and stop.is_set()):
+                    with self._lock:
+                        batch = self.collector.collect(state.spec.name)
+                        self._handle(state, batch, self.clock())
+                        self._progress_at = self._monotonic()
+                    more = batch.more
+                    if more:
+                        time.sleep(0.001)  # let a waiting scrape take the lock between slices
+                with self._lock:
+                    if state.dirty and self.config.enabled:
+                        self._save_state(state)
+            self.expire()
+        except Exception:
+            with self._lock:
+                self.collect_passes[PASS_FAILED] += 1
+            raise
+        with self._lock:
+            self.collect_passes[PASS_OK] += 1
+            self.last_collect_ts = self.clock()
+            self._progress_at = self._monotonic()
         self.collect_duration.observe(time.perf_counter() - started)
+
+    def health(self) -> tuple[bool, str]:
+        """``(healthy, text)`` for ``GET /healthz``: unhealthy once no collection pass (nor a
+        slice of one) has completed for :data:`UNHEALTHY_AFTER_S` seconds (every pass
+        failing, or the loop stuck), counted from the start."""
+        with self._lock:
+            idle = self._monotonic() - self._progress_at
+            failed = self.collect_passes[PASS_FAILED]
+        if idle < UNHEALTHY_AFTER_S:
+            return True, "ok"
+        return False, (f"unhealthy: no collection pass has completed for {idle:.0f} s "
+                       f"({failed} failed; the log says why: \"collection pass failed\")")
+
+    def collect_stats(self) -> tuple[dict[str, int], float | None]:
+        """The collection passes so far by outcome (``ok``, ``failed``) and the time (epoch
+        seconds) the last one ended ok, ``None`` before the first: for the exporter."""
+        with self._lock:
+            return dict(self.collect_passes), self.last_collect_ts
 
     def _safeguard_change(self, state: AgentState) -> float | None:
         """When the agent's C12 state flips next if nothing happens (epoch seconds), or None."""
@@ -839,11 +1013,12 @@ class Sidecar:
                 receiving = self._receiving(state, now)
                 row = build_row(name, state.spec.backend, state.detector.notes(now),
                                 receiving, state.route_available) if on else None
+                records, rejected, notes_raised = state.saved_counts
                 views.append(AgentView(
                     agent=name, backend=state.spec.backend, row=row,
                     failures=tuple(state.detector.failures(now, self.config.top_commands)) if on else (),
-                    records=dict(state.records), rejected=dict(state.rejected),
-                    notes_raised=state.notes_raised, last_record_ts=state.last_record_ts,
+                    records=dict(records), rejected=dict(rejected),
+                    notes_raised=notes_raised, last_record_ts=state.last_record_ts,
                     reader_errors=dict(state.reader_errors),
                     reader_ignored=state.reader_ignored,
                     last_shell_ts=state.activity.last_shell_ts,

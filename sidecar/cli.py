@@ -166,8 +166,9 @@ def cmd_hook_env(args: argparse.Namespace) -> int:
     if names and agent not in names:
         raise ConfigError(f"{args.config}: agent {agent!r} is not in repeat_failure.agents "
                           f"({', '.join(names)})")
-    env = hook.launch_env(args.shared_dir, agent)
-    if not hook.hook_path(args.shared_dir, agent).is_file():
+    shared_dir = os.path.abspath(args.shared_dir)  # BASH_ENV is read from the agent's cwd
+    env = hook.launch_env(shared_dir, agent)
+    if not hook.hook_path(shared_dir, agent).is_file():
         print(f"repeat-failure: note: {env['BASH_ENV']} does not exist yet; it appears when "
               "`repeat-failure run` starts with the check on", file=sys.stderr)
     for key, value in env.items():
@@ -229,9 +230,11 @@ def cmd_verdict(args: argparse.Namespace) -> int:
     """Classify one agent run from its stream-json transcript, for CI
     jobs: exit 0 for ok, 3 agent_no_output (no text and no tool call), 4 agent_error (the stream
     ended on an error, or stopped before its terminal result), 5 nonzero_exit (the
-    --exit-status given is not 0 and the stream shows no error); the verdict's name is
-    the one line on stderr. 1: the transcript cannot be read or its format is not known; 2: bad
-    usage. Formats: claude (Claude Code `-p --output-format stream-json --verbose`; Qwen Code's
+    --exit-status given is not 0 and the stream shows no error, or the transcript cannot be
+    read at all: an agent that crashed before writing anything); the verdict's name is the one
+    line on stderr. --exit-status 0 with an empty transcript is agent_no_output. 1: the
+    transcript cannot be read (empty, not JSON, or its format is not known) and no exit status
+    was given, or it was 0 and the transcript holds other output; 2: bad usage. Formats: claude (Claude Code `-p --output-format stream-json --verbose`; Qwen Code's
     stream-json has the same shape), gemini (Gemini CLI `--output-format stream-json`), codex
     (Codex `exec --json`). Never probes a preview (batch mode). Example:
     `status=0; claude -p "$TASK" --output-format stream-json --verbose > t.jsonl || status=$?;
@@ -321,7 +324,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--config", default=_env("CONFIG"),
                        help="YAML config file (default: built-in defaults, check off)")
         p.add_argument("--shared-dir", default=_env("SHARED_DIR", DEFAULT_SHARED_DIR),
-                       help=f"shared volume (default {DEFAULT_SHARED_DIR})")
+                       help=f"shared volume (default {DEFAULT_SHARED_DIR}); a relative path "
+                            "is taken from the current directory")
         if agent:
             p.add_argument("--agent", default=_env("AGENT"), help="agent name")
 

@@ -17,6 +17,8 @@ Contract (DESIGN.md "Pipeline", spec Constraints):
   records directory's group, is ``insecure``: removed unread, one rejection per file. Records
   are the agent's commands and may hold secrets before scrubbing; a file others can read leaked
   them already, and one others can write may carry forged records.
+* Each file removed unread is also named in the batch (:attr:`Batch.rejected_files`: its name,
+  the reason and what was wrong with it), for the caller to log.
 
 :class:`Watcher` wakes the caller on writes (inotify) and on config changes; the caller's timer
 guarantees a pass at least every ``collect_interval_s``.
@@ -123,6 +125,10 @@ class Batch:
     more: bool = False
     checkpoint: dict[str, int] = field(default_factory=dict)
     done: list[str] = field(default_factory=list)
+    #: Files removed unread: (name as found, ``unreadable`` or ``insecure``, what was wrong
+    #: with it, e.g. ``a symlink`` or ``others may read or write it (mode 0666)``). The name
+    #: is raw (an agent chose it): scrub it before logging.
+    rejected_files: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 #: Collected files held open per agent at most; past it the oldest is closed early (a record
@@ -205,7 +211,7 @@ class Collector:
                 except OSError:
                     batch.lines.append(UNREADABLE)
                 else:
-                    self._take(agent, dir_fd, target, batch, now, budget)
+                    self._take(agent, dir_fd, target, batch, now, budget, shown=live)
         except OSError:
             batch.lines.append(UNREADABLE)
         finally:
@@ -221,7 +227,10 @@ class Collector:
         return batch
 
     def _take(self, agent: str, dir_fd: int, name: str, batch: Batch, now: float,
-              budget: list[int]) -> _Held | None:
+              budget: list[int], shown: str | None = None) -> _Held | None:
+        """Open ``name`` (in ``dir_fd``) and read it as far as the budget goes, or reject it:
+        a file never to be read is removed and named in ``batch.rejected_files`` under
+        ``shown`` (the live name it was renamed from) or its own name."""
         try:
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
                          dir_fd=dir_fd)
@@ -230,14 +239,21 @@ class Collector:
             if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.EACCES, errno.EPERM):
                 # A symlink, FIFO or socket is never ours to read; a file the sidecar may not
                 # open (an agent's umask 077) never will be: removed, counted once.
+                what = ("a symlink" if exc.errno == errno.ELOOP
+                        else "a socket or FIFO" if exc.errno == errno.ENXIO
+                        else "a directory" if exc.errno == errno.EISDIR
+                        else "not readable by the sidecar (permission denied)")
+                batch.rejected_files.append((shown or name, UNREADABLE, what))
                 _discard(dir_fd, name)
             return None  # out of descriptors, say: leave the file for a later pass
         info = os.fstat(fd)
-        reason = (UNREADABLE if not stat.S_ISREG(info.st_mode)
-                  else INSECURE if not _trusted(info, os.fstat(dir_fd)) else None)
-        if reason is not None:
+        what = (_not_regular(info.st_mode) if not stat.S_ISREG(info.st_mode)
+                else _untrusted(info, os.fstat(dir_fd)))
+        if what is not None:
             os.close(fd)
+            reason = UNREADABLE if not stat.S_ISREG(info.st_mode) else INSECURE
             batch.lines.append(reason)
+            batch.rejected_files.append((shown or name, reason, what))
             _discard(dir_fd, name)
             return None
         held = _Held(agent, name, fd, now + self.grace_s)
@@ -314,15 +330,28 @@ class Collector:
         return len(self._held)
 
 
-def _trusted(info: os.stat_result, records_dir: os.stat_result) -> bool:
-    """Whether a record file (``info``, from ``fstat``) may be read: nobody but its owner and
-    group can read or write it, it has no other name (a hard link planted at the record path
-    would make the sidecar read, and export scrubbed lines of, a file that lives elsewhere), and
-    it belongs to the sidecar's user or to the records directory's group (the set-group-ID
-    directory gives every file created in it that group)."""
-    if info.st_mode & (stat.S_IROTH | stat.S_IWOTH) or info.st_nlink != 1:
-        return False
-    return info.st_uid == os.geteuid() or info.st_gid == records_dir.st_gid
+def _untrusted(info: os.stat_result, records_dir: os.stat_result) -> str | None:
+    """Why a record file (``info``, from ``fstat``) may not be read, or ``None`` when it may:
+    nobody but its owner and group can read or write it, it has no other name (a hard link
+    planted at the record path would make the sidecar read, and export scrubbed lines of, a
+    file that lives elsewhere), and it belongs to the sidecar's user or to the records
+    directory's group (the set-group-ID directory gives every file created in it that
+    group)."""
+    if info.st_mode & (stat.S_IROTH | stat.S_IWOTH):
+        return f"others may read or write it (mode {stat.S_IMODE(info.st_mode):04o})"
+    if info.st_nlink != 1:
+        return f"it has {info.st_nlink} names (a hard link)"
+    if info.st_uid == os.geteuid() or info.st_gid == records_dir.st_gid:
+        return None
+    return (f"owned by uid {info.st_uid} and gid {info.st_gid}: neither the sidecar's user nor "
+            "the records directory's group")
+
+
+def _not_regular(mode: int) -> str:
+    """What a file that is not a regular one is (for a rejection's log line)."""
+    return ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode)
+            or stat.S_ISBLK(mode) else "not a regular file")
 
 
 def _discard(dir_fd: int, name: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -316,21 +317,77 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
     )
 
 
+#: Nesting deeper than this in a YAML document is refused (no config of ours nests past 6
+#: levels). PyYAML composes nodes recursively, two stack frames a level: a document nested 494
+#: levels deep (``exclude: [[[[…]]]]``, 1 KB) raised RecursionError out of ``yaml.safe_load``
+#: instead of a YAML error (issue 17), and less deep from a deeper call stack.
+MAX_YAML_DEPTH = 64
+
+
+class _Loader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a document nested deeper than :data:`MAX_YAML_DEPTH`
+    with a ``ComposerError`` marked at the node that goes too deep, before the recursion gets
+    near Python's limit."""
+
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: D102 (PyYAML's hook)
+        if self._depth >= MAX_YAML_DEPTH:
+            raise yaml.composer.ComposerError(
+                None, None, f"nested deeper than {MAX_YAML_DEPTH} levels",
+                self.peek_event().start_mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def read_regular_file(path: str | os.PathLike[str], what: str) -> bytes:
+    """The bytes of the regular file at ``path`` (a symlink is followed: a ConfigMap's file is
+    one). Opened non-blocking, so a FIFO planted at the path is refused at once instead of
+    blocking the caller until a writer comes (issue 17: the sidecar's main loop hung, deaf to
+    SIGTERM); a directory, FIFO, socket or device is refused. Raises :class:`ConfigError`
+    naming ``path`` and ``what`` it is."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                    else "a socket" if stat.S_ISSOCK(mode) else "a device")
+            raise ConfigError(f"{path}: cannot read {what}: it is {kind}, not a regular file")
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
 def read_yaml(path: str | os.PathLike[str], what: str) -> object:
     """The YAML document in the file at ``path`` (``None`` for an empty file). Raises
-    :class:`ConfigError` naming ``path`` (and ``what`` it is) when the file cannot be read or is
-    not valid YAML, with the line and column of the problem."""
+    :class:`ConfigError` naming ``path`` (and ``what`` it is) when the file cannot be read, is
+    not a regular file (:func:`read_regular_file`), or is not valid YAML, with the line and
+    column of the problem; a document nested deeper than :data:`MAX_YAML_DEPTH` levels is not
+    valid YAML here."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_regular_file(path, what).decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: cannot read {what}: {exc}") from exc
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"{path}: not valid YAML{at}: {problem}") from exc
+    except RecursionError:  # a last resort: the depth bound should make this unreachable
+        raise ConfigError(f"{path}: not valid YAML: nested too deeply") from None
 
 
 def load_config(path: str | os.PathLike[str] | None, allow_empty: bool = True) -> Config:

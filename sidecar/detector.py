@@ -41,8 +41,17 @@ MAX_COMMANDS = 10_000
 #: recently go. Without it memory grew with command length: 10,000 distinct commands of 3.9 KB
 #: held 39 MB of text and wrote a 39 MB state file.
 MAX_COMMAND_BYTES = 4 << 20
-#: Failures kept per (command, exit) key: far above any useful threshold, bounds memory.
+#: Failures kept per (command, exit) key: the highest threshold the config allows
+#: (:data:`sidecar.config` ``threshold`` maximum), so any allowed threshold can be reached.
 MAX_FAILURES_PER_KEY = 10_000
+#: Failure times kept per agent, all keys together. Past it, a key holding more failures than
+#: the threshold needs to qualify loses its oldest (the newest ``threshold`` are all a note
+#: needs); otherwise the commands that failed least recently go, as past ``MAX_COMMANDS``.
+#: ``MAX_COMMANDS`` commands at the default threshold (5) fit. Without it the state file grew
+#: with the failures in the window (issue 17: 1,000 commands failing 1,000 times an hour wrote
+#: 18 MB, over the 8 MiB a restart loads, and every note was lost at the next restart); with
+#: it the largest state the bounds allow stays under that load limit (tests/test_memory.py).
+MAX_FAILURES = 50_000
 STATE_VERSION = 1
 
 
@@ -129,6 +138,14 @@ class _Command:
         """The exit keys with failures, in first-failed order."""
         return [key for key, _ in self.items()]
 
+    def count(self) -> int:
+        """The failure times held, all keys together."""
+        if self.times is None:
+            return 0
+        if self.more is None:
+            return len(self.times)
+        return len(self.times) + sum(map(len, self.more.values()))
+
     def get(self, key: ExitKey) -> array | None:
         """The failure times of ``key``, or ``None`` when it has none."""
         if self.times is not None and self.key == key:
@@ -194,12 +211,18 @@ class Detector:
         # Ordered by most recent failure last, so eviction takes the first entry in O(1).
         self._commands: OrderedDict[str, _Command] = OrderedDict()
         self._text_bytes = 0  # text_bytes() of every key of _commands
+        self._failures = 0  # failure times held, all commands and keys together
 
     @property
     def command_bytes(self) -> int:
         """The :func:`text_bytes` of all tracked commands together (at most
         :data:`MAX_COMMAND_BYTES`)."""
         return self._text_bytes
+
+    @property
+    def failure_count(self) -> int:
+        """The failure times held, all commands together (at most :data:`MAX_FAILURES`)."""
+        return self._failures
 
     def reconfigure(self, threshold: int, window_s: float, now: float) -> list[Event]:
         """Apply new thresholds and re-judge what is already counted: a lower threshold raises
@@ -232,7 +255,10 @@ class Detector:
         A new command is tracked only within ``MAX_COMMANDS`` commands and ``MAX_COMMAND_BYTES``
         of their text (:func:`text_bytes`): the commands that failed least recently are
         forgotten until it fits, each raised note among them cleared with reason ``evicted``.
-        A command whose text alone is over ``MAX_COMMAND_BYTES`` is never tracked.
+        A command whose text alone is over ``MAX_COMMAND_BYTES`` is never tracked. Past
+        ``MAX_FAILURES`` failure times in all, the key just fed drops its oldest failure when it
+        holds more than ``threshold`` (so its count, and its note's, stops growing), else the
+        commands that failed least recently are forgotten as above (:meth:`_make_room`).
         """
         if not command:
             return []
@@ -255,6 +281,7 @@ class Detector:
             self._commands.move_to_end(command)
         key = exit_key(exit_status)
         times = state.get(key)
+        self._failures += 1
         if times is None:
             times = array("d", (ts,))
             state.add(key, times)
@@ -264,7 +291,10 @@ class Detector:
             times.insert(pos, ts)
             if len(times) > MAX_FAILURES_PER_KEY:
                 del times[0]
+                self._failures -= 1
                 pos = max(0, pos - 1)
+        if self._failures > MAX_FAILURES:
+            pos = self._make_room(state, times, pos, events)
         if self._qualifies(times, pos):
             if state.qualified is None:
                 state.qualified = set()
@@ -276,10 +306,35 @@ class Detector:
                     events.append(NoteRaised(note))
         return events
 
+    def _make_room(self, state: _Command, times: array, pos: int, events: list[Event]) -> int:
+        """Bring the failure times held back to ``MAX_FAILURES`` after one was added to
+        ``times`` (at ``pos``) of ``state``, the most recently failed command; returns where
+        that failure now is (``-1``: it was dropped itself, being the oldest).
+
+        The key just fed drops its oldest failure if it holds more than ``threshold``: beyond
+        the newest ``threshold`` failures a key needs none to qualify. Otherwise the commands
+        that failed least recently are forgotten (their raised notes cleared, ``evicted``);
+        if ``state`` is the only command left, its fullest key drops its oldest failure."""
+        if len(times) <= self.threshold:
+            while self._failures > MAX_FAILURES and len(self._commands) > 1:
+                events.extend(self._evict_one())
+            if self._failures <= MAX_FAILURES:
+                return pos
+            fullest = max((t for _, t in state.items()), key=len)
+            if fullest is not times:
+                del fullest[0]
+                self._failures -= 1
+                return pos
+        del times[0]
+        self._failures -= 1
+        return pos - 1
+
     def _qualifies(self, times: array, pos: int | None = None) -> bool:
         """Whether some run of ``threshold`` failures spans less than the window: one that
         includes ``times[pos]``, or any run when ``pos`` is None."""
         n = self.threshold
+        if pos is not None and pos < 0:  # the failure fed was dropped: nothing new qualifies
+            return False
         first, last = (0, len(times) - n) if pos is None else (max(0, pos - n + 1),
                                                                  min(pos, len(times) - n))
         return any(times[start + n - 1] - times[start] < self.window_s
@@ -301,14 +356,30 @@ class Detector:
         state = self._commands.get(command)
         if state is None:
             return []
+        self._failures -= state.count()
         state.forget_until(ts)
+        self._failures += state.count()
         state.qualified = {k for k, times in state.items() if self._qualifies(times)} or None
         return self._settle(command, state, "success")
 
     def _evict_one(self) -> list[Event]:
         command, state = self._commands.popitem(last=False)
         self._text_bytes -= text_bytes(command)
+        self._failures -= state.count()
         return [NoteCleared(command, "evicted")] if state.raised else []
+
+    def evict_oldest(self, nbytes: int) -> list[Event]:
+        """Forget the commands that failed least recently until their entries in the saved
+        state (:meth:`iter_json`) add up to at least ``nbytes`` bytes, or none is left; returns
+        the notes cleared (reason ``evicted``). The caller's last resort when a saved state
+        would not fit its load limit."""
+        events: list[Event] = []
+        freed = 0
+        while self._commands and freed < nbytes:
+            command, state = next(iter(self._commands.items()))
+            freed += len(orjson.dumps(_item(command, state))) + 1
+            events.extend(self._evict_one())
+        return events
 
     def expire(self, now: float) -> list[Event]:
         """Forget failures that left the window (``ts <= now - window_s``); clear notes whose
@@ -317,7 +388,9 @@ class Detector:
         events: list[Event] = []
         for command in list(self._commands):
             state = self._commands[command]
+            self._failures -= state.count()
             state.forget_until(horizon)
+            self._failures += state.count()
             if state.qualified:
                 state.qualified &= set(state.keys())
                 state.qualified = state.qualified or None
@@ -404,9 +477,9 @@ class Detector:
         its commands were left out to stay within the bounds.
 
         The bounds of :meth:`record` apply: the most recently failed commands are restored,
-        newest first, while they fit in ``MAX_COMMANDS`` commands and ``MAX_COMMAND_BYTES`` of
-        text; the older ones (a state saved by a version without the byte bound, or with
-        bigger bounds) are left out, their notes with them. A command listed twice counts
+        newest first, while they fit in ``MAX_COMMANDS`` commands, ``MAX_COMMAND_BYTES`` of
+        text and ``MAX_FAILURES`` failure times; the older ones (a state saved by a version
+        without these bounds, or with bigger ones) are left out, their notes with them. A command listed twice counts
         once, the later entry winning. Raises :class:`StateError` (and changes nothing) when
         ``data`` has another version or the wrong shape, in any of its commands.
         """
@@ -415,6 +488,7 @@ class Detector:
         kept: list[tuple[str, _Command]] = []  # newest first
         seen: set[str] = set()
         total = 0
+        failures = 0
         left_out = 0
         full = False
         try:
@@ -440,16 +514,20 @@ class Detector:
                     continue
                 seen.add(command)
                 size = text_bytes(command)
-                if full or len(kept) >= MAX_COMMANDS or total + size > MAX_COMMAND_BYTES:
+                held = state.count()
+                if (full or len(kept) >= MAX_COMMANDS or total + size > MAX_COMMAND_BYTES
+                        or failures + held > MAX_FAILURES):
                     full = True  # eviction keeps the newest ones only: so does loading
                     left_out += 1
                     continue
                 kept.append((command, state))
                 total += size
+                failures += held
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise StateError(f"detector state has the wrong shape: {exc.__class__.__name__}") from None
         self._commands = OrderedDict(reversed(kept))
         self._text_bytes = total
+        self._failures = failures
         return left_out
 
 

@@ -43,6 +43,19 @@ class MetricsCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         """Build every family of DESIGN.md's metrics table from the current snapshot."""
         views = self._sidecar.snapshot()
+        passes, last_pass = self._sidecar.collect_stats()
+        collect_passes = CounterMetricFamily(
+            PREFIX + "collect_passes",
+            "Collection passes over all agents, by outcome: ok, failed (an error, logged as "
+            "\"collection pass failed\").", labels=["outcome"])
+        for outcome, n in sorted(passes.items()):
+            collect_passes.add_metric([outcome], float(n))
+        yield collect_passes
+        if last_pass is not None:
+            yield GaugeMetricFamily(
+                PREFIX + "last_collect_timestamp_seconds",
+                "Time the last collection pass that ended ok ended, seconds since the epoch.",
+                value=last_pass)
         state = GaugeMetricFamily(
             PREFIX + "check_state",
             "Check state per agent (state set): 1 for the current state, 0 for the others.",
@@ -181,12 +194,21 @@ def _handler(sidecar: "Sidecar") -> type[BaseHTTPRequestHandler]:
                 body, ctype = generate_latest(sidecar.registry), CONTENT_TYPE_LATEST
             elif path == "/status":
                 body, ctype = status_json(sidecar), "application/json"
-            elif path in ("/healthz", "/readyz"):
+            elif path == "/healthz":
+                healthy, text = sidecar.health()
+                if not healthy:  # the kubelet's liveness probe: restart a sidecar stuck failing
+                    self._send(503, (text + "\n").encode(), "text/plain; charset=utf-8")
+                    return
+                body, ctype = b"ok\n", "text/plain; charset=utf-8"
+            elif path == "/readyz":
                 body, ctype = b"ok\n", "text/plain; charset=utf-8"
             else:
                 self.send_error(404, "not found: try /metrics, /status or /healthz")
                 return
-            self.send_response(200)
+            self._send(200, body, ctype)
+
+        def _send(self, code: int, body: bytes, ctype: str) -> None:
+            self.send_response(code)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()

@@ -73,6 +73,16 @@ def records_path(shared_dir: str | os.PathLike[str], agent: str) -> Path:
     return Path(shared_dir) / RECORDS_DIR / f"{agent}.jsonl"
 
 
+def check_names(shared_dir: str | os.PathLike[str], agent: str, backend: str,
+                chain: str | None = None) -> None:
+    """Raise :class:`HookError` unless the hook can be rendered for these names and paths: the
+    agent and backend names match their patterns, and the shared dir and the chained
+    ``BASH_ENV`` (if any) are absolute paths of letters, digits and ``._/@+-``. What
+    :func:`render_text` checks first; the sidecar calls it at start, so a bad path is an exit
+    2, not a pass failing every time."""
+    _check(Path(shared_dir), agent, backend, chain)
+
+
 def _check(shared_dir: Path, agent: str, backend: str, chain: str | None) -> None:
     if not AGENT_NAME_RE.fullmatch(agent):
         raise HookError(f"agent name {agent!r} is not allowed (must match {AGENT_NAME_RE.pattern})")

@@ -10,6 +10,7 @@ collapse runs of whitespace to one space. Nothing else changes: ``gh pr view 123
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import time
@@ -87,11 +88,35 @@ def normalize(command: str, backend: str, now: float | None = None) -> str:
 
 #: Longest command text shown in a label or a message (DESIGN.md "Metrics").
 MAX_COMMAND_CHARS = 200
+#: The mark ending a command the route cut short (:func:`mark_cut`).
+CUT_MARK = re.compile(r" \[cut:[0-9a-f]{12}\]\Z")
+
+
+def mark_cut(command: str, kept: str, key: bytes) -> str:
+    """A cut record's command made distinct: ``command`` (its text scrubbed with ``cut=True``,
+    which redacts the last word, and normalized) plus `` [cut:<12 hex digits>]``, a digest of
+    ``kept`` (the same text scrubbed as a whole command and normalized: the cut's last word
+    included) keyed with ``key`` (the agent's random key, kept in its state file).
+
+    Issue 17: the cut takes the head of the last word, which may be a secret's, so it is never
+    shown; but without it two long commands that differ only there (``ls /nonexistent_aaa…``
+    and ``ls /other_dir_bbb…``, 100 KB each) both became ``ls [REDACTED]`` and one note
+    counted both. The digest tells them apart and shows nothing of the text: it is keyed
+    (BLAKE2b's keyed mode), so a guess at a short secret head cannot be checked against it,
+    and 48 bits keep 10,000 commands apart (a collision about once in 5 million agents)."""
+    digest = hashlib.blake2b(kept.encode("utf-8", "surrogatepass"), key=key,
+                             digest_size=6).hexdigest()
+    return f"{command} [cut:{digest}]"
 
 
 def command_label(command: str) -> str:
     """``command`` cut to at most 200 characters, the last being ``…`` when cut: the form used
-    in metric labels, row messages and log lines."""
+    in metric labels, row messages and log lines. A cut record's mark (:func:`mark_cut`) is
+    kept after the ``…``, so two cut commands with the same first 200 characters keep two
+    labels."""
     if len(command) <= MAX_COMMAND_CHARS:
         return command
+    mark = CUT_MARK.search(command)
+    if mark is not None:
+        return command[: MAX_COMMAND_CHARS - len(mark.group()) - 1] + "…" + mark.group()
     return command[: MAX_COMMAND_CHARS - 1] + "…"

@@ -5,7 +5,10 @@ backend's reader names (:attr:`SessionLogReader.globs`), remembers how far it re
 device, inode and byte offset, saved in the sidecar's state file so a restart resumes), and hands
 every new complete line to the reader. It copes with files appearing, growing, being replaced
 (a new inode: read from the start), being truncated (size below the offset: read from the
-start) and vanishing (forgotten). SQLite stores (:attr:`SessionLogReader.kind` ``"sqlite"``) are
+start), being renamed or moved between the globbed directories (the same device and inode under
+a new name, as Vector's and mtail's tailers fingerprint files: it keeps its offset and its
+events their ``source``, also across a restart; before, a renamed file was read again from the
+start and its turns and failures counted twice, issue 17) and vanishing (forgotten). SQLite stores (:attr:`SessionLogReader.kind` ``"sqlite"``) are
 opened read-only and polled through :meth:`SessionLogReader.poll_db` when the database or its
 WAL changed.
 
@@ -63,6 +66,13 @@ FINGERPRINT_BYTES = 256
 FINGERPRINT_SEARCH = 64 << 10
 
 _VAR = re.compile(r"\A\$([A-Za-z_][A-Za-z0-9_]*)/")
+#: A file's key and its events' ``source`` (:meth:`SessionTail._key`: 16 hex digits).
+_SOURCE = re.compile(r"[0-9a-f]{16}")
+#: A call id kept as the CLI wrote it: the ids CLIs write (``toolu_01…``, ``call_…``) are
+#: short and plain. Any other is kept as its digest: the state file keeps thousands of them
+#: (the sidecar's delivered calls, the running shell calls), and one of a megabyte, or of
+#: characters JSON escapes into six bytes, would grow it past what a restart loads.
+_PLAIN_CALL_ID = re.compile(r"[A-Za-z0-9._:@+=/-]{1,96}")
 
 
 def expand_globs(reader: SessionLogReader, home: Path,
@@ -105,6 +115,8 @@ class _File:
     dev: int
     ino: int
     offset: int = 0
+    #: Its events' ``source``: the key of the name it was first seen under (kept when renamed).
+    source: str = ""
     pending: bytearray = field(default_factory=bytearray)
     skipping: bool = False  # inside an oversized line: drop bytes until the next newline
     state: dict[str, Any] = field(default_factory=dict)  # the reader's per-file state (raw)
@@ -202,18 +214,30 @@ class SessionTail:
                 continue
         newest = sorted(found.items(), key=lambda kv: kv[1][1].st_mtime_ns, reverse=True)
         keep = dict(newest[:MAX_FILES])
+        renamed = self._renamed(keep)
+        carried = {key: self._files.pop(old) for key, old in renamed.items()}
         for key in list(self._files):
             if key not in keep:
                 del self._files[key]
+        for key, f in carried.items():
+            f.path = keep[key][0]
+            self._files[key] = f
+        saved_moved = self._renamed(keep, {k: (e["dev"], e["ino"]) for k, e in self._saved.items()})
         now = self.clock()
         for key, (path, st) in keep.items():
             if key in self._files:
                 continue
-            saved = self._saved.pop(key, None)
-            f = _File(path, st.st_dev, st.st_ino, state=self.reader.new_file_state())
+            saved = self._saved.pop(key, None) if key not in saved_moved else None
+            if key in saved_moved:
+                saved = self._saved.pop(saved_moved[key], None)
+            f = _File(path, st.st_dev, st.st_ino, state=self.reader.new_file_state(), source=key)
             if saved:
                 # Whether it is still the same file is decided when it is read (_same_file).
                 f.dev, f.ino, f.offset = saved["dev"], saved["ino"], saved["offset"]
+                if isinstance(saved.get("source"), str) and _SOURCE.fullmatch(saved["source"]):
+                    f.source = saved["source"]
+                elif key in saved_moved:
+                    f.source = saved_moved[key]
                 f.head = str(saved.get("head", ""))
                 f.head_start, f.head_len = _nat(saved.get("head_start")), _nat(saved.get("head_len"))
                 f.skipping = saved.get("skipping") is True
@@ -227,6 +251,28 @@ class SessionTail:
                 f.discard = self.reader.kind == "sqlite"
             self._files[key] = f
         self._scanned_at = now
+
+    def _renamed(self, keep: dict[str, tuple[Path, os.stat_result]],
+                 known: dict[str, tuple[int, int]] | None = None) -> dict[str, str]:
+        """``{new key: old key}`` for the files renamed since they were known: a name found now
+        (``keep``) that is not known with its device and inode, whose device and inode are
+        those of a known file (``known``: key -> (dev, ino); default the followed files) that
+        is no longer at its own name (gone, or another inode there: a rotation). A hard link,
+        whose first name still holds its inode, is not a rename. Whether the content is still
+        the same is checked when the file is read (:func:`_same_file`: an inode number reused
+        by another file reads from the start)."""
+        if known is None:
+            known = {key: (f.dev, f.ino) for key, f in self._files.items()}
+        here = {key: (st.st_dev, st.st_ino) for key, (_, st) in keep.items()}
+        away = {inode: key for key, inode in known.items() if here.get(key) != inode}
+        if not away:
+            return {}
+        out = {}
+        for key, inode in here.items():
+            old = away.get(inode)
+            if old is not None and old != key and known.get(key) != inode:
+                out[key] = old
+        return out
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -318,7 +364,7 @@ class SessionTail:
                 result.errors[OVERSIZED] += 1
                 continue
             if line.strip():
-                self._parse(key, f, line, result, now)
+                self._parse(f.source or key, f, line, result, now)
 
     def _parse(self, key: str, f: _File, line: bytes, result: PollResult, now: float) -> None:
         try:
@@ -369,13 +415,14 @@ class SessionTail:
         if f.discard:
             f.discard = False
             return
-        result.events.extend(_stamped(events, now, key))
+        result.events.extend(_stamped(events, now, f.source or key))
 
     # -- state -------------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, dict]:
         """Where each followed file was read to, for the state file:
-        ``{path: {"dev", "ino", "offset"[, "db"]}}``. Holds no text of the files (a SQLite
+        ``{path: {"dev", "ino", "offset", "head", "head_start", "head_len"[, "skipping"][,
+        "source"][, "db"]}}`` (``source`` when a rename gave the file another key). Holds no text of the files (a SQLite
         reader's state holds ids and watermarks only). A partial line at the end is re-read
         after a restart: the offset saved is the end of the last complete line."""
         out = {}
@@ -385,6 +432,8 @@ class SessionTail:
                                      "head_start": f.head_start, "head_len": f.head_len}
             if f.skipping:
                 entry["skipping"] = True
+            if f.source and f.source != key:
+                entry["source"] = f.source
             if self.reader.kind == "sqlite":
                 entry["db"] = f.state
             out[key] = entry
@@ -501,13 +550,16 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 def _stamped(events: Iterable[SessionEvent], now: float, source: str) -> list[SessionEvent]:
     """The events with ``ts`` set (a line without a time, or NaN/inf: when we read it),
     ``source`` set to the file's key, and ``call_id`` made unique across files
-    (``<source>:<id>``; CLIs number calls per session) and valid UTF-8 (a lone surrogate from
-    ``\\udXXX`` in the JSON is escaped), so it can be stored."""
+    (``<source>:<id>``; CLIs number calls per session) and bounded: an id that is not up to 96
+    plain characters (:data:`_PLAIN_CALL_ID`) becomes ``#`` and the digest of its UTF-8 bytes
+    (a lone surrogate from ``\\udXXX`` in the JSON escaped), so it can be stored."""
     out = []
     for e in events:
         ts = e.ts if e.ts is not None and math.isfinite(e.ts) else now
         call_id = e.call_id
         if call_id:
-            call_id = f"{source}:{call_id.encode('utf-8', 'backslashreplace').decode('utf-8')}"
+            if not _PLAIN_CALL_ID.fullmatch(call_id):
+                call_id = "#" + _digest(call_id.encode("utf-8", "backslashreplace"))
+            call_id = f"{source}:{call_id}"
         out.append(dataclasses.replace(e, ts=ts, call_id=call_id, source=source))
     return out

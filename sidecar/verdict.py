@@ -255,10 +255,11 @@ class TranscriptVerdict:
     ``tools`` counted over the whole run, ``error`` (the terminal error's text, scrubbed, ``""``
     when none), ``complete`` (the stream's terminal line was read), ``exit_status`` as given,
     ``lines`` read and ``unrecognised`` lines (not JSON, or a shape the reader does not know;
-    skipped)."""
+    skipped). ``format`` is ``None`` when no line could be read as a known format and the
+    verdict comes from the exit status (``unreadable`` says why)."""
 
     verdict: str
-    format: str
+    format: str | None
     text: int
     tools: int
     error: str
@@ -266,13 +267,17 @@ class TranscriptVerdict:
     exit_status: int | None
     lines: int
     unrecognised: int
+    #: Why the transcript could not be read (``TranscriptError``'s message), when the verdict
+    #: comes from the exit status alone (``format`` is then ``None``); ``""`` otherwise.
+    unreadable: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The fields as a JSON-ready dict (``repeat-failure verdict --json``)."""
         return {"verdict": self.verdict, "format": self.format, "text": self.text,
                 "tools": self.tools, "error": self.error, "complete": self.complete,
                 "exit_status": self.exit_status, "lines": self.lines,
-                "unrecognised": self.unrecognised, "exit_code": EXIT_CODES[self.verdict]}
+                "unrecognised": self.unrecognised, "unreadable": self.unreadable,
+                "exit_code": EXIT_CODES[self.verdict]}
 
 
 def bounded_lines(stream: Any, limit: int = MAX_TRANSCRIPT_LINE) -> Iterator[bytes]:
@@ -334,9 +339,44 @@ def read_transcript(lines: Iterable[bytes], exit_status: int | None = None,
     (:data:`INCOMPLETE`): the run did not finish (Gemini CLI 0.61.0 exits 0 when killed); with
     a non-zero exit status it is ``nonzero_exit``.
 
-    Raises :class:`TranscriptError` when no line is JSON, the format is not recognised within
-    the first :data:`DETECT_LINES` lines (or, with ``fmt``, the first JSON line is not that
-    format's first line), or no line at all was given."""
+    A transcript that cannot be read (empty, no JSON line, no known format, or not ``fmt``) is
+    still classified when the exit status says enough (seed ard-0038 §1: a non-zero exit is a
+    failed turn whatever the transcript holds): ``nonzero_exit`` for a non-zero exit status (an
+    agent that crashed before writing anything), ``agent_no_output`` for exit status 0 and no
+    line at all but blank ones (the CLI exited 0 having written nothing: zero text, zero tool
+    calls); ``format`` is then ``None`` and ``unreadable`` says why it could not be read.
+
+    Raises :class:`TranscriptError` when it cannot be read and the exit status is unknown, or
+    is 0 and the transcript holds lines that are not blank (another program's output, a format
+    no reader knows: a verdict would hide the misconfiguration). The transcript cannot be read
+    when no line is JSON, the format is not recognised within the first :data:`DETECT_LINES`
+    lines (or, with ``fmt``, the first JSON line is not that format's first line), or no line
+    at all was given."""
+    seen = _Seen()
+    try:
+        return _read_transcript(lines, exit_status, fmt, seen)
+    except TranscriptError as exc:
+        if exit_status is None or (exit_status == 0 and seen.nonblank):
+            raise
+        return TranscriptVerdict(
+            verdict=NONZERO_EXIT if exit_status else AGENT_NO_OUTPUT, format=None, text=0,
+            tools=0, error="", complete=False, exit_status=exit_status, lines=seen.read,
+            unrecognised=seen.nonblank, unreadable=str(exc))
+
+
+@dataclass
+class _Seen:
+    """What :func:`_read_transcript` got through before it gave up: lines read, non-blank
+    ones among them."""
+
+    read: int = 0
+    nonblank: int = 0
+
+
+def _read_transcript(lines: Iterable[bytes], exit_status: int | None, fmt: str | None,
+                     seen: _Seen) -> TranscriptVerdict:
+    """:func:`read_transcript`'s reading: raises :class:`TranscriptError` for a transcript it
+    cannot read, counting into ``seen`` as it goes."""
     reader: StreamReader | None = None
     other_json = False  # a JSON line that starts no known format was seen
     state: dict[str, Any] = {}
@@ -344,8 +384,11 @@ def read_transcript(lines: Iterable[bytes], exit_status: int | None = None,
     read = unrecognised = 0
     for raw in lines:
         read += 1
+        seen.read = read
         if read == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]  # a UTF-8 byte order mark
+        if raw.strip():
+            seen.nonblank += 1
         if len(raw) > MAX_TRANSCRIPT_LINE or not raw.strip():
             unrecognised += bool(raw.strip())
             continue

@@ -8,6 +8,7 @@ import itertools
 import json
 import logging
 import os
+import re
 from pathlib import Path
 
 import orjson
@@ -312,10 +313,13 @@ def test_records_dir_replaced_by_an_agents_own_is_moved_aside(tmp_path: Path) ->
 
 # --- findings of the break-it review ------------------------------------------------------------
 
-def test_failed_state_save_counts_each_record_once(tmp_path: Path, monkeypatch) -> None:
-    """A state save that fails (a full disk) is logged; the raw file is still deleted, so the
-    same records are never counted twice."""
+def test_failed_state_save_keeps_the_raw_files_and_counts_each_record_once(
+        tmp_path: Path, monkeypatch) -> None:
+    """A state save that fails (a full disk) is logged and the collected raw file is kept
+    (issue 17: deleting it lost its records at the next restart); the records are counted once,
+    exported once saved, and the file goes once the save succeeds."""
     sc = make(tmp_path)
+    write_atomic = hook.write_atomic
 
     def full_disk(*args, **kwargs):
         raise OSError(28, "No space left on device")
@@ -324,6 +328,12 @@ def test_failed_state_save_counts_each_record_once(tmp_path: Path, monkeypatch) 
     append(sc.shared_dir, "a1", "false", 1, T0 - 1)
     for _ in range(3):
         sc.run_once()
+    assert dict(sc.agents["a1"].records) == {("bash", "bash_env", "failure"): 1}
+    assert series(sc, "hive_repeat_failure_records_total") == []  # not saved yet
+    (kept,) = [p.name for p in (sc.shared_dir / "records").iterdir()]
+    assert kept.startswith("a1.jsonl.collecting.")
+    monkeypatch.setattr(hook, "write_atomic", write_atomic)
+    sc.run_once()
     assert series(sc, "hive_repeat_failure_records_total") == [
         'hive_repeat_failure_records_total{agent="a1",backend="bash",outcome="failure",'
         'route="bash_env"} 1.0']
@@ -627,3 +637,304 @@ def test_state_file_with_wrong_values_never_crashes(tmp_path: Path) -> None:
         check()
     finally:
         logging.disable(logging.NOTSET)
+
+
+# -- issue 17: a planted state path, records counted once across restarts ---------------------
+
+
+def test_directory_planted_at_the_state_path_is_moved_aside(tmp_path: Path, log_stream) -> None:
+    """A directory at state/<agent>.json made every save fail while the raw records were still
+    deleted, so a restart lost every note (issue 17). It is moved aside (logged) and the state
+    saved; a restart keeps the note."""
+    sc = make(tmp_path, extra="  threshold: 2\n")
+    planted = sc.shared_dir / "state" / "a1.json"
+    planted.mkdir()
+    (planted / "inner").write_text("x")
+    append(sc.shared_dir, "a1", "false", 1, T0 - 2)
+    append(sc.shared_dir, "a1", "false", 1, T0 - 1)
+    sc.run_once()
+    assert planted.is_file() and json.loads(planted.read_bytes())["agent"] == "a1"
+    (aside,) = [p for p in (sc.shared_dir / "state").iterdir() if p.name != "a1.json"]
+    assert aside.name.startswith(".a1.json.foreign.") and (aside / "inner").read_text() == "x"
+    lines = [json.loads(x) for x in log_stream.getvalue().splitlines()]
+    assert [(x["msg"], x["moved_to"]) for x in lines if "moved_to" in x] == [
+        ("a directory stood at the state file's path; moved aside", aside.name)]
+    assert not [x for x in lines if x["level"] == "error"]
+    again = make(tmp_path, extra="  threshold: 2\n")
+    assert [n.message for n in again.rows()[0].notes] == [
+        "Repeating failure: false failed 2 times in 1 min (exit 1)"]
+
+
+def _increase(before: float, after: float) -> float:
+    """What Prometheus counts between two samples of a counter: a drop is a restart from 0."""
+    return after - before if after >= before else after
+
+
+def test_records_are_counted_once_across_a_crash(tmp_path: Path, monkeypatch) -> None:
+    """Issue 17 item 8: records read again after a crash are not counted again. A sidecar
+    counts 3 records (saved), then 2 more whose save fails, and dies; the next one reads those
+    2 again from the saved checkpoint. Scraped before and after, records_total grew by exactly
+    the 5 records (before: the counter restarted at 0 and counted the 2 twice), and
+    notes_raised_total by the one note."""
+    sc = make(tmp_path, extra="  threshold: 4\n")
+    for i in range(3):
+        append(sc.shared_dir, "a1", "make", 2, T0 - 10 + i)
+    sc.run_once()
+
+    def total(s: Sidecar, name: str) -> float:
+        return sum(float(x.rsplit(" ", 1)[1]) for x in series(s, name))
+
+    assert total(sc, "hive_repeat_failure_records_total") == 3
+    write_atomic = hook.write_atomic
+    monkeypatch.setattr(hook, "write_atomic",
+                        lambda *a, **k: (_ for _ in ()).throw(OSError(28, "No space left")))
+    append(sc.shared_dir, "a1", "make", 2, T0 - 5)
+    append(sc.shared_dir, "a1", "make", 0, T0 - 4)
+    sc.run_once()
+    assert len(sc.rows()[0].notes) == 0  # the success cleared the note raised at the 4th
+    before = {name: total(sc, name) for name in ("hive_repeat_failure_records_total",
+                                                 "hive_repeat_failure_notes_raised_total")}
+    monkeypatch.setattr(hook, "write_atomic", write_atomic)
+    del sc  # a crash: nothing more is saved
+    again = make(tmp_path, extra="  threshold: 4\n")
+    again.run_once()
+    again.run_once()  # the files' grace period ends: deleted
+    after = {name: total(again, name) for name in before}
+    assert _increase(before["hive_repeat_failure_records_total"],
+                     after["hive_repeat_failure_records_total"]) == 2
+    assert after == {"hive_repeat_failure_records_total": 5,
+                     "hive_repeat_failure_notes_raised_total": 1}
+    assert dict(again.agents["a1"].records) == {("bash", "bash_env", "failure"): 4,
+                                                ("bash", "bash_env", "success"): 1}
+    assert list((again.shared_dir / "records").iterdir()) == []
+
+
+def test_saved_counters_of_another_shape_are_left_out(tmp_path: Path) -> None:
+    """Counters restored from the state file must name this agent's backend, a known route,
+    outcome or reason, and a count >= 0; anything else starts again at 0."""
+    sc = make(tmp_path)
+    append(sc.shared_dir, "a1", "false", 1, T0 - 1)
+    sc.run_once()
+    path = sc.shared_dir / "state" / "a1.json"
+    data = json.loads(path.read_bytes())
+    data["counters"] = {"records": [["bash", "bash_env", "failure", 7],
+                                    ["claude", "bash_env", "failure", 1],
+                                    ["bash", "evil_route", "failure", 1],
+                                    ["bash", "bash_env", "other", 1],
+                                    ["bash", "bash_env", "success", -1],
+                                    ["bash", "bash_session_log", "success", True], "x"],
+                        "rejected": {"torn": 2, "made_up": 3, "malformed": 1.5},
+                        "notes_raised": "many"}
+    path.write_bytes(orjson.dumps(data))
+    again = make(tmp_path)
+    view = again.snapshot()[0]
+    assert (view.records, view.rejected, view.notes_raised) == (
+        {("bash", "bash_env", "failure"): 7}, {"torn": 2}, 0)
+
+
+def test_two_long_cut_commands_stay_two_notes(tmp_path: Path, clean_env, log_stream) -> None:
+    """Issue 17 item 7: two different 100 KB commands, run through the real hook, are cut to
+    fit a record and lose their last word to the scrubber: both were `ls [REDACTED]`, one note
+    counting both. Each now ends in its own keyed digest (shown as is, also in the 200-character
+    label); nothing of the cut tail is stored, logged or exported; a restart keeps the key."""
+    import subprocess
+    import time
+
+    clock = Clock(time.time() + 120)  # the hook writes the real time
+    sc = make(tmp_path, extra="  threshold: 3\n", clock=clock)
+    env = {**clean_env, **hook.launch_env(sc.shared_dir, "a1", clean_env)}
+    first, second = "/nonexistent_" + "a" * 100_000, "/other_dir_" + "b" * 100_000
+    for path in (first, second, first, second, first, second):
+        subprocess.run(["bash", "-c", f"ls {path}"], env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=30, check=False)
+    lines = hook.records_path(sc.shared_dir, "a1").read_bytes().splitlines()
+    assert len(lines) == 6 and all(json.loads(x)["cut"] is True for x in lines)
+    sc.run_once()
+    notes = sc.rows()[0].notes
+    assert len(notes) == 2 and {n.count for n in notes} == {3}
+    marks = {n.command for n in notes}
+    assert all(re.fullmatch(r"ls \[REDACTED\] \[cut:[0-9a-f]{12}\]", c) for c in marks), marks
+    labels = {line.split('command="', 1)[1].split('"', 1)[0]
+              for line in series(sc, "hive_repeat_failure_note")}
+    assert labels == marks
+    everything = metrics(sc) + log_stream.getvalue() + (
+        sc.shared_dir / "state" / "a1.json").read_text()
+    assert "aaaa" not in everything and "bbbb" not in everything
+    again = make(tmp_path, extra="  threshold: 3\n", clock=clock)
+    subprocess.run(["bash", "-c", f"ls {first}"], env=env, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=30, check=False)
+    again.run_once()
+    assert sorted(n.count for n in again.rows()[0].notes) == [3, 4]
+    assert {n.command for n in again.rows()[0].notes} == marks
+
+
+def test_a_cut_command_label_keeps_its_mark() -> None:
+    """A label cut to 200 characters keeps a cut command's mark after the …; other commands are
+    cut as before."""
+    from sidecar.normalize import command_label, mark_cut
+
+    long = mark_cut("gh api " + "x" * 300, "gh api " + "x" * 300 + "yz", b"k" * 16)
+    mark = long[-19:]
+    assert re.fullmatch(r" \[cut:[0-9a-f]{12}\]", mark)
+    assert command_label(long) == "gh api " + "x" * 173 + "…" + mark
+    assert len(command_label(long)) == 200
+    other = mark_cut("gh api " + "x" * 300, "gh api " + "x" * 300 + "yy", b"k" * 16)
+    assert command_label(other) != command_label(long)
+    assert mark_cut("a", "b", b"k" * 16) != mark_cut("a", "b", b"j" * 16)
+    assert command_label("echo " + "x" * 400) == "echo " + "x" * 194 + "…"
+
+
+def test_rejected_record_files_are_logged_scrubbed_and_rate_limited(tmp_path: Path,
+                                                                    log_stream) -> None:
+    """Issue 17 item 9: a rejected record file (symlink, FIFO, insecure mode, hard link) only
+    moved a counter. Each is one warning line naming the file (scrubbed: a token-shaped name is
+    redacted), the reason and what was wrong; at most 10 lines a minute per agent, the next line
+    after that says how many were left out."""
+    clock = Clock(100.0)
+    cfg = write_config(tmp_path / "config.yaml")
+    sc = Sidecar(tmp_path / "shared", [AgentSpec("a1", "bash")], cfg, clock=Clock(),
+                 monotonic=clock)
+    records = sc.shared_dir / "records"
+    token = "ghp_" + "A1b2" * 9
+    (records / f"a1.jsonl.collecting.0-{token}").symlink_to(tmp_path / "nowhere")
+    os.mkfifo(records / "a1.jsonl.collecting.1")
+    for i in range(2, 13):
+        (records / f"a1.jsonl.collecting.{i:02d}").symlink_to(tmp_path / "nowhere")
+    sc.run_once()
+    lines = [json.loads(x) for x in log_stream.getvalue().splitlines()]
+    rejected = [x for x in lines if x.get("event") == "record_file_rejected"]
+    assert [(x["file"], x["reason"], x["detail"]) for x in rejected[:2]] == [
+        ("records/a1.jsonl.collecting.0-[REDACTED]", "unreadable", "a symlink"),
+        ("records/a1.jsonl.collecting.02", "unreadable", "a symlink")]
+    assert len(rejected) == 10 and all(x["level"] == "warning" and x["agent"] == "a1"
+                                       and "unlogged" not in x for x in rejected)
+    assert rejected[0]["msg"] == "record file rejected and removed unread"
+    assert token not in log_stream.getvalue()
+    assert sc.snapshot()[0].rejected == {"unreadable": 13}
+    clock.t += 30
+    (records / "a1.jsonl").symlink_to(tmp_path / "nowhere")
+    sc.run_once()
+    clock.t += 31
+    (records / "a1.jsonl").mkdir()
+    sc.run_once()
+    lines = [json.loads(x) for x in log_stream.getvalue().splitlines()]
+    rejected = [x for x in lines if x.get("event") == "record_file_rejected"]
+    assert len(rejected) == 11
+    assert (rejected[-1]["file"], rejected[-1]["detail"], rejected[-1]["unlogged"]) == (
+        "records/a1.jsonl", "a directory", 4)
+
+
+# -- issue 17 item 3: a relative shared dir, a collection failing every pass --------------------
+
+
+def test_a_relative_shared_dir_is_made_absolute_at_start(tmp_path: Path, monkeypatch,
+                                                          clean_env) -> None:
+    """`run --shared-dir shared` (relative) failed every pass on the hook's absolute-path rule,
+    rendered no hook and looked healthy. It is resolved against the current directory at start:
+    the hook is rendered with absolute paths and a command through it is collected. `hook env`
+    prints the absolute BASH_ENV too."""
+    import subprocess
+
+    from sidecar.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    cfg = write_config(tmp_path / "config.yaml", extra="  threshold: 1\n")
+    import time
+
+    wall = Clock(time.time() + 60)  # the hook writes the real time
+    sc = Sidecar("shared", [AgentSpec("a1", "bash")], "config.yaml", clock=wall)
+    assert sc.shared_dir == tmp_path / "shared"
+    rendered = hook.hook_path(tmp_path / "shared", "a1").read_text()
+    assert f"{tmp_path}/shared/records/a1.jsonl" in rendered
+    env = {**clean_env, **hook.launch_env(sc.shared_dir, "a1", clean_env)}
+    subprocess.run(["bash", "-c", "false"], env=env, timeout=30, check=False)
+    sc.run_once()
+    assert sc.collect_stats() == ({"ok": 1, "failed": 0}, wall.t)
+    assert [n.command for n in sc.rows()[0].notes] == ["false"]
+    out = io.StringIO()
+    from contextlib import redirect_stdout
+    with redirect_stdout(out):
+        assert main(["hook", "env", "--config", str(cfg), "--shared-dir", "shared",
+                     "--agent", "a1"]) == 0
+    assert f"export BASH_ENV={tmp_path}/shared/hook/a1.sh\n" in out.getvalue()
+
+
+def test_a_shared_dir_the_hook_cannot_name_is_refused_at_start(tmp_path: Path) -> None:
+    """A shared dir whose path the hook refuses (a space in it) is exit 2 at start, not a pass
+    failing every time."""
+    import subprocess
+    import sys
+
+    cfg = write_config(tmp_path / "config.yaml")
+    done = subprocess.run(
+        [sys.executable, "-m", "sidecar", "run", "--config", str(cfg), "--shared-dir",
+         str(tmp_path / "my shared"), "--agent", "a1", "--backend", "bash", "--listen",
+         "127.0.0.1:0"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"repeat-failure: shared dir '{tmp_path}/my shared' must be an absolute path of "
+        "letters, digits and ._/@+- only\n")
+
+
+class _Steady:
+    """A settable monotonic clock."""
+
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_a_collection_failing_every_pass_fails_healthz_and_is_counted(tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    """Passes that fail are counted (collect_passes_total{outcome="failed"}), and /healthz
+    fails once none has completed for UNHEALTHY_AFTER_S (120 s); a pass that completes makes it
+    healthy again and sets last_collect_timestamp_seconds."""
+    import http.client
+
+    from sidecar.app import UNHEALTHY_AFTER_S
+    from sidecar.exporter import Server
+
+    mono, wall = _Steady(), Clock()
+    sc = Sidecar(tmp_path / "shared", [AgentSpec("a1", "bash")],
+                 write_config(tmp_path / "config.yaml"), clock=wall, monotonic=mono)
+    server = Server(sc, "127.0.0.1:0").start()
+
+    def get(path: str) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        try:
+            conn.request("GET", path)
+            response = conn.getresponse()
+            return response.status, response.read()
+        finally:
+            conn.close()
+
+    def broken() -> None:
+        raise hook.HookError("shared dir 'shared' must be an absolute path")
+
+    try:
+        assert UNHEALTHY_AFTER_S == 120
+        assert get("/healthz") == (200, b"ok\n")
+        monkeypatch.setattr(sc, "_repair_layout", broken)
+        for _ in range(4):
+            mono.t += 30
+            with pytest.raises(hook.HookError):
+                sc.run_once()
+        text = get("/metrics")[1].decode()
+        assert 'hive_repeat_failure_collect_passes_total{outcome="failed"} 4.0' in text
+        assert 'hive_repeat_failure_collect_passes_total{outcome="ok"} 0.0' in text
+        assert "hive_repeat_failure_last_collect_timestamp_seconds" not in text
+        assert get("/healthz") == (503, b"unhealthy: no collection pass has completed for 120 s"
+                                        b" (4 failed; the log says why: \"collection pass "
+                                        b"failed\")\n")
+        assert get("/readyz") == (200, b"ok\n")
+        monkeypatch.undo()
+        wall.t += 5
+        sc.run_once()
+        assert get("/healthz") == (200, b"ok\n")
+        text = get("/metrics")[1].decode()
+        assert 'hive_repeat_failure_collect_passes_total{outcome="ok"} 1.0' in text
+        assert f"hive_repeat_failure_last_collect_timestamp_seconds {T0 + 5:.9e}" in text
+    finally:
+        server.stop()

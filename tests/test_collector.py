@@ -314,3 +314,42 @@ def test_watch_survives_its_directory_deleted_and_recreated(tmp_path: Path) -> N
         assert watcher.wait(1.0)[0] is True
     finally:
         watcher.close()
+
+
+def test_each_rejected_file_is_named_with_what_was_wrong(tmp_path: Path) -> None:
+    """Issue 17: a rejected file moved only a counter. The batch names each file removed unread
+    with its reason and what was wrong with it (the live name for the file renamed from it)."""
+    d = records_dir(tmp_path)
+    os.chown(d, -1, os.getegid())
+    (d / "a1.jsonl").symlink_to(tmp_path / "nowhere")
+    os.mkfifo(d / "a1.jsonl.collecting.fifo")
+    (d / "a1.jsonl.collecting.open").write_bytes(b"x\n")
+    os.chmod(d / "a1.jsonl.collecting.open", 0o666)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_bytes(b"x\n")
+    os.chmod(elsewhere, 0o660)
+    os.link(elsewhere, d / "a1.jsonl.collecting.link")
+    (d / "a1.jsonl.collecting.dir").mkdir()
+    batch = Collector(d, grace_s=0).collect("a1")
+    assert sorted(batch.rejected_files) == [
+        ("a1.jsonl", "unreadable", "a symlink"),
+        ("a1.jsonl.collecting.dir", "unreadable", "a directory"),
+        ("a1.jsonl.collecting.fifo", "unreadable", "a FIFO"),
+        ("a1.jsonl.collecting.link", "insecure", "it has 2 names (a hard link)"),
+        ("a1.jsonl.collecting.open", "insecure", "others may read or write it (mode 0666)")]
+    assert sorted(batch.lines) == ["insecure", "insecure", "unreadable", "unreadable",
+                                   "unreadable"]
+    assert leftovers(d) == []
+
+
+def test_a_foreign_owner_is_named(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give a file to another user")
+    d = records_dir(tmp_path)
+    path = d / "a1.jsonl"
+    path.write_bytes(b"a record\n")
+    os.chmod(path, 0o660)
+    os.chown(path, 54321, 54321)
+    (rejected,) = Collector(d, grace_s=0).collect("a1").rejected_files
+    assert rejected == ("a1.jsonl", "insecure", "owned by uid 54321 and gid 54321: neither the "
+                                                "sidecar's user nor the records directory's group")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+
 import pytest
 
 from sidecar.cli import main
@@ -187,3 +190,186 @@ def test_hook_refuses_names_and_paths_with_a_trailing_newline(tmp_path, agent, b
     with pytest.raises(hook.HookError):
         hook.render(tmp_path, agent, backend, chain)
     assert not (tmp_path / "hook").exists() or list((tmp_path / "hook").iterdir()) == []
+
+
+# -- issue 17: nesting and non-regular files ------------------------------------------------------
+
+def _nested(depth: int) -> str:
+    """``exclude:`` nested ``depth`` arrays deep (about 2 bytes a level)."""
+    return "[" * depth + "]" * depth
+
+
+DEEP = 500  # issue 17: RecursionError out of yaml.safe_load from 494 levels on
+
+
+@pytest.mark.parametrize("depth", [DEEP, 100_000])
+def test_deeply_nested_yaml_is_refused_as_invalid(tmp_path, capsys, depth) -> None:
+    """A config nested hundreds of levels deep (1 KB) is invalid YAML, named with its line and
+    column: check-config and run exit 2 with one line, the fixloop's and the injector's loaders
+    raise ConfigError; no RecursionError, no traceback."""
+    from sidecar.fixloop.config import load_fixloop_config
+    from sidecar.injector import load_injector_config
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"repeat_failure:\n  exclude: {_nested(depth)}\n")
+    message = (f"repeat-failure: {cfg}: not valid YAML at line 2, column 74: nested deeper "
+               "than 64 levels\n")
+    assert main(["check-config", str(cfg)]) == 2
+    assert capsys.readouterr().err == message
+    assert main(["run", "--config", str(cfg), "--shared-dir", str(tmp_path / "s"), "--agent",
+                 "a1", "--backend", "bash", "--listen", "127.0.0.1:0"]) == 2
+    assert capsys.readouterr().err == message
+    fix = tmp_path / "fixloop.yaml"
+    fix.write_text(f"fixloop:\n  repositories: {_nested(depth)}\n")
+    assert main(["check-config", str(fix)]) == 2
+    assert capsys.readouterr().err == (f"repeat-failure: {fix}: not valid YAML at line 2, "
+                                       "column 79: nested deeper than 64 levels\n")
+    with pytest.raises(ConfigError, match="nested deeper than 64 levels"):
+        load_fixloop_config(fix)
+    inj = tmp_path / "injector.yaml"
+    inj.write_text(f"enabled: true\nresources: {{limits: {{memory: {_nested(depth)}}}}}\n")
+    with pytest.raises(ConfigError, match=r"not valid YAML at line 2, column 91: nested deeper "
+                                          r"than 64 levels"):
+        load_injector_config(inj)
+
+
+def test_nesting_up_to_the_bound_is_parsed() -> None:
+    """64 levels are read (and then validated as usual); 65 are not."""
+    from sidecar.config import MAX_YAML_DEPTH, _Loader
+    import yaml
+
+    assert MAX_YAML_DEPTH == 64
+    assert yaml.load(_nested(64), Loader=_Loader) == eval(_nested(64))  # noqa: S307
+    with pytest.raises(yaml.YAMLError, match="nested deeper than 64 levels"):
+        yaml.load(_nested(65), Loader=_Loader)
+
+
+def test_a_running_sidecar_keeps_its_config_when_a_deep_one_is_written(tmp_path, caplog) -> None:
+    """Written while running, the deeply nested config is refused ("keeping the previous
+    config") and the check stays on."""
+    from sidecar.app import Sidecar
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("repeat_failure:\n  enabled: true\n")
+    sc = Sidecar(tmp_path / "s", [AgentSpec("a1", "bash")], cfg)
+    cfg.write_text(f"repeat_failure:\n  enabled: false\n  exclude: {_nested(DEEP)}\n")
+    assert sc.reload_config(force=True) is False
+    assert sc.config.enabled is True
+    (refused,) = [r for r in caplog.records if r.getMessage().startswith("config change refused")]
+    assert refused.error == (f"{cfg}: not valid YAML at line 3, column 74: nested deeper than 64 "
+                             "levels")
+
+
+def test_injector_keeps_its_config_when_a_deep_one_is_written(tmp_path, caplog) -> None:
+    from sidecar.injector import ConfigSource
+
+    inj = tmp_path / "injector.yaml"
+    inj.write_text("enabled: true\n")
+    source = ConfigSource(inj, check_interval_s=0)
+    inj.write_text(f"enabled: false\nimage: {_nested(DEEP)}\n")
+    assert source.current().enabled is True
+    assert [r.error for r in caplog.records if getattr(r, "event", "") == "injector_config_refused"
+            ] == [f"{inj}: not valid YAML at line 2, column 71: nested deeper than 64 levels"]
+
+
+def _fifo(path) -> None:
+    os.mkfifo(path)
+
+
+@pytest.mark.parametrize("what", ["check-config", "run"])
+def test_a_fifo_or_directory_at_the_config_path_is_refused_at_once(tmp_path, capsys, what) -> None:
+    """A FIFO at the config path is refused without waiting for a writer (exit 2), as is a
+    directory."""
+    fifo = tmp_path / "fifo.yaml"
+    _fifo(fifo)
+    for path, kind in ((fifo, "a FIFO"), (tmp_path, "a directory")):
+        argv = (["check-config", str(path)] if what == "check-config" else
+                ["run", "--config", str(path), "--shared-dir", str(tmp_path / "s"), "--agent",
+                 "a1", "--backend", "bash", "--listen", "127.0.0.1:0"])
+        done = _in_thread(lambda: main(argv))
+        assert done == 2
+        assert capsys.readouterr().err == (f"repeat-failure: {path}: cannot read config file: "
+                                           f"it is {kind}, not a regular file\n")
+
+
+def _in_thread(call, timeout: float = 10.0):
+    """``call()``'s result (or its exception), run in a thread; fails (instead of hanging the
+    suite) if it has not returned within ``timeout`` seconds."""
+    import threading
+
+    out: list = []
+
+    def run() -> None:
+        try:
+            out.append((call(), None))
+        except Exception as exc:  # noqa: BLE001 - handed to the test's thread
+            out.append((None, exc))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    assert not thread.is_alive(), "blocked"
+    value, error = out[0]
+    if error is not None:
+        raise error
+    return value
+
+
+def test_a_fifo_written_at_the_config_path_of_a_running_sidecar(tmp_path) -> None:
+    """A real `repeat-failure run`: a FIFO moved to its config path is refused ("keeping the
+    previous config"), the loop goes on collecting, and SIGTERM stops it (before, the main loop
+    blocked opening the FIFO: nothing collected and SIGTERM ignored)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import orjson
+
+    from sidecar import hook
+    from waiting import free_port, wait_until
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("repeat_failure:\n  enabled: true\n  collect_interval_s: 0.2\n")
+    shared = tmp_path / "s"
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sidecar", "run", "--config", str(cfg), "--shared-dir",
+         str(shared), "--agent", "a1", "--backend", "bash", "--listen", f"127.0.0.1:{port}"],
+        stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: hook.hook_path(shared, "a1").is_file())
+        _fifo(tmp_path / "fifo")
+        os.replace(tmp_path / "fifo", cfg)
+        time.sleep(1.0)
+        live = hook.records_path(shared, "a1")
+        with open(live, "ab") as f:
+            f.write(orjson.dumps({"v": 1, "ts": time.time(), "agent": "a1", "backend": "bash",
+                                  "route": "bash_env", "exit": 1, "cmd": "false"}) + b"\n")
+        wait_until(lambda: not live.exists(), timeout=10)  # still collecting
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    refused = [json.loads(line) for line in proc.stderr.read().splitlines()
+               if "config change refused" in line]
+    assert refused and refused[0]["error"] == (f"{cfg}: cannot read config file: it is a FIFO, "
+                                               "not a regular file")
+
+
+def test_a_fifo_at_the_fixloop_token_path_is_refused_at_once(tmp_path) -> None:
+    """The fix loop reads its GitHub token file the same way: a FIFO there is an error, not a
+    sweep blocked for good."""
+    from sidecar.fixloop.app import read_token
+    from sidecar.fixloop.config import parse_fixloop_config
+
+    token = tmp_path / "token"
+    _fifo(token)
+    config = parse_fixloop_config({"fixloop": {"repositories": ["acme/web"],
+                                               "token_file": str(token)}})
+    with pytest.raises(ConfigError) as err:
+        _in_thread(lambda: read_token(config, {}))
+    assert str(err.value) == (f"{token}: cannot read the GitHub token: it is a FIFO, not a "
+                              "regular file")

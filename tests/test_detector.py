@@ -223,6 +223,69 @@ def test_byte_bound_evicts_least_recent(monkeypatch) -> None:
     assert det.command_bytes == 0 and not det._commands
 
 
+def test_failure_bound_trims_keys_beyond_the_threshold_first(monkeypatch) -> None:
+    """Issue 17: past MAX_FAILURES failure times in all, the key just fed drops its oldest
+    failure when it holds more than the threshold needs (its note stays, its count stops
+    growing); a key that needs all it has makes the least recently failed commands go
+    instead; failure_count follows successes, expiry and eviction."""
+    import sidecar.detector as detector
+
+    monkeypatch.setattr(detector, "MAX_FAILURES", 10)
+    det = Detector(3, 600)
+    feed(det, "a", [T0 + i for i in range(5)])
+    feed(det, "b", [T0 + 5 + i for i in range(5)])
+    assert det.failure_count == 10 and len(det.notes(T0 + 10)) == 2
+    assert feed(det, "a", [T0 + 10]) == []  # 11 > 10: a held 6 > 3, its oldest goes
+    assert det.failure_count == 10
+    assert {(n.command, n.count, n.first_ts) for n in det.notes(T0 + 10)} == {
+        ("a", 5, T0 + 1), ("b", 5, T0 + 5)}
+    events = feed(det, "c", [T0 + 11])  # c needs its one failure: b (least recent) goes
+    assert events == [NoteCleared("b", "evicted")]
+    assert det.failure_count == 6 and list(det._commands) == ["a", "c"]
+    assert det.record("a", 0, False, T0 + 12, T0 + 12) == [NoteCleared("a", "success")]
+    assert det.failure_count == 1
+    assert det.expire(T0 + 700) == [] and det.failure_count == 0 and not det._commands
+
+
+def test_failure_bound_with_one_command_trims_its_fullest_key(monkeypatch) -> None:
+    """One command alone over the bound: its fullest key loses its oldest failure, even when
+    the key just fed needs all it has."""
+    import sidecar.detector as detector
+
+    monkeypatch.setattr(detector, "MAX_FAILURES", 6)
+    det = Detector(5, 600)
+    feed(det, "d", [T0, T0 + 1, T0 + 2], exit_status=1)
+    feed(det, "d", [T0 + 3, T0 + 4, T0 + 5], exit_status=2)
+    feed(det, "d", [T0 + 6], exit_status=3)
+    assert det.failure_count == 6
+    assert [(key, list(times)) for key, times in det._commands["d"].items()] == [
+        (1, [T0 + 1, T0 + 2]), (2, [T0 + 3, T0 + 4, T0 + 5]), (3, [T0 + 6])]
+
+
+def test_failure_bound_drops_a_late_failure_older_than_all_kept(monkeypatch) -> None:
+    """A failure that arrives late and is older than every failure its full key keeps is the
+    one dropped; the key's note is not raised by it."""
+    import sidecar.detector as detector
+
+    monkeypatch.setattr(detector, "MAX_FAILURES", 3)
+    det = Detector(2, 600)
+    feed(det, "x", [T0 + 10, T0 + 20, T0 + 30])
+    assert det.record("x", 2, True, T0 + 5, T0 + 30) == []
+    assert list(det._commands["x"].times) == [T0 + 10, T0 + 20, T0 + 30]
+
+
+def test_load_keeps_the_newest_commands_within_the_failure_bound(monkeypatch) -> None:
+    import sidecar.detector as detector
+
+    det = Detector(1, 600)
+    for i, command in enumerate(["a", "b", "c"]):
+        feed(det, command, [T0 + 3 * i, T0 + 3 * i + 1])
+    monkeypatch.setattr(detector, "MAX_FAILURES", 5)
+    copy = Detector(1, 600)
+    assert copy.load_dict(det.to_dict()) == 1
+    assert list(copy._commands) == ["b", "c"] and copy.failure_count == 4
+
+
 def test_text_bytes_counts_the_larger_of_file_and_memory_size() -> None:
     """A command counts its JSON-escaped UTF-8 size (the state file) or its size in memory (1,
     2 or 4 bytes a character), whichever is larger."""

@@ -1175,6 +1175,30 @@ def test_deeply_nested_json_is_400(served) -> None:
     assert served.request("GET", "/healthz")[:2] == (200, b"ok\n")
 
 
+def test_a_deep_value_the_parser_accepts_is_answered(served) -> None:
+    """Issue 17: a review carrying a value nested 900 levels deep (an annotation, a container
+    field, an env entry's valueFrom) parses, and the decision never walks it: answered 200 like
+    the review without it, no RecursionError, no 500."""
+    deep: object = "x"
+    for _ in range(900):
+        deep = [deep]
+    for place in ("annotation", "container", "env"):
+        review = load("preview-url")
+        plain = served.request("POST", "/mutate", json.dumps(review).encode(), JSON)
+        pod = review["request"]["object"]
+        if place == "annotation":
+            pod["metadata"]["annotations"]["zz"] = deep
+        elif place == "container":
+            pod["spec"]["containers"][0]["zz"] = deep
+        else:
+            pod["spec"]["containers"][0].setdefault("env", []).append(
+                {"name": "OTHER", "valueFrom": deep})
+        status, body, _ = served.request("POST", "/mutate", json.dumps(review).encode(), JSON)
+        assert status == 200, place
+        assert json.loads(body)["response"]["uid"] == json.loads(plain[1])["response"]["uid"]
+        assert json.loads(body)["response"]["allowed"] is True
+
+
 def test_busy_parse_slots_answer_503_with_retry_after(serve) -> None:
     """With every parse slot taken (a body being read), another review waits busy_wait_s and
     gets 503 with Retry-After: 1 and the connection closed; once the slot frees, reviews are

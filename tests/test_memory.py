@@ -118,8 +118,11 @@ def test_saved_state_file_holds_the_detector(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "shared" / "state" / "a1.json").read_bytes())
     assert data["detector"] == det.to_dict()
     assert set(data) == {"version", "agent", "last_record_ts", "collecting", "detector",
-                         "activity", "sessions", "session_calls", "turns"}
+                         "activity", "sessions", "session_calls", "turns", "counters",
+                         "cut_key"}
+    assert len(bytes.fromhex(data["cut_key"])) == 16
     assert data["turns"] == {"open": {}, "last_verdict": None, "failed_in_a_row": 0}
+    assert data["counters"] == {"records": [], "rejected": {}, "notes_raised": 0}
     again = Sidecar(tmp_path / "shared", [AgentSpec("a1", "bash")], config,
                     clock=lambda: clock[0])
     assert [n.message for n in again.rows()[0].notes] == [
@@ -310,3 +313,141 @@ def test_tune_malloc_fixes_the_mmap_threshold() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out == "True\n"
+
+
+# -- issue 17: what the sidecar saves, it loads ------------------------------------------------
+
+
+def test_a_thousand_commands_failing_a_thousand_times_survive_a_restart(tmp_path: Path,
+                                                                        log_stream) -> None:
+    """Issue 17: 1,000 commands failing 1,000 times each within a 3,600 s window wrote an 18 MB
+    state file, which the next start ignored (over MAX_STATE_BYTES): every note lost, and all
+    1,000 raised again. Now each key keeps its newest 50 failures (MAX_FAILURES over 1,000
+    keys; threshold 5 needs 5), the file loads, all 1,000 notes come back with their counts and
+    raising no note again."""
+    from sidecar.detector import MAX_FAILURES
+    from sidecar.parse import Record
+
+    config = tmp_path / "config.yaml"
+    config.write_text("repeat_failure:\n  enabled: true\n  window_s: 3600\n")
+    now = T0 + 3600
+
+    def make() -> Sidecar:
+        return Sidecar(tmp_path / "shared", [AgentSpec("a1", "bash")], config,
+                       clock=lambda: now)
+
+    sc = make()
+    state = sc.agents["a1"]
+    det = state.detector
+    raised = 0
+    for i in range(1_000_000):
+        t = T0 + 100 + i * 0.0035
+        raised += len(det.record(f"make test-{i % 1000}", 2, True, t, now))
+    assert raised == 1000
+    assert det.failure_count == MAX_FAILURES == 50_000
+    state.dirty = True
+    sc._save_state(state)
+    size = sc._state_path("a1").stat().st_size
+    assert not state.dirty and size < 1_500_000, size
+    again = make()
+    notes = again.rows()[0].notes
+    assert len(notes) == 1000 and {n.count for n in notes} == {50}
+    ts = now - 1
+    for k in range(1000):
+        again._process_record(again.agents["a1"], Record(ts, "a1", "bash", "bash_env", 2, True,
+                                                         f"make test-{k}"), now)
+    assert again.agents["a1"].notes_raised == 0 and len(again.rows()[0].notes) == 1000
+    assert "state file ignored" not in log_stream.getvalue()
+    assert "note raised" not in log_stream.getvalue()
+
+
+def _largest_state(tmp_path: Path) -> Sidecar:
+    """A sidecar whose agent holds the largest state the bounds allow, each part at its bound
+    with its longest entries: MAX_COMMANDS commands of MAX_COMMAND_BYTES of text in all,
+    MAX_FAILURES failure times of 18 characters, one exit key of three digits each (the most
+    JSON a failure time can take), every key qualified; MAX_DELIVERED_CALLS delivered call ids
+    and MAX_RUNNING running shell calls of the longest plain id; MAX_SESSIONS open turns and
+    session activities; MAX_FILES session files."""
+    from sidecar.activity import MAX_RUNNING, MAX_SESSIONS as ACTIVITY_SESSIONS
+    from sidecar.app import MAX_DELIVERED_CALLS
+    from sidecar.detector import MAX_FAILURES
+    from sidecar.sessionlog import MAX_FILES, _File
+    from sidecar.verdict import MAX_ERROR_CHARS, MAX_SESSIONS, MAX_TURN_ID_CHARS, TurnCounts
+
+    config = tmp_path / "config.yaml"
+    config.write_text("repeat_failure:\n  enabled: true\n  threshold: 1\n  window_s: 604800\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    now = T0 + 10
+    sc = Sidecar(tmp_path / "shared", [AgentSpec("a1", "claude", str(home))], config,
+                 clock=lambda: now)
+    state = sc.agents["a1"]
+    det = state.detector
+    size = MAX_COMMAND_BYTES // MAX_COMMANDS
+    keys = MAX_FAILURES // MAX_COMMANDS
+    for c in range(MAX_COMMANDS):
+        command = f"make target-{c:05d} " + "x" * (size - 18)
+        assert len(command) == size
+        for k in range(keys):
+            t = T0 + 0.1234567 + (c * keys + k) * 1e-7
+            det.record(command, 100 + k, True, t, now)
+    assert det.failure_count == MAX_FAILURES and len(det._commands) == MAX_COMMANDS
+    assert det.command_bytes == MAX_COMMANDS * size <= MAX_COMMAND_BYTES
+    plain = "x" * 96
+    for i in range(MAX_DELIVERED_CALLS):
+        state.first_delivery(f"{i:016x}:{plain[:-8]}{i:08x}")
+    for i in range(MAX_RUNNING):
+        state.activity.running[f"{i:016x}:{plain[:-8]}{i:08x}"] = now
+    for i in range(ACTIVITY_SESSIONS):
+        state.activity.turns[f"{i:016x}"] = [True, True]
+    for i in range(MAX_SESSIONS):
+        state.turns.open[f"{i:016x}"] = TurnCounts(text=10**6, tools=10**6, edits=10**6,
+                                                   errors=10**6, error="e" * MAX_ERROR_CHARS,
+                                                   turn_id="t" * MAX_TURN_ID_CHARS)
+    for i in range(MAX_FILES):
+        state.tail._files[f"{i:016x}"] = _File(home / f"{i}.jsonl", 2**63, 2**63, 2**63,
+                                               head="h" * 32, head_start=2**16, head_len=256)
+    state.dirty = True
+    return sc
+
+
+def test_the_largest_state_the_bounds_allow_is_saved_and_loads_whole(tmp_path: Path,
+                                                                     log_stream) -> None:
+    """Issue 17: what the sidecar saves it must load. The largest state its bounds allow (each
+    part at its bound, its entries at their longest) is saved whole under MAX_STATE_BYTES, with
+    room to spare and without the last-resort eviction, and a restart loads all of it."""
+    from sidecar.detector import MAX_FAILURES
+
+    sc = _largest_state(tmp_path)
+    sc._save_state(sc.agents["a1"])
+    size = sc._state_path("a1").stat().st_size
+    assert not sc.agents["a1"].dirty
+    assert 6_500_000 < size < MAX_STATE_BYTES - 1_000_000, size
+    assert "state over its size bound" not in log_stream.getvalue()
+    again = Sidecar(tmp_path / "shared", [AgentSpec("a1", "claude", str(tmp_path / "home"))],
+                    tmp_path / "config.yaml", clock=lambda: T0 + 10)
+    det = again.agents["a1"].detector
+    assert (len(det._commands), det.failure_count) == (MAX_COMMANDS, MAX_FAILURES)
+    assert len(again.agents["a1"].delivered_calls) == app_mod.MAX_DELIVERED_CALLS
+    assert "state file" not in log_stream.getvalue()
+
+
+def test_a_state_over_the_load_limit_forgets_its_oldest_commands_to_fit(
+        tmp_path: Path, log_stream, monkeypatch) -> None:
+    """The last resort: were a state still over MAX_STATE_BYTES, the least recently failed
+    commands are forgotten (their notes cleared as evicted) until the file fits, so it loads."""
+    sc = _largest_state(tmp_path)
+    monkeypatch.setattr(app_mod, "MAX_STATE_BYTES", 6_000_000)
+    sc._save_state(sc.agents["a1"])
+    size = sc._state_path("a1").stat().st_size
+    assert 5_900_000 < size <= 6_000_000, size
+    det = sc.agents["a1"].detector
+    assert 0 < len(det._commands) < MAX_COMMANDS
+    assert list(det._commands)[0] == f"make target-{MAX_COMMANDS - len(det._commands):05d} " \
+        + "x" * (MAX_COMMAND_BYTES // MAX_COMMANDS - 18)
+    (line,) = _log(log_stream, "state over its size bound: the least recently failed commands "
+                               "are forgotten")
+    assert line["limit"] == 6_000_000 and line["bytes"] > 6_500_000
+    evicted = [x for x in _log(log_stream, "repeating failure note cleared")
+               if x["reason"] == "evicted"]
+    assert len(evicted) == MAX_COMMANDS - len(det._commands)

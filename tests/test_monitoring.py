@@ -60,8 +60,8 @@ METRICS_DOC = REPO / "docs" / "metrics.md"
 EVIDENCE = primary()
 
 SIDECAR_ALERTS = ("RepeatFailureRepeatingFailure", "RepeatFailureCheckNotReceivingData",
-                  "RepeatFailureSidecarDown", "RepeatFailureAgentTurnsFailing",
-                  "RepeatFailurePreviewBroken")
+                  "RepeatFailureSidecarDown", "RepeatFailureCollectionFailing",
+                  "RepeatFailureAgentTurnsFailing", "RepeatFailurePreviewBroken")
 FIXLOOP_ALERTS = ("RepeatFailureFixLoopEscalated", "RepeatFailureFixLoopSweepsFailing")
 ALERTS = SIDECAR_ALERTS + FIXLOOP_ALERTS
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
@@ -97,11 +97,11 @@ def query_panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
 
 @needs_promtool
 def test_promtool_check_rules() -> None:
-    """`promtool check rules` accepts the rule file and counts its 7 rules."""
+    """`promtool check rules` accepts the rule file and counts its 8 rules."""
     done = subprocess.run(["promtool", "check", "rules", str(RULES)], capture_output=True,
                           text=True, timeout=60)
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == f"Checking {RULES}\n  SUCCESS: 7 rules found\n\n"
+    assert done.stdout == f"Checking {RULES}\n  SUCCESS: 8 rules found\n\n"
 
 
 @needs_promtool
@@ -114,7 +114,7 @@ def test_promtool_rule_unit_tests() -> None:
 
 
 def test_every_alert_is_tested_firing_and_not_firing() -> None:
-    """The rule file has exactly the seven alerts, the sidecar's five in the group
+    """The rule file has exactly the eight alerts, the sidecar's six in the group
     ``repeat-failure`` and the fixloop's two in ``repeat-failure-fixloop``, each with a ``for``,
     a severity (warning; info for an escalated PR, already on the forge) and a summary and
     description; the promtool tests expect each of them both firing (a non-empty
@@ -125,7 +125,8 @@ def test_every_alert_is_tested_firing_and_not_firing() -> None:
     rules = [rule for group in groups for rule in group["rules"]]
     assert {r["alert"]: r["for"] for r in rules} == {
         "RepeatFailureRepeatingFailure": "10m", "RepeatFailureCheckNotReceivingData": "5m",
-        "RepeatFailureSidecarDown": "5m", "RepeatFailureAgentTurnsFailing": "5m",
+        "RepeatFailureSidecarDown": "5m", "RepeatFailureCollectionFailing": "5m",
+        "RepeatFailureAgentTurnsFailing": "5m",
         "RepeatFailurePreviewBroken": "5m", "RepeatFailureFixLoopEscalated": "1m",
         "RepeatFailureFixLoopSweepsFailing": "5m"}
     for rule in rules:
@@ -1009,7 +1010,8 @@ def test_alert_expressions_against_real_prometheus(stack: Stack) -> None:
     """Each alert's expression at t1: the note series of a1 (value 5), a2's
     not_receiving_data (value 1, a1 absent), no sidecar down, no run of failed turns (a2's is
     0), no broken preview (none probed), and neither fixloop alert (no fixloop series); the
-    loaded rule groups have the seven alerts, healthy."""
+    loaded rule groups have the eight alerts, healthy (no collection failing: the sidecar's
+    passes end ok)."""
     rules = {r["alert"]: r for g in yaml.safe_load(RULES.read_text())["groups"]
              for r in g["rules"]}
     t = stack.target
@@ -1020,6 +1022,7 @@ def test_alert_expressions_against_real_prometheus(stack: Stack) -> None:
         "RepeatFailureCheckNotReceivingData": [
             ({**t, "agent": "a2", "backend": "claude", "state": "not_receiving_data"}, 1.0)],
         "RepeatFailureSidecarDown": [],
+        "RepeatFailureCollectionFailing": [],
         "RepeatFailureAgentTurnsFailing": [],
         "RepeatFailurePreviewBroken": [],
         # No fixloop runs here: its alerts are harmless without its series.

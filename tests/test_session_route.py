@@ -69,6 +69,24 @@ def test_rewritten_file_is_not_counted_again(omp) -> None:
     assert dict(sc.agents["a1"].records) == {ROUTE: 5}
 
 
+@pytest.mark.parametrize("restart", [False, True])
+def test_renamed_session_file_is_not_counted_again(omp, restart: bool) -> None:
+    """Issue 17: omp's session file renamed (in its directory) was read again as a new file,
+    its calls delivered again under new ids: the note went from 5 failures to 10. It keeps its
+    position (and its calls their ids), also when renamed while the sidecar is down."""
+    _, path, make = omp
+    sc = make()
+    sc.run_once()
+    path.rename(path.with_name("renamed-" + path.name))
+    if restart:
+        sc = make()
+    sc.poll_sessions(rescan=True)
+    sc.run_once()
+    assert dict(sc.agents["a1"].records) == {ROUTE: 5}
+    (row,) = sc.rows()
+    assert row.message == NOTE
+
+
 @pytest.mark.parametrize("lose_offsets", [False, True])
 def test_restart_resumes_without_double_counting(omp, lose_offsets: bool) -> None:
     """A restarted sidecar resumes from its state file: the note is still raised and no call
@@ -83,7 +101,7 @@ def test_restart_resumes_without_double_counting(omp, lose_offsets: bool) -> Non
         state_file.write_text(json.dumps(state))
     again = make()
     again.run_once()
-    assert dict(again.agents["a1"].records) == {}  # counters restart with the process
+    assert dict(again.agents["a1"].records) == {ROUTE: 5}  # restored, none counted again
     (row,) = again.rows()
     assert row.message == NOTE
 

@@ -468,3 +468,84 @@ def test_unfinished_lines_are_bounded_over_all_files(home: Path,
         write(home / "sessions" / "a" / f"s{i}.jsonl", b'{"uuid": "' + b"x" * 400)
     result = tail_of(home).poll()
     assert result.errors == {"oversized": 1}
+
+
+# -- issue 17: renames ------------------------------------------------------------------------
+
+
+def test_a_renamed_file_keeps_its_position_and_source(home: Path) -> None:
+    """Issue 17: a session file renamed in its directory (a Claude session a.jsonl -> b.jsonl)
+    was read again from its start, its turns counted twice. It is the same file (device and
+    inode): only what is written after is read, and its events keep their source."""
+    path = home / "sessions" / "a" / "a.jsonl"
+    write(path, b"".join(LINES[:3]))
+    tail = tail_of(home)
+    first = tail.poll()
+    assert ids(first) == IDS[:3]
+    source = first.events[0].source
+    path.rename(home / "sessions" / "a" / "b.jsonl")
+    assert ids(tail.poll(rescan=True)) == []
+    write(home / "sessions" / "a" / "b.jsonl", LINES[3])
+    again = tail.poll()
+    assert ids(again) == IDS[3:4] and {e.source for e in again.events} == {source}
+    assert list(tail.to_dict()) == [key("sessions/a/b.jsonl")]
+    assert tail.to_dict()[key("sessions/a/b.jsonl")]["source"] == source == key("sessions/a/a.jsonl")
+
+
+def test_a_file_moved_to_another_watched_directory_keeps_its_position(home: Path) -> None:
+    """A move between globbed directories (Codex files its rollouts by day; Claude Code's
+    project folders) is a rename too."""
+    path = home / "sessions" / "a" / "s.jsonl"
+    write(path, b"".join(LINES[:3]))
+    tail = tail_of(home)
+    assert ids(tail.poll()) == IDS[:3]
+    (home / "sessions" / "b").mkdir()
+    path.rename(home / "sessions" / "b" / "s.jsonl")
+    write(home / "sessions" / "b" / "s.jsonl", LINES[3])
+    assert ids(tail.poll(rescan=True)) == IDS[3:4]
+
+
+def test_a_rename_while_stopped_resumes_from_the_saved_position(home: Path) -> None:
+    """Renamed while the sidecar was down: the saved offset (found by device and inode) still
+    applies, and the source with it."""
+    path = home / "sessions" / "a" / "a.jsonl"
+    write(path, b"".join(LINES[:3]))
+    tail = tail_of(home)
+    source = tail.poll().events[0].source
+    saved = json.loads(json.dumps(tail.to_dict()))
+    path.rename(home / "sessions" / "a" / "b.jsonl")
+    write(home / "sessions" / "a" / "b.jsonl", LINES[3])
+    again = tail_of(home)
+    again.load_dict(saved)
+    result = again.poll()
+    assert ids(result) == IDS[3:4] and result.events[0].source == source
+    third = tail_of(home)
+    third.load_dict(json.loads(json.dumps(again.to_dict())))
+    write(home / "sessions" / "a" / "b.jsonl", LINES[4])
+    result = third.poll()
+    assert ids(result) == IDS[4:5] and result.events[0].source == source
+
+
+def test_a_rotation_reads_the_new_file_and_not_the_old_one_again(home: Path) -> None:
+    """s.jsonl renamed to t.jsonl and a new s.jsonl started in one go: t.jsonl keeps the
+    position, s.jsonl is read from its start."""
+    path = home / "sessions" / "a" / "s.jsonl"
+    write(path, b"".join(LINES[:3]))
+    tail = tail_of(home)
+    assert ids(tail.poll()) == IDS[:3]
+    path.rename(home / "sessions" / "a" / "t.jsonl")
+    write(path, b"".join(LINES[4:6]))
+    write(home / "sessions" / "a" / "t.jsonl", LINES[3])
+    assert sorted(ids(tail.poll(rescan=True))) == sorted(IDS[3:6])
+
+
+def test_a_hard_link_is_not_a_rename(home: Path) -> None:
+    """A second name for a followed file (its first name still there) is a file of its own,
+    as before."""
+    path = home / "sessions" / "a" / "s.jsonl"
+    write(path, b"".join(LINES[:2]))
+    tail = tail_of(home)
+    assert ids(tail.poll()) == IDS[:2]
+    os.link(path, home / "sessions" / "a" / "t.jsonl")
+    assert ids(tail.poll(rescan=True)) == IDS[:2]
+    assert sorted(tail.to_dict()) == sorted([key("sessions/a/s.jsonl"), key("sessions/a/t.jsonl")])

@@ -1,8 +1,8 @@
 """Loss and crash under load (issue 6), sized for CI on 2 cores: 8 writer processes run real
 `bash -c` commands through the rendered hook while the sidecar (`repeat-failure run`,
 collecting every 10 ms) is killed with SIGKILL and restarted every 2 s. Afterwards every record
-is counted exactly once, no collected file is left behind, and the notes are those of a straight
-replay of the same records (each writer's command fails COMMANDS times: one note each, raised at
+is counted exactly once (by the detector and by records_total), no collected file is left
+behind, and the notes are those of a straight replay of the same records (each writer's command fails COMMANDS times: one note each, raised at
 the last failure).
 
 The benchmark-sized run (1,000,000 records) is not part of the test suite."""
@@ -79,6 +79,10 @@ def test_sigkill_every_2_s_loses_nothing_and_counts_nothing_twice(tmp_path: Path
     assert sorted(view.failures) == sorted(
         (f"ls /nonexistent/w{i}", 2, COMMANDS) for i in range(WRITERS))
     assert view.rejected == {}
+    # Issue 17: records_total is saved with the checkpoint, so the kills count nothing twice
+    # (it summed to far more than the records before), and the note is raised once each.
+    assert view.records == {("bash", "bash_env", "failure"): WRITERS * COMMANDS}
+    assert view.notes_raised == WRITERS
     assert sorted((n.command, n.exit, n.count) for n in final.rows()[0].notes) == sorted(
         (f"ls /nonexistent/w{i}", 2, COMMANDS) for i in range(WRITERS))
     assert sorted(p.name for p in (shared / "records").iterdir()) == []

@@ -251,3 +251,73 @@ def test_the_sidecar_classifies_each_real_session(tmp_path, log_stream, backend,
             assert line["error"] == "No response was returned. Send your message again to retry."
         else:
             assert line["error"] == ""
+
+
+@pytest.mark.parametrize("content", [b"", b"\n  \n",
+                                     b"Error: cannot start\n", b'{"type": "something.else"}\n'])
+@pytest.mark.parametrize("status", ["1", "137"])
+def test_a_non_zero_exit_is_nonzero_exit_whatever_the_transcript_holds(tmp_path, content,
+                                                                        status):
+    """Issue 17 (seed ard-0038 §1): an agent that crashed before writing anything, or wrote
+    something no reader knows, failed its turn: nonzero_exit, exit 5, with the reason the
+    transcript could not be read in --json (format null)."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(content)
+    done = run_verdict("--exit-status", status, "--json", str(path))
+    assert (done.returncode, done.stderr) == (5, "nonzero_exit\n")
+    report = json.loads(done.stdout)
+    reason = ("the transcript is empty" if not content else
+              "no JSON line in the transcript" if not content.strip().startswith(b"{") else
+              "no JSON line is the start of a known transcript format (known: claude, codex, "
+              "gemini)")
+    assert report == {"verdict": NONZERO_EXIT, "format": None, "text": 0, "tools": 0,
+                      "error": "", "complete": False, "exit_status": int(status),
+                      "lines": len(content.splitlines()),
+                      "unrecognised": len([x for x in content.splitlines() if x.strip()]),
+                      "unreadable": reason, "exit_code": 5}
+
+
+def test_a_named_format_that_does_not_match_is_still_nonzero_exit_after_a_crash():
+    path = EVIDENCE / "codex" / "verdict" / "error" / "transcript.jsonl"
+    done = run_verdict("--format", "gemini", "--exit-status", "2", "--json", str(path))
+    assert (done.returncode, done.stderr) == (5, "nonzero_exit\n")
+    assert json.loads(done.stdout)["unreadable"] == (
+        "the first JSON line is not a gemini transcript's first line (it is a codex "
+        "transcript's)")
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n"])
+def test_exit_0_and_nothing_written_is_agent_no_output(tmp_path, content):
+    """The CLI exited 0 and wrote nothing: zero text and zero tool calls (seed ard-0038 §1),
+    agent_no_output, exit 3; without --exit-status it stays exit 1 (nothing to decide from)."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(content)
+    done = run_verdict("--exit-status", "0", str(path))
+    assert (done.returncode, done.stderr, done.stdout) == (3, "agent_no_output\n", "")
+    assert run_verdict(str(path)).returncode == 1
+
+
+def test_exit_0_and_output_in_no_known_format_stays_exit_1(tmp_path):
+    """Exit status 0 and lines that are not a transcript (a CLI run without its stream-json
+    flag): no verdict, exit 1 naming why."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"Here is the answer.\n")
+    done = run_verdict("--exit-status", "0", str(path))
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"repeat-failure verdict: {path}: no JSON line in the transcript\n"
+
+
+def test_a_renamed_claude_session_is_not_classified_again(tmp_path):
+    """Issue 17: a Claude Code session file renamed (a.jsonl -> b.jsonl) was read again from
+    its start and its turn counted twice. The real ok session: one ok turn, before and after."""
+    home = _home_with("claude", "ok", tmp_path)
+    config = tmp_path / "config.yaml"
+    config.write_text("repeat_failure:\n  enabled: true\n  collect_grace_s: 0.5\n")
+    sidecar = Sidecar(tmp_path / "shared", [AgentSpec("a1", "claude", str(home))], config)
+    sidecar.run_once()
+    assert _turn_series(sidecar)[OK] == 1.0
+    (session,) = (home / ".claude" / "projects").glob("*/*.jsonl")
+    session.rename(session.with_name("b.jsonl"))
+    sidecar.poll_sessions(rescan=True)
+    sidecar.run_once()
+    assert _turn_series(sidecar) == {v: float(v == OK) for v in VERDICTS}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
 
-from sidecar.config import ConfigError, parse_listen
+from sidecar.config import ConfigError, parse_listen, read_regular_file
 from sidecar.fixloop.config import DEFAULT_TOKEN_FILE, FixloopConfig
 from sidecar.fixloop.github import GitHub
 from sidecar.fixloop.ledger import open_ledger
@@ -45,9 +45,9 @@ def read_token(config: FixloopConfig, environ: dict[str, str] | None = None) -> 
         raise ConfigError(f"fixloop.token_file: {path} does not exist (mount the token Secret "
                           "there, or leave token_file out and set GITHUB_TOKEN)")
     if path.exists():
-        try:
-            token = path.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as exc:
+        try:  # non-blocking, regular files only: a FIFO there must not hang the sweeps
+            token = read_regular_file(path, "the GitHub token").decode("utf-8").strip()
+        except UnicodeDecodeError as exc:
             raise ConfigError(f"{path}: cannot read the GitHub token: "
                               f"{exc.__class__.__name__}") from None
         if not token:
