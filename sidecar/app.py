@@ -404,7 +404,9 @@ class Sidecar:
         if self.config.enabled:
             for name, state in self.agents.items():
                 if not hook.hook_path(self.shared_dir, name).is_file() or \
-                        not hook.slow_path(self.shared_dir, name).is_file():
+                        not hook.slow_path(self.shared_dir, name).is_file() or \
+                        (self.chain_bash_env and
+                         not hook.trap_path(self.shared_dir, name).is_file()):
                     log.warning("hook file missing, rendering it again", extra={"agent": name})
                     hook.render(self.shared_dir, name, state.spec.backend, self.chain_bash_env)
 

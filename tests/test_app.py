@@ -938,3 +938,20 @@ def test_a_collection_failing_every_pass_fails_healthz_and_is_counted(tmp_path: 
         assert f"hive_repeat_failure_last_collect_timestamp_seconds {T0 + 5:.9e}" in text
     finally:
         server.stop()
+
+
+def test_a_missing_trap_helper_of_a_chained_hook_is_rendered_again(tmp_path: Path) -> None:
+    """A chained hook has a third file, the trap helper (``hook/<agent>.trap.bash``); without it
+    a shell whose original BASH_ENV sets an EXIT trap is not recorded, so a pass that finds it
+    missing renders the hook again, as for the other two files."""
+    original = tmp_path / "original.sh"
+    original.write_text("trap 'echo bye >/dev/null' EXIT\n")
+    cfg = write_config(tmp_path / "config.yaml", True, "")
+    sc = Sidecar(tmp_path / "shared", [AgentSpec("a1", "bash")], cfg, clock=Clock(),
+                 monotonic=itertools.count(0, 10).__next__, chain_bash_env=str(original))
+    sc.run_once()
+    names = ["a1.sh", "a1.slow.bash", "a1.trap.bash"]
+    assert sorted(p.name for p in (sc.shared_dir / "hook").iterdir()) == names
+    (sc.shared_dir / "hook" / "a1.trap.bash").unlink()
+    sc.run_once()
+    assert sorted(p.name for p in (sc.shared_dir / "hook").iterdir()) == names
