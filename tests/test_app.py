@@ -844,7 +844,8 @@ def test_a_relative_shared_dir_is_made_absolute_at_start(tmp_path: Path, monkeyp
     wall = Clock(time.time() + 60)  # the hook writes the real time
     sc = Sidecar("shared", [AgentSpec("a1", "bash")], "config.yaml", clock=wall)
     assert sc.shared_dir == tmp_path / "shared"
-    rendered = hook.hook_path(tmp_path / "shared", "a1").read_text()
+    rendered = hook.hook_path(tmp_path / "shared", "a1").read_text() + \
+        hook.slow_path(tmp_path / "shared", "a1").read_text()
     assert f"{tmp_path}/shared/records/a1.jsonl" in rendered
     env = {**clean_env, **hook.launch_env(sc.shared_dir, "a1", clean_env)}
     subprocess.run(["bash", "-c", "false"], env=env, timeout=30, check=False)
