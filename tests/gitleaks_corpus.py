@@ -42,6 +42,8 @@ class Case:
     shape: str
     command: str
     before: set[str] = field(default_factory=set)
+    #: Every rule one of whose examples gave this command (``rule`` is the first).
+    sources: set[str] = field(default_factory=set)
 
 
 def secrets_of(example: Example, findings: list[Finding]) -> list[str]:
@@ -64,4 +66,5 @@ def build(examples: list[Example], findings: list[list[Finding]]) -> list[Case]:
             for command in commands:
                 if command not in seen:
                     seen[command] = Case(example.rule, name, command)
+                seen[command].sources.add(example.rule)
     return list(seen.values())
