@@ -45,6 +45,7 @@ from sidecar.parse import MAX_CLOCK_SKEW_S, MAX_LINE_BYTES, Record, RecordError,
 from sidecar.probe import OK as PROBE_OK, PREVIEW_ERROR, PreviewProber, ProbeResult
 from sidecar.scrub import scrub
 from sidecar.sessionlog import SessionTail
+from sidecar.terminal import json_text
 from sidecar.verdict import OK, VERDICTS, Turn, TurnTracker
 
 log = logging.getLogger("repeat_failure")
@@ -880,7 +881,8 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per log line: ts, level, msg and the record's ``extra`` fields.
 
     Everything passed in ``extra`` is already scrubbed by the pipeline; the formatter adds
-    nothing raw."""
+    nothing raw, and writes every unprintable character (a control or bidi character of a
+    command) as its JSON escape (:func:`sidecar.terminal.json_text`)."""
 
     _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
 
@@ -892,7 +894,7 @@ class JsonFormatter(logging.Formatter):
                 data[key] = value
         if record.exc_info:
             data["exc"] = self.formatException(record.exc_info)
-        return json.dumps(data, ensure_ascii=False, default=str)
+        return json_text(json.dumps(data, ensure_ascii=False, default=str))
 
 
 def configure_logging(stream=None) -> None:

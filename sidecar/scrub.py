@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 import string
 from collections.abc import Callable
@@ -114,7 +115,8 @@ _META_AFTER = frozenset({
     "rules", "ref", "refs", "namespace", "arn", "region", "location", "field", "label",
     "selector", "annotation", "hint", "pattern", "regex", "rotation", "strategy", "schema",
     "prefix", "suffix", "env", "var", "vars", "keyring", "table", "bucket",
-    "audience", "issuer", "usage", "help", "prompt", "check", "validation"})
+    "audience", "issuer", "usage", "help", "prompt", "check", "validation", "user", "users",
+    "username", "admin", "email", "account"})
 #: The part just before the secret word saying the name refers to a secret (a Kubernetes
 #: Secret's name) or switches one on or off.
 _META_BEFORE = frozenset({
@@ -123,8 +125,10 @@ _META_BEFORE = frozenset({
     "has", "is", "max", "min", "num", "public", "pub", "sort", "partition", "primary", "foreign",
     "cache", "object", "routing", "shard", "range", "row", "idempotency", "dedup", "lookup",
     "index", "unique", "cluster", "clustering", "composite", "hash"})
-#: A whole name that is no secret although a part ends like one: the shell's working directory.
-_NOT_SECRET_NAMES = frozenset({"pwd", "oldpwd"})
+#: A whole name that is no secret although a part ends like one: the shell's working
+#: directory; a bare "key" (a map's key, an S3 object's, AWS's ``Key=name,Values=...``; a long
+#: token-shaped value after it is still redacted by the IBM-style rule).
+_NOT_SECRET_NAMES = frozenset({"pwd", "oldpwd", "key", "keys"})
 #: Vendors whose tokens gitleaks recognises by the vendor's name next to them (its
 #: semi-generic rules); looked for in the name with ``_ - .`` removed.
 _VENDORS = ("adafruit", "adobe", "airtable", "algolia", "alibaba", "asana", "atlassian",
@@ -159,6 +163,7 @@ def _secret_part(part: str) -> bool:
                                      and part not in _NOT_SECRET_PARTS)
 
 
+@functools.lru_cache(maxsize=4096)
 def name_kind(name: str) -> int:
     """What ``name`` (a variable, key, flag or element name) says about its value:
     :data:`SECRET` (it says secret: module docstring), :data:`VENDOR` (it names a vendor of
@@ -241,6 +246,19 @@ def _assignment(m: re.Match[str]) -> str:
 #: What may follow the value of a bare ``name: value``: the end of the line or of the text, a
 #: closing quote, an escaped newline (not ``,`` or ``}``: ``jq '{key: .name}'`` is no secret).
 _LINE_END = re.compile(r"[ \t]*(?:$|[\n\r'\"`]|\\[nr])", re.M)
+
+
+#: Commands whose bare ``--secret`` names a secret rather than giving one (``gcloud secrets
+#: ... --secret=NAME``, BuildKit's ``docker build --secret id=NAME,src=FILE``).
+_SECRET_BY_NAME = re.compile(r"\s*(?:gcloud|docker|podman|buildah|nerdctl|buildctl)\b")
+
+
+def _flag_value(m: re.Match[str]) -> str:
+    """The replacement of the ``--flag value`` rule: the value goes when the flag's name says
+    secret (:func:`name_kind`), but not a bare ``--secret`` of :data:`_SECRET_BY_NAME`."""
+    if m[1].lower() == "--secret" and _SECRET_BY_NAME.match(m.string):
+        return m[0]
+    return _secret_assignment(1, 3)(m)
 
 
 #: RFC 7617's Basic credential, user-id ":" password (a URL's "scheme://..." is none).
@@ -616,12 +634,12 @@ _RULES: tuple[tuple, ...] = (
      _cs("secret"), _cs("-b")),
     # NAME=value (a shell word) where NAME says secret (:func:`name_kind`; the pattern matches
     # every NAME=value, the replacement keeps those whose name does not).
-    (re.compile(r"(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]{0,127})=(?!\[REDACTED\])(" + _WORD + ")"),
+    (re.compile(r"(?<![A-Za-z0-9_])(?<!--)([A-Za-z_][A-Za-z0-9_]{0,127})=(?!\[REDACTED\])(" + _WORD + ")"),
      _secret_assignment(1, 2),
      _ci("token", "secret", "pass", "pw", "key", "cred", "auth"), _cs("=")),
     # --password value / --token=value (a flag name ends at = or whitespace).
     (re.compile(r"(?i)(?<![\w-])(--(?!no-)(?:[a-z0-9]+-){0,4}" + _FLAG_NAME + r")(=|\s+)(?!\[REDACTED\])"
-                r"(" + _WORD + ")"), _secret_assignment(1, 3),
+                r"(" + _WORD + ")"), _flag_value,
      _ci("pass", "token", "secret", "key", "credential"), _cs("--")),
     # JSON members whose key says secret (also escaped inside a quoted JSON text).
     (re.compile(r"(?i)(\\?[\"']([a-z0-9_.-]{0,40}(?:password|passwd|secret|token|api_?key|apikey"
@@ -647,7 +665,7 @@ _RULES: tuple[tuple, ...] = (
                 r"\]?(?:[ \t]*:?[ \t]+(?P<word>[A-Za-z_][A-Za-z0-9_.\[\]*]{0,30}))?"
                 r"(?P<op>[ \t]*(?:=>|:{1,3}=|\?=|\.=|\+=|\|\||=|:(?=[ \t]|[\"'`])|,(?=[ \t]*[\"'`]))"
                 r"[ \t]*)"
-                r"(?P<value>\"(?:\\.|[^\"\\\n])*\"|'[^'\n]*'|`[^`\n]*`"
+                r"(?P<value>\"(?:\\.|[^\"\\\n])*\"|'[^'\n]*'|`[^`\n]*`|\$\{[A-Za-z0-9_]*\}"
                 r"|(?!\[REDACTED\])[^\s'\"`;,&|<>(){}\[\]]+)"), _assignment,
      _ci("token", "secret", "pass", "pw", "key", "cred", "auth", *_VENDORS, *_VENDOR_PARTS),
      _cs("=", ":", ",", "|")),
@@ -665,7 +683,9 @@ _RULES: tuple[tuple, ...] = (
      _ci("pass", "pwd", "token", "key", "sig", "secret", "auth", "credential"),
      _cs("?", "&"), _cs("=")),
     # A base64 word (16 characters or more) that decodes to a secret (:func:`_encoded_secret`).
-    (re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])"),
+    # (A run of the alphabet is matched whole: the search resumes after each run, so no
+    # look-around is needed, and the engine scans for the alphabet fast.)
+    (re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}"),
      _encoded_secret, _cs(*string.ascii_letters, *string.digits)),
 )
 
