@@ -81,6 +81,9 @@ _FLAG_NAME = (r"(?:password|passwd|passphrase|pass|token|secret|api-key|apikey|a
               r"|secret-key|private-key|auth-token|client-secret|credentials?)")
 _NOT_WORD_BEFORE = r"(?<![A-Za-z0-9_])"
 _NOT_WORD_AFTER = r"(?![A-Za-z0-9])"
+#: The non-ASCII letters ``(?i)`` matches to ASCII ones (U+0130, U+0131, U+017F, U+212A): a
+#: name spelled with them (``PAſſWORD``) is still a name.
+_ODD = "\u0130\u0131\u017f\u212a"
 #: Where a token starts: no letter or digit right before it.
 _B = r"(?<![A-Za-z0-9])"
 
@@ -168,6 +171,10 @@ def name_kind(name: str) -> int:
     """What ``name`` (a variable, key, flag or element name) says about its value:
     :data:`SECRET` (it says secret: module docstring), :data:`VENDOR` (it names a vendor of
     :data:`_VENDORS`: secret when the value is token-shaped) or :data:`NOT_SECRET`."""
+    if not name.isascii():  # the letters (?i) matches to s, i, k, in the name's own case
+        letters = [c for c in name if c.isascii() and c.isalpha()]
+        name = name.translate(_NAME_FOLD_UPPER if letters and all(c.isupper() for c in letters)
+                              else _FOLD_MAP)
     parts = [p.lower() for p in _NAME_PART.findall(name)]
     if not parts or "".join(parts) in _NOT_SECRET_NAMES:
         return NOT_SECRET
@@ -634,7 +641,8 @@ _RULES: tuple[tuple, ...] = (
      _cs("secret"), _cs("-b")),
     # NAME=value (a shell word) where NAME says secret (:func:`name_kind`; the pattern matches
     # every NAME=value, the replacement keeps those whose name does not).
-    (re.compile(r"(?<![A-Za-z0-9_])(?<!--)([A-Za-z_][A-Za-z0-9_]{0,127})=(?!\[REDACTED\])(" + _WORD + ")"),
+    (re.compile(r"(?<![A-Za-z0-9_])(?<!--)([A-Za-z_" + _ODD + r"][A-Za-z0-9_" + _ODD + r"]{0,127})="
+                r"(?!\[REDACTED\])(" + _WORD + ")"),
      _secret_assignment(1, 2),
      _ci("token", "secret", "pass", "pw", "key", "cred", "auth"), _cs("=")),
     # --password value / --token=value (a flag name ends at = or whitespace).
@@ -653,7 +661,7 @@ _RULES: tuple[tuple, ...] = (
      _secret_assignment(2, 3),
      _ci("pass", "secret", "token", "key", "credential"), _cs(":", "=")),
     # <name>value</name> where the element's name says secret (XML configuration).
-    (re.compile(r"(?i)(<([A-Za-z_][A-Za-z0-9_.:-]{0,80})(?:\s[^<>]{0,200})?>\s*)"
+    (re.compile(r"(?i)(<([A-Za-z_" + _ODD + r"][A-Za-z0-9_.:" + _ODD + r"-]{0,80})(?:\s[^<>]{0,200})?>\s*)"
                 r"(?!\[REDACTED\])([^<>\s](?:[^<>]{0,1024}?[^<>\s])?)(\s*</\2\s*>)"),
      _secret_assignment(2, 3),
      _ci("token", "secret", "pass", "pw", "key", "cred", "auth"), _cs("</")),
@@ -661,7 +669,8 @@ _RULES: tuple[tuple, ...] = (
     # every one, the replacement redacts those whose name says secret): name = value,
     # name := value, ::=, :::=, ?=, .=, +=, =>, ||, "name", "value", name: value; a type word
     # may stand between the name and the operator (var xToken string = "...").
-    (re.compile(r"(?<![A-Za-z0-9_.-])(?P<q>[\"'`]?)(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,80})(?P=q)"
+    (re.compile(r"(?<![A-Za-z0-9_.-])(?P<q>[\"'`]?)(?P<name>[A-Za-z_" + _ODD + r"][A-Za-z0-9"
+                + _ODD + r"_.-]{0,80})(?P=q)"
                 r"\]?(?:[ \t]*:?[ \t]+(?P<word>[A-Za-z_][A-Za-z0-9_.\[\]*]{0,30}))?"
                 r"(?P<op>[ \t]*(?:=>|:{1,3}=|\?=|\.=|\+=|\|\||=|:(?=[ \t]|[\"'`])|,(?=[ \t]*[\"'`]))"
                 r"[ \t]*)"
@@ -744,6 +753,8 @@ class _Gate:
 #: Characters ``(?i)`` lets match an ASCII letter although ``str.lower()`` does not turn them
 #: into it (Python's ``re`` documentation: U+0130, U+0131, U+017F, U+212A).
 _FOLD_MAP = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+_NAME_FOLD_UPPER = str.maketrans({"\u0130": "I", "\u0131": "I", "\u017f": "S", "\u212a": "K"})
 
 _CONTINUATION = re.compile(r"\\\r?\n")
 #: The last word (``\S+\Z``; the look-behind starts it only where a word starts, else the
