@@ -30,7 +30,7 @@ import gitleaks_oracle as oracle
 from sidecar import hook
 from sidecar.app import Sidecar
 from sidecar.config import AgentSpec
-from sidecar.events import EventPublisher, EventStats, PodRef, RateLimit
+from sidecar.events import RateLimit
 from sidecar.exporter import MetricsCollector, status_json
 from sidecar.normalize import normalize
 from sidecar.scrub import scrub
@@ -150,8 +150,7 @@ def test_every_rule_gives_failing_commands(gitleaks: Oracle) -> None:
     assert {r for r in with_examples if len(shapes[r]) != len(corpus_mod.SHAPES)} == set()
     failing = [c for c in gitleaks.cases if c.before]
     flagged_rules = {r for c in failing for r in c.before}
-    # Every rule with command examples is flagged by its own examples (the 'sidekiq-secret'
-    # and 'sidekiq-sensitive-url' URLs only at the end of a text, which the line shapes give).
+    # Every rule with command examples fires on some command of the corpus.
     assert with_examples <= flagged_rules
     print(f"\ngitleaks {oracle.VERSION}: {len(gitleaks.cases)} commands, {len(failing)} failing, "
           f"{len(flagged_rules)} rule kinds flagged before scrub")
@@ -197,11 +196,14 @@ def _record(agent: str, cmd: str, ts: float) -> bytes:
                          "route": "bash_env", "exit": 1, "cmd": cmd}) + b"\n"
 
 
-def test_gitleaks_finds_nothing_on_any_channel(gitleaks: Oracle, tmp_path, log_stream) -> None:
+def test_gitleaks_finds_nothing_on_any_channel(gitleaks: Oracle, tmp_path, log_stream,
+                                               monkeypatch) -> None:
     """One failing command per rule and shape (the first gitleaks flags), five failures each
-    in the hook's record format, through a real sidecar with Kubernetes Events on: gitleaks
-    finds nothing in /metrics, /status, the log, the state files or the Event bodies, but what
-    ALLOWED names."""
+    in the hook's record format, through a real sidecar with Kubernetes Events on (sent over
+    HTTP to a fake Events API on 127.0.0.1): gitleaks finds nothing in /metrics, /status, the
+    log, the state files or the Event bodies the API received, but what ALLOWED names."""
+    from test_events import FakeApiServer
+
     chosen: dict[tuple[str, str], corpus_mod.Case] = {}
     for case in gitleaks.cases:
         if case.before and len(_record("a000", case.command, T0)) < 4000:
@@ -211,37 +213,43 @@ def test_gitleaks_finds_nothing_on_any_channel(gitleaks: Oracle, tmp_path, log_s
     agents = [f"a{i:03d}" for i in range((len(cases) + PER_AGENT - 1) // PER_AGENT)]
     config = tmp_path / "config.yaml"
     config.write_text("repeat_failure:\n  enabled: true\n  threshold: 5\n  top_commands: 1000\n"
-                      "  collect_grace_s: 1\n")
+                      "  collect_grace_s: 1\n  events: true\n")
+    monkeypatch.setenv("POD_NAME", "agent-pod-1")
+    monkeypatch.setenv("POD_NAMESPACE", "agents")
+    api = FakeApiServer()
     sc = Sidecar(tmp_path / "shared", [AgentSpec(a, "bash") for a in agents], config,
-                 clock=lambda: T0, monotonic=itertools.count(0, 10).__next__)
-    sc.registry.register(MetricsCollector(sc))
-    # The Events publisher, not started: it builds each body and queues it (no API server).
-    sc.events = EventPublisher(EventStats(), queue_size=len(cases) + 1,
-                               limit=RateLimit(burst=10 * len(cases)))
-    sc.events.pod = PodRef("agent-pod-1", "agents", "0f1e2d3c-aaaa-bbbb-cccc-000000000001")
-    for n, agent in enumerate(agents):
-        part = cases[n * PER_AGENT:(n + 1) * PER_AGENT]
-        lines = [_record(agent, case.command, T0 - 100 + k + i * 1e-3)
-                 for i, case in enumerate(part) for k in range(FAILURES)]
-        hook.records_path(sc.shared_dir, agent).write_bytes(b"".join(lines))
-    sc.run_once()
-    sc.run_once()
-    rows = sc.rows()
-    # One note per distinct scrubbed, normalized command of an agent (the commands of one
-    # shape that differ only in their secret merge).
-    assert sum(len(r.notes) for r in rows) == sum(
-        len({normalize(scrub(c.command), "bash") for c in cases[n * PER_AGENT:(n + 1) * PER_AGENT]})
-        for n in range(len(agents)))
-    bodies = []
-    while not sc.events._queue.empty():
-        bodies.append(orjson.dumps(sc.events._queue.get_nowait()[1]).decode())
-    assert len(bodies) == sum(len(r.notes) for r in rows)
-    outputs = {"metrics": generate_latest(sc.registry).decode(),
-               "status": status_json(sc).decode(), "log": log_stream.getvalue()}
+                 clock=lambda: T0, monotonic=itertools.count(0, 10).__next__,
+                 events_configuration=api.configuration)
+    try:
+        sc.registry.register(MetricsCollector(sc))
+        assert sc.events is not None
+        sc.events.limit = RateLimit(burst=10 * len(cases))
+        # An agent at a time: its at most 100 notes fit the Events queue, which then drains.
+        for n, agent in enumerate(agents):
+            part = cases[n * PER_AGENT:(n + 1) * PER_AGENT]
+            lines = [_record(agent, case.command, T0 - 100 + k + i * 1e-3)
+                     for i, case in enumerate(part) for k in range(FAILURES)]
+            hook.records_path(sc.shared_dir, agent).write_bytes(b"".join(lines))
+            sc.run_once()
+            sc.run_once()
+            assert sc.events.wait_idle(60)
+        rows = sc.rows()
+        # One note per distinct scrubbed, normalized command of an agent (the commands of one
+        # shape that differ only in their secret merge).
+        notes = sum(len(r.notes) for r in rows)
+        assert notes == sum(
+            len({normalize(scrub(c.command), "bash")
+                 for c in cases[n * PER_AGENT:(n + 1) * PER_AGENT]}) for n in range(len(agents)))
+        assert len(api.events) == notes and api.invalid == []
+        outputs = {"metrics": generate_latest(sc.registry).decode(),
+                   "status": status_json(sc).decode(), "log": log_stream.getvalue()}
+    finally:
+        sc.events.close(timeout=5)
+        api.stop()
     outputs.update({f"state/{a}": (sc.shared_dir / "state" / f"{a}.json").read_text()
                     for a in agents})
-    outputs.update({f"event/{i}": body for i, body in enumerate(bodies)})
-    assert outputs["log"].count('"note_raised"') == len(bodies)
+    outputs.update({f"event/{i}": body.decode() for i, (_, _, _, body) in enumerate(api.requests)})
+    assert outputs["log"].count('"note_raised"') == notes
     names = list(outputs)
     found = oracle.scan(gitleaks.binary, [outputs[n] for n in names], gitleaks.work)
     leaks = []
