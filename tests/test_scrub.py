@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import random
 import string
 
@@ -499,15 +500,16 @@ def test_issue16_tokens_standing_on_their_own(kind: str, template: str) -> None:
      "echo 'const MessageBirdClientID = [REDACTED]' >> a.js"),
     ("echo 'api_token ::= \"s3cr3tvalue\"' >> Makefile", "echo 'api_token ::= [REDACTED]' >> Makefile"),
     ("echo '$ETSYToken .= \"jwxz7ha47qa3ducs\"' >> a.php", "echo '$ETSYToken .= [REDACTED]' >> a.php"),
-    ("echo YXBpOmtleS1hN2MzNDJ3MzNhNWQxLTU2M2U3MjlwLTZhYjI3YzYzNzM0Ng== | base64 -d",
+    ("echo " + base64.b64encode(b"api:key-" + rand(LOWER, 30).encode()).decode() + " | base64 -d",
      "echo [REDACTED] | base64 -d"),
     ("kubectl apply -f - <<EOF\nkind: Secret\ndata:\n  extra: YWRtaW46cGFzc3dvcmQ=\n  tls.crt: |\n"
      "    LS0tLS1CRUdJTiBDRVJU\nEOF",
      "kubectl apply -f - <<EOF\nkind: Secret\ndata:\n  extra: [REDACTED]\n  tls.crt: |\n"
      "    [REDACTED]\nEOF"),
-    ("curl -X POST --user \"{acd3c08b-74e8}\":\"{ZqL5kVrX1n8tA2}\" https://x",
+    ("curl -X POST --user \"{acd3c08b-74e8}\":\"{" + rand(ALNUM, 14) + "}\" https://x",
      "curl -X POST --user \"{acd3c08b-74e8}\":[REDACTED] https://x"),
-    ("export BUNDLE_GEMS__CONTRIBSYS__COM=cafebabe:deadbeef", "export BUNDLE_GEMS__CONTRIBSYS__COM=[REDACTED]"),
+    ("export BUNDLE_GEMS__CONTRIBSYS__COM=" + rand(HEX, 8) + ":" + rand(HEX, 8),
+     "export BUNDLE_GEMS__CONTRIBSYS__COM=[REDACTED]"),
     ("mvn deploy -Dpassword=hunter2", "mvn deploy -Dpassword=[REDACTED]"),
     ("echo PAſſWORD=hunter2", "echo PAſſWORD=[REDACTED]"),
 ])
