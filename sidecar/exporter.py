@@ -5,8 +5,9 @@ builds every family fresh from :meth:`sidecar.app.Sidecar.snapshot` at scrape ti
 state, so a cleared note's series disappears by construction. Metric names and labels are
 DESIGN.md "Metrics". ``command`` label values are scrubbed and normalized upstream and cut here
 to 200 characters (ending in ``…``); at most 100 note series per agent (the newest). Control and
-bidi characters in a label value are written as ``\\uXXXX`` (:mod:`sidecar.terminal`), so
-``curl /metrics`` in a terminal never acts on them.
+bidi characters in a label value are written as ``\\uXXXX`` (:mod:`sidecar.terminal`; before
+the cut, so a label stays within 200 characters), so ``curl /metrics`` in a terminal never acts
+on them.
 """
 
 from __future__ import annotations
@@ -137,11 +138,11 @@ class MetricsCollector(Collector):
                     [v.agent, v.backend, v.row.state, label_value(v.row.state_text),
                      label_value(v.row.message)], 1.0)
                 for n in v.row.notes[:MAX_NOTES_SHOWN]:
-                    note.add_metric([v.agent, v.backend, label_value(command_label(n.command)),
+                    note.add_metric([v.agent, v.backend, command_label(label_value(n.command)),
                                      str(n.exit)], float(n.count))
                 for command, exit_key, count in v.failures:
                     failures.add_metric(
-                        [v.agent, v.backend, label_value(command_label(command)), str(exit_key)],
+                        [v.agent, v.backend, command_label(label_value(command)), str(exit_key)],
                         float(count))
                 raised.add_metric([v.agent, v.backend], float(v.notes_raised))
             for (backend, route, outcome), n in sorted(v.records.items()):

@@ -103,3 +103,27 @@ def test_promtool_accepts_the_escaped_metrics(tmp_path) -> None:
     proc = subprocess.run(["promtool", "check", "metrics"], input=generate_latest(sc.registry),
                           capture_output=True, timeout=60)
     assert b"error" not in proc.stderr.lower() and b"error" not in proc.stdout.lower(), proc
+
+
+def test_escaped_label_stays_within_200_characters(tmp_path) -> None:
+    """The escape comes before the 200-character cut (DESIGN.md "Metrics"): sixty ESCs (360
+    characters escaped) make a label of exactly 200 characters, the last one "…"."""
+    import re
+
+    from sidecar.normalize import command_label
+
+    command = "echo " + "\x1b" * 60
+    label = command_label(label_value(command))
+    assert len(label) == 200 and label.endswith("…") and "\x1b" not in label
+    config = tmp_path / "config.yaml"
+    config.write_text("repeat_failure:\n  enabled: true\n  threshold: 2\n  collect_grace_s: 1\n")
+    sc = Sidecar(tmp_path / "shared", [AgentSpec("a1", "bash")], config, clock=lambda: T0,
+                 monotonic=itertools.count(0, 10).__next__)
+    sc.registry.register(MetricsCollector(sc))
+    hook.records_path(sc.shared_dir, "a1").write_bytes(b"".join(
+        orjson.dumps({"v": 1, "ts": T0 - 10 + i, "agent": "a1", "backend": "bash",
+                      "route": "bash_env", "exit": 1, "cmd": command}) + b"\n" for i in range(2)))
+    sc.run_once()
+    metrics = generate_latest(sc.registry).decode()
+    (value,) = re.findall(r'hive_repeat_failure_note\{[^}]*command="((?:\\.|[^"\\])*)"', metrics)
+    assert value.replace("\\\\", "\\") == label
