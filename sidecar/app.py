@@ -47,6 +47,7 @@ from sidecar.parse import (MAX_CLOCK_SKEW_S, MAX_LINE_BYTES, REASONS, ROUTES, Re
 from sidecar.probe import OK as PROBE_OK, PREVIEW_ERROR, PreviewProber, ProbeResult
 from sidecar.scrub import scrub
 from sidecar.sessionlog import SessionTail
+from sidecar.terminal import json_text
 from sidecar.verdict import OK, VERDICTS, Turn, TurnTracker
 
 log = logging.getLogger("repeat_failure")
@@ -1061,7 +1062,8 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per log line: ts, level, msg and the record's ``extra`` fields.
 
     Everything passed in ``extra`` is already scrubbed by the pipeline; the formatter adds
-    nothing raw."""
+    nothing raw, and writes every unprintable character (a control or bidi character of a
+    command) as its JSON escape (:func:`sidecar.terminal.json_text`)."""
 
     _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
 
@@ -1073,7 +1075,7 @@ class JsonFormatter(logging.Formatter):
                 data[key] = value
         if record.exc_info:
             data["exc"] = self.formatException(record.exc_info)
-        return json.dumps(data, ensure_ascii=False, default=str)
+        return json_text(json.dumps(data, ensure_ascii=False, default=str))
 
 
 def configure_logging(stream=None) -> None:

@@ -43,6 +43,8 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote
 
+from sidecar.terminal import label_value
+
 log = logging.getLogger("repeat_failure")
 
 TYPE = "Warning"
@@ -241,7 +243,9 @@ def event_body(pod: PodRef, message: str, now: float, agent: str = "", backend: 
     """The core/v1 Event (a JSON-ready dict) for one raised note (``reason``
     :data:`REASON`), or one preview error (:data:`PREVIEW_REASON`).
 
-    ``message`` is the note's already scrubbed message (``Note.message``); ``now`` the time the
+    ``message`` is the note's already scrubbed message (``Note.message``; control and bidi
+    characters are written as ``\\uXXXX``, :func:`sidecar.terminal.label_value`, since
+    ``kubectl describe`` prints it to a terminal); ``now`` the time the
     note was raised, in epoch seconds (``firstTimestamp``, ``lastTimestamp``, ``eventTime``);
     ``agent``/``backend`` go into annotations; ``name`` defaults to :func:`event_name`.
     """
@@ -262,7 +266,7 @@ def event_body(pod: PodRef, message: str, now: float, agent: str = "", backend: 
         "type": TYPE,
         "reason": reason,
         "action": ACTION,
-        "message": _cut_bytes(message, MAX_MESSAGE_BYTES),
+        "message": _cut_bytes(label_value(message), MAX_MESSAGE_BYTES),
         "source": {"component": COMPONENT},
         "reportingComponent": COMPONENT,
         "reportingInstance": pod.name[:MAX_INSTANCE_CHARS],

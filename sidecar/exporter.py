@@ -4,7 +4,10 @@ A custom collector in the style of prometheus/client_python: :meth:`MetricsColle
 builds every family fresh from :meth:`sidecar.app.Sidecar.snapshot` at scrape time and owns no
 state, so a cleared note's series disappears by construction. Metric names and labels are
 DESIGN.md "Metrics". ``command`` label values are scrubbed and normalized upstream and cut here
-to 200 characters (ending in ``…``); at most 100 note series per agent (the newest).
+to 200 characters (ending in ``…``); at most 100 note series per agent (the newest). Control and
+bidi characters in a label value are written as ``\\uXXXX`` (:mod:`sidecar.terminal`; before
+the cut, so a label stays within 200 characters), so ``curl /metrics`` in a terminal never acts
+on them.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from sidecar.checkstate import MAX_NOTES_SHOWN, STATES
 from sidecar.config import parse_listen
 from sidecar.normalize import command_label
 from sidecar.probe import OUTCOME_REASONS, OUTCOMES
+from sidecar.terminal import json_bytes, label_value
 from sidecar.verdict import VERDICTS
 
 if TYPE_CHECKING:
@@ -148,13 +152,15 @@ class MetricsCollector(Collector):
                 for s in STATES:
                     state.add_metric([v.agent, v.backend, s], 1.0 if s == v.row.state else 0.0)
                 row_info.add_metric(
-                    [v.agent, v.backend, v.row.state, v.row.state_text, v.row.message], 1.0)
+                    [v.agent, v.backend, v.row.state, label_value(v.row.state_text),
+                     label_value(v.row.message)], 1.0)
                 for n in v.row.notes[:MAX_NOTES_SHOWN]:
-                    note.add_metric([v.agent, v.backend, command_label(n.command), str(n.exit)],
-                                    float(n.count))
+                    note.add_metric([v.agent, v.backend, command_label(label_value(n.command)),
+                                     str(n.exit)], float(n.count))
                 for command, exit_key, count in v.failures:
                     failures.add_metric(
-                        [v.agent, v.backend, command_label(command), str(exit_key)], float(count))
+                        [v.agent, v.backend, command_label(label_value(command)), str(exit_key)],
+                        float(count))
                 raised.add_metric([v.agent, v.backend], float(v.notes_raised))
             for (backend, route, outcome), n in sorted(v.records.items()):
                 records.add_metric([v.agent, backend, route, outcome], float(n))
@@ -176,11 +182,11 @@ class MetricsCollector(Collector):
 
 
 def status_json(sidecar: "Sidecar") -> bytes:
-    """The ``GET /status`` body: ``{"rows": [...]}`` as :meth:`Row.to_json` gives each row, one
-    line ending in a newline (so ``curl .../status`` does not run into the next prompt or
-    command output, as ``/healthz``'s ``ok`` does not)."""
-    return orjson.dumps({"rows": [row.to_json() for row in sidecar.rows()]},
-                        option=orjson.OPT_APPEND_NEWLINE)
+    """The ``GET /status`` body: ``{"rows": [...]}`` as :meth:`Row.to_json` gives each row, every
+    unprintable character escaped (:func:`sidecar.terminal.json_bytes`: the same JSON values, safe
+    in a terminal), one line ending in a newline (so ``curl .../status`` does not run into the
+    next prompt or command output, as ``/healthz``'s ``ok`` does not)."""
+    return json_bytes(orjson.dumps({"rows": [row.to_json() for row in sidecar.rows()]})) + b"\n"
 
 
 def _handler(sidecar: "Sidecar") -> type[BaseHTTPRequestHandler]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import random
 import string
 
 import pytest
 
+from sidecar import scrub as sc
 from sidecar.scrub import REDACTED, scrub
 
 _rng = random.Random(1234)
@@ -263,6 +265,14 @@ def _oracle_patterns() -> list[tuple[str, object, object]]:
     return out
 
 
+#: Plugins whose pattern has no boundary although the format has a fixed length: their tokens
+#: are drawn as whole words. An AWS access key ID is exactly 20 characters (gitleaks'
+#: aws-access-token rule bounds it with ``\b``); detect-secrets also flags the first 20 of a
+#: longer run of capitals and digits, which scrub() keeps (issue 16: ``ACCAB9X0QWERTY1234567890``
+#: became ``[REDACTED]7890``).
+WHOLE_WORD_PLUGINS = {"AWSKeyDetector"}
+
+
 def test_whatever_detect_secrets_flags_is_redacted() -> None:
     """For every shape-based detect-secrets plugin and each of its patterns, strings drawn from
     the pattern itself (printable ASCII) are put in a command; whenever the plugin flags the
@@ -276,8 +286,8 @@ def test_whatever_detect_secrets_flags_is_redacted() -> None:
     for name, plugin, pattern in patterns:
         @settings(max_examples=40, deadline=None, database=None,
                   suppress_health_check=list(HealthCheck))
-        @given(st.from_regex(pattern, alphabet=st.characters(min_codepoint=32,
-                                                             max_codepoint=126)))
+        @given(st.from_regex(pattern, alphabet=st.characters(min_codepoint=32, max_codepoint=126),
+                             fullmatch=name in WHOLE_WORD_PLUGINS))
         def check(token: str) -> None:
             command = f"curl -H 'X: {token}' https://example.com"
             if plugin.analyze_line(filename="cmd", line=command, line_number=1):
@@ -430,3 +440,114 @@ def test_new_rules_are_linear_cut_or_not(text: str) -> None:
         start = time.perf_counter()
         scrub(text, cut=cut)
         assert time.perf_counter() - start < 1.0
+
+
+# --- issue 16: tokens standing on their own, names that only mention a secret --------------------
+
+HEX = "0123456789abcdef"
+LOWER = string.ascii_lowercase + string.digits
+
+
+def _issue16_tokens() -> dict[str, str]:
+    """One token of each format the issue found leaking, built here (never a real token)."""
+    return {
+        "shopify": "shpat_" + rand(HEX, 32),
+        "heroku_v2": "HRKU-AA" + rand(B64URL, 58),
+        "digitalocean": "dop_v1_" + rand(HEX, 64),
+        "slack_refresh": "xoxe-1-" + rand(UPPER, 146),
+        "openshift": "sha256~" + rand(B64URL, 43),
+        "grafana_sa": "glsa_" + rand(ALNUM, 32) + "_" + rand(HEX, 8),
+        "sentry_user": "sntryu_" + rand(HEX, 64),
+        "notion": "ntn_" + rand(string.digits, 11) + rand(ALNUM, 35),
+        "hf_org": "api_org_" + rand(string.ascii_letters, 34),
+        "databricks": "dapi" + rand(HEX, 32),
+        "azure_ad": rand(ALNUM, 3) + "8Q~" + rand(ALNUM + "~._-", 34),
+        "harness": "pat." + rand(B64URL, 22) + "." + rand(ALNUM, 24) + "." + rand(ALNUM, 20),
+        "planetscale": "pscale_tkn_" + rand(B64URL, 43),
+        "atlassian": "ATATT3" + rand(B64URL, 186),
+        "doppler": "dp.pt." + rand(ALNUM, 43),
+        "linear": "lin_api_" + rand(ALNUM, 40),
+    }
+
+
+@pytest.mark.parametrize("kind", sorted(_issue16_tokens()))
+@pytest.mark.parametrize("template", [
+    "tool auth login {t}", "echo {t} | tool login --with-token", "printf '%s' '{t}' > credentials",
+    "tool config set value \"{t}\"", "CONFIG_VALUE={t} ./deploy.sh", "cat > creds <<EOF\n{t}\nEOF",
+    "curl -d '{{\"value\": \"{t}\"}}' https://x", "printf 'value: {t}\\n' >> values.yaml",
+    "curl 'https://x/v1?q={t}&page=2'",
+])
+def test_issue16_tokens_standing_on_their_own(kind: str, template: str) -> None:
+    """Each format is redacted wherever it stands (argument, piped in, quoted, after =, in a
+    heredoc, JSON, YAML, a URL), the command around it kept."""
+    token = _issue16_tokens()[kind]
+    out = scrub(template.format(t=token))
+    assert out == template.format(t=REDACTED)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("slack auth login xoxe-1-" + "A1" * 73, "slack auth login [REDACTED]"),
+    ("curl -X POST https://hooks.slack.com/triggers/T0ABC/123/" + "a1" * 16 + " -d @m.json",
+     "curl -X POST [REDACTED] -d @m.json"),
+    ("echo 'dropboxToken = \"" + "ab12" * 4 + "\"' >> .env", "echo 'dropboxToken = [REDACTED]' >> .env"),
+    ("cat > s.py <<'EOF'\nvar bitbucketToken string = \"k3y" + "x" * 29 + "\"\nEOF",
+     "cat > s.py <<'EOF'\nvar bitbucketToken string = [REDACTED]\nEOF"),
+    ("tee -a c.ini <<< 'System.setProperty(\"DROPBOX_TOKEN\", \"abc123def456ghi\")'",
+     "tee -a c.ini <<< 'System.setProperty(\"DROPBOX_TOKEN\", [REDACTED])'"),
+    ("echo '<herokuToken>\n  3f0c1e9a-5b7d-4c2e-9f1a-0b2c3d4e5f60\n</herokuToken>' >> c.xml",
+     "echo '<herokuToken>\n  [REDACTED]\n</herokuToken>' >> c.xml"),
+    ("echo 'const MessageBirdClientID = \"12345678-ABCD-ABCD-ABCD-1234567890AB\"' >> a.js",
+     "echo 'const MessageBirdClientID = [REDACTED]' >> a.js"),
+    ("echo 'api_token ::= \"s3cr3tvalue\"' >> Makefile", "echo 'api_token ::= [REDACTED]' >> Makefile"),
+    ("echo '$ETSYToken .= \"jwxz7ha47qa3ducs\"' >> a.php", "echo '$ETSYToken .= [REDACTED]' >> a.php"),
+    ("echo " + base64.b64encode(b"api:key-" + rand(LOWER, 30).encode()).decode() + " | base64 -d",
+     "echo [REDACTED] | base64 -d"),
+    ("kubectl apply -f - <<EOF\nkind: Secret\ndata:\n  extra: YWRtaW46cGFzc3dvcmQ=\n  tls.crt: |\n"
+     "    LS0tLS1CRUdJTiBDRVJU\nEOF",
+     "kubectl apply -f - <<EOF\nkind: Secret\ndata:\n  extra: [REDACTED]\n  tls.crt: |\n"
+     "    [REDACTED]\nEOF"),
+    ("curl -X POST --user \"{acd3c08b-74e8}\":\"{" + rand(ALNUM, 14) + "}\" https://x",
+     "curl -X POST --user \"{acd3c08b-74e8}\":[REDACTED] https://x"),
+    ("export BUNDLE_GEMS__CONTRIBSYS__COM=" + rand(HEX, 8) + ":" + rand(HEX, 8),
+     "export BUNDLE_GEMS__CONTRIBSYS__COM=[REDACTED]"),
+    ("mvn deploy -Dpassword=hunter2", "mvn deploy -Dpassword=[REDACTED]"),
+    ("echo PAſſWORD=hunter2", "echo PAſſWORD=[REDACTED]"),
+])
+def test_issue16_shapes_that_leaked(text: str, expected: str) -> None:
+    """Shapes gitleaks flagged after scrub (issue 16): a Slack configuration token and a
+    /triggers/ webhook, vendor-named assignments in code and config syntax (Go, Java, XML, PHP,
+    Makefile), a base64-encoded credential, a Kubernetes Secret manifest, curl's quoted user and
+    password, Bundler's gem-server credentials, a Java system property."""
+    assert scrub(text) == expected
+    assert scrub(expected) == expected
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("GITHUB_TOKEN", sc.SECRET), ("PGPASSWORD", sc.SECRET), ("SSHPASS", sc.SECRET),
+    ("mySecretString", sc.SECRET), ("todo_secret_do_not_commit", sc.SECRET),
+    ("auth.adminPassword", sc.SECRET), ("DB_PASSWORD_PROD", sc.SECRET), ("api-key", sc.SECRET),
+    ("TOKEN_TTL", sc.NOT_SECRET), ("PASSWORD_MIN_LENGTH", sc.NOT_SECRET),
+    ("SECRET_BACKEND", sc.NOT_SECRET), ("AUTH_MODE", sc.NOT_SECRET),
+    ("BASIC_AUTH_ENABLED", sc.NOT_SECRET), ("KEY_ID", sc.NOT_SECRET),
+    ("auth.existingSecret", sc.NOT_SECRET), ("GITHUB_TOKEN_FILE", sc.NOT_SECRET),
+    ("MAX_TOKENS", sc.NOT_SECRET), ("BYPASS", sc.NOT_SECRET), ("PWD", sc.NOT_SECRET),
+    ("key", sc.NOT_SECRET), ("auth.adminUser", sc.NOT_SECRET),
+    ("TWITTER_CONSUMER_KEY", sc.SECRET), ("SUMO_ACCESS_ID", sc.VENDOR),
+    ("MessageBirdClientID", sc.VENDOR), ("SENTRY_RELEASE", sc.NOT_SECRET),
+    ("DATADOG_SITE", sc.NOT_SECRET), ("build_dir", sc.NOT_SECRET),
+])
+def test_name_kind(name: str, kind: int) -> None:
+    """What a name says about its value (sidecar.scrub.name_kind)."""
+    assert sc.name_kind(name) == kind
+
+
+@pytest.mark.parametrize("kind, value, secret", [
+    (sc.SECRET, "hunter2", True), (sc.SECRET, "'two words'", True), (sc.SECRET, "true", False),
+    (sc.SECRET, "''", False), (sc.SECRET, "$GH_TOKEN", False), (sc.SECRET, "${NPM_TOKEN}", False),
+    (sc.SECRET, "[REDACTED]", False), (sc.SECRET, "$(cat f)", True),
+    (sc.VENDOR, "su9OL59biWiJu7", True), (sc.VENDOR, "datadoghq.eu", False),
+    (sc.VENDOR, "v1.2.3", False), (sc.NOT_SECRET, "hunter2", False),
+])
+def test_value_is_secret(kind: int, value: str, secret: bool) -> None:
+    """Which values of a name of each kind are redacted (sidecar.scrub.value_is_secret)."""
+    assert sc.value_is_secret(kind, value) is secret
