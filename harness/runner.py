@@ -295,7 +295,7 @@ def _sqlite_copy(path: Path, target: Path) -> str:
                 values = {n: (v.decode("utf-8", "replace") if isinstance(v, bytes) else v)
                           for n, v in zip(names, row)}
                 lines.append(json.dumps({"table": table, "row": values}, default=str))
-        copy.create_function("scrub", 1, scrub, deterministic=True)
+        copy.create_function("scrub", 1, scrub_json, deterministic=True)
         for table in tables:
             for column in [r[1] for r in copy.execute(f'PRAGMA table_info("{table}")')]:
                 copy.execute(f'UPDATE "{table}" SET "{column}" = scrub("{column}") '
@@ -307,6 +307,63 @@ def _sqlite_copy(path: Path, target: Path) -> str:
     finally:
         source.close()
         copy.close()
+
+
+def _scrub_value(key: str, value: Any) -> Any:
+    """``value`` of ``key`` in a JSON object, scrubbed with the key as its context (so the
+    name-says-secret rules see ``"api_key": "..."``): a string whose pair the scrubber changes
+    becomes what the scrubbed pair holds, or ``"[REDACTED]"`` when the scrubbed pair is no
+    longer the same one-key JSON object."""
+    if not isinstance(value, str):
+        return _scrub_node(value)
+    pair = json.dumps({key: value}, ensure_ascii=False)
+    done = scrub(pair)
+    if done == pair:
+        return value
+    try:
+        back = json.loads(done)
+    except ValueError:
+        return "[REDACTED]"
+    return back[key] if isinstance(back, dict) and list(back) == [key] else "[REDACTED]"
+
+
+def _scrub_node(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {scrub(k): _scrub_value(k, v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_scrub_node(v) for v in node]
+    return scrub(node) if isinstance(node, str) else node
+
+
+def scrub_json(text: str) -> str:
+    """``text`` scrubbed so that JSON stays JSON: a JSON object or array (a whole document, or
+    every non-empty line of a JSON Lines file) is scrubbed value by value, each string with its
+    key (:func:`_scrub_value`), and a line only re-written when something in it changed; any
+    other text is scrubbed as a whole (:func:`sidecar.scrub.scrub`). The scrubber replaces a
+    quoted secret with a bare ``[REDACTED]``, which would leave a session copy or transcript
+    line that no reader can parse (seen on Claude Code 2.1.332's transcript)."""
+    def parsed(line: str) -> Any:
+        if not line.lstrip().startswith(("{", "[")):
+            raise ValueError("not a JSON container")
+        return json.loads(line)
+
+    try:
+        return json.dumps(_scrub_node(parsed(text)), ensure_ascii=False) \
+            if scrub(text) != text else text
+    except ValueError:
+        pass
+    lines = text.split("\n")
+    try:
+        docs = [parsed(line) if line.strip() else None for line in lines]
+    except ValueError:
+        return scrub(text)
+    out = []
+    for line, doc in zip(lines, docs):
+        if doc is None or scrub(line) == line:
+            out.append(line)
+        else:
+            out.append(json.dumps(_scrub_node(doc), ensure_ascii=False, separators=(",", ":")))
+    return "\n".join(out)
 
 
 def _copy_sessions(backend: Backend, home: Path, dest: Path) -> list[str]:
@@ -330,7 +387,7 @@ def _copy_sessions(backend: Backend, home: Path, dest: Path) -> list[str]:
                 target = target.with_name(target.name + ".jsonl")
             else:
                 text = path.read_text(encoding="utf-8", errors="replace")
-            target.write_text(scrub(text))
+            target.write_text(scrub_json(text))
     return found
 
 
@@ -497,7 +554,7 @@ def _run_verdict_scenario(backend: Backend, binary: Path, root: Path, scenario: 
         "session_files": _copy_sessions(backend, home, dest),
     })
     if transcript:
-        text = scrub(stdout_path.read_bytes().decode("utf-8", "replace"))
+        text = scrub_json(stdout_path.read_bytes().decode("utf-8", "replace"))
         dest.mkdir(parents=True, exist_ok=True)
         (dest / "transcript.jsonl").write_text(text)
         lines = text.splitlines()

@@ -155,6 +155,12 @@ _VENDOR_META = (_META_AFTER - {"id", "ids"}) | {"release", "environment", "site"
                               "tag", "image", "repo", "branch", "sha", "commit", "build", "job"}
 _TOKEN_VALUE = re.compile(r"[A-Za-z0-9_=+/.~%:|-]{12,}")
 _REFERENCE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
+#: An environment variable's name given as the value (Claude Code's stream-json
+#: ``"apiKeySource":"ANTHROPIC_API_KEY"``, ``--token-env GITHUB_TOKEN``): two or more
+#: ``_``-joined words of capitals (two or more in the first), digits only at a word's end
+#: (``V2``); it names a secret, never holds one (a token's random characters do not fall into
+#: that shape).
+_VARIABLE_NAME = re.compile(r"[A-Z]{2,}[0-9]*(?:_[A-Z]+[0-9]*)+")
 #: Values that are no secret whatever the name: switches, nothing, or a variable's name.
 _PLAIN_VALUES = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null", "nil",
                            "enabled", "disabled", "0", "1", "", "''", '""', "``"})
@@ -205,13 +211,14 @@ def _unquoted(value: str) -> str:
 
 def value_is_secret(kind: int, value: str) -> bool:
     """Whether ``value`` (quoted or not) of a name of ``kind`` (:func:`name_kind`) is redacted:
-    any value of a :data:`SECRET` name but a switch, an empty one, ``[REDACTED]`` or a bare
-    ``$VAR``; a token-shaped value (twelve or more token characters, a digit among them) of a
+    any value of a :data:`SECRET` name but a switch, an empty one, ``[REDACTED]``, a bare
+    ``$VAR`` or a variable's name (``ANTHROPIC_API_KEY``); a token-shaped value (twelve or more token characters, a digit among them) of a
     :data:`VENDOR` name."""
     if kind == NOT_SECRET or value.startswith(REDACTED):
         return False
     inner = _unquoted(value)
-    if inner.lower() in _PLAIN_VALUES or inner.startswith(REDACTED) or _REFERENCE.fullmatch(inner):
+    if inner.lower() in _PLAIN_VALUES or inner.startswith(REDACTED) or _REFERENCE.fullmatch(inner) \
+            or _VARIABLE_NAME.fullmatch(inner):
         return False
     if kind == VENDOR:
         return bool(_TOKEN_VALUE.fullmatch(inner)) and any(c.isdigit() for c in inner)

@@ -190,3 +190,26 @@ def test_failing_command_recorded_by_the_backends_route(backend: str) -> None:
         assert first["records"] == []
         assert [(r["command"], r["exit"], r["failed"]) for r in first["session_records"]] == [
             ("ls /nonexistent", 2, True)]
+
+
+def test_scrubbed_session_copies_and_transcripts_stay_json() -> None:
+    """The harness scrubs what it keeps so that JSON stays JSON (the scrubber writes a quoted
+    secret as a bare [REDACTED]): each JSON line is scrubbed value by value with its key as
+    context, an unchanged line keeps its bytes, and other text is scrubbed as a whole."""
+    from harness.runner import scrub_json
+    from sidecar.scrub import scrub
+
+    token = "ghp_" + "Ab3" * 12
+    lines = ['{"type":"x", "note": "unchanged \\u00e9"}',
+             json.dumps({"password": "hunter" + "2hunter2", "n": 1}),
+             json.dumps({"message": {"content": [{"text": f"curl -H 'Authorization: token {token}'"}]}}),
+             ""]
+    out = scrub_json("\n".join(lines)).split("\n")
+    assert out[0] == lines[0] and out[3] == ""
+    assert json.loads(out[1]) == {"password": "[REDACTED]", "n": 1}
+    text = json.loads(out[2])["message"]["content"][0]["text"]
+    assert token not in text and text.startswith("curl -H 'Authorization: ")
+    assert scrub(lines[1]) != lines[1] and "hunter" not in out[1]
+    plain = f"not json: export GITHUB_TOKEN={token}\n{{broken"
+    assert scrub_json(plain) == scrub(plain)
+    assert json.loads(scrub_json(json.dumps({"api_key": "k" * 20})))["api_key"] == "[REDACTED]"

@@ -551,3 +551,21 @@ def test_name_kind(name: str, kind: int) -> None:
 def test_value_is_secret(kind: int, value: str, secret: bool) -> None:
     """Which values of a name of each kind are redacted (sidecar.scrub.value_is_secret)."""
     assert sc.value_is_secret(kind, value) is secret
+
+
+@pytest.mark.parametrize("text,expected", [
+    # Claude Code 2.1.332's stream-json init line names where its key comes from
+    ('{"apiKeySource":"ANTHROPIC_API_KEY","x":1}', '{"apiKeySource":"ANTHROPIC_API_KEY","x":1}'),
+    ("mytool --api-key-env GITHUB_TOKEN", "mytool --api-key-env GITHUB_TOKEN"),
+    ("export API_KEY=OPENAI_API_KEY", "export API_KEY=OPENAI_API_KEY"),
+    ("TOKEN=GH_TOKEN_V2", "TOKEN=GH_TOKEN_V2"),
+    # not a variable's name: digits inside a word, one word, lower case
+    ("export API_KEY=AB12_CD34EF", "export API_KEY=[REDACTED]"),
+    ("PASSWORD=HUNTER_2", "PASSWORD=[REDACTED]"),
+    ("export API_KEY=ANTHROPIC", "export API_KEY=[REDACTED]"),
+])
+def test_a_variables_name_as_the_value_is_kept(text: str, expected: str) -> None:
+    """A secret-named key whose value is an environment variable's name names the secret's
+    source and holds no secret (a real Claude Code transcript broke as JSON when its
+    ``apiKeySource`` value was redacted with its quotes)."""
+    assert scrub(text) == expected
