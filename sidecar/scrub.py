@@ -239,15 +239,17 @@ def _secret_assignment(name_group: int, value_group: int) -> Callable[[re.Match[
 
 def _assignment(m: re.Match[str]) -> str:
     """The replacement of :data:`_ASSIGNMENT`: the value goes when the name says secret. A
-    ``,`` separates a name and a value only when both are quoted (``setProperty("X_TOKEN",
-    "v")``); after a bare ``name:`` an unquoted value must end the line or the quoted text (a
+    ``,`` separates a name and a value only when both are quoted and they open a call's
+    arguments (``setProperty("X_TOKEN", "v")``) or the value is token-shaped (in a list,
+    ``["auth","batch"]`` is two words); after a bare ``name:`` an unquoted value must end the line or the quoted text (a
     YAML line; ``auth: fix token refresh`` is prose). A word between the name and the operator
     is a type (``var xToken string = v``) or, after a keyword, the name (``const xToken = v``):
     either may say secret."""
     value, op = m["value"], m["op"].strip()
     quoted = value[0] in "\"'`"
-    if op == "," and not (m["q"] and quoted):
-        return m[0]
+    if op == "," and not (m["q"] and quoted and (
+            m.string[:m.start()].rstrip().endswith("(") or value_is_secret(VENDOR, value))):
+        return m[0]  # in a list, "name", "value" needs a token-shaped value
     if op == ":" and not quoted and not m["q"] and not _LINE_END.match(m.string, m.end()):
         return m[0]
     kind = name_kind(m["name"])

@@ -569,3 +569,12 @@ def test_a_variables_name_as_the_value_is_kept(text: str, expected: str) -> None
     source and holds no secret (a real Claude Code transcript broke as JSON when its
     ``apiKeySource`` value was redacted with its quotes)."""
     assert scrub(text) == expected
+
+
+def test_a_json_list_of_words_is_no_assignment() -> None:
+    """Qwen Code's stream-json lists its commands (``["auth","batch",...]``): a secret-sounding
+    word before another quoted word in a list is no name and value; the quoted pair is an
+    assignment only as a call's first arguments."""
+    assert scrub('"slash_commands":["auth","batch","bug"]') == '"slash_commands":["auth","batch","bug"]'
+    value = "abcdef" + "123456"
+    assert scrub(f'setProperty("X_TOKEN", "{value}")') == 'setProperty("X_TOKEN", [REDACTED])'
