@@ -23,6 +23,7 @@ import time
 
 from harness import evidence as evidence_dirs
 from harness.backends import BACKENDS
+from harness.checks import LOOP_GUARDED
 from harness.runner import HarnessError, run_backend
 from sidecar.coverage import COVERAGE
 
@@ -74,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         # its settings is kept on its committed evidence here (run it by hand, or by drift).
         for name in [n for n in names if BACKENDS[n].looks_up]:
             print(f"{name}: not re-run by --covered: it looks up {BACKENDS[name].looks_up}; "
-                  f"its committed evidence stands (python -m harness run --backend {name})",
+                  f"its committed evidence stands (.venv/bin/python -m harness run --backend "
+                  f"{name})",
                   flush=True)
         names = [n for n in names if not BACKENDS[n].looks_up]
     if args.update:
@@ -112,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         version = evidence["version_output"].splitlines()[0] if evidence["version_output"] else "?"
         where = out / f"{name}.json"
         if ok:
+            if not note and name in LOOP_GUARDED:
+                note = (f"(none, as expected: its own loop guard stopped the repeated call after "
+                        f"{LOOP_GUARDED[name]} of 5)")
             print(f"{name}: recorded ({version}); note: {note or '(none)'}; wrote {where}",
                   flush=True)
         elif not expected:

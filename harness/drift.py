@@ -150,24 +150,45 @@ def table(rows: list[dict[str, Any]]) -> str:
                      for line in cells)
 
 
+def _earlier_rows(path: Path, replaced: set[str]) -> list[dict[str, Any]]:
+    """The rows of an earlier ``drift.json`` at ``path`` for backends not in ``replaced`` (a
+    row without its own ``checked`` date gets the file's); ``[]`` when there is none or it
+    cannot be read."""
+    try:
+        data = json.loads(path.read_text())
+        rows = [r for r in data["rows"] if isinstance(r, dict) and r.get("backend") not in replaced]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    return [{**r, "checked": r.get("checked") or data.get("date")} for r in rows]
+
+
 def main(names: list[str] | None = None, out: Path = DRIFT_JSON,
          lookup: Callable[[Backend], str] = newest_release,
          run: Callable[[Backend, str, Callable[[str], None]], Path] = run_newest,
          stream: Any = None) -> int:
     """Check the newest release of each backend (``names``, default every backend installed
-    from a registry), print the table and notes, write ``out`` (``{"date", "rows"}``); return 1
-    when a newest release that installs breaks a route, a reader or a verdict, else 0."""
+    from a registry), print the table and notes, and update ``out`` (``{"date", "rows"}``, each
+    row with its own ``checked`` date): the rows of the backends checked now replace theirs,
+    the others stay as an earlier run left them (``--backend NAME`` never drops the rest). A
+    named backend that is not installed from a registry is said and skipped. Returns 1 when a
+    newest release that installs breaks a route, a reader or a verdict, else 0."""
     stream = stream or sys.stdout
+    for name in names or ():
+        if BACKENDS[name].registry not in ("npm", "pypi"):
+            print(f"{name}: not installed from a registry ({BACKENDS[name].registry}): it runs "
+                  "the machine's own program, so there is no newer release to check",
+                  file=stream)
     chosen = [BACKENDS[n] for n in (names or BACKENDS)
               if BACKENDS[n].registry in ("npm", "pypi")]
     rows = []
+    today = time.strftime("%Y-%m-%d", time.gmtime())
     started = time.monotonic()
     for index, backend in enumerate(chosen, 1):
         def progress(text: str, index: int = index) -> None:
             print(f"[{index}/{len(chosen)} {time.monotonic() - started:6.1f}s] {text}",
                   file=stream, flush=True)
 
-        row = drift_row(backend, progress, lookup, run)
+        row = {**drift_row(backend, progress, lookup, run), "checked": today}
         verdict = "BROKEN" if row["broken"] else "ok" if row["installs"] else "not run"
         progress(f"{backend.name}: {verdict}")
         rows.append(row)
@@ -175,8 +196,11 @@ def main(names: list[str] | None = None, out: Path = DRIFT_JSON,
     for row in rows:
         if row["notes"]:
             print(f"{row['backend']}: {row['notes']}", file=stream)
-    out.write_text(json.dumps({"date": time.strftime("%Y-%m-%d", time.gmtime()),
-                               "rows": rows}, indent=2) + "\n")
-    print(f"wrote {out}", file=stream)
+    if rows:
+        kept = _earlier_rows(out, {r["backend"] for r in rows})
+        order = {name: i for i, name in enumerate(BACKENDS)}
+        merged = sorted(kept + rows, key=lambda r: order.get(r.get("backend"), len(order)))
+        out.write_text(json.dumps({"date": today, "rows": merged}, indent=2) + "\n")
+        print(f"wrote {out}", file=stream)
     return 1 if any(r["broken"] for r in rows) else 0
 

@@ -198,3 +198,29 @@ def test_summary_of_broken_evidence_fails_every_aspect_and_never_raises(tmp_path
     row = drift.drift_row(BACKENDS["claude"], lambda s: None, lambda b: "9",
                           lambda b, v, p: tmp_path)
     assert row["broken"] is True and row["problems"] == {}
+
+
+def test_a_partial_run_keeps_the_other_rows_and_a_system_backend_is_said(tmp_path):
+    """``--backend NAME`` replaces that backend's row and keeps the others as an earlier run
+    left them (with their own date); naming a backend that is not from a registry says so and
+    writes nothing."""
+    out = tmp_path / "drift.json"
+    out.write_text(json.dumps({"date": "2026-11-01", "rows": [
+        {"backend": "codex", "pinned": "0.1", "broken": False},
+        {"backend": "claude", "pinned": "old", "broken": True}]}))
+
+    def run(backend, release, progress):
+        return claude_root(release)
+
+    code = drift.main(["claude"], out=out, lookup=lambda b: "2.1.332", run=run,
+                      stream=io.StringIO())
+    data = json.loads(out.read_text())
+    assert code == 0 and [r["backend"] for r in data["rows"]] == ["claude", "codex"]
+    assert data["rows"][1] == {"backend": "codex", "pinned": "0.1", "broken": False,
+                               "checked": "2026-11-01"}
+    assert data["rows"][0]["checked"] == data["date"] and data["rows"][0]["broken"] is False
+    before = out.read_text()
+    stream = io.StringIO()
+    assert drift.main(["bash"], out=out, stream=stream) == 0
+    assert out.read_text() == before
+    assert "bash: not installed from a registry (system)" in stream.getvalue()
