@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import functools
 import re
 import string
@@ -122,13 +123,15 @@ _META_AFTER = frozenset({
     "audience", "issuer", "usage", "help", "prompt", "check", "validation", "user", "users",
     "username", "admin", "email", "account"})
 #: The part just before the secret word saying the name refers to a secret (a Kubernetes
-#: Secret's name) or switches one on or off.
+#: Secret's name; ``secretKeyRef.key``, the name of a key in a Secret) or switches one on or
+#: off.
 _META_BEFORE = frozenset({
     "existing", "use", "enable", "enabled", "disable", "disabled", "require", "required", "skip",
     "no", "allow", "rotate", "validate", "verify", "show", "generate", "mask", "hide", "redact",
     "has", "is", "max", "min", "num", "public", "pub", "sort", "partition", "primary", "foreign",
     "cache", "object", "routing", "shard", "range", "row", "idempotency", "dedup", "lookup",
-    "index", "unique", "cluster", "clustering", "composite", "hash"})
+    "index", "unique", "cluster", "clustering", "composite", "hash",
+    "ref"})
 #: A whole name that is no secret although a part ends like one: the shell's working
 #: directory; a bare "key" (a map's key, an S3 object's, AWS's ``Key=name,Values=...``; a long
 #: token-shaped value after it is still redacted by the IBM-style rule).
@@ -161,6 +164,11 @@ _REFERENCE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 #: (``V2``); it names a secret, never holds one (a token's random characters do not fall into
 #: that shape).
 _VARIABLE_NAME = re.compile(r"[A-Z]{2,}[0-9]*(?:_[A-Z]+[0-9]*)+")
+#: A command substitution ``$(cmd ...)``: the shell computes the value (``export
+#: GITHUB_TOKEN=$(gh auth token)``), so the text holds none; the command's own text is scrubbed
+#: like any other. Not one that prints a literal (``$(echo VALUE)``), nor the backquoted form:
+#: a backquoted value is a Go or JavaScript raw string as often (``xToken := `VALUE` ``).
+_SUBSTITUTION = re.compile(r"\$\((?!\s*(?:echo|printf)\b)[^()`]*\)")
 #: Values that are no secret whatever the name: switches, nothing, or a variable's name.
 _PLAIN_VALUES = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null", "nil",
                            "enabled", "disabled", "0", "1", "", "''", '""', "``"})
@@ -212,13 +220,14 @@ def _unquoted(value: str) -> str:
 def value_is_secret(kind: int, value: str) -> bool:
     """Whether ``value`` (quoted or not) of a name of ``kind`` (:func:`name_kind`) is redacted:
     any value of a :data:`SECRET` name but a switch, an empty one, ``[REDACTED]``, a bare
-    ``$VAR`` or a variable's name (``ANTHROPIC_API_KEY``); a token-shaped value (twelve or more token characters, a digit among them) of a
+    ``$VAR``, a variable's name (``ANTHROPIC_API_KEY``) or a command substitution
+    (:data:`_SUBSTITUTION`); a token-shaped value (twelve or more token characters, a digit among them) of a
     :data:`VENDOR` name."""
     if kind == NOT_SECRET or value.startswith(REDACTED):
         return False
     inner = _unquoted(value)
     if inner.lower() in _PLAIN_VALUES or inner.startswith(REDACTED) or _REFERENCE.fullmatch(inner) \
-            or _VARIABLE_NAME.fullmatch(inner):
+            or _VARIABLE_NAME.fullmatch(inner) or _SUBSTITUTION.fullmatch(inner):
         return False
     if kind == VENDOR:
         return bool(_TOKEN_VALUE.fullmatch(inner)) and any(c.isdigit() for c in inner)
@@ -244,7 +253,9 @@ def _assignment(m: re.Match[str]) -> str:
     ``["auth","batch"]`` is two words); after a bare ``name:`` an unquoted value must end the line or the quoted text (a
     YAML line; ``auth: fix token refresh`` is prose). A word between the name and the operator
     is a type (``var xToken string = v``) or, after a keyword, the name (``const xToken = v``):
-    either may say secret."""
+    either may say secret. An unquoted value that is called (``token = get_token()``) or an
+    attribute path (:data:`_ATTRIBUTE_PATH`) is code, no literal, and stays; so does
+    kubectl's ``--from-file=KEY=PATH`` (:func:`_names_a_file`)."""
     value, op = m["value"], m["op"].strip()
     quoted = value[0] in "\"'`"
     if op == "," and not (m["q"] and quoted and (
@@ -252,12 +263,100 @@ def _assignment(m: re.Match[str]) -> str:
         return m[0]  # in a list, "name", "value" needs a token-shaped value
     if op == ":" and not quoted and not m["q"] and not _LINE_END.match(m.string, m.end()):
         return m[0]
+    if _names_a_file(m.string, m.start()):
+        return m[0]
     kind = name_kind(m["name"])
     if kind != SECRET and m["word"]:  # "const NAME = v": the name is the second word
         kind = max(kind, name_kind(m["word"]))
     if not value_is_secret(kind, value):
         return m[0]
+    if not quoted and (m.string.startswith("(", m.end()) or _ATTRIBUTE_PATH.fullmatch(value)):
+        return m[0]  # code: a call (token = get_token()) or an attribute (process.env.TOKEN)
     return m[0][: m.start("value") - m.start()] + REDACTED
+
+
+#: An attribute path in code (``process.env.NPM_TOKEN``, ``settings.SECRET_KEY``): a lower-case
+#: object's name and one or more attributes; a value, not a literal secret.
+_ATTRIBUTE_PATH = re.compile(r"[a-z_$][a-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+")
+
+
+#: A text's quoted parts (``'...'``; ``"..."`` with its backslash escapes; group 1 or 2 is the
+#: closing quote when there is one) and, outside quotes, backslash escapes and other runs.
+_QUOTED_PART = re.compile(r"""'[^']*(')?|"(?:\\.|[^"\\])*(")?|\\.|[^'"\\]+""", re.S)
+
+
+@functools.lru_cache(maxsize=8)
+def _closed_quotes(text: str) -> tuple[list[int], list[int]]:
+    """The opening quotes' positions in ``text`` (ascending) and, for each, its closing quote's
+    position, or -1 when the text ends inside the quoted part (shell quoting, POSIX 2.2)."""
+    starts: list[int] = []
+    closes: list[int] = []
+    for q in _QUOTED_PART.finditer(text):
+        if q[0][0] in "'\"":
+            starts.append(q.start())
+            closes.append(q.end() - 1 if q.lastindex else -1)
+    return starts, closes
+
+
+#: The ``NAME=`` of a shell assignment (group 1 the name); its rule's pattern adds the word.
+_SHELL_NAME = (r"(?<![A-Za-z0-9_])(?<!--)([A-Za-z_" + _ODD + r"][A-Za-z0-9_" + _ODD + r"]{0,127})="
+               r"(?!\[REDACTED\])")
+_SHELL_NAME_RE = re.compile(_SHELL_NAME)
+
+
+def _names_a_file(text: str, start: int) -> bool:
+    """Whether the ``KEY=PATH`` at ``start`` of ``text`` is kubectl's ``--from-file`` (or
+    ``--from-env-file``) value: ``KEY`` names the Secret's key, ``PATH`` a file (kubectl create
+    secret generic's documented form)."""
+    return text.endswith(("--from-file=", "--from-file ", "--from-env-file="), 0, start)
+
+
+def _shell_assignments(pattern: re.Pattern[str], text: str) -> str:
+    """``text`` with the value of each ``NAME=value`` of ``pattern`` (group 1 the name, 2 the
+    shell word after ``=``) redacted when the name says secret (:func:`value_is_secret`).
+
+    An assignment inside a quoted word (``curl -d 'password=v' URL``, ``sh -c "TOKEN=v"``)
+    ends at that word's closing quote: the quote closes, it opens nothing, so what follows it
+    (the URL) stays and is searched again. ``pattern`` must begin with :data:`_SHELL_NAME`.
+    A ``KEY=PATH`` of kubectl's ``--from-file`` (and
+    ``--from-env-file``) names a file, no secret. Linear in the text's length (one search from
+    where the last value ended, one bisection into the quoted parts per assignment; 4 KB of
+    ``'TOKEN=x' `` pairs take 3 ms)."""
+    starts, closes = _closed_quotes(text)
+    out: list[str] = []
+    pos = 0
+    while (name := _SHELL_NAME_RE.search(text, pos)) is not None:
+        start = name.start()
+        i = bisect.bisect_left(starts, start) - 1
+        # Inside a quoted word the value may not pass its closing quote (the search stops
+        # there, so a text of many quoted assignments stays linear).
+        inside = i >= 0 and start < closes[i]
+        m = pattern.match(text, start, closes[i] if inside else len(text))
+        if m is None:  # no word after "=" (or the closing quote right after it)
+            pos = name.end()
+            continue
+        vstart, vend = m.span(2)
+        value = text[vstart:vend]
+        kind = NOT_SECRET if _names_a_file(text, start) else name_kind(m[1])
+        out.append(text[pos:vstart])
+        out.append(REDACTED if value and value_is_secret(kind, value) else value)
+        pos = max(vend, m.end(1) + 1)
+    if not out:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
+
+
+_shell_assignments.whole_text = True  # type: ignore[attr-defined]
+
+
+def apply_rule(pattern: re.Pattern[str], replacement: Replacement, text: str) -> str:
+    """One rule of :data:`_RULES` applied to ``text``: ``pattern.sub(replacement, text)``, or
+    ``replacement(pattern, text)`` for a replacement that reads the whole text
+    (:func:`_shell_assignments`)."""
+    if getattr(replacement, "whole_text", False):
+        return replacement(pattern, text)  # type: ignore[call-arg,arg-type]
+    return pattern.sub(replacement, text)
 
 
 #: What may follow the value of a bare ``name: value``: the end of the line or of the text, a
@@ -650,10 +749,9 @@ _RULES: tuple[tuple, ...] = (
     (re.compile(r"(\bgh\s+secret\s+set\b[^|;&\n]{0,200}?\s(?:--body|-b)(?:=|\s+))" + _WORD), _keep(1),
      _cs("secret"), _cs("-b")),
     # NAME=value (a shell word) where NAME says secret (:func:`name_kind`; the pattern matches
-    # every NAME=value, the replacement keeps those whose name does not).
-    (re.compile(r"(?<![A-Za-z0-9_])(?<!--)([A-Za-z_" + _ODD + r"][A-Za-z0-9_" + _ODD + r"]{0,127})="
-                r"(?!\[REDACTED\])(" + _WORD + ")"),
-     _secret_assignment(1, 2),
+    # every NAME=value, :func:`_shell_assignments` keeps those whose name does not, and ends a
+    # value at the closing quote of a quoted word holding the assignment).
+    (re.compile(_SHELL_NAME + "(" + _WORD + ")"), _shell_assignments,
      _ci("token", "secret", "pass", "pw", "key", "cred", "auth"), _cs("=")),
     # --password value / --token=value (a flag name ends at = or whitespace).
     (re.compile(r"(?i)(?<![\w-])(--(?!no-)(?:[a-z0-9]+-){0,4}" + _FLAG_NAME + r")(=|\s+)(?!\[REDACTED\])"
@@ -809,7 +907,7 @@ def scrub(text: str, cut: bool = False) -> str:
             else:
                 break  # a group without its needle: the pattern cannot match
         else:
-            changed = pattern.sub(replacement, text)
+            changed = apply_rule(pattern, replacement, text)
             if changed != text:
                 text = changed
                 hay[0], hay[1] = text, _fold(text)

@@ -544,7 +544,8 @@ def test_name_kind(name: str, kind: int) -> None:
 @pytest.mark.parametrize("kind, value, secret", [
     (sc.SECRET, "hunter2", True), (sc.SECRET, "'two words'", True), (sc.SECRET, "true", False),
     (sc.SECRET, "''", False), (sc.SECRET, "$GH_TOKEN", False), (sc.SECRET, "${NPM_TOKEN}", False),
-    (sc.SECRET, "[REDACTED]", False), (sc.SECRET, "$(cat f)", True),
+    (sc.SECRET, "[REDACTED]", False), (sc.SECRET, "$(cat f)", False),
+    (sc.SECRET, "$(echo v)", True),
     (sc.VENDOR, "su9OL59biWiJu7", True), (sc.VENDOR, "datadoghq.eu", False),
     (sc.VENDOR, "v1.2.3", False), (sc.NOT_SECRET, "hunter2", False),
 ])
