@@ -121,7 +121,7 @@ _META_AFTER = frozenset({
     "selector", "annotation", "hint", "pattern", "regex", "rotation", "strategy", "schema",
     "prefix", "suffix", "env", "var", "vars", "keyring", "table", "bucket",
     "audience", "issuer", "usage", "help", "prompt", "check", "validation", "user", "users",
-    "username", "admin", "email", "account"})
+    "username", "admin", "email", "account", "helper", "helpers"})
 #: The part just before the secret word saying the name refers to a secret (a Kubernetes
 #: Secret's name; ``secretKeyRef.key``, the name of a key in a Secret) or switches one on or
 #: off.
@@ -164,6 +164,9 @@ _REFERENCE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 #: (``V2``); it names a secret, never holds one (a token's random characters do not fall into
 #: that shape).
 _VARIABLE_NAME = re.compile(r"[A-Z]{2,}[0-9]*(?:_[A-Z]+[0-9]*)+")
+#: ``@PATH``: the value is read from a file (Vault's ``key=@file``, HTTPie's ``field=@file``,
+#: curl's ``-d @file``); a path with a ``/`` or a file extension.
+_AT_FILE = re.compile(r"@[A-Za-z0-9_.~/-]*(?:/[A-Za-z0-9_.-]+|\.[A-Za-z0-9]{1,5})")
 #: A command substitution ``$(cmd ...)``: the shell computes the value (``export
 #: GITHUB_TOKEN=$(gh auth token)``), so the text holds none; the command's own text is scrubbed
 #: like any other. Not one that prints a literal (``$(echo VALUE)``), nor the backquoted form:
@@ -220,13 +223,14 @@ def _unquoted(value: str) -> str:
 def value_is_secret(kind: int, value: str) -> bool:
     """Whether ``value`` (quoted or not) of a name of ``kind`` (:func:`name_kind`) is redacted:
     any value of a :data:`SECRET` name but a switch, an empty one, ``[REDACTED]``, a bare
-    ``$VAR``, a variable's name (``ANTHROPIC_API_KEY``) or a command substitution
-    (:data:`_SUBSTITUTION`); a token-shaped value (twelve or more token characters, a digit among them) of a
+    ``$VAR``, a variable's name (``ANTHROPIC_API_KEY``), a command substitution
+    (:data:`_SUBSTITUTION`) or a file's ``@PATH`` (:data:`_AT_FILE`); a token-shaped value (twelve or more token characters, a digit among them) of a
     :data:`VENDOR` name."""
     if kind == NOT_SECRET or value.startswith(REDACTED):
         return False
     inner = _unquoted(value)
     if inner.lower() in _PLAIN_VALUES or inner.startswith(REDACTED) or _REFERENCE.fullmatch(inner) \
+            or _AT_FILE.fullmatch(inner) \
             or _VARIABLE_NAME.fullmatch(inner) or _SUBSTITUTION.fullmatch(inner):
         return False
     if kind == VENDOR:
@@ -439,14 +443,41 @@ def _user_password(command: str, flag: str, sep: str) -> re.Pattern[str]:
                       + r"(?(2)(?:\\.|(?!\2)[^\\])*|" + _WORD + ")")
 
 
+def _header_value(m: re.Match[str]) -> str:
+    """The replacement of the credential-header rule: the value goes (a scheme word before it
+    stays), unless it is a bare ``$VAR`` (``Authorization: Bearer $TOKEN``)."""
+    if _is_reference(m[0].split()[-1]):
+        return m[0]
+    return f"{m[1]}{m[2]}{m[3] + ' ' if m[3] else ''}{REDACTED}"
+
+
+def _is_reference(value: str) -> bool:
+    """Whether ``value`` (quoted or not) is a bare ``$VAR``/``${VAR}``: the shell puts the
+    secret in when it runs the command, the text holds only the variable's name (two commands
+    differing in it stay two)."""
+    return bool(_REFERENCE.fullmatch(_unquoted(value)))
+
+
 def _keep_user(sep: str) -> Callable[[re.Match[str]], str]:
-    """The replacement of a :func:`_user_password` rule: the password goes, the user stays."""
-    return lambda m: f"{m[1]}{m[2] or ''}{m[3]}{sep}{REDACTED}"
+    """The replacement of a :func:`_user_password` rule: the password goes, the user stays; a
+    password given as a bare ``$VAR`` (:func:`_is_reference`) stays too."""
+    def replace(m: re.Match[str]) -> str:
+        if _is_reference(m[0][m.end(3) - m.start() + len(sep):]):
+            return m[0]
+        return f"{m[1]}{m[2] or ''}{m[3]}{sep}{REDACTED}"
+    return replace
 
 
 def _keep(*groups: int) -> Callable[[re.Match[str]], str]:
-    """A replacement keeping the given groups (context) and redacting the rest of the match."""
-    return lambda m: "".join(m[g] or "" for g in groups) + REDACTED
+    """A replacement keeping the given groups (context) and redacting the rest of the match;
+    when the groups are one prefix of the match and the rest is a bare ``$VAR``
+    (:func:`_is_reference`: ``docker login -p $PW``, ``mysql -p$MYSQL_PW``), all stays."""
+    def replace(m: re.Match[str]) -> str:
+        if len(groups) == 1 and m.start(groups[0]) == m.start() \
+                and _is_reference(m[0][m.end(groups[0]) - m.start():]):
+            return m[0]
+        return "".join(m[g] or "" for g in groups) + REDACTED
+    return replace
 
 
 #: Where a needle is looked for (see :func:`_cs`, :func:`_ci`).
@@ -671,7 +702,7 @@ _RULES: tuple[tuple, ...] = (
                 r"|credentials?))"
                 r"((?:\s|\\ )*:(?:\s|\\ )*)(?>(?:(bearer|basic|token|digest|negotiate)(?:\s|\\ )+)?)"
                 r"(?!\[REDACTED\])(?:\\ |[^\s'\"])+"),
-     lambda m: f"{m[1]}{m[2]}{m[3] + ' ' if m[3] else ''}{REDACTED}",
+     _header_value,
      _ci("authorization", "apikey", "api-key", "cookie", "-token", "-key", "-secret", "-auth",
          "-pass", "-credential"), _cs(":")),
     # Bearer and Basic credentials anywhere else (Basic: base64 with a digit or + / =, so

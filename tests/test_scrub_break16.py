@@ -72,3 +72,30 @@ def test_distinct_commands_stay_distinct(a: str, b: str) -> None:
 ])
 def test_literal_secrets_beside_them_still_go(text: str, expected: str) -> None:
     assert scrub(text) == expected
+
+
+@pytest.mark.parametrize("a, b", [
+    # A bare $VAR holds no secret (NAME=$VAR was kept already; the positional rules took it).
+    ('curl -H "Authorization: Bearer $TOKEN" https://api.x/u',
+     'curl -H "Authorization: Bearer $GH_TOKEN" https://api.x/u'),
+    ('curl -u "$USER:$PASS" https://x/a', 'curl -u "$USER:$PASSWORD" https://x/a'),
+    ("docker login -u u -p $PW r.io", "docker login -u u -p $REG_PW r.io"),
+    ("mysql -u root -p$MYSQL_PW db", "mysql -u root -p$PW db"),
+    # git's credential.helper names a program; Vault's key=@file reads a file.
+    ("git -c credential.helper=store fetch", "git -c credential.helper=cache fetch"),
+    ("vault kv put secret/app password=@pw1.txt", "vault kv put secret/app password=@pw2.txt"),
+])
+def test_references_and_helpers_stay(a: str, b: str) -> None:
+    assert (scrub(a), scrub(b)) == (a, b)
+
+
+@pytest.mark.parametrize("text, expected", [
+    (f'curl -H "Authorization: Bearer {PW}abcdef" https://x',
+     f'curl -H "Authorization: Bearer {REDACTED}" https://x'),
+    (f"docker login -u u -p {PW} r.io", f"docker login -u u -p {REDACTED} r.io"),
+    (f"mysql -u root -p{PW} db", f"mysql -u root -p{REDACTED} db"),
+    (f'curl -u "bob:{PW}" https://x', f'curl -u "bob:{REDACTED}" https://x'),
+    (f"vault kv put secret/app password=@{PW}", f"vault kv put secret/app password={REDACTED}"),
+])
+def test_literal_credentials_in_those_places_still_go(text: str, expected: str) -> None:
+    assert scrub(text) == expected
