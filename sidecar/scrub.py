@@ -170,8 +170,10 @@ _AT_FILE = re.compile(r"@[A-Za-z0-9_.~/-]*(?:/[A-Za-z0-9_.-]+|\.[A-Za-z0-9]{1,5}
 #: A command substitution ``$(cmd ...)``: the shell computes the value (``export
 #: GITHUB_TOKEN=$(gh auth token)``), so the text holds none; the command's own text is scrubbed
 #: like any other. Not one that prints a literal (``$(echo VALUE)``), nor the backquoted form:
-#: a backquoted value is a Go or JavaScript raw string as often (``xToken := `VALUE` ``).
-_SUBSTITUTION = re.compile(r"\$\((?!\s*(?:echo|printf)\b)[^()`]*\)")
+#: a backquoted value is a Go or JavaScript raw string as often (``xToken := `VALUE` ``). One
+#: whose closing parenthesis a cut text's last word took (``$(gh auth [REDACTED]``) is one too,
+#: so scrub stays idempotent on cut texts.
+_SUBSTITUTION = re.compile(r"\$\((?!\s*(?:echo|printf)\b)[^()`]*(?:\)|(?<=\[REDACTED\]))")
 #: Values that are no secret whatever the name: switches, nothing, or a variable's name.
 _PLAIN_VALUES = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null", "nil",
                            "enabled", "disabled", "0", "1", "", "''", '""', "``"})

@@ -99,3 +99,12 @@ def test_references_and_helpers_stay(a: str, b: str) -> None:
 ])
 def test_literal_credentials_in_those_places_still_go(text: str, expected: str) -> None:
     assert scrub(text) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("export GITHUB_TOKEN=$(gh auth token)", f"export GITHUB_TOKEN=$(gh auth {REDACTED}"),
+    ('"password=$(gh auth token)"', f'"password=$(gh auth {REDACTED}'),
+])
+def test_a_cut_substitution_is_scrubbed_once_for_all(text: str, expected: str) -> None:
+    assert scrub(text, cut=True) == expected
+    assert scrub(expected, cut=True) == expected
