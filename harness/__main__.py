@@ -23,7 +23,7 @@ import time
 
 from harness import evidence as evidence_dirs
 from harness.backends import BACKENDS
-from harness.checks import LOOP_GUARDED
+from harness.checks import LOOP_GUARDED, session_route
 from harness.runner import HarnessError, run_backend
 from sidecar.coverage import COVERAGE
 
@@ -33,8 +33,7 @@ def _failing_recorded(evidence: dict) -> bool:
     result: the hook's records (``bash_env``), or what the session-log reader found where the
     session log is the route (``<backend>_session_log``, C3)."""
     first = evidence["runs"][0]
-    row = COVERAGE.get(evidence["backend"])
-    if row is not None and row.route.endswith("_session_log"):
+    if session_route(evidence["backend"]):
         return any(r["command"] == first["command"] and r["failed"]
                    for r in first.get("session_records") or ())
     return any(r["normalized"] == first["command"] and r["exit"] not in (0, None)

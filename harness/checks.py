@@ -108,15 +108,21 @@ def applies(backend: str) -> dict[str, bool]:
             "verdicts": reader and backend in SESSION_VERDICTS}
 
 
+def session_route(backend: str) -> bool:
+    """Whether ``backend``'s session log is its record route (``<backend>_session_log`` in the
+    coverage table, C3: omp), so its reader's calls, not the hook's records, are what it
+    recorded."""
+    row = COVERAGE.get(backend)
+    return row is not None and row.route.endswith("_session_log")
+
+
 def _route(backend: str, data: dict[str, Any]) -> list[str]:
     problems = []
-    row = COVERAGE.get(backend)
-    session_route = row is not None and row.route.endswith("_session_log")
     guard = LOOP_GUARDED.get(backend)
     for i, run in enumerate(data.get("runs", [])):
         times = min(run["repeat"], guard) if guard else run["repeat"]
         want = [(run["command"], EXITS[run["command"]])] * times
-        if session_route:
+        if session_route(backend):
             # a session log may give no exit number for a success, only that it did not fail
             got = [(r["command"], 0 if r["exit"] is None and r["failed"] is False else r["exit"])
                    for r in run.get("session_records") or ()]
@@ -159,20 +165,20 @@ def _homes(data: dict[str, Any], base: Path) -> list[tuple[str, Path]]:
 
 def _readers(backend: str, data: dict[str, Any], base: Path) -> tuple[list[str], int]:
     problems, ignored = [], 0
-    for label, home in _homes(data, base):
+    homes = _homes(data, base)
+    for label, home in homes:
         result = _poll(backend, home)
         ignored += result.ignored
         if result.errors:
             problems.append(f"{label}: reader errors {dict(sorted(result.errors.items()))}")
-        if label == "shell run" and not (COVERAGE.get(backend) and
-                                         COVERAGE[backend].route.endswith("_session_log")):
+        if label == "shell run" and not session_route(backend):
             ends = [(e.command, e.exit, e.failed) for e in result.events if e.kind == SHELL_END]
             want = [("ls /nonexistent", 2, True)] * 5
             got = [(normalize(c, backend), x, f) for c, x, f in ends]
             if got != want:
                 problems.append(f"shell run: the reader found {_short(got)}, expected "
                                 f"{_short(want)}")
-    if not _homes(data, base):
+    if not homes:
         problems.append("no session files captured")
     return problems, ignored
 
@@ -201,17 +207,22 @@ def summary(backend: str, root: Path) -> dict[str, str]:
     try:
         found = check(backend, root)
     except UNREADABLE as exc:
-        reason = f"FAIL: evidence unreadable ({exc.__class__.__name__}: {exc})"
-        return {a: reason for a in ASPECTS} | {"notes": ""}
+        return unreadable(exc)
+    return summarize(backend, found)
+
+
+def unreadable(exc: BaseException) -> dict[str, str]:
+    """The :func:`summary` of evidence :func:`check` could not read (``exc``, one of
+    :data:`UNREADABLE`): every aspect fails with the reason."""
+    reason = f"FAIL: evidence unreadable ({exc.__class__.__name__}: {exc})"
+    return {a: reason for a in ASPECTS} | {"notes": ""}
+
+
+def summarize(backend: str, found: dict[str, list[str]]) -> dict[str, str]:
+    """:func:`summary` of what :func:`check` found for ``backend``, without checking again."""
     scope = applies(backend)
     out = {a: ("n/a" if not scope[a] else "ok" if not found[a] else f"FAIL: {found[a][0]}")
            for a in ASPECTS}
     out["notes"] = "; ".join(found["notes"])
     return out
-
-
-def check_tree(root: Path, backends: list[str] | None = None) -> dict[str, dict[str, list[str]]]:
-    """:func:`check` for every backend with evidence under ``root`` (or those named)."""
-    names = backends or sorted(p.stem for p in root.glob("*.json"))
-    return {name: check(name, root) for name in names}
 

@@ -125,11 +125,13 @@ def _row(backend: Backend, progress: Callable[[str], None],
         row["notes"] = str(exc)
         return row
     row["installs"] = True
-    row.update(checks.summary(backend.name, root))
     try:
-        row["problems"] = {k: v for k, v in checks.check(backend.name, root).items() if v}
-    except checks.UNREADABLE:
-        row["problems"] = {}
+        found = checks.check(backend.name, root)
+    except checks.UNREADABLE as exc:
+        row.update(checks.unreadable(exc))
+    else:
+        row.update(checks.summarize(backend.name, found))
+        row["problems"] = {k: v for k, v in found.items() if v}
     row["broken"] = any(str(row[a]).startswith("FAIL") for a in checks.ASPECTS)
     return row
 
