@@ -12,7 +12,12 @@
 # stage's install step in a local virtualenv. Building, tagging and pushing it, and the chart
 # value that names it (image.reference): docs/image.md.
 
-FROM python:3.11.14-slim-bookworm AS build
+# The base: the official image, pinned. BASE swaps in another with the same layout (Python 3.11
+# at /usr/local/bin/python3), as the real-node tests do with one built from Debian packages
+# (tests/kube/images), since no registry is reachable there.
+ARG BASE=python:3.11.14-slim-bookworm
+
+FROM ${BASE} AS build
 
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
@@ -20,15 +25,19 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
 
 WORKDIR /src
 RUN python -m venv /opt/venv
+# The dependencies exactly as pinned, with their hashes (requirements.lock), first: a layer that
+# only changes with the lock.
+COPY requirements.lock ./
+RUN /opt/venv/bin/pip install --no-cache-dir --require-hashes -r requirements.lock
 COPY pyproject.toml README.md ./
 COPY sidecar/ sidecar/
 COPY hooks/ hooks/
-# The package and its dependencies, then pip and setuptools leave the virtualenv: nothing at
-# run time installs anything.
-RUN /opt/venv/bin/pip install --no-cache-dir . \
+# The package alone, built with the pinned setuptools; then pip and setuptools leave the
+# virtualenv: nothing at run time installs anything.
+RUN /opt/venv/bin/pip install --no-cache-dir --no-deps --no-build-isolation . \
     && /opt/venv/bin/pip uninstall --yes pip setuptools
 
-FROM python:3.11.14-slim-bookworm
+FROM ${BASE}
 
 ARG VERSION=0.1.0
 LABEL org.opencontainers.image.title="repeat-failure" \

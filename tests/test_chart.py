@@ -1011,6 +1011,26 @@ def test_prometheus_rule_is_the_rules_file() -> None:
     assert not of_kind(render(), "PrometheusRule")
 
 
+def test_prometheus_rule_alert_for_overrides() -> None:
+    """``monitoring.prometheusRule.alertFor`` replaces the ``for`` of the alerts it names and no
+    other (the real-node test uses it to see an alert fire within a test's time, issue 18); a
+    name no rule has, or a value that is not a Prometheus duration, fails the install."""
+    groups = yaml.safe_load(RULES_FILE.read_text())["groups"]
+    rule = one(render("monitoring.prometheusRule.enabled=true",
+                      "monitoring.prometheusRule.alertFor.RepeatFailureRepeatingFailure=15s"),
+               "PrometheusRule")
+    fors = {r["alert"]: r.get("for") for g in rule["spec"]["groups"] for r in g["rules"]}
+    expected = {r["alert"]: r.get("for") for r in groups[0]["rules"]}
+    expected["RepeatFailureRepeatingFailure"] = "15s"
+    assert fors == expected
+    assert "no alert named RepeatFailureNope in files/prometheus-rules.yaml" in render_fails(
+        "monitoring.prometheusRule.enabled=true",
+        "monitoring.prometheusRule.alertFor.RepeatFailureNope=1m")
+    assert "does not match pattern" in render_fails(
+        "monitoring.prometheusRule.enabled=true",
+        "monitoring.prometheusRule.alertFor.RepeatFailureRepeatingFailure=soon")
+
+
 def test_grafana_dashboard_is_the_json_file() -> None:
     """The dashboard ConfigMap carries files/dashboard.json byte for byte under
     `repeat-failure.json`, labelled `grafana_dashboard: "1"`, in the configured namespace."""

@@ -48,14 +48,26 @@ def stages() -> list[list[dict]]:
     for instruction in structure():
         if instruction["instruction"] == "FROM":
             found.append([])
+        if not found and instruction["instruction"] == "ARG":
+            continue  # a global ARG (BASE) before the first FROM
         assert found, "an instruction before the first FROM"
         found[-1].append(instruction)
     return found
 
 
+def base_default() -> str:
+    """The default of the Dockerfile's ``ARG BASE`` (the line before the first FROM), which
+    both stages' ``FROM ${BASE}`` use."""
+    args = [i["value"] for i in structure() if i["instruction"] == "ARG"
+            and i["value"].startswith("BASE=")]
+    assert len(args) == 1, args
+    return args[0].split("=", 1)[1]
+
+
 def from_parts(stage: list[dict]) -> tuple[str, str | None]:
-    """``(image, stage name or None)`` of a stage's FROM line."""
-    words = stage[0]["value"].split()
+    """``(image, stage name or None)`` of a stage's FROM line, ``${BASE}`` resolved to its
+    default."""
+    words = stage[0]["value"].replace("${BASE}", base_default()).split()
     if len(words) == 3 and words[1].lower() == "as":
         return words[0], words[2]
     assert len(words) == 1, stage[0]["value"]
@@ -165,12 +177,51 @@ def test_final_stage_copies_only_the_build_venv() -> None:
         assert sources == [VENV] and dest == VENV
 
 
-def test_build_stage_pip_has_no_cache() -> None:
-    """The build stage's pip install keeps no cache (``--no-cache-dir``) and installs the
-    copied source tree (``.``)."""
-    (install,) = [r for r in instructions(stages()[0], "RUN") if "pip install" in r]
-    assert "--no-cache-dir" in install.split()
-    assert re.search(rf"{VENV}/bin/pip install --no-cache-dir \.(\s|$)", install)
+def test_build_stage_installs_the_lock_then_the_package() -> None:
+    """The build stage's pip installs keep no cache (``--no-cache-dir``): first exactly the
+    pinned dependencies with their hashes (``--require-hashes -r requirements.lock``, issue
+    18), then the copied source tree (``.``) alone, built with the lock's setuptools
+    (``--no-deps --no-build-isolation``), so nothing unpinned is resolved."""
+    installs = [r for r in instructions(stages()[0], "RUN") if "pip install" in r]
+    assert len(installs) == 2, installs
+    assert installs[0] == (f"{VENV}/bin/pip install --no-cache-dir --require-hashes "
+                           "-r requirements.lock")
+    assert re.search(rf"{VENV}/bin/pip install --no-cache-dir --no-deps --no-build-isolation "
+                     r"\.(\s|$)", installs[1])
+    copies = [copy_args(v)[1] for v in instructions(stages()[0], "COPY")]
+    assert copies[0] == ["requirements.lock"]  # its own layer, before the source
+
+
+def lock_pins() -> dict[str, tuple[str, int]]:
+    """requirements.lock as ``{canonical name: (version, number of hashes)}``."""
+    from packaging.utils import canonicalize_name
+    pins: dict[str, tuple[str, int]] = {}
+    current = None
+    for line in (REPO / "requirements.lock").read_text().splitlines():
+        match = re.match(r"^([A-Za-z0-9._-]+)==([^ ;\\]+)", line)
+        if match:
+            current = canonicalize_name(match.group(1))
+            pins[current] = (match.group(2), 0)
+        elif current and line.strip().startswith("--hash=sha256:"):
+            pins[current] = (pins[current][0], pins[current][1] + 1)
+    return pins
+
+
+def test_lock_pins_every_dependency_with_hashes() -> None:
+    """Every runtime dependency in pyproject.toml is pinned in requirements.lock at an exact
+    version its specifier allows, every pin has at least one sha256 hash, and setuptools (the
+    build backend pyproject.toml names) is pinned too (issue 18)."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+    pins = lock_pins()
+    assert all(count >= 1 for _, count in pins.values()), pins
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    wanted = [Requirement(r) for r in project["project"]["dependencies"]]
+    wanted += [Requirement(r) for r in project["build-system"]["requires"]]
+    for requirement in wanted:
+        name = canonicalize_name(requirement.name)
+        assert name in pins, f"{requirement} is not in requirements.lock"
+        assert requirement.specifier.contains(pins[name][0]), (requirement, pins[name])
 
 
 # -- the same environment, built here -----------------------------------------------------------
@@ -450,11 +501,11 @@ def test_written_paths_reads_strace_lines() -> None:
 
 
 def test_dockerignore_sends_only_what_the_build_copies(tmp_path: Path) -> None:
-    """The build context holds exactly the files the build stage copies (pyproject.toml,
-    README.md, sidecar/, hooks/), without bytecode caches: no .git, .venv, tests or harness
+    """The build context holds exactly the files the build stage copies (requirements.lock,
+    pyproject.toml, README.md, sidecar/, hooks/), without bytecode caches: no .git, .venv, tests or harness
     evidence reach the daemon."""
     sent = build_context(tmp_path)
     tops = {p.split("/")[0] for p in sent}
-    assert tops == {"pyproject.toml", "README.md", "sidecar", "hooks"}
+    assert tops == {"requirements.lock", "pyproject.toml", "README.md", "sidecar", "hooks"}
     assert not [p for p in sent if "__pycache__" in p or p.endswith(".pyc")]
     assert "sidecar/app.py" in sent and "hooks/bash_env.sh" in sent
