@@ -2,8 +2,8 @@
 
 Components: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kube-proxy
 (v1.34.4, built by ``tests/kube/build``), containerd and runc (Debian packages) with the CNI
-bridge plugin (Debian's containernetworking-plugins), and a real Prometheus (Debian's
-``prometheus``). Images come from ``tests/kube/images`` as docker-archive files imported into
+bridge plugin (Debian's containernetworking-plugins), and a real Prometheus 3.16 (built from its
+Go module with Kubernetes service discovery: Debian's ``prometheus`` 2.42 is built without it). Images come from ``tests/kube/images`` as docker-archive files imported into
 containerd: no registry.
 
 How it stays off the machine (the developers' guide: tests change no kernel setting, send no
@@ -78,7 +78,7 @@ KUBELET_SYSCTLS = ("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic",
                    "kernel/keys/root_maxbytes")
 PROMETHEUS_PORT = 9090
 DEBIAN_PACKAGES = ("containerd", "runc", "containernetworking-plugins", "mmdebstrap", "buildah",
-                   "iptables", "conntrack", "prometheus")
+                   "iptables", "conntrack")
 
 
 class ClusterError(RuntimeError):
@@ -100,7 +100,7 @@ def missing_prerequisites() -> list[str]:
     if os.geteuid() != 0:
         missing.append("root")
     for command in ("containerd", "runc", "ctr", "mmdebstrap", "buildah", "iptables", "ip",
-                    "nsenter", "unshare", "prometheus"):
+                    "nsenter", "unshare"):
         if shutil.which(command) is None:
             missing.append(command)
     if not Path("/usr/lib/cni/bridge").exists():
@@ -120,7 +120,7 @@ def host_sysctls() -> dict[str, str]:
 def build_binaries() -> Path:
     """Run ``tests/kube/build``; returns the directory holding the binaries. Raises
     :class:`ClusterError` with the build's output tail when it fails."""
-    out = subprocess.run([str(HERE / "build")], capture_output=True, text=True)
+    out = subprocess.run([str(HERE / "build")], capture_output=True, text=True, umask=0o022)
     if out.returncode != 0:
         raise ClusterError(f"tests/kube/build failed:\n{out.stderr[-4000:]}")
     return Path(out.stdout.strip().splitlines()[-1])
@@ -129,7 +129,8 @@ def build_binaries() -> Path:
 def build_images(bin_dir: Path) -> Path:
     """Run ``tests/kube/images``; returns the directory of the docker-archive files (``base``,
     ``pause``, ``image``). Raises :class:`ClusterError` with the output tail on failure."""
-    out = subprocess.run([str(HERE / "images"), str(bin_dir)], capture_output=True, text=True)
+    out = subprocess.run([str(HERE / "images"), str(bin_dir)], capture_output=True, text=True,
+                         umask=0o022)
     if out.returncode != 0:
         raise ClusterError(f"tests/kube/images failed:\n{out.stderr[-4000:]}")
     return Path(out.stdout.strip().splitlines()[-1])
@@ -326,9 +327,11 @@ class Cluster:
         log = self.work / "logs" / f"{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         handle = log.open("ab")
+        # umask 022 whatever the caller's (the tests run with 007): containerd unpacks image
+        # layers with it, and a non-root container cannot run files its group/others cannot read.
         popen = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT,
                                  stdin=subprocess.DEVNULL, env=env or _clean_env(),
-                                 cwd=cwd or self.work, start_new_session=True)
+                                 cwd=cwd or self.work, start_new_session=True, umask=0o022)
         handle.close()
         process = Process(name, popen, log)
         self.processes.append(process)
@@ -550,7 +553,7 @@ def start(archives: Path, bin_dir: Path, *, timeout: float = 120) -> Cluster:
 
 
 def _run(argv: list[str], what: str) -> str:
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120, umask=0o022)
     if out.returncode != 0:
         raise ClusterError(f"{what}: {' '.join(argv)}: {out.stderr.strip() or out.stdout}")
     return out.stdout
@@ -683,7 +686,7 @@ def _start(c: Cluster, archives: Path, timeout: float) -> None:
     for name in ("pause", "base", "image"):
         t = time.monotonic()
         _run([*node, "ctr", "--address", str(work / "containerd.sock"), "-n", "k8s.io",
-              "images", "import", "--no-unpack", str(archives / f"{name}.tar")],
+              "images", "import", str(archives / f"{name}.tar")],
              f"import {name}")
         c.timings[f"import_{name}_s"] = time.monotonic() - t
 
@@ -747,7 +750,7 @@ def _start(c: Cluster, archives: Path, timeout: float) -> None:
     (prom_dir / "prometheus.yml").write_text(yaml.safe_dump({"global": {}}))
     c._prometheus_kubeconfig = prom_config  # type: ignore[attr-defined]
     prom = c._spawn("prometheus", [
-        *net, shutil.which("prometheus") or "prometheus",
+        *net, str(b / "prometheus"),
         "--config.file", str(prom_dir / "prometheus.yml"),
         "--storage.tsdb.path", str(prom_dir / "data"),
         "--web.listen-address", f"0.0.0.0:{PROMETHEUS_PORT}", "--web.enable-lifecycle",
