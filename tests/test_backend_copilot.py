@@ -118,8 +118,12 @@ def test_shell_calls_have_the_files_ids_commands_exits_and_times() -> None:
                          turn_id=turn),
             SessionEvent(SHELL_END, iso_ts(done["timestamp"]), call_id=done["data"]["toolCallId"],
                          command=command, exit=done["data"]["shellExecution"]["exitCode"],
-                         failed=True, tool="bash", turn_id=turn)]
+                         failed=True, tool="bash", turn_id=turn,
+                         output=done["data"]["result"]["content"])]
     assert [e for e in LOG.read(lines) if e.kind in (SHELL_START, SHELL_END)] == expected
+    # The output is the tool result's text (issue 19), the command's message first.
+    assert {e.output.split("\n")[0] for e in expected if e.kind == SHELL_END} == {
+        "ls: cannot access '/nonexistent': No such file or directory"}
 
 
 def test_turn_bounds_and_text() -> None:

@@ -249,8 +249,10 @@ def test_shell_calls_have_the_files_ids_commands_exits_and_times() -> None:
                          command=call["args"]["command"], tool="run_shell_command", turn_id=turn),
             SessionEvent(SHELL_END, iso_ts(call["timestamp"]), call_id=call_id,
                          command=call["args"]["command"], exit=int(code), failed=True,
-                         tool="run_shell_command", turn_id=turn)]
+                         tool="run_shell_command", turn_id=turn, output=text)]
     assert [e for e in LOG.read(lines) if e.kind in (SHELL_START, SHELL_END)] == expected
+    # The output is the result's text (issue 19), the command's message in it.
+    assert all("No such file or directory" in e.output for e in expected if e.kind == SHELL_END)
 
 
 def test_turn_bounds_and_text() -> None:

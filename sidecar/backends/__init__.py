@@ -85,6 +85,10 @@ class SessionEvent:
     - ``source``: set by :mod:`sidecar.sessionlog`, not by readers: which session file the
       event came from (a digest of its path). The tail also prefixes ``call_id`` with it, so
       ids are unique across sessions.
+    - ``output``: for ``shell_end``, the command's output as the log has it (RAW: may hold a
+      secret; never stored, logged or shown: only a keyed digest of it after
+      :func:`sidecar.normalize.normalize_output` is kept, issue 19), ``None`` when the log gives
+      none (``""`` is an empty output).
     """
 
     kind: str
@@ -97,6 +101,7 @@ class SessionEvent:
     turn_id: str = ""
     source: str = ""
     detail: str = ""
+    output: str | None = None
 
 
 class ReaderFormatError(ValueError):

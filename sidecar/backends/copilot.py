@@ -177,9 +177,12 @@ class CopilotReader(JsonLinesReader):
             exit_code = _exit(data)
             command = state["calls"].pop(call_id, "")
             failed = exit_code != 0 if exit_code is not None else not success
+            result = data.get("result")
+            output = result.get("content") if isinstance(result, dict) else None
             return [SessionEvent(SHELL_END, ts, call_id=call_id,
                                  command=str_or_empty(command),
-                                 exit=exit_code, failed=failed, tool="bash", turn_id=turn)]
+                                 exit=exit_code, failed=failed, tool="bash", turn_id=turn,
+                                 output=output if isinstance(output, str) else None)]
         return []
 
 

@@ -351,12 +351,14 @@ class GeminiReader(JsonLinesReader):
             events.append(SessionEvent(SHELL_START, message_ts, call_id=call_id,
                                        command=command, tool=name, turn_id=turn))
         if status in _FINISHED and call_id not in state["ended"]:
-            exit_code, failed = _exit_status(status, _result_text(call.get("result")))
+            text = _result_text(call.get("result"))
+            exit_code, failed = _exit_status(status, text)
             end_ts = log_timestamp(call.get("timestamp"))
             _remember(state["ended"], call_id)
             events.append(SessionEvent(SHELL_END, message_ts if end_ts is None else end_ts,
                                        call_id=call_id, command=command, exit=exit_code,
-                                       failed=failed, tool=name, turn_id=turn))
+                                       failed=failed, tool=name, turn_id=turn,
+                                       output=text if "result" in call else None))
         return events
 
 

@@ -400,9 +400,14 @@ class _Poll:
             return
         opened.pop(part_id, None)
         failed = status == "error" or exit_code != 0
+        output = tstate.get("output")
+        if not isinstance(output, str) and isinstance(meta, dict):
+            output = meta.get("output")
+        if not isinstance(output, str):  # an error's text stands for its output
+            output = tstate.get("error")
         self._emit(SessionEvent(SHELL_END, _ts(times.get("end"), updated), call_id=call_id,
                                 command=command, exit=exit_code, failed=failed, tool=tool,
-                                turn_id=turn))
+                                turn_id=turn, output=output if isinstance(output, str) else None))
 
     def _message_of(self, message_id: Any, raw: Any) -> tuple[str, str]:
         """(role, turn id) of a part's message, from its ``data`` column; ``("", "")`` when the
