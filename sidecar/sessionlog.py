@@ -107,6 +107,41 @@ def expand_globs(reader: SessionLogReader, home: Path,
     return out
 
 
+def discover(globs: Iterable[tuple[Path, str]],
+             home: Path) -> list[tuple[Path, os.stat_result]]:
+    """The session files the globs (:func:`expand_globs`) find under ``home``, with their
+    ``lstat``: regular files only (never a symlink, a FIFO or a directory), not a SQLite
+    ``-wal``, ``-shm`` or ``-journal`` file, and not reached through a symlinked directory that
+    leaves the home. A directory that vanishes during the walk is skipped. This is how the
+    sidecar finds an agent's session logs, and how ``repeat-failure replay`` finds them in a
+    home (issue 19)."""
+    real_home = Path(os.path.realpath(home))
+    found: dict[Path, os.stat_result] = {}
+    for base, pattern in globs:
+        try:
+            for path in base.glob(pattern):
+                try:
+                    st = os.lstat(path)
+                except OSError:
+                    continue
+                if (stat.S_ISREG(st.st_mode)
+                        and not path.name.endswith(("-wal", "-shm", "-journal"))
+                        and _inside(path, real_home)):
+                    found[path] = st
+        except OSError:  # a directory vanished during the walk: the next scan sees it
+            continue
+    return list(found.items())
+
+
+def _inside(path: Path, real_home: Path) -> bool:
+    """False for a path that leaves ``real_home`` (resolved) through a symlinked directory."""
+    try:
+        real = Path(os.path.realpath(path))
+    except (OSError, ValueError):
+        return False
+    return real == real_home or real_home in real.parents
+
+
 @dataclass
 class _File:
     """What the tail knows of one followed file."""
@@ -197,21 +232,7 @@ class SessionTail:
     def scan(self) -> None:
         """Find the session files now (bounded): new ones are followed, vanished ones
         forgotten, at most :data:`MAX_FILES` (the most recently modified)."""
-        found: dict[str, tuple[Path, os.stat_result]] = {}
-        for base, pattern in self.globs:
-            try:
-                candidates = base.glob(pattern)
-                for path in candidates:
-                    try:
-                        st = os.lstat(path)
-                    except OSError:
-                        continue
-                    if (stat.S_ISREG(st.st_mode)
-                            and not path.name.endswith(("-wal", "-shm", "-journal"))
-                            and self._inside_home(path)):
-                        found[self._key(path)] = (path, st)
-            except OSError:  # a directory vanished during the walk: the next scan sees it
-                continue
+        found = {self._key(path): (path, st) for path, st in discover(self.globs, self.home)}
         newest = sorted(found.items(), key=lambda kv: kv[1][1].st_mtime_ns, reverse=True)
         keep = dict(newest[:MAX_FILES])
         renamed = self._renamed(keep)

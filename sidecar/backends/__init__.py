@@ -187,6 +187,13 @@ class SessionLogReader:
         finished call whose start it never saw (emit ``shell_end`` with ``command=""``)."""
         return {}
 
+    def history_state(self) -> dict[str, Any]:
+        """The per-file state to read a whole file from its start with, history included
+        (``repeat-failure replay``, issue 19). The default is :meth:`new_file_state`; a reader
+        whose fresh state skips old history (a SQLite store read from near its end) returns
+        one that does not."""
+        return self.new_file_state()
+
     def parse_line(self, obj: Any, state: dict[str, Any]) -> list[SessionEvent]:
         """The events one decoded JSON line gives (often none). ``obj`` is whatever
         ``orjson.loads`` returned for the line. Raises :class:`ReaderFormatError` for a line the

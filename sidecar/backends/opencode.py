@@ -130,6 +130,11 @@ class OpencodeReader(SessionLogReader):
         """A fresh state: ``{}`` (the first :meth:`poll_db` fills it in)."""
         return {}
 
+    def history_state(self) -> dict[str, Any]:
+        """A state whose watermarks are before the first row: the whole store is read, not
+        only its last :data:`BACKFILL_ROWS` rows (``repeat-failure replay``)."""
+        return {"v": STATE_VERSION, "message": [0, ""], "part": [0, ""]}
+
     def poll_db(self, conn: sqlite3.Connection, state: dict[str, Any]) -> list[SessionEvent]:
         """The events added or changed since the last call, in time order (see the class
         docstring for what each row gives).
