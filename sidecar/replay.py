@@ -568,7 +568,8 @@ def format_text(result: ReplayResult) -> str:
                 result_text = "(failed)" if n.exit == "failed" else f"(exit {n.exit})"
                 lines.append(f"{'    ' if many else '  '}note: {label_value(n.command)} "
                              f"{result_text}: {n.count} failures in {n.minutes} min, output "
-                             f"{n.output}, raised {_when(n.raised_ts)}")
+                             f"{n.output}, raised {_when(n.raised_ts)}"
+                             + (f", cleared ({n.cleared})" if n.cleared else ""))
     if lines:
         lines.append("")
     header = ("threshold", "window_s", "sessions", "commands", "failures",

@@ -103,9 +103,10 @@ def _observation(text: str) -> tuple[int, str] | None:
 
 def read_trajectory(doc: Any) -> list[SessionEvent]:
     """The shell events of one trajectory document (``orjson.loads`` of the file): per action
-    a ``shell_start`` and, when the next user/tool message has a ``<returncode>``, a
-    ``shell_end`` with its exit, ``failed`` (exit != 0) and output (the ``<output>`` text, or
-    the head and tail of a long one). ``ts`` is the assistant message's time, the observation's
+    a ``shell_start`` and, at the next user/tool message, a ``shell_end``: with its exit,
+    ``failed`` (exit != 0) and output (the ``<output>`` text, or the head and tail of a long
+    one) when the message has a ``<returncode>``, else with ``exit`` and ``failed`` ``None`` (no
+    result known: a timeout, or an observation template that writes no return code). ``ts`` is the assistant message's time, the observation's
     when it has its own; ``None`` when neither has one. Raises :class:`ReaderFormatError`:
     ``unknown_shape`` for a document that is not an object with a ``messages`` (mini-swe-agent)
     or ``history`` (SWE-agent) list, or whose messages are not objects."""
@@ -135,10 +136,13 @@ def read_trajectory(doc: Any) -> list[SessionEvent]:
                 call, command, ts = pending
                 pending = None
                 seen = _observation(_text(message))
-                if seen is None:
-                    continue  # no result known (a timeout, a template without a returncode)
-                code, output = seen
                 end_ts = _time(message)
+                if seen is None:  # no result known (a timeout, a template without one)
+                    events.append(SessionEvent(SHELL_END, ts if end_ts is None else end_ts,
+                                               call_id=str(call), command=command,
+                                               tool="bash"))
+                    continue
+                code, output = seen
                 events.append(SessionEvent(SHELL_END, ts if end_ts is None else end_ts,
                                            call_id=str(call), command=command, exit=code,
                                            failed=code != 0, tool="bash", output=output))
