@@ -20,8 +20,10 @@ Monitor only (C10): the detector returns events; nothing here touches the agent.
 
 from __future__ import annotations
 
+import base64
 import bisect
 import math
+import sys
 from array import array
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -575,14 +577,11 @@ class Detector:
         try:
             for item in reversed(data["commands"]):
                 state = _Command(raised=bool(item["raised"]))
-                outputs = item.get("outputs") or {}
-                if not isinstance(outputs, dict):
-                    raise StateError("outputs is not an object")
-                for key_text, times in item["failures"].items():
-                    digests = outputs.get(key_text)
-                    if (not isinstance(digests, list) or len(digests) != len(times)
-                            or not all(isinstance(d, int) and 0 <= d < 1 << 32 for d in digests)):
-                        digests = [0] * len(times)  # absent (an older state) or bad: unknown
+                saved = item["failures"]
+                unpacked = _unpack_outputs(item.get("outputs"), [len(t) for t in saved.values()])
+                for index, (key_text, times) in enumerate(saved.items()):
+                    # Absent (a state saved before issue 19) or malformed: unknown.
+                    digests = unpacked[index] if unpacked is not None else [0] * len(times)
                     pairs = sorted(zip((float(t) for t in times), digests))
                     if not all(math.isfinite(t) for t, _ in pairs):
                         raise StateError("a failure time is not finite")
@@ -627,18 +626,53 @@ class Detector:
 def _item(command: str, state: _Command) -> dict[str, Any]:
     """One command of :meth:`Detector.to_dict`: ``command``, ``raised``, ``qualified`` (sorted
     key texts), ``failures`` (key text -> list of epoch seconds) and, when some failure's
-    output is known, ``outputs`` (key text -> the digests of those failures, in the same
-    order, 0 where unknown; issue 19)."""
+    output is known, ``outputs`` (their digests, 0 where unknown, packed in the order of
+    ``failures``: :func:`_pack_outputs`; issue 19)."""
     item = {
         "command": command,
         "raised": state.raised,
         "qualified": sorted(str(k) for k in state.qualified or ()),
         "failures": {str(k): list(v) for k, v in state.items()},
     }
-    outputs = {str(k): list(v.outs) for k, v in state.items() if v.outs is not None}
-    if outputs:
-        item["outputs"] = outputs
+    if any(v.outs is not None for _, v in state.items()):
+        item["outputs"] = _pack_outputs(state.items())
     return item
+
+
+def _pack_outputs(items: list[tuple[ExitKey, _Times]]) -> str:
+    """Every failure's output digest, in the order of ``failures`` (key by key, time order),
+    as base64 of 4-byte big-endian numbers (0: unknown): about 5.3 characters a failure, so
+    the largest state the bounds allow stays within its load limit (tests/test_memory.py)."""
+    packed = bytearray()
+    for _, times in items:
+        outs = times.outs if times.outs is not None else array("I", bytes(4 * len(times)))
+        if sys.byteorder == "little":
+            outs = array("I", outs)
+            outs.byteswap()
+        packed += outs.tobytes()
+    return base64.b64encode(bytes(packed)).decode("ascii")
+
+
+def _unpack_outputs(text: Any, counts: list[int]) -> list[list[int]] | None:
+    """:func:`_pack_outputs` read back, split by the failure ``counts`` of the keys; None when
+    ``text`` is not such a packing for those counts (the outputs are then unknown)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except ValueError:
+        return None
+    if len(raw) != 4 * sum(counts):
+        return None
+    values = array("I")
+    values.frombytes(raw)
+    if sys.byteorder == "little":
+        values.byteswap()
+    out, start = [], 0
+    for n in counts:
+        out.append(list(values[start:start + n]))
+        start += n
+    return out
 
 
 def _parse_key(text: str) -> ExitKey:
