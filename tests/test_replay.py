@@ -286,3 +286,17 @@ def test_progress_shows_on_a_terminal_only() -> None:
     bar._bar.refresh()
     bar.close()
     assert "replay:  50%" in tty.getvalue() and "1.00M/2.00M" in tty.getvalue()
+
+
+def test_the_documented_table_is_what_the_real_captures_give(tmp_path: Path, capsys) -> None:
+    """docs/operations.md "Replay before enabling" shows the table of a replay of the eight
+    backends' real runs: it is exactly what the replay prints for them."""
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "operations.md").read_text()
+    section = doc.split("## Replay before enabling\n", 1)[1].split("\n## ", 1)[0]
+    table = section.split("  ```\n  threshold", 1)[1].split("  ```", 1)[0]
+    documented = ["threshold" + table.splitlines()[0]] + [
+        line[2:] for line in table.splitlines()[1:] if line.strip()]
+    homes = [str(home_of(b, tmp_path)[0]) for b in BACKENDS]
+    code, out, _ = run(capsys, *homes)
+    assert code == 0
+    assert out.split("\n\n")[-1].splitlines() == documented
