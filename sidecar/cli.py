@@ -309,7 +309,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     failures, sessions with a note, notes; one row per --threshold/--window combination). The
     check ships off (spec C14): this shows what it would say before it is turned on. Files
     that cannot be read are reported by name and skipped. Exit 0 when every path was read, 1
-    when some file was skipped, 2 for bad usage or an invalid config. Issue 19;
+    when some file was skipped or none was found, 2 for bad usage or an invalid config. Issue 19;
     docs/operations.md "Replay before enabling"."""
     from sidecar.config import Config
     from sidecar.replay import (BadFile, Progress, Setting, find_sources, format_text,
@@ -337,8 +337,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(format_text(result))
     if not sources and not result.bad:
-        print("repeat-failure replay: no session file found under the paths given",
+        print("repeat-failure replay: no session file or trajectory found under the paths "
+              "given (a directory is searched as an agent's home: docs/operations.md)",
               file=sys.stderr)
+        return 1
     return 1 if result.bad else 0
 
 

@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 
 from sidecar.backends import (SHELL_END, ReaderFormatError, SessionEvent, SessionLogReader,
-                              UnusedLine, session_reader)
+                              UnusedLine, session_reader, session_readers)
 from sidecar.backends import trajectory
 from sidecar.detector import Detector, NoteCleared, NoteRaised
 from sidecar.exclude import Exclusions
@@ -200,9 +200,7 @@ def formats() -> list[str]:
     """The names ``--backend`` takes: every backend whose session log has a reader (those
     that share a reader, like the inference backends with Claude Code's, are listed once, by
     the reader's own backend), and ``mini-swe-agent`` (also SWE-agent's ``.traj``)."""
-    from sidecar.backends import _READERS
-
-    return sorted({r.backend for r in _READERS.values()}) + [trajectory.FORMAT]
+    return sorted({r.backend for r in session_readers().values()}) + [trajectory.FORMAT]
 
 
 def _readers() -> dict[str, SessionLogReader]:

@@ -300,3 +300,16 @@ def test_the_documented_table_is_what_the_real_captures_give(tmp_path: Path, cap
     code, out, _ = run(capsys, *homes)
     assert code == 0
     assert out.split("\n\n")[-1].splitlines() == documented
+
+
+def test_nothing_found_says_so(tmp_path: Path, capsys) -> None:
+    """A directory with no session file and no trajectory: an empty table, a line on stderr
+    saying where files are looked for, exit 1."""
+    (tmp_path / "empty").mkdir()
+    code, out, err = run(capsys, str(tmp_path / "empty"))
+    assert code == 1
+    assert out == (f"{HEADER}\n"
+                   "        5       600         0         0         0                   0      0"
+                   "     0         0        0\n")
+    assert err == ("repeat-failure replay: no session file or trajectory found under the paths "
+                   "given (a directory is searched as an agent's home: docs/operations.md)\n")

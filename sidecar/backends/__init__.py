@@ -410,6 +410,12 @@ def register_reader(reader: SessionLogReader, *backends: str) -> None:
         _READERS[backend] = reader
 
 
+def session_readers() -> dict[str, SessionLogReader]:
+    """Every registered session-log reader by backend name (a copy; a reader shared by several
+    backends appears under each)."""
+    return dict(_READERS)
+
+
 def session_reader(backend: str) -> SessionLogReader | None:
     """The session-log reader registered for ``backend``, or ``None`` (no safeguard signal)."""
     return _READERS.get(backend)
