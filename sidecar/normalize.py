@@ -129,10 +129,13 @@ def command_label(command: str) -> str:
 #: (a route that gives no output: the neutral route).
 SAME, CHANGING, UNKNOWN = "same", "changing", "unknown"
 OUTPUTS = (SAME, CHANGING, UNKNOWN)
-#: Characters of an output read for its digest: the first and the last this many (the length
-#: of the whole is digested too). Outputs of one failing command rarely differ only in their
-#: middle; reading megabytes per failure would not be bounded.
-OUTPUT_EDGE_CHARS = 32 << 10
+#: Characters of an output kept for its digest: the first and the last this many, with the
+#: length of the whole (:func:`cut_output`). Outputs of one failing command rarely differ only
+#: in their middle, and the sidecar holds the outputs of a whole poll of a session log at once
+#: (a SQLite backfill reads thousands of rows): 16 KiB per failure at most.
+OUTPUT_EDGE_CHARS = 8 << 10
+#: Room for the length mark between the two edges, so that a cut output is never cut again.
+_CUT_MARK_CHARS = 32
 HEX = "<hex>"
 DUR = "<dur>"
 _HEX_ADDR = re.compile(r"(?<![0-9A-Za-z_])0x[0-9a-fA-F]{4,}(?![0-9A-Za-z_])")
@@ -155,19 +158,28 @@ def normalize_output(output: str, now: float | None = None) -> str:
     return _DURATION.sub(DUR, text)
 
 
+def cut_output(output: str) -> str:
+    """``output`` when it has at most ``2 * OUTPUT_EDGE_CHARS`` characters and a little more,
+    else its first and last :data:`OUTPUT_EDGE_CHARS` characters around its length
+    (``"\n[<n> chars]\n"``). Idempotent: a cut output is returned as it is."""
+    if len(output) <= 2 * OUTPUT_EDGE_CHARS + _CUT_MARK_CHARS:
+        return output
+    return (f"{output[:OUTPUT_EDGE_CHARS]}\n[{len(output)} chars]\n"
+            f"{output[-OUTPUT_EDGE_CHARS:]}")
+
+
 def output_digest(output: str, key: bytes, now: float | None = None) -> int:
     """A 32-bit keyed digest (BLAKE2b keyed with ``key``, the agent's random key) of
     ``output`` scrubbed (:func:`sidecar.scrub.scrub`) and normalized (:func:`normalize_output`),
     never 0 (0 stands for "no output known"). Only the first and last
-    :data:`OUTPUT_EDGE_CHARS` characters are read, with the length of the whole. Two failures
+    :data:`OUTPUT_EDGE_CHARS` characters are read, with the length of the whole
+    (:func:`cut_output`). Two failures
     with equal digests had the same output after normalization (a chance collision once in
     4 billion pairs); the digest shows nothing of the text, and keyed, a guess at it cannot be
     checked without the key."""
     from sidecar.scrub import scrub
 
-    if len(output) > 2 * OUTPUT_EDGE_CHARS:
-        output = f"{output[:OUTPUT_EDGE_CHARS]}\n[{len(output)}]\n{output[-OUTPUT_EDGE_CHARS:]}"
-    text = normalize_output(scrub(output), now)
+    text = normalize_output(scrub(cut_output(output)), now)
     value = int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), key=key,
                                            digest_size=4).digest(), "big")
     return value or 1

@@ -41,6 +41,7 @@ from typing import Any
 import orjson
 
 from sidecar.backends import ReaderFormatError, SessionEvent, SessionLogReader, UnusedLine
+from sidecar.normalize import OUTPUT_EDGE_CHARS, cut_output
 
 log = logging.getLogger("repeat_failure")
 
@@ -570,12 +571,18 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 def _stamped(events: Iterable[SessionEvent], now: float, source: str) -> list[SessionEvent]:
     """The events with ``ts`` set (a line without a time, or NaN/inf: when we read it),
+    ``output`` kept for failures only and cut to its edges (:func:`sidecar.normalize.cut_output`:
+    a poll holds its events at once, issue 19),
     ``source`` set to the file's key, and ``call_id`` made unique across files
     (``<source>:<id>``; CLIs number calls per session) and bounded: an id that is not up to 96
     plain characters (:data:`_PLAIN_CALL_ID`) becomes ``#`` and the digest of its UTF-8 bytes
     (a lone surrogate from ``\\udXXX`` in the JSON escaped), so it can be stored."""
     out = []
     for e in events:
+        if e.output is not None and (e.failed is False or (e.failed is None and not e.exit)):
+            e = dataclasses.replace(e, output=None)  # only a failure's output is ever used
+        elif e.output is not None and len(e.output) > 2 * OUTPUT_EDGE_CHARS:
+            e = dataclasses.replace(e, output=cut_output(e.output))
         ts = e.ts if e.ts is not None and math.isfinite(e.ts) else now
         call_id = e.call_id
         if call_id:

@@ -62,7 +62,7 @@ def test_configured_list_replaces_defaults() -> None:
 
 # -- command output (issue 19) -------------------------------------------------------------------
 
-from sidecar.normalize import normalize_output, output_digest, output_kind  # noqa: E402
+from sidecar.normalize import cut_output, normalize_output, output_digest, output_kind  # noqa: E402
 
 KEY = bytes(range(16))
 
@@ -101,6 +101,10 @@ def test_digest_is_keyed_bounded_and_never_zero() -> None:
     big = "x" * (1 << 20)
     assert output_digest(big + "a" + big, KEY) == output_digest(big + "b" + big, KEY)
     assert output_digest(big + "a", KEY) != output_digest(big + "b", KEY)
+    assert output_digest(big + "a", KEY) != output_digest(big + "xa", KEY)  # the length counts
+    cut = cut_output(big + "a")
+    assert len(cut) < 17_000 and cut_output(cut) == cut and cut.endswith("xa")
+    assert cut_output("short") == "short"
     assert all(output_digest(str(i), KEY) for i in range(1000))
     assert (output_kind([3, 3]), output_kind([3, 4]), output_kind([3, 0]), output_kind([])) == (
         "same", "changing", "unknown", "unknown")
