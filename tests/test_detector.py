@@ -366,7 +366,8 @@ def test_note_output_over_its_failures(outputs: list[int], want: str) -> None:
     does not change."""
     (note,) = _fed(outputs).notes(110.0)
     assert note.output == want
-    assert note.message == f"Repeating failure: make test failed {len(outputs)} times in 1 min (exit 2)"
+    assert note.message == (f"Repeating failure: make test failed {len(outputs)} times in 1 min "
+                            "(exit 2)")
 
 
 def test_note_output_counts_only_failures_still_in_the_window() -> None:

@@ -62,13 +62,15 @@ def test_configured_list_replaces_defaults() -> None:
 
 # -- command output (issue 19) -------------------------------------------------------------------
 
-from sidecar.normalize import cut_output, normalize_output, output_digest, output_kind  # noqa: E402
+from sidecar.normalize import (cut_output, normalize_output, output_digest,  # noqa: E402
+                               output_kind)
 
 KEY = bytes(range(16))
 
 
 @pytest.mark.parametrize("a, b", [
-    ("FAILED tests/test_x.py::test_a - 1 failed in 0.52s", "FAILED tests/test_x.py::test_a - 1 failed in 1.07s"),
+    ("FAILED tests/test_x.py::test_a - 1 failed in 0.52s",
+     "FAILED tests/test_x.py::test_a - 1 failed in 1.07s"),
     ("<Foo object at 0x7f3a9c2d1e50>", "<Foo object at 0x7f3a9c2d2f10>"),
     ("error at 2026-12-01T10:00:01Z: timeout", "error at 2026-12-02T11:30:00Z: timeout"),
     ("cannot open /tmp/pytest-of-root/pytest-12/x", "cannot open /tmp/pytest-of-root/pytest-13/x"),
@@ -97,7 +99,8 @@ def test_digest_is_keyed_bounded_and_never_zero() -> None:
     assert output_digest(text, KEY) != output_digest(text, bytes(16))
     token = "ghp_" + "A" * 36
     other = "ghp_" + "B" * 36
-    assert output_digest(f"auth {token} refused", KEY) == output_digest(f"auth {other} refused", KEY)
+    assert (output_digest(f"auth {token} refused", KEY)
+            == output_digest(f"auth {other} refused", KEY))
     big = "x" * (1 << 20)
     assert output_digest(big + "a" + big, KEY) == output_digest(big + "b" + big, KEY)
     assert output_digest(big + "a", KEY) != output_digest(big + "b", KEY)

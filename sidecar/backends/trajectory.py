@@ -106,10 +106,11 @@ def read_trajectory(doc: Any) -> list[SessionEvent]:
     a ``shell_start`` and, at the next user/tool message, a ``shell_end``: with its exit,
     ``failed`` (exit != 0) and output (the ``<output>`` text, or the head and tail of a long
     one) when the message has a ``<returncode>``, else with ``exit`` and ``failed`` ``None`` (no
-    result known: a timeout, or an observation template that writes no return code). ``ts`` is the assistant message's time, the observation's
-    when it has its own; ``None`` when neither has one. Raises :class:`ReaderFormatError`:
-    ``unknown_shape`` for a document that is not an object with a ``messages`` (mini-swe-agent)
-    or ``history`` (SWE-agent) list, or whose messages are not objects."""
+    result known: a timeout, or an observation template that writes no return code). ``ts``
+    is the assistant message's time, the observation's when it has its own; ``None`` when
+    neither has one. Raises :class:`ReaderFormatError` ``unknown_shape`` for a document that
+    is not an object with a ``messages`` (mini-swe-agent) or ``history`` (SWE-agent) list, or
+    whose messages are not objects."""
     if not isinstance(doc, dict):
         raise ReaderFormatError("unknown_shape", "not a JSON object")
     messages = doc.get("messages")
