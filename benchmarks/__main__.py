@@ -32,6 +32,11 @@ machines are noisy; the ratios are what to compare between runs:
 * stress (issues 6, 17): 1,000,000 records from 8 writer processes while the real sidecar is
   SIGKILLed every 2 s; records lost or counted twice (by records_total and by the detector),
   collected files left, the biggest state file seen, and the seconds it all took;
+* replay (issue 19): seconds per 10,000 commands through ``repeat-failure replay`` (read with
+  Claude Code's reader, scrub, normalize, output digest, detector) over a long session built
+  from the harness's real Claude Code session (its shell call and result lines repeated with
+  new ids, times, 50 distinct commands and 3 outputs, 1 in 4 calls succeeding), for one
+  setting and for a 3 x 3 sweep, and the ratio to bare ``orjson.loads`` of the same lines;
 * fix-loop sweep (issue 9): one pass over ``--prs`` open red PRs of a fake GitHub on 127.0.0.1
   (real HTTP, real client, real SQLite ledger): seconds for the first pass (tree lookups,
   ledger rows written) and a steady pass, GitHub requests per PR per steady pass (what the
@@ -500,6 +505,73 @@ def bench_latency(samples: int) -> dict:
                 "p99_ms": lat[max(0, math.ceil(len(lat) * 0.99) - 1)] * 1e3}
 
 
+def _replay_session(commands: int) -> list[bytes]:
+    """A Claude Code session of ``commands`` shell calls, built from the harness's real one:
+    its first ``tool_use`` line and its ``tool_result`` line, with new ids, a command among
+    50 (``ls /nonexistent-<k>``, each every 100 s), results failing 3 times in 4 with one of
+    three outputs (changing every 1,000 calls), one call every 2 s."""
+    evidence = orjson.loads((REPO / "harness" / "evidence" / "claude.json").read_bytes())
+    (rel,) = evidence["session_files"]
+    lines = [orjson.loads(line) for line in
+             (REPO / "harness" / "evidence" / "claude" / rel).read_bytes().splitlines() if line]
+    call = next(o for o in lines if o.get("type") == "assistant" and any(
+        b.get("type") == "tool_use" for b in o["message"]["content"]))
+    result = next(o for o in lines if o.get("type") == "user" and isinstance(
+        o["message"]["content"], list) and o["message"]["content"][0].get("type") == "tool_result")
+    start = time.time() - 2 * commands
+    out = []
+    for i in range(commands):
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(start + 2 * i)) + ".000Z"
+        c = orjson.loads(orjson.dumps(call))
+        c["timestamp"] = stamp
+        c["message"]["content"] = [{"type": "tool_use", "id": f"toolu_b{i}", "name": "Bash",
+                                    "input": {"command": f"ls /nonexistent-{i % 50}"}}]
+        r = orjson.loads(orjson.dumps(result))
+        r["timestamp"] = stamp
+        failed = i % 4 != 3
+        text = (f"Exit code 2\nls: cannot access '/nonexistent-{i % 50}': "
+                f"{('No such file or directory', 'Permission denied', 'Not a directory')[(i // 1000) % 3]}"
+                if failed else "")
+        r["message"]["content"] = [{"type": "tool_result", "content": text, "is_error": failed,
+                                    "tool_use_id": f"toolu_b{i}"}]
+        out += [orjson.dumps(c) + b"\n", orjson.dumps(r) + b"\n"]
+    return out
+
+
+def bench_replay(commands: int) -> dict:
+    """``repeat-failure replay`` on a session of ``commands`` shell calls (_replay_session):
+    seconds per 10,000 commands for the default setting and for a 3 x 3 sweep, and the ratio
+    of the single run to bare ``orjson.loads`` of the same lines."""
+    from sidecar.replay import Setting, find_sources, replay
+
+    body = _replay_session(commands)
+    t = time.perf_counter()
+    for line in body:
+        orjson.loads(line)
+    parse_s = time.perf_counter() - t
+    with tempfile.TemporaryDirectory() as tmp:
+        session = Path(tmp) / ".claude" / "projects" / "-work"
+        session.mkdir(parents=True)
+        (session / "big.jsonl").write_bytes(b"".join(body))
+        sources = find_sources([tmp])
+        sweep = [Setting(n, w) for n in (3, 5, 8) for w in (300.0, 600.0, 1800.0)]
+        single_s = sweep_s = math.inf
+        for _ in range(2):  # the faster of two runs each, interleaved (a shared machine)
+            t = time.perf_counter()
+            one = replay(sources, [Setting(5, 600.0)], ["gh pr checks", "gh run watch"])
+            single_s = min(single_s, time.perf_counter() - t)
+            t = time.perf_counter()
+            many = replay(sources, sweep, ["gh pr checks", "gh run watch"])
+            sweep_s = min(sweep_s, time.perf_counter() - t)
+    (session_result,) = one.sessions
+    assert session_result.commands == commands, session_result.commands
+    return {"commands": commands, "notes": one.summary()[0].notes,
+            "sweep_notes": sum(r.notes for r in many.summary()),
+            "s_per_10k_commands": single_s / commands * 10_000,
+            "sweep_3x3_s_per_10k": sweep_s / commands * 10_000,
+            "ratio_to_orjson_loads": single_s / parse_s}
+
+
 def main() -> int:
     """Run every benchmark and print one line per figure (also JSON with ``--json FILE``)."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
@@ -532,6 +604,7 @@ def main() -> int:
         "stress": lambda: bench_stress(50_000 if args.quick else 1_000_000),
         "verdict": lambda: bench_verdict(20_000 if args.quick else 200_000),
         "fixloop": lambda: bench_fixloop(50 if args.quick else args.prs),
+        "replay": lambda: bench_replay(10_000 if args.quick else 100_000),
     }
     only = [name for name in runs if not args.only or
             any(name == want or name.startswith(want + "_")

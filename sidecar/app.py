@@ -33,17 +33,17 @@ from prometheus_client import CollectorRegistry, Histogram
 
 from sidecar import hook
 from sidecar.activity import Activity
-from sidecar.backends import SHELL_END, SessionEvent, session_reader, wrapper_stripper
+from sidecar.backends import SHELL_END, SessionEvent, session_reader
 from sidecar.checkstate import Row, build_row
 from sidecar.collector import Batch, Collector, Watcher
 from sidecar.config import AgentSpec, Config, ConfigError, load_config
 from sidecar.dedup import NEUTRAL, SESSION, RouteDedup
-from sidecar.detector import Detector, ExitKey, NoteCleared, NoteRaised, StateError
+from sidecar.detector import Detector, ExitKey, NoteCleared, NoteRaised, StateError, exit_key
 from sidecar.events import PREVIEW_REASON, EventPublisher, EventStats
 from sidecar.exclude import Exclusions
-from sidecar.normalize import command_label, mark_cut, normalize
-from sidecar.parse import (MAX_CLOCK_SKEW_S, MAX_LINE_BYTES, REASONS, ROUTES, Record,
-                           RecordError, parse_line)
+from sidecar.normalize import command_label
+from sidecar.parse import REASONS, ROUTES, Record, RecordError, parse_line
+from sidecar.pipeline import failure_output, record_command, session_record
 from sidecar.probe import OK as PROBE_OK, PREVIEW_ERROR, PreviewProber, ProbeResult
 from sidecar.scrub import scrub
 from sidecar.sessionlog import SessionTail
@@ -115,6 +115,10 @@ class AgentState:
     reader_errors: Counter = field(default_factory=Counter)  # reason -> n
     reader_ignored: int = 0  # session-log lines of a type the reader does not know
     dedup: RouteDedup = field(default_factory=RouteDedup)
+    #: Pairs the neutral route's failures with the session log's record of the same call, for
+    #: a backend whose session log is read but is not a route: the log's output digest goes to
+    #: the hook's record (issue 19).
+    outputs: RouteDedup = field(default_factory=RouteDedup)
     delivered_calls: OrderedDict = field(default_factory=OrderedDict)  # call id -> None
     receiving_logged: bool = True  # the C12 state last logged
     turns: TurnTracker = field(default_factory=TurnTracker)  # open turns (sidecar.verdict)
@@ -596,36 +600,59 @@ class Sidecar:
             return
         self._process_record(state, record, now)
 
-    def _process_record(self, state: AgentState, record: Record, now: float) -> None:
-        """scrub → normalize → exclude → dedup → detector, for a record of any route."""
+    def _process_record(self, state: AgentState, record: Record, now: float,
+                        output: int = 0) -> None:
+        """scrub → normalize → exclude → dedup → detector, for a record of any route;
+        ``output`` is a failure's output digest (0: unknown, the neutral route's case)."""
         from_session = record.route.endswith("_session_log")
         if not from_session:
             state.activity.on_record(record.ts)
-        command = normalize(scrub(record.cmd, cut=record.cut), record.backend, now)
-        if wrapper_stripper(record.backend) is not None:
-            # A wrapper quotes the command inside it (Codex writes each ' as '"'"'), which can
-            # hide a secret's shape from the scrubber; unwrapping shows it: scrub again.
-            command = scrub(command)
-        if record.cut and command:
-            # The cut's redacted last word would merge long commands: a keyed digest of the
-            # kept text tells them apart, showing none of it (issue 17).
-            command = mark_cut(command, normalize(scrub(record.cmd), record.backend, now),
-                               state.cut_key)
+        command = record_command(record, now, state.cut_key)
+        matched = None
         if not command or self._exclusions.matches(command):
             outcome = EXCLUDED
-        elif state.session_route and state.dedup.is_duplicate(
-                SESSION if from_session else NEUTRAL, command, record.failed, record.ts):
+        elif state.session_route and (matched := state.dedup.match(
+                SESSION if from_session else NEUTRAL, command, record.failed, record.ts,
+                exit_key(record.exit), output)) is not None:
             outcome = DUPLICATE
+            if from_session and output and record.failed:
+                # Counted from the neutral route first: keep the session record's output.
+                state.detector.set_output(command, matched.exit, matched.ts, output)
         else:
             outcome = FAILURE if record.failed else SUCCESS
+            if not from_session and record.failed and state.tail is not None \
+                    and not state.session_route:
+                # The session log is read beside the neutral route: its output of this
+                # failure, when it came first (else it is attached when it comes, below).
+                seen = state.outputs.match(NEUTRAL, command, True, record.ts,
+                                           exit_key(record.exit))
+                output = seen.output if seen is not None else 0
         state.records[(record.backend, record.route, outcome)] += 1
         if state.last_record_ts is None or record.ts > state.last_record_ts:
             state.last_record_ts = record.ts
         state.dirty = True
         if outcome in (EXCLUDED, DUPLICATE):
             return
-        events = state.detector.record(command, record.exit, record.failed, record.ts, now)
+        events = state.detector.record(command, record.exit, record.failed, record.ts, now,
+                                       output)
         self._report(state, events)
+
+    def _session_output(self, state: AgentState, event: SessionEvent, now: float) -> None:
+        """A failed shell call in the session log of a backend whose records come from the
+        neutral route: its output digest goes to that route's record of the same call (same
+        command and outcome within :data:`sidecar.dedup.WINDOW_S`), now if the record was
+        counted first, else when it comes. Issue 19."""
+        record = session_record(event, state.spec.name, state.spec.backend, now)
+        if record is None or not record.failed or event.output is None:
+            return
+        command = record_command(record, now, state.cut_key)
+        if not command or self._exclusions.matches(command):
+            return
+        output = failure_output(event, True, state.cut_key, now)
+        seen = state.outputs.match(SESSION, command, True, record.ts, exit_key(record.exit),
+                                   output)
+        if seen is not None:
+            state.detector.set_output(command, seen.exit, seen.ts, output)
 
     def _log_rejected_file(self, state: AgentState, name: str, reason: str, what: str) -> None:
         """Log a record file the collector removed unread (issue 17: it only moved a counter):
@@ -660,8 +687,8 @@ class Sidecar:
                 log.warning("repeating failure note raised", extra={
                     "event": "note_raised", "agent": state.spec.name,
                     "backend": state.spec.backend, "command": command_label(note.command),
-                    "exit": note.exit,
-                    "count": note.count, "minutes": note.minutes, "note": note.message})
+                    "exit": note.exit, "count": note.count, "minutes": note.minutes,
+                    "output": note.output, "note": note.message})
                 if self.events is not None:  # never blocks: a bounded queue, a daemon thread
                     self.events.publish(state.spec.name, state.spec.backend, note.message,
                                         self.clock())
@@ -720,7 +747,11 @@ class Sidecar:
                             and state.first_delivery(event.call_id)):
                         record = self._session_record(state, event, now)
                         if record is not None:
-                            self._process_record(state, record, now)
+                            self._process_record(state, record, now, failure_output(
+                                event, record.failed, state.cut_key, now))
+                    elif (not state.session_route and event.kind == SHELL_END and event.failed
+                            and event.command and event.output is not None):
+                        self._session_output(state, event, now)
 
     def _on_turn(self, state: AgentState, turn: Turn) -> None:
         """A turn was classified (:mod:`sidecar.verdict`): count it, and log a failed one as
@@ -808,22 +839,13 @@ class Sidecar:
 
     @staticmethod
     def _session_record(state: AgentState, event: SessionEvent, now: float) -> Record | None:
-        """The record of a finished shell call of a session-log route, held to the neutral
-        route's rules (:mod:`sidecar.parse`): the command cut to the same size (and scrubbed as
-        cut), an exit outside 0-255 kept only as "failed", a time more than
-        ``MAX_CLOCK_SKEW_S`` ahead refused (None; counted ``future_ts``)."""
-        ts = float(event.ts or 0.0)
-        if ts > now + MAX_CLOCK_SKEW_S:
+        """The record of a finished shell call of a session-log route
+        (:func:`sidecar.pipeline.session_record`: the neutral route's rules); a time more than
+        ``MAX_CLOCK_SKEW_S`` ahead is refused (None; counted ``future_ts``)."""
+        record = session_record(event, state.spec.name, state.spec.backend, now)
+        if record is None:
             state.reader_errors["future_ts"] += 1
-            return None
-        exit_ = event.exit if event.exit is not None and 0 <= event.exit <= 255 else None
-        failed = bool(event.failed) if event.failed is not None else bool(event.exit)
-        raw = event.command.encode("utf-8", "surrogatepass")
-        cut = len(raw) > MAX_LINE_BYTES
-        cmd = raw[:MAX_LINE_BYTES].decode("utf-8", "ignore") if cut else event.command
-        return Record(ts=ts, agent=state.spec.name, backend=state.spec.backend,
-                      route=f"{state.spec.backend}_session_log", exit=exit_, failed=failed,
-                      cmd=cmd, cut=cut)
+        return record
 
     def session_dirs(self) -> list[Path]:
         """The directories holding the agents' session logs (for inotify); empty while the

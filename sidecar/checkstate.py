@@ -64,7 +64,8 @@ class Row:
             "message": self.message,
             "notes": [
                 {"command": command_label(n.command), "exit": n.exit, "count": n.count, "minutes": n.minutes,
-                 "first_ts": n.first_ts, "last_ts": n.last_ts, "message": n.message}
+                 "first_ts": n.first_ts, "last_ts": n.last_ts, "output": n.output,
+                 "message": n.message}
                 for n in self.notes[:MAX_NOTES_SHOWN]
             ],
         }

@@ -1,5 +1,5 @@
 """``repeat-failure`` command line: run, demo, hook env, check-config, coverage, inject-webhook,
-verdict, fixloop.
+verdict, fixloop, replay.
 
 Flags of ``run`` and ``hook env`` may also come from environment variables
 (``REPEAT_FAILURE_CONFIG``, ``REPEAT_FAILURE_SHARED_DIR``, ``REPEAT_FAILURE_AGENT``,
@@ -300,6 +300,69 @@ def cmd_fixloop(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Replay agent session logs (or homes, searched as the sidecar searches an agent's home)
+    and mini-swe-agent / SWE-agent trajectories (*.traj.json, *.traj) through the sidecar's own
+    readers, scrub, normalize, exclude and detector, at each record's own time, and print the
+    notes the check would have raised (per session: command as exported, exit, count, minutes,
+    whether the output was the same each time, when) and a summary table (sessions, commands,
+    failures, sessions with a note, notes; one row per --threshold/--window combination). The
+    check ships off (spec C14): this shows what it would say before it is turned on. Files
+    that cannot be read are reported by name and skipped. Exit 0 when every path was read, 1
+    when some file was skipped or none was found, 2 for bad usage or an invalid config. Issue 19;
+    docs/operations.md "Replay before enabling"."""
+    from sidecar.config import Config
+    from sidecar.replay import (BadFile, Progress, Setting, find_sources, format_text,
+                                replay)
+
+    config = load_config(args.config) if args.config else Config()
+    thresholds = args.threshold or [config.threshold]
+    windows = args.window or [config.window_s]
+    settings = sorted({Setting(t, w) for t in thresholds for w in windows})
+    bad: list[BadFile] = []
+    sources = find_sources(args.paths, args.backend, bad)
+    total = 0
+    for source in sources:
+        try:
+            total += os.stat(source.path).st_size
+        except OSError:
+            pass
+    progress = Progress(total)
+    try:
+        result = replay(sources, settings, config.exclude, bad, progress)
+    finally:
+        progress.close()
+    if args.json:
+        sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(format_text(result))
+    if not sources and not result.bad:
+        print("repeat-failure replay: no session file or trajectory found under the paths "
+              "given (a directory is searched as an agent's home: docs/operations.md)",
+              file=sys.stderr)
+        return 1
+    return 1 if result.bad else 0
+
+
+def _numbers(kind: type, low: float, high: float, what: str):
+    """An argparse type: a comma-separated list of ``kind`` values within [low, high] (the
+    config's own bounds for ``what``)."""
+    def parse(text: str) -> list:
+        out = []
+        for part in text.split(","):
+            try:
+                value = kind(part)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"{part!r} is not a {kind.__name__}") from None
+            if not (low <= value <= high) or (kind is float and value <= 0):
+                raise argparse.ArgumentTypeError(
+                    f"{part}: {what} must be {'above 0' if kind is float else f'at least {low:g}'}"
+                    f" and at most {high:g} (as in the config)")
+            out.append(value)
+        return out
+    return parse
+
+
 def _exit_status(text: str) -> int:
     """``--exit-status``: an exit status 0-255 (what ``$?`` holds)."""
     try:
@@ -423,6 +486,31 @@ def build_parser() -> argparse.ArgumentParser:
     fixloop.add_argument("--once", action="store_true",
                          help="one sweep, then exit (0: every repository listed)")
     fixloop.set_defaults(func=cmd_fixloop)
+
+    from sidecar.replay import formats
+
+    replay_p = sub.add_parser("replay", help="what the check would have said on session logs "
+                                              "and trajectories (offline)",
+                              description=cmd_replay.__doc__)
+    replay_p.add_argument("paths", nargs="+", metavar="PATH",
+                          help="a session file, a trajectory, or a directory (an agent's home, "
+                               "or a tree of trajectories)")
+    replay_p.add_argument("--backend", choices=formats(), default=None,
+                          help="the files' format (default: told by each file's path, as the "
+                               "sidecar finds them in a home)")
+    replay_p.add_argument("--config", default=None,
+                          help="the sidecar's YAML config: its threshold, window_s and exclude "
+                               "(default: the built-in defaults, threshold 5, window 600 s)")
+    replay_p.add_argument("--threshold", type=_numbers(int, 1, 10000, "a threshold"),
+                          action="extend", metavar="N[,N...]",
+                          help="failures that raise a note; repeat the flag or give a comma "
+                               "list to sweep (one summary row per combination)")
+    replay_p.add_argument("--window", type=_numbers(float, 0, 7 * 86400, "a window"),
+                          action="extend", metavar="S[,S...]",
+                          help="the window in seconds; repeat or comma list to sweep")
+    replay_p.add_argument("--json", action="store_true",
+                          help="print the same as one JSON document")
+    replay_p.set_defaults(func=cmd_replay)
     return parser
 
 

@@ -25,10 +25,16 @@ SESSION = "session"
 
 
 @dataclass
-class _Seen:
+class Seen:
+    """A record remembered by :class:`RouteDedup`: its normalized ``command``, whether it
+    ``failed``, its time ``ts``, its detector exit key (``exit``: a number or ``"failed"``) and
+    its output digest (``output``, 0 when its route gives none). ``matched`` once paired."""
+
     command: str
     failed: bool
     ts: float
+    exit: object = None
+    output: int = 0
     matched: bool = False
 
 
@@ -36,12 +42,21 @@ class RouteDedup:
     """Remembers recent records of each route kind (``"neutral"`` or ``"session"``)."""
 
     def __init__(self) -> None:
-        self._recent: dict[str, deque[_Seen]] = {NEUTRAL: deque(), SESSION: deque()}
+        self._recent: dict[str, deque[Seen]] = {NEUTRAL: deque(), SESSION: deque()}
 
     def is_duplicate(self, kind: str, command: str, failed: bool, ts: float) -> bool:
         """True when ``(command, failed)`` at ``ts`` from route kind ``kind`` was already
         delivered by the other route kind within :data:`WINDOW_S`; otherwise remember it and
         return False. ``kind`` is :data:`NEUTRAL` or :data:`SESSION` (ValueError otherwise)."""
+        return self.match(kind, command, failed, ts) is not None
+
+    def match(self, kind: str, command: str, failed: bool, ts: float, exit: object = None,
+              output: int = 0) -> Seen | None:
+        """:meth:`is_duplicate` that returns the other route's record it matched (so the
+        caller can keep the session record's output digest when the neutral record was counted
+        first, issue 19), or ``None`` after remembering this one with its ``exit`` key and
+        ``output`` digest. Raises ValueError for a ``kind`` other than :data:`NEUTRAL` or
+        :data:`SESSION`."""
         if kind not in self._recent:
             raise ValueError(f"route kind {kind!r}: expected {NEUTRAL!r} or {SESSION!r}")
         other = self._recent[SESSION if kind == NEUTRAL else NEUTRAL]
@@ -51,9 +66,9 @@ class RouteDedup:
             if (not seen.matched and seen.command == command and seen.failed == failed
                     and abs(seen.ts - ts) <= WINDOW_S):
                 seen.matched = True
-                return True
+                return seen
         mine = self._recent[kind]
-        mine.append(_Seen(command, failed, ts))
+        mine.append(Seen(command, failed, ts, exit, output))
         while len(mine) > MAX_PENDING:
             mine.popleft()
-        return False
+        return None

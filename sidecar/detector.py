@@ -20,8 +20,10 @@ Monitor only (C10): the detector returns events; nothing here touches the agent.
 
 from __future__ import annotations
 
+import base64
 import bisect
 import math
+import sys
 from array import array
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -30,7 +32,7 @@ from typing import Any, Union
 
 import orjson
 
-from sidecar.normalize import command_label
+from sidecar.normalize import UNKNOWN, command_label, output_kind
 
 ExitKey = Union[int, str]
 FAILED = "failed"
@@ -73,6 +75,10 @@ class Note:
     minutes: int
     first_ts: float
     last_ts: float
+    #: Whether those failures had the same output every time (``same``), ``changing`` output,
+    #: or ``unknown`` (some failure's output not known: the neutral route gives none). Issue 19;
+    #: :func:`sidecar.normalize.output_kind`. Not part of :attr:`message` (spec C11).
+    output: str = UNKNOWN
 
     @property
     def message(self) -> str:
@@ -103,6 +109,53 @@ class NoteCleared:
 Event = Union[NoteRaised, NoteCleared]
 
 
+class _Times(array):
+    """The failure times of one (command, exit) key: an ``array('d')`` of epoch seconds, sorted,
+    and beside it ``outs``, each failure's output digest (:func:`sidecar.normalize.output_digest`,
+    an ``array('I')``, 0 where unknown), or ``None`` while no failure of the key has a known
+    output (the neutral route's case: no memory spent). Deleting from the times deletes the
+    same digests (``del times[i]`` / ``del times[:n]``), so the two never disagree; add a
+    failure with :meth:`put`."""
+
+    __slots__ = ("outs",)
+
+    def __new__(cls, times=(), outs=None):
+        self = super().__new__(cls, "d", times)
+        self.outs = None
+        if outs is not None and any(outs):
+            self.outs = array("I", outs)
+        return self
+
+    def __init__(self, times=(), outs=None) -> None:  # array takes its arguments in __new__
+        pass
+
+    def __delitem__(self, index) -> None:
+        super().__delitem__(index)
+        if self.outs is not None:
+            del self.outs[index]
+
+    def put(self, pos: int, ts: float, digest: int = 0) -> None:
+        """Insert a failure at ``ts`` with output ``digest`` (0: unknown) at index ``pos``."""
+        self.insert(pos, ts)
+        if digest and self.outs is None:
+            self.outs = array("I", bytes(4 * (len(self) - 1)))
+        if self.outs is not None:
+            self.outs.insert(pos, digest)
+
+    def set_digest(self, pos: int, digest: int) -> None:
+        """Set the output digest of the failure at index ``pos``."""
+        if self.outs is None:
+            if not digest:
+                return
+            self.outs = array("I", bytes(4 * len(self)))
+        self.outs[pos] = digest
+
+    def digests(self, start: int) -> list[int]:
+        """The output digests of the failures from index ``start`` on (0 where unknown)."""
+        n = len(self) - start
+        return list(self.outs[start:]) if self.outs is not None else [0] * max(0, n)
+
+
 class _Command:
     """What the detector keeps per distinct command. There may be ``MAX_COMMANDS`` of them, so
     it is compact (issue 6: RSS after 1,000,000 records over 10,000 commands):
@@ -121,8 +174,8 @@ class _Command:
 
     def __init__(self, raised: bool = False) -> None:
         self.key: ExitKey | None = None
-        self.times: array | None = None
-        self.more: dict[ExitKey, array] | None = None
+        self.times: _Times | None = None
+        self.more: dict[ExitKey, _Times] | None = None
         self.qualified: set[ExitKey] | None = None
         self.raised = raised
 
@@ -246,8 +299,10 @@ class Detector:
     # -- feeding -------------------------------------------------------------------------------
 
     def record(self, command: str, exit_status: int | None, failed: bool, ts: float,
-               now: float) -> list[Event]:
-        """Feed one record: ``command`` normalized, ``ts`` its time, ``now`` the current time.
+               now: float, output: int = 0) -> list[Event]:
+        """Feed one record: ``command`` normalized, ``ts`` its time, ``now`` the current time,
+        ``output`` the digest of a failure's output (:func:`sidecar.normalize.output_digest`;
+        0 when the route gives none).
 
         Returns the events it caused (a note raised or cleared). A failure already outside the
         window (``ts <= now - window_s``) and an empty command change nothing.
@@ -283,12 +338,12 @@ class Detector:
         times = state.get(key)
         self._failures += 1
         if times is None:
-            times = array("d", (ts,))
+            times = _Times((ts,), (output,))
             state.add(key, times)
             pos = 0
         else:
             pos = bisect.bisect_right(times, ts)
-            times.insert(pos, ts)
+            times.put(pos, ts, output)
             if len(times) > MAX_FAILURES_PER_KEY:
                 del times[0]
                 self._failures -= 1
@@ -305,6 +360,30 @@ class Detector:
                 if note is not None:
                     events.append(NoteRaised(note))
         return events
+
+    def set_output(self, command: str, exit_status: ExitKey | None, ts: float,
+                   digest: int) -> bool:
+        """Give the failure of ``command`` with exit ``exit_status`` (a number, ``"failed"`` or
+        ``None`` for no number) at exactly ``ts`` the output ``digest``: the session log's
+        output for a failure the neutral route recorded first (:mod:`sidecar.dedup`, issue 19:
+        the session record's digest is kept). Returns False when no such failure is held (it
+        left the window, or was never counted)."""
+        state = self._commands.get(command)
+        times = state.get(exit_status if exit_status is not None else FAILED) if state else None
+        if times is None:
+            return False
+        pos = bisect.bisect_left(times, ts)
+        if pos == len(times) or times[pos] != ts:
+            return False
+        times.set_digest(pos, digest)
+        return True
+
+    def note(self, command: str, now: float) -> Note | None:
+        """``command``'s raised note as it stands at ``now``, or ``None`` when none is raised."""
+        state = self._commands.get(command)
+        if state is None or not state.raised:
+            return None
+        return self._note(command, state, now)
 
     def _make_room(self, state: _Command, times: array, pos: int, events: list[Event]) -> int:
         """Bring the failure times held back to ``MAX_FAILURES`` after one was added to
@@ -409,16 +488,20 @@ class Detector:
 
     def _note(self, command: str, state: _Command, now: float) -> Note | None:
         horizon = now - self.window_s
-        best: tuple[float, ExitKey, list[float]] | None = None
+        best: tuple[float, ExitKey, _Times, int] | None = None
         for key in state.qualified or ():
-            times = [t for t in state.get(key) or () if t > horizon]
-            if times and (best is None or times[-1] > best[0]):
-                best = (times[-1], key, times)
+            held = state.get(key)
+            if not held:
+                continue
+            start = bisect.bisect_right(held, horizon)
+            if start < len(held) and (best is None or held[-1] > best[0]):
+                best = (held[-1], key, held, start)
         if best is None:
             return None
-        last, key, times = best
-        minutes = max(1, math.ceil((last - times[0]) / 60.0 - 1e-9))
-        return Note(command, key, len(times), minutes, times[0], last)
+        last, key, held, start = best
+        minutes = max(1, math.ceil((last - held[start]) / 60.0 - 1e-9))
+        return Note(command, key, len(held) - start, minutes, held[start], last,
+                    output_kind(held.digests(start)))
 
     def notes(self, now: float) -> list[Note]:
         """Raised notes, the one whose last failure is newest first."""
@@ -494,17 +577,26 @@ class Detector:
         try:
             for item in reversed(data["commands"]):
                 state = _Command(raised=bool(item["raised"]))
-                for key_text, times in item["failures"].items():
-                    values = sorted(float(t) for t in times)
-                    if not all(math.isfinite(t) for t in values):
+                saved = item["failures"]
+                unpacked = _unpack_outputs(item.get("outputs"), [len(t) for t in saved.values()])
+                for index, (key_text, times) in enumerate(saved.items()):
+                    # Absent (a state saved before issue 19) or malformed: unknown.
+                    digests = unpacked[index] if unpacked is not None else [0] * len(times)
+                    pairs = sorted(zip((float(t) for t in times), digests))
+                    if not all(math.isfinite(t) for t, _ in pairs):
                         raise StateError("a failure time is not finite")
-                    if values:
+                    if pairs:
                         key = _parse_key(key_text)
-                        kept_times = array("d", values[-MAX_FAILURES_PER_KEY:])
-                        if state.get(key) is None:
+                        pairs = pairs[-MAX_FAILURES_PER_KEY:]
+                        kept_times = _Times([t for t, _ in pairs], [d for _, d in pairs])
+                        if state.get(key) is not None:
+                            # "1" and "01" name one key: the last one wins, in its place
+                            if state.key == key:
+                                state.times = kept_times
+                            else:
+                                state.more[key] = kept_times
+                        else:
                             state.add(key, kept_times)
-                        else:  # "1" and "01" name one key: the last one wins, in its place
-                            state.get(key)[:] = kept_times
                 state.qualified = ({_parse_key(k) for k in item["qualified"]}
                                    & set(state.keys())) or None
                 command = item["command"]
@@ -533,13 +625,54 @@ class Detector:
 
 def _item(command: str, state: _Command) -> dict[str, Any]:
     """One command of :meth:`Detector.to_dict`: ``command``, ``raised``, ``qualified`` (sorted
-    key texts) and ``failures`` (key text -> list of epoch seconds)."""
-    return {
+    key texts), ``failures`` (key text -> list of epoch seconds) and, when some failure's
+    output is known, ``outputs`` (their digests, 0 where unknown, packed in the order of
+    ``failures``: :func:`_pack_outputs`; issue 19)."""
+    item = {
         "command": command,
         "raised": state.raised,
         "qualified": sorted(str(k) for k in state.qualified or ()),
         "failures": {str(k): list(v) for k, v in state.items()},
     }
+    if any(v.outs is not None for _, v in state.items()):
+        item["outputs"] = _pack_outputs(state.items())
+    return item
+
+
+def _pack_outputs(items: list[tuple[ExitKey, _Times]]) -> str:
+    """Every failure's output digest, in the order of ``failures`` (key by key, time order),
+    as base64 of 4-byte big-endian numbers (0: unknown): about 5.3 characters a failure, so
+    the largest state the bounds allow stays within its load limit (tests/test_memory.py)."""
+    packed = bytearray()
+    for _, times in items:
+        outs = times.outs if times.outs is not None else array("I", bytes(4 * len(times)))
+        if sys.byteorder == "little":
+            outs = array("I", outs)
+            outs.byteswap()
+        packed += outs.tobytes()
+    return base64.b64encode(bytes(packed)).decode("ascii")
+
+
+def _unpack_outputs(text: Any, counts: list[int]) -> list[list[int]] | None:
+    """:func:`_pack_outputs` read back, split by the failure ``counts`` of the keys; None when
+    ``text`` is not such a packing for those counts (the outputs are then unknown)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except ValueError:
+        return None
+    if len(raw) != 4 * sum(counts):
+        return None
+    values = array("I")
+    values.frombytes(raw)
+    if sys.byteorder == "little":
+        values.byteswap()
+    out, start = [], 0
+    for n in counts:
+        out.append(list(values[start:start + n]))
+        start += n
+    return out
 
 
 def _parse_key(text: str) -> ExitKey:

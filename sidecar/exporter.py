@@ -66,8 +66,9 @@ class MetricsCollector(Collector):
             labels=["agent", "backend", "state"])
         note = GaugeMetricFamily(
             PREFIX + "note",
-            "Failures in the window of a command whose repeating-failure note is raised.",
-            labels=["agent", "backend", "command", "exit"])
+            "Failures in the window of a command whose repeating-failure note is raised; "
+            "output: same, changing or unknown (whether those failures had the same output).",
+            labels=["agent", "backend", "command", "exit", "output"])
         row_info = GaugeMetricFamily(
             PREFIX + "row_info",
             "What the agent's dashboard row shows: state, state text and note message.",
@@ -156,7 +157,7 @@ class MetricsCollector(Collector):
                      label_value(v.row.message)], 1.0)
                 for n in v.row.notes[:MAX_NOTES_SHOWN]:
                     note.add_metric([v.agent, v.backend, command_label(label_value(n.command)),
-                                     str(n.exit)], float(n.count))
+                                     str(n.exit), n.output], float(n.count))
                 for command, exit_key, count in v.failures:
                     failures.add_metric(
                         [v.agent, v.backend, command_label(label_value(command)), str(exit_key)],

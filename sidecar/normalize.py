@@ -120,3 +120,79 @@ def command_label(command: str) -> str:
     if mark is not None:
         return command[: MAX_COMMAND_CHARS - len(mark.group()) - 1] + "…" + mark.group()
     return command[: MAX_COMMAND_CHARS - 1] + "…"
+
+
+# -- command output (issue 19) -------------------------------------------------------------------
+
+#: Output labels of a note (``hive_repeat_failure_note{output}``, ``/status``): whether the
+#: failures now in its window had the same output every time, changing output, or unknown
+#: (a route that gives no output: the neutral route).
+SAME, CHANGING, UNKNOWN = "same", "changing", "unknown"
+OUTPUTS = (SAME, CHANGING, UNKNOWN)
+#: Characters of an output kept for its digest: the first and the last this many, with the
+#: length of the whole (:func:`cut_output`). Outputs of one failing command rarely differ only
+#: in their middle, and the sidecar holds the outputs of a whole poll of a session log at once
+#: (a SQLite backfill reads thousands of rows): 16 KiB per failure at most.
+OUTPUT_EDGE_CHARS = 8 << 10
+#: Room for the length mark between the two edges, so that a cut output is never cut again.
+_CUT_MARK_CHARS = 32
+HEX = "<hex>"
+DUR = "<dur>"
+_HEX_ADDR = re.compile(r"(?<![0-9A-Za-z_])0x[0-9a-fA-F]{4,}(?![0-9A-Za-z_])")
+# A number with a time unit: "0.52s", "12 ms", "3m2.5s", "1.5 seconds", "(took 120µs)".
+_DURATION = re.compile(
+    r"(?<![\w.])\d+(?:\.\d+)?\s?(?:ns|us|µs|ms|s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?)"
+    r"(?:\s?\d+(?:\.\d+)?\s?(?:ms|s|sec|seconds?))?(?![\w])")
+
+
+def normalize_output(output: str, now: float | None = None) -> str:
+    """The text an output's digest is taken of: what :func:`normalize` does to a command
+    (``/tmp`` paths → ``<tmp>``, ISO-8601 and Unix times → ``<ts>``, whitespace collapsed; no
+    backend wrapper to strip), plus hex addresses of 4 digits or more (``0x7f3a2c1d`` →
+    ``<hex>``, as a crash or a Python repr prints them) and durations (``0.52s``, ``12 ms``,
+    ``1.5 seconds`` → ``<dur>``, as test runners print them), which differ from run to run
+    while the failure stays the same. Issue 19. Never raises."""
+    text = normalize(output, "", now)
+    if "0x" in text:
+        text = _HEX_ADDR.sub(HEX, text)
+    return _DURATION.sub(DUR, text)
+
+
+def cut_output(output: str) -> str:
+    """``output`` when it has at most ``2 * OUTPUT_EDGE_CHARS`` characters and a little more,
+    else its first and last :data:`OUTPUT_EDGE_CHARS` characters around its length
+    (``"\n[<n> chars]\n"``). Idempotent: a cut output is returned as it is."""
+    if len(output) <= 2 * OUTPUT_EDGE_CHARS + _CUT_MARK_CHARS:
+        return output
+    return (f"{output[:OUTPUT_EDGE_CHARS]}\n[{len(output)} chars]\n"
+            f"{output[-OUTPUT_EDGE_CHARS:]}")
+
+
+def output_digest(output: str, key: bytes, now: float | None = None) -> int:
+    """A 32-bit keyed digest (BLAKE2b keyed with ``key``, the agent's random key) of
+    ``output`` scrubbed (:func:`sidecar.scrub.scrub`) and normalized (:func:`normalize_output`),
+    never 0 (0 stands for "no output known"). Only the first and last
+    :data:`OUTPUT_EDGE_CHARS` characters are read, with the length of the whole
+    (:func:`cut_output`). Two failures
+    with equal digests had the same output after normalization (a chance collision once in
+    4 billion pairs); the digest shows nothing of the text, and keyed, a guess at it cannot be
+    checked without the key."""
+    from sidecar.scrub import scrub
+
+    text = normalize_output(scrub(cut_output(output)), now)
+    value = int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), key=key,
+                                           digest_size=4).digest(), "big")
+    return value or 1
+
+
+def output_kind(digests: "list[int] | tuple[int, ...]") -> str:
+    """:data:`SAME`, :data:`CHANGING` or :data:`UNKNOWN` for the output digests of a note's
+    failures (0: no output known for that failure): ``changing`` when two known digests
+    differ; ``same`` when every failure's digest is known and all are equal; otherwise
+    ``unknown`` (no digest known, or some known and equal with others unknown)."""
+    known = {d for d in digests if d}
+    if len(known) > 1:
+        return CHANGING
+    if known and all(digests):
+        return SAME
+    return UNKNOWN

@@ -41,6 +41,7 @@ from typing import Any
 import orjson
 
 from sidecar.backends import ReaderFormatError, SessionEvent, SessionLogReader, UnusedLine
+from sidecar.normalize import OUTPUT_EDGE_CHARS, cut_output
 
 log = logging.getLogger("repeat_failure")
 
@@ -105,6 +106,41 @@ def expand_globs(reader: SessionLogReader, home: Path,
             pattern = pattern[match.end():]
         out.append((base, pattern))
     return out
+
+
+def discover(globs: Iterable[tuple[Path, str]],
+             home: Path) -> list[tuple[Path, os.stat_result]]:
+    """The session files the globs (:func:`expand_globs`) find under ``home``, with their
+    ``lstat``: regular files only (never a symlink, a FIFO or a directory), not a SQLite
+    ``-wal``, ``-shm`` or ``-journal`` file, and not reached through a symlinked directory that
+    leaves the home. A directory that vanishes during the walk is skipped. This is how the
+    sidecar finds an agent's session logs, and how ``repeat-failure replay`` finds them in a
+    home (issue 19)."""
+    real_home = Path(os.path.realpath(home))
+    found: dict[Path, os.stat_result] = {}
+    for base, pattern in globs:
+        try:
+            for path in base.glob(pattern):
+                try:
+                    st = os.lstat(path)
+                except OSError:
+                    continue
+                if (stat.S_ISREG(st.st_mode)
+                        and not path.name.endswith(("-wal", "-shm", "-journal"))
+                        and _inside(path, real_home)):
+                    found[path] = st
+        except OSError:  # a directory vanished during the walk: the next scan sees it
+            continue
+    return list(found.items())
+
+
+def _inside(path: Path, real_home: Path) -> bool:
+    """False for a path that leaves ``real_home`` (resolved) through a symlinked directory."""
+    try:
+        real = Path(os.path.realpath(path))
+    except (OSError, ValueError):
+        return False
+    return real == real_home or real_home in real.parents
 
 
 @dataclass
@@ -197,21 +233,7 @@ class SessionTail:
     def scan(self) -> None:
         """Find the session files now (bounded): new ones are followed, vanished ones
         forgotten, at most :data:`MAX_FILES` (the most recently modified)."""
-        found: dict[str, tuple[Path, os.stat_result]] = {}
-        for base, pattern in self.globs:
-            try:
-                candidates = base.glob(pattern)
-                for path in candidates:
-                    try:
-                        st = os.lstat(path)
-                    except OSError:
-                        continue
-                    if (stat.S_ISREG(st.st_mode)
-                            and not path.name.endswith(("-wal", "-shm", "-journal"))
-                            and self._inside_home(path)):
-                        found[self._key(path)] = (path, st)
-            except OSError:  # a directory vanished during the walk: the next scan sees it
-                continue
+        found = {self._key(path): (path, st) for path, st in discover(self.globs, self.home)}
         newest = sorted(found.items(), key=lambda kv: kv[1][1].st_mtime_ns, reverse=True)
         keep = dict(newest[:MAX_FILES])
         renamed = self._renamed(keep)
@@ -549,12 +571,18 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 def _stamped(events: Iterable[SessionEvent], now: float, source: str) -> list[SessionEvent]:
     """The events with ``ts`` set (a line without a time, or NaN/inf: when we read it),
+    ``output`` kept for failures only and cut to its edges (:func:`sidecar.normalize.cut_output`:
+    a poll holds its events at once, issue 19),
     ``source`` set to the file's key, and ``call_id`` made unique across files
     (``<source>:<id>``; CLIs number calls per session) and bounded: an id that is not up to 96
     plain characters (:data:`_PLAIN_CALL_ID`) becomes ``#`` and the digest of its UTF-8 bytes
     (a lone surrogate from ``\\udXXX`` in the JSON escaped), so it can be stored."""
     out = []
     for e in events:
+        if e.output is not None and (e.failed is False or (e.failed is None and not e.exit)):
+            e = dataclasses.replace(e, output=None)  # only a failure's output is ever used
+        elif e.output is not None and len(e.output) > 2 * OUTPUT_EDGE_CHARS:
+            e = dataclasses.replace(e, output=cut_output(e.output))
         ts = e.ts if e.ts is not None and math.isfinite(e.ts) else now
         call_id = e.call_id
         if call_id:

@@ -595,7 +595,7 @@ def expected_session(db: Path) -> list[SessionEvent]:
             out.append(SessionEvent(SHELL_END, s["time"]["end"] / 1000, call_id=d["callID"],
                                     command=s["input"]["command"], exit=s["metadata"]["exit"],
                                     failed=s["metadata"]["exit"] != 0, tool="bash",
-                                    turn_id=turn))
+                                    turn_id=turn, output=s["output"]))
         elif d["type"] == "text" and roles[p["message_id"]] == "assistant":
             out.append(SessionEvent(TEXT, d["time"]["start"] / 1000, turn_id=turn))
     (last,) = [m for m in messages if m["data"].get("finish") == "stop"]

@@ -87,7 +87,7 @@ def test_note_metrics_and_row(tmp_path: Path) -> None:
     sc.run_once()
     msg = "Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)"
     assert series(sc, "hive_repeat_failure_note") == [
-        'hive_repeat_failure_note{agent="a1",backend="bash",command="ls /nonexistent",exit="2"} 5.0']
+        'hive_repeat_failure_note{agent="a1",backend="bash",command="ls /nonexistent",exit="2",output="unknown"} 5.0']
     assert series(sc, "hive_repeat_failure_row_info") == [
         f'hive_repeat_failure_row_info{{agent="a1",backend="bash",message="{msg}",state="on",'
         'state_text=""} 1.0']
@@ -103,7 +103,8 @@ def test_note_metrics_and_row(tmp_path: Path) -> None:
     assert status == {"rows": [{
         "agent": "a1", "backend": "bash", "state": "on", "state_text": "", "message": msg,
         "notes": [{"command": "ls /nonexistent", "exit": 2, "count": 5, "minutes": 1,
-                   "first_ts": T0 - 50, "last_ts": T0 - 10, "message": msg}]}]}
+                   "first_ts": T0 - 50, "last_ts": T0 - 10, "output": "unknown",
+                   "message": msg}]}]}
     # The series disappears with the note (expiry uses the clock).
     clock.t = T0 - 10 + 600
     sc.run_once()

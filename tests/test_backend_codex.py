@@ -258,8 +258,11 @@ def test_shell_calls_have_the_files_ids_commands_exits_and_times() -> None:
     assert [e for e in events if e.kind == SHELL_END] == [
         SessionEvent(SHELL_END, iso_ts(o["timestamp"]), call_id=p["item"]["id"],
                      command=run["command"], exit=p["item"]["exit_code"], failed=True,
-                     tool="exec_command", turn_id=turn)
+                     tool="exec_command", turn_id=turn, output=p["item"]["aggregated_output"])
         for o, p in ends]
+    # The output is the command's own (issue 19: its digest tells same from changing output).
+    assert {e.output for e in events if e.kind == SHELL_END} == {
+        "ls: cannot access '/nonexistent': No such file or directory\n"}
 
 
 def test_turn_bounds_and_text_come_from_task_events() -> None:

@@ -118,7 +118,12 @@ def test_shell_calls_have_the_files_ids_commands_exits_and_times() -> None:
                          turn_id=turn),
             SessionEvent(SHELL_END, iso_ts(done["timestamp"]), call_id=done["data"]["toolCallId"],
                          command=command, exit=done["data"]["shellExecution"]["exitCode"],
-                         failed=True, tool="bash", turn_id=turn)]
+                         failed=True, tool="bash", turn_id=turn,
+                         output="ls: cannot access '/nonexistent': No such file or directory")]
+    # The output (issue 19) is the result's text without the tool's own last line, which
+    # names its shell: "<shellId: 0 completed with exit code 2>".
+    assert all(done["data"]["result"]["content"].endswith(">")
+               for done in _of(lines, "tool.execution_complete"))
     assert [e for e in LOG.read(lines) if e.kind in (SHELL_START, SHELL_END)] == expected
 
 

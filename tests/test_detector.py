@@ -345,3 +345,90 @@ def test_load_counts_a_command_listed_twice_once() -> None:
     assert det.load_dict(saved) == 0
     assert det.command_bytes == 2
     assert det.failures(T0 + 3, 10) == [("x", 2, 1), ("y", 1, 1)]
+
+
+# -- output digests (issue 19) ------------------------------------------------------------------
+
+
+def _fed(outputs: list[int], threshold: int = 3) -> Detector:
+    det = Detector(threshold, 600)
+    for i, digest in enumerate(outputs):
+        det.record("make test", 2, True, 100.0 + i, 100.0 + i, output=digest)
+    return det
+
+
+@pytest.mark.parametrize("outputs, want", [
+    ([7, 7, 7], "same"), ([7, 8, 7], "changing"), ([0, 0, 0], "unknown"),
+    ([7, 0, 7], "unknown"), ([7, 0, 8], "changing"), ([9, 7, 7, 7], "changing")])
+def test_note_output_over_its_failures(outputs: list[int], want: str) -> None:
+    """`same`: every failure in the note's window has a known, equal digest; `changing`: two
+    known digests differ; `unknown` otherwise (a failure without output). The message (C11)
+    does not change."""
+    (note,) = _fed(outputs).notes(110.0)
+    assert note.output == want
+    assert note.message == (f"Repeating failure: make test failed {len(outputs)} times in 1 min "
+                            "(exit 2)")
+
+
+def test_note_output_counts_only_failures_still_in_the_window() -> None:
+    """A differing failure that left the window no longer makes the output `changing`."""
+    det = Detector(3, 600)
+    det.record("make test", 2, True, 100.0, 100.0, output=9)
+    for i in range(3):
+        det.record("make test", 2, True, 500.0 + i, 500.0 + i, output=7)
+    assert det.notes(650.0)[0].output == "changing"
+    assert det.notes(701.0)[0].output == "same"
+
+
+def test_set_output_finds_the_failure_by_exit_and_time() -> None:
+    """The session log's digest attaches to the failure counted from the neutral route (its
+    exit key and exact time); another time, exit or command attaches nothing."""
+    det = _fed([0, 0, 0])
+    assert det.set_output("make test", 2, 100.5, 7) is False
+    assert det.set_output("make test", 1, 101.0, 7) is False
+    assert det.set_output("make tests", 2, 101.0, 7) is False
+    assert det.notes(110.0)[0].output == "unknown"
+    assert [det.set_output("make test", 2, 100.0 + i, 7) for i in range(3)] == [True] * 3
+    assert det.notes(110.0)[0].output == "same"
+    det.record("ls", None, True, 103.0, 103.0)
+    assert det.set_output("ls", None, 103.0, 5) is True  # no exit number: the "failed" key
+
+
+def test_digests_stay_with_their_failures() -> None:
+    """Forgetting failures (a success, the window, the per-key bound) forgets their digests
+    with them, and a late failure takes its place in time order with its digest."""
+    def outputs(det: Detector) -> list[int]:
+        return [d for t in det._commands["make test"].items() for d in t[1].outs]
+
+    det = _fed([5, 6, 7])
+    det.record("make test", 2, True, 99.5, 110.0, output=4)  # late: first in time order
+    assert outputs(det) == [4, 5, 6, 7]
+    det.record("make test", 1, True, 104.0, 110.0, output=1 << 31)
+    # Saved in the order of `failures` (key by key), 4 bytes each, base64.
+    assert det.to_dict()["commands"][0]["outputs"] == "AAAABAAAAAUAAAAGAAAAB4AAAAA="
+    det.record("make test", 0, False, 100.7, 110.0)  # a success forgets up to it
+    assert outputs(det) == [6, 7, 1 << 31]
+    det.expire(101.5 + 600)
+    assert outputs(det) == [7, 1 << 31]
+
+
+def test_state_keeps_digests_and_reads_a_state_without_them() -> None:
+    """The saved state keeps each failure's digest (`outputs`, only when some are known); a
+    state saved before issue 19 (no `outputs`) or with a malformed list loads with the
+    outputs unknown."""
+    det = _fed([7, 7, 8])
+    saved = det.to_dict()
+    again = Detector(3, 600)
+    again.load_dict(saved)
+    assert again.to_dict() == saved and again.notes(110.0)[0].output == "changing"
+    assert isinstance(saved["commands"][0]["outputs"], str)
+    for outputs in (None, "AAAABw==", "not base64!", 7, {"2": [7, 7, 8]}):
+        item = dict(saved["commands"][0])
+        item.pop("outputs")
+        if outputs is not None:
+            item["outputs"] = outputs
+        old = Detector(3, 600)
+        old.load_dict({"version": 1, "commands": [item]})
+        assert old.notes(110.0)[0].output == "unknown"
+        assert "outputs" not in old.to_dict()["commands"][0]
+    assert "outputs" not in _fed([0, 0, 0]).to_dict()["commands"][0]

@@ -60,7 +60,7 @@ def test_five_real_failures_reach_metrics(sidecar) -> None:
     shared, port, _, _ = sidecar
     assert [run_agent_command(shared, "ls /nonexistent") for _ in range(5)] == [2] * 5
     note = ('hive_repeat_failure_note{agent="a1",backend="bash",command="ls /nonexistent",'
-            'exit="2"} 5.0')
+            'exit="2",output="unknown"} 5.0')
     text = wait_until(lambda: t if note in (t := get(port, "/metrics")) else None)
     message = "Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)"
     assert (f'hive_repeat_failure_row_info{{agent="a1",backend="bash",message="{message}",'

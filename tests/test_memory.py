@@ -365,7 +365,8 @@ def _largest_state(tmp_path: Path) -> Sidecar:
     """A sidecar whose agent holds the largest state the bounds allow, each part at its bound
     with its longest entries: MAX_COMMANDS commands of MAX_COMMAND_BYTES of text in all,
     MAX_FAILURES failure times of 18 characters, one exit key of three digits each (the most
-    JSON a failure time can take), every key qualified; MAX_DELIVERED_CALLS delivered call ids
+    JSON a failure time can take), every key qualified, each failure with a ten-digit output
+    digest (issue 19); MAX_DELIVERED_CALLS delivered call ids
     and MAX_RUNNING running shell calls of the longest plain id; MAX_SESSIONS open turns and
     session activities; MAX_FILES session files."""
     from sidecar.activity import MAX_RUNNING, MAX_SESSIONS as ACTIVITY_SESSIONS
@@ -390,7 +391,7 @@ def _largest_state(tmp_path: Path) -> Sidecar:
         assert len(command) == size
         for k in range(keys):
             t = T0 + 0.1234567 + (c * keys + k) * 1e-7
-            det.record(command, 100 + k, True, t, now)
+            det.record(command, 100 + k, True, t, now, output=4_000_000_000 + c)
     assert det.failure_count == MAX_FAILURES and len(det._commands) == MAX_COMMANDS
     assert det.command_bytes == MAX_COMMANDS * size <= MAX_COMMAND_BYTES
     plain = "x" * 96

@@ -920,7 +920,7 @@ def expected_panels(st: Stack, agent: str) -> dict[str, list[tuple[dict[str, str
         "Sidecars down": [({}, 0.0)],
         "Repeating failures now": [
             ({"__name__": "hive_repeat_failure_note", **t, "agent": "a1", "backend": "bash",
-              "command": LS, "exit": "2"}, 5.0)],
+              "command": LS, "exit": "2", "output": "unknown"}, 5.0)],
         "Top failing commands": [
             ({"__name__": "hive_repeat_failure_command_failures", **t, "agent": "a1",
               "backend": "bash", "command": "false", "exit": "1"}, 2.0),
@@ -1018,7 +1018,7 @@ def test_alert_expressions_against_real_prometheus(stack: Stack) -> None:
     want = {
         "RepeatFailureRepeatingFailure": [
             ({"__name__": "hive_repeat_failure_note", **t, "agent": "a1", "backend": "bash",
-              "command": LS, "exit": "2"}, 5.0)],
+              "command": LS, "exit": "2", "output": "unknown"}, 5.0)],
         "RepeatFailureCheckNotReceivingData": [
             ({**t, "agent": "a2", "backend": "claude", "state": "not_receiving_data"}, 1.0)],
         "RepeatFailureSidecarDown": [],
@@ -1058,7 +1058,8 @@ def test_pending_alerts_are_rendered_from_real_series(stack: Stack) -> None:
               "write the shared records directory, and whether its CLI was updated "
               "(docs/backend-support.md).")}),
         ({"alertname": "RepeatFailureRepeatingFailure", "severity": "warning", **t,
-          "agent": "a1", "backend": "bash", "command": LS, "exit": "2"}, "pending",
+          "agent": "a1", "backend": "bash", "command": LS, "exit": "2", "output": "unknown"},
+         "pending",
          {"summary": f"Agent a1 keeps running a failing command: {LS} (exit 2)",
           "description": (
               f"Agent a1 (bash, namespace {NAMESPACE}, pod {POD}) has run \"{LS}\", which "

@@ -58,3 +58,56 @@ def test_configured_list_replaces_defaults() -> None:
     ex = Exclusions(["make  wait"])
     assert ex.entries == ("make wait",)
     assert ex.matches("make wait 5") and not ex.matches("gh pr checks")
+
+
+# -- command output (issue 19) -------------------------------------------------------------------
+
+from sidecar.normalize import (cut_output, normalize_output, output_digest,  # noqa: E402
+                               output_kind)
+
+KEY = bytes(range(16))
+
+
+@pytest.mark.parametrize("a, b", [
+    ("FAILED tests/test_x.py::test_a - 1 failed in 0.52s",
+     "FAILED tests/test_x.py::test_a - 1 failed in 1.07s"),
+    ("<Foo object at 0x7f3a9c2d1e50>", "<Foo object at 0x7f3a9c2d2f10>"),
+    ("error at 2026-12-01T10:00:01Z: timeout", "error at 2026-12-02T11:30:00Z: timeout"),
+    ("cannot open /tmp/pytest-of-root/pytest-12/x", "cannot open /tmp/pytest-of-root/pytest-13/x"),
+    ("took 12 ms", "took 130 ms"), ("a  b\n", "a b"),
+])
+def test_outputs_that_differ_only_in_run_noise_have_one_digest(a: str, b: str) -> None:
+    """Durations, hex addresses, times, temp paths and whitespace are normalized away."""
+    assert normalize_output(a) == normalize_output(b)
+    assert output_digest(a, KEY) == output_digest(b, KEY)
+
+
+@pytest.mark.parametrize("a, b", [
+    ("E   assert 3 == 4", "E   assert 5 == 4"), ("exit 0x1", "exit 0x2"),
+    ("tests/test_x.py:12: AssertionError", "tests/test_x.py:14: AssertionError"),
+])
+def test_outputs_that_really_differ_keep_apart(a: str, b: str) -> None:
+    """What the agent changed stays: other values, other line numbers, short hex numbers."""
+    assert output_digest(a, KEY) != output_digest(b, KEY)
+
+
+def test_digest_is_keyed_bounded_and_never_zero() -> None:
+    """Another key gives another digest (a guess cannot be checked without the key); a secret
+    in the output is scrubbed first (two outputs differing only in a token are the same);
+    megabytes are read at their edges only; 0 is never a digest."""
+    text = "Error: bad credentials"
+    assert output_digest(text, KEY) != output_digest(text, bytes(16))
+    token = "ghp_" + "A" * 36
+    other = "ghp_" + "B" * 36
+    assert (output_digest(f"auth {token} refused", KEY)
+            == output_digest(f"auth {other} refused", KEY))
+    big = "x" * (1 << 20)
+    assert output_digest(big + "a" + big, KEY) == output_digest(big + "b" + big, KEY)
+    assert output_digest(big + "a", KEY) != output_digest(big + "b", KEY)
+    assert output_digest(big + "a", KEY) != output_digest(big + "xa", KEY)  # the length counts
+    cut = cut_output(big + "a")
+    assert len(cut) < 17_000 and cut_output(cut) == cut and cut.endswith("xa")
+    assert cut_output("short") == "short"
+    assert all(output_digest(str(i), KEY) for i in range(1000))
+    assert (output_kind([3, 3]), output_kind([3, 4]), output_kind([3, 0]), output_kind([])) == (
+        "same", "changing", "unknown", "unknown")

@@ -549,3 +549,20 @@ def test_a_hard_link_is_not_a_rename(home: Path) -> None:
     os.link(path, home / "sessions" / "a" / "t.jsonl")
     assert ids(tail.poll(rescan=True)) == IDS[:2]
     assert sorted(tail.to_dict()) == sorted([key("sessions/a/s.jsonl"), key("sessions/a/t.jsonl")])
+
+
+def test_only_a_failures_output_is_kept_and_it_is_cut() -> None:
+    """Issue 19: a poll holds its events at once, so an event keeps its output only when the
+    call failed (only a failure's output is digested), cut to its first and last 8 KiB."""
+    from sidecar.backends import SHELL_END, SessionEvent
+    from sidecar.normalize import OUTPUT_EDGE_CHARS
+    from sidecar.sessionlog import _stamped
+
+    big = "a" * OUTPUT_EDGE_CHARS + "b" * 100_000 + "c" * OUTPUT_EDGE_CHARS
+    ok, bad, unknown = _stamped([
+        SessionEvent(SHELL_END, 1.0, command="x", exit=0, failed=False, output="fine"),
+        SessionEvent(SHELL_END, 2.0, command="x", exit=2, failed=True, output=big),
+        SessionEvent(SHELL_END, 3.0, command="x", exit=None, failed=None, output="?")], 9.0, "s")
+    assert (ok.output, unknown.output) == (None, None)
+    assert bad.output == ("a" * OUTPUT_EDGE_CHARS + f"\n[{len(big)} chars]\n"
+                          + "c" * OUTPUT_EDGE_CHARS)

@@ -85,6 +85,10 @@ class SessionEvent:
     - ``source``: set by :mod:`sidecar.sessionlog`, not by readers: which session file the
       event came from (a digest of its path). The tail also prefixes ``call_id`` with it, so
       ids are unique across sessions.
+    - ``output``: for ``shell_end``, the command's output as the log has it (RAW: may hold a
+      secret; never stored, logged or shown: only a keyed digest of it after
+      :func:`sidecar.normalize.normalize_output` is kept, issue 19), ``None`` when the log gives
+      none (``""`` is an empty output).
     """
 
     kind: str
@@ -97,6 +101,7 @@ class SessionEvent:
     turn_id: str = ""
     source: str = ""
     detail: str = ""
+    output: str | None = None
 
 
 class ReaderFormatError(ValueError):
@@ -181,6 +186,13 @@ class SessionLogReader:
         such as tool-call id → command). Lost on a sidecar restart: a reader must cope with a
         finished call whose start it never saw (emit ``shell_end`` with ``command=""``)."""
         return {}
+
+    def history_state(self) -> dict[str, Any]:
+        """The per-file state to read a whole file from its start with, history included
+        (``repeat-failure replay``, issue 19). The default is :meth:`new_file_state`; a reader
+        whose fresh state skips old history (a SQLite store read from near its end) returns
+        one that does not."""
+        return self.new_file_state()
 
     def parse_line(self, obj: Any, state: dict[str, Any]) -> list[SessionEvent]:
         """The events one decoded JSON line gives (often none). ``obj`` is whatever
@@ -396,6 +408,12 @@ def register_reader(reader: SessionLogReader, *backends: str) -> None:
         if backend in _READERS:
             raise ValueError(f"a session-log reader for backend {backend!r} is already registered")
         _READERS[backend] = reader
+
+
+def session_readers() -> dict[str, SessionLogReader]:
+    """Every registered session-log reader by backend name (a copy; a reader shared by several
+    backends appears under each)."""
+    return dict(_READERS)
 
 
 def session_reader(backend: str) -> SessionLogReader | None:

@@ -327,7 +327,7 @@ class ClaudeSessionReader(JsonLinesReader):
             failed = is_error if exit_code is None else exit_code != 0
             events.append(SessionEvent(SHELL_END, ts, call_id=call_id, command=command,
                                        exit=exit_code, failed=failed, tool=tool,
-                                       turn_id=turn_id))
+                                       turn_id=turn_id, output=text))
         return events
 
     def _assistant(self, line: dict[str, Any], message: dict[str, Any],

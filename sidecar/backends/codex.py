@@ -250,9 +250,11 @@ class CodexReader(JsonLinesReader):
         command = state["calls"].pop(call_id, None)
         if not isinstance(command, str):
             command = _argv_command(item.get("command"))
+        output = item.get("aggregated_output")
         return [SessionEvent(SHELL_END, ts, call_id=call_id, command=command, exit=exit_code,
                              failed=failed, tool="exec_command",
-                             turn_id=self._turn(payload, state))]
+                             turn_id=self._turn(payload, state),
+                             output=output if isinstance(output, str) else None)]
 
     def _response_item(self, payload: dict[str, Any], ts: float | None,
                        state: dict[str, Any]) -> list[SessionEvent]:

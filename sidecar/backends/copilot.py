@@ -54,6 +54,9 @@ def _exit(data: dict[str, Any]) -> int | None:
     return None
 
 
+#: The trailing notice of Copilot CLI's shell tool result (1.0.x's real run).
+_SHELL_NOTICE = re.compile(r"\n?<shellId: [^<>\n]*>\s*\Z")
+
 class CopilotReader(JsonLinesReader):
     """Reads GitHub Copilot CLI ``events.jsonl`` session logs.
 
@@ -177,9 +180,16 @@ class CopilotReader(JsonLinesReader):
             exit_code = _exit(data)
             command = state["calls"].pop(call_id, "")
             failed = exit_code != 0 if exit_code is not None else not success
+            result = data.get("result")
+            output = result.get("content") if isinstance(result, dict) else None
+            if isinstance(output, str):
+                # The tool's own last line names its shell (``<shellId: 0 completed with exit
+                # code 2>``); the id differs between shells, the exit is known: not output.
+                output = _SHELL_NOTICE.sub("", output)
             return [SessionEvent(SHELL_END, ts, call_id=call_id,
                                  command=str_or_empty(command),
-                                 exit=exit_code, failed=failed, tool="bash", turn_id=turn)]
+                                 exit=exit_code, failed=failed, tool="bash", turn_id=turn,
+                                 output=output if isinstance(output, str) else None)]
         return []
 
 

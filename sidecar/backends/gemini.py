@@ -193,6 +193,18 @@ def _exit_status(status: str, text: str) -> tuple[int | None, bool]:
     return None, False
 
 
+def _command_output(text: str) -> str:
+    """The command's own output in a shell result text (issue 19: its digest tells same from
+    changing output): without the tool's ``<untrusted_context>`` tags, its ``Output:`` label
+    and its trailing ``Exit Code`` / ``Signal`` / ``Background PIDs`` / ``Process Group PGID``
+    lines (the PGID differs at every call: the real run's five results differ only there)."""
+    tail = _TAIL.search(text)
+    if tail is not None:
+        text = text[:tail.start()]
+    text = text.removeprefix("<untrusted_context>").lstrip("\n")
+    return text.removeprefix("Output: ")
+
+
 def _remember(ids: dict[str, Any], key: str) -> None:
     """Note ``key`` as reported in one of the state's id maps (within :data:`_MAX_IDS`)."""
     remember(ids, key, 1, _MAX_IDS)
@@ -351,12 +363,15 @@ class GeminiReader(JsonLinesReader):
             events.append(SessionEvent(SHELL_START, message_ts, call_id=call_id,
                                        command=command, tool=name, turn_id=turn))
         if status in _FINISHED and call_id not in state["ended"]:
-            exit_code, failed = _exit_status(status, _result_text(call.get("result")))
+            text = _result_text(call.get("result"))
+            exit_code, failed = _exit_status(status, text)
             end_ts = log_timestamp(call.get("timestamp"))
             _remember(state["ended"], call_id)
             events.append(SessionEvent(SHELL_END, message_ts if end_ts is None else end_ts,
                                        call_id=call_id, command=command, exit=exit_code,
-                                       failed=failed, tool=name, turn_id=turn))
+                                       failed=failed, tool=name, turn_id=turn,
+                                       output=_command_output(text)
+                                       if "result" in call else None))
         return events
 
 

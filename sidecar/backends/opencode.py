@@ -130,6 +130,11 @@ class OpencodeReader(SessionLogReader):
         """A fresh state: ``{}`` (the first :meth:`poll_db` fills it in)."""
         return {}
 
+    def history_state(self) -> dict[str, Any]:
+        """A state whose watermarks are before the first row: the whole store is read, not
+        only its last :data:`BACKFILL_ROWS` rows (``repeat-failure replay``)."""
+        return {"v": STATE_VERSION, "message": [0, ""], "part": [0, ""]}
+
     def poll_db(self, conn: sqlite3.Connection, state: dict[str, Any]) -> list[SessionEvent]:
         """The events added or changed since the last call, in time order (see the class
         docstring for what each row gives).
@@ -400,9 +405,14 @@ class _Poll:
             return
         opened.pop(part_id, None)
         failed = status == "error" or exit_code != 0
+        output = tstate.get("output")
+        if not isinstance(output, str) and isinstance(meta, dict):
+            output = meta.get("output")
+        if not isinstance(output, str):  # an error's text stands for its output
+            output = tstate.get("error")
         self._emit(SessionEvent(SHELL_END, _ts(times.get("end"), updated), call_id=call_id,
                                 command=command, exit=exit_code, failed=failed, tool=tool,
-                                turn_id=turn))
+                                turn_id=turn, output=output if isinstance(output, str) else None))
 
     def _message_of(self, message_id: Any, raw: Any) -> tuple[str, str]:
         """(role, turn id) of a part's message, from its ``data`` column; ``("", "")`` when the

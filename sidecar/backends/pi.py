@@ -242,8 +242,10 @@ class PiSessionReader(JsonLinesReader):
             return []
         exit_code = self._exit(message)
         failed = is_error if exit_code is None else exit_code != 0
+        content = message.get("content")
+        output = text_blocks(content) if isinstance(content, (str, list)) else None
         return [SessionEvent(SHELL_END, ts, call_id=call_id, command=command, exit=exit_code,
-                             failed=failed, tool=name)]
+                             failed=failed, tool=name, output=output)]
 
     def _ran(self, message: dict[str, Any]) -> bool:
         """Whether the command of this tool result ran (pi writes results only for calls it

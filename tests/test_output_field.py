@@ -1,0 +1,176 @@
+"""The note's ``output`` field (issue 19) end to end on the harness's real captures: whether a
+repeating failure had the same output every time (the agent repeats itself) or changing output
+(it is iterating), in ``/status``, the ``output`` label of ``hive_repeat_failure_note`` and the
+``note_raised`` log line.
+
+- Claude Code (the neutral route records the commands; the session log, read beside it, gives
+  the outputs): the hook's real records of the five-failure run plus the real session file of
+  that run, read in either order; the session file changed on purpose for ``changing``; no
+  home (hook only) for ``unknown``.
+- omp (its session log is the route, C3): the real session alone; changed for ``changing``;
+  and with neutral records of the same calls counted first, dedup keeps the session record's
+  output (the session records are duplicates, their digests attach to the counted failures).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+from prometheus_client import generate_latest
+
+from harness.evidence import primary
+from sidecar import hook
+from sidecar.app import Sidecar
+from sidecar.config import AgentSpec
+from sidecar.exporter import MetricsCollector, status_json
+
+EVIDENCE = primary()
+LS = "ls /nonexistent"
+MESSAGE = "Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)"
+CHANGED = b"Permission denied"
+
+
+def evidence(backend: str) -> dict:
+    return json.loads((EVIDENCE / f"{backend}.json").read_text())
+
+
+def session_copy(backend: str, home: Path, change_third: bool = False) -> Path:
+    """The backend's real five-failure session file, copied into ``home``; with
+    ``change_third`` the third failure's output says "Permission denied" instead of "No such
+    file or directory" (a real line changed on purpose: the agent changed something)."""
+    (rel,) = evidence(backend)["session_files"]
+    data = (EVIDENCE / backend / rel).read_bytes()
+    if change_third:
+        lines = data.split(b"\n")
+        hits = [i for i, line in enumerate(lines) if b"No such file or directory" in line
+                and (b'"tool_result"' in line or b'"toolResult"' in line)]
+        assert len(hits) == 5, len(hits)
+        lines[hits[2]] = lines[hits[2]].replace(b"No such file or directory", CHANGED)
+        data = b"\n".join(lines)
+    (home / rel).parent.mkdir(parents=True, exist_ok=True)
+    (home / rel).write_bytes(data)
+    return home / rel
+
+
+def write_records(shared: Path, records: list[dict], backend: str) -> None:
+    """Raw records (C1 lines, as the hook writes them) for agent ``a1``."""
+    with open(hook.records_path(shared, "a1"), "ab") as f:
+        for r in records:
+            line = {"v": 1, "ts": r["ts"], "agent": "a1", "backend": backend,
+                    "route": "bash_env", "exit": r["exit"], "cmd": r["raw"]}
+            if r.get("cut"):
+                line["cut"] = True
+            f.write(orjson.dumps(line) + b"\n")
+
+
+def sidecar(tmp_path: Path, backend: str, home: Path | None, now: float) -> Sidecar:
+    config = tmp_path / "config.yaml"
+    config.write_text("repeat_failure:\n  enabled: true\n")
+    sc = Sidecar(tmp_path / "shared", [AgentSpec("a1", backend, str(home) if home else None)],
+                 config, clock=lambda: now, monotonic=itertools.count(0, 10).__next__)
+    sc.registry.register(MetricsCollector(sc))
+    return sc
+
+
+def shown(sc: Sidecar, backend: str) -> tuple[str, str, list[str]]:
+    """(the /status note's output, its message, the note series)."""
+    (row,) = json.loads(status_json(sc))["rows"]
+    (note,) = row["notes"]
+    series = [line for line in generate_latest(sc.registry).decode().splitlines()
+              if line.startswith("hive_repeat_failure_note{")]
+    return note["output"], note["message"], series
+
+
+def series_line(backend: str, output: str) -> str:
+    return (f'hive_repeat_failure_note{{agent="a1",backend="{backend}",command="{LS}",exit="2",'
+            f'output="{output}"}} 5.0')
+
+
+def raised_outputs(log_stream) -> list[str]:
+    return [json.loads(line)["output"] for line in log_stream.getvalue().splitlines()
+            if '"note_raised"' in line]
+
+
+def claude_run() -> list[dict]:
+    (run,) = [r for r in evidence("claude")["runs"] if r["repeat"] == 5]
+    assert [r["normalized"] for r in run["records"] if r["normalized"]] == [LS] * 5
+    return run["records"]
+
+
+@pytest.mark.parametrize("session_first", [True, False])
+@pytest.mark.parametrize("changed", [False, True])
+def test_hook_records_get_the_session_logs_output(tmp_path: Path, log_stream,
+                                                  session_first: bool, changed: bool) -> None:
+    """Claude Code: the hook's five records raise the note; the session log's results of the
+    same calls give their outputs, whichever is read first: `same` for the real run, `changing`
+    when one result differs. The log line says what was known when the note was raised (the
+    records first: nothing yet, `unknown`)."""
+    records = claude_run()
+    home = tmp_path / "home"
+    session_copy("claude", home, change_third=changed)
+    sc = sidecar(tmp_path, "claude", home, max(r["ts"] for r in records) + 1)
+    write_records(sc.shared_dir, records, "claude")
+    if session_first:
+        sc.poll_sessions(rescan=True)
+        sc.run_once(sessions=False)
+    else:
+        sc.run_once(sessions=False)
+        sc.poll_sessions(rescan=True)
+    want = "changing" if changed else "same"
+    assert shown(sc, "claude") == (want, MESSAGE, [series_line("claude", want)])
+    assert raised_outputs(log_stream) == [want if session_first else "unknown"]
+    # The CLI's own helper commands (its environment, its shell snapshot) are empty once
+    # normalized: not counted.
+    assert dict(sc.agents["a1"].records) == {("claude", "bash_env", "excluded"): 2,
+                                             ("claude", "bash_env", "failure"): 5}
+
+
+def test_hook_only_output_is_unknown(tmp_path: Path, log_stream) -> None:
+    """No home (the session log is not read): the neutral route gives no output."""
+    records = claude_run()
+    sc = sidecar(tmp_path, "claude", None, max(r["ts"] for r in records) + 1)
+    write_records(sc.shared_dir, records, "claude")
+    sc.run_once()
+    assert shown(sc, "claude") == ("unknown", MESSAGE, [series_line("claude", "unknown")])
+    assert raised_outputs(log_stream) == ["unknown"]
+
+
+def omp_now() -> float:
+    return max(r["ts"] for r in evidence("omp")["runs"][-1]["session_records"]) + 1
+
+
+@pytest.mark.parametrize("changed", [False, True])
+def test_session_route_output(tmp_path: Path, log_stream, changed: bool) -> None:
+    """omp: its session log is the route; the real run's five failures had the same output;
+    one changed on purpose makes it `changing`."""
+    home = tmp_path / "home"
+    session_copy("omp", home, change_third=changed)
+    sc = sidecar(tmp_path, "omp", home, omp_now())
+    sc.run_once()
+    want = "changing" if changed else "same"
+    assert shown(sc, "omp") == (want, MESSAGE, [series_line("omp", want)])
+    assert raised_outputs(log_stream) == [want]
+
+
+def test_dedup_keeps_the_session_records_output(tmp_path: Path, log_stream) -> None:
+    """Both routes see omp's five calls (neutral records of the same calls, 50 ms before the
+    log's): the neutral ones are counted first (output unknown), the session ones are
+    duplicates, and their outputs attach to the counted failures."""
+    home = tmp_path / "home"
+    session_copy("omp", home)
+    calls = evidence("omp")["runs"][-1]["session_records"]
+    assert [(c["command"], c["exit"]) for c in calls] == [(LS, 2)] * 5
+    sc = sidecar(tmp_path, "omp", home, omp_now())
+    write_records(sc.shared_dir, [{"ts": c["ts"] - 0.05, "exit": 2, "raw": LS} for c in calls],
+                  "omp")
+    sc.run_once(sessions=False)
+    assert shown(sc, "omp")[0] == "unknown"
+    sc.poll_sessions(rescan=True)
+    assert shown(sc, "omp") == ("same", MESSAGE, [series_line("omp", "same")])
+    assert dict(sc.agents["a1"].records) == {("omp", "bash_env", "failure"): 5,
+                                             ("omp", "omp_session_log", "duplicate"): 5}
+    assert raised_outputs(log_stream) == ["unknown"]
