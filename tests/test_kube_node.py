@@ -201,6 +201,17 @@ def note_value(text: str, command: str, exit_status: str) -> float | None:
     return None
 
 
+def diagnose(c: kube.Cluster, pod: str) -> None:
+    """Print what explains a pod's failed expectation: its status, both containers' logs and
+    the sidecar's /metrics (pytest shows it with the failure)."""
+    for args in (("get", "pod", "-n", AGENT_NS, pod, "-o", "yaml"),
+                 ("logs", "-n", AGENT_NS, pod, "-c", "agent"),
+                 ("logs", "-n", AGENT_NS, pod, "-c", "repeat-failure"),
+                 ("get", "--raw", f"/api/v1/namespaces/{AGENT_NS}/pods/{pod}:9466/proxy/metrics")):
+        out = c.kubectl(*args, check=False)
+        print(f"--- kubectl {' '.join(args)}\n{out.stdout[-6000:]}{out.stderr[-2000:]}")
+
+
 def in_sidecar(c: kube.Cluster, pod: str, code: str) -> str:
     """Run Python ``code`` in the pod's sidecar container (its image has no shell tools to
     rely on); returns its stdout."""
@@ -304,7 +315,11 @@ def test_injected_agent_pod_raises_the_note(story: Story) -> None:
 
     def noted():
         return note_value(metrics(c, "agent-1"), "ls /nonexistent", "2") == 5
-    wait("the note on /metrics", noted, 90)
+    try:
+        wait("the note on /metrics", noted, 90)
+    except BaseException:
+        diagnose(c, "agent-1")
+        raise
     story.figures["note_after_pod_s"] = round(time.monotonic() - t, 1)
     events = wait("the RepeatingFailure Event", lambda: c.get_json(
         "events", "-n", AGENT_NS, "--field-selector",
@@ -442,17 +457,28 @@ def test_off_means_off_in_real_pods(story: Story) -> None:
         assert files == "env.txt", listing
         assert not re.search(r"BASH_ENV|REPEAT_FAILURE|repeat-failure", env), env
 
+    def injector_sees(enabled: bool) -> None:
+        # The injector re-reads its config file; the kubelet updates a mounted ConfigMap on its
+        # sync (syncFrequency, 10 s on this node; a minute by default): until then new pods
+        # are still injected (docs/kubernetes.md, "Off means off").
+        pod = c.get_json("pod", "-n", RELEASE_NS, "-l",
+                         "app.kubernetes.io/component=injector")["items"][0]["metadata"]["name"]
+        wait(f"the injector's mounted config saying enabled: {enabled}", lambda: re.search(
+            rf"^enabled: {str(enabled).lower()}$", c.kubectl(
+                "exec", "-n", RELEASE_NS, pod, "--", "python", "-c",
+                "print(open('/etc/repeat-failure-injector/injector.yaml').read())",
+                check=False).stdout, re.M), 120, interval=1)
+
     helm(c, "upgrade", RELEASE, str(CHART), "-n", RELEASE_NS, "--wait", "--timeout", "120s",
          values=_values(False))
-    wait("the injector config off", lambda: "enabled: false" in c.kubectl(
-        "get", "configmap", "-n", RELEASE_NS, "-o", "yaml").stdout, 30)
-    time.sleep(3)  # the injector re-reads its mounted config (the kubelet syncs it)
+    injector_sees(False)
     clean_pod("off-1")
     helm(c, "upgrade", RELEASE, str(CHART), "-n", RELEASE_NS, "--wait", "--timeout", "120s",
          values=_values(True))
+    injector_sees(True)
     helm(c, "upgrade", RELEASE, str(CHART), "-n", RELEASE_NS, "--wait", "--timeout", "120s",
          values=_values(False))
-    time.sleep(3)
+    injector_sees(False)
     clean_pod("off-2")
 
 

@@ -706,6 +706,9 @@ def _start(c: Cluster, archives: Path, timeout: float) -> None:
         "protectKernelDefaults": False, "serializeImagePulls": False,
         "registerNode": True, "maxPods": 30, "enableServer": True,
         "localStorageCapacityIsolation": True, "shutdownGracePeriod": "0s",
+        # Mounted ConfigMaps follow their object within ~10 s instead of ~1 min (the default),
+        # so turning the check off reaches the injector within a test's patience.
+        "syncFrequency": "10s",
         "enableControllerAttachDetach": True,
     }
     kubelet_yaml = work / "kubelet.yaml"
