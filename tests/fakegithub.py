@@ -299,13 +299,16 @@ class FakeGitHub:
             self._tolerated.append(re.compile(pattern))
 
     def install_app(self, app_id: int | str, public_key_pem: bytes,
-                    installations: dict[str, int], *, token_ttl_s: float = 3600.0) -> None:
+                    installations: dict[str, int], *, token_ttl_s: float = 3600.0,
+                    clock: Any = time.time) -> None:
         """Play a GitHub App: ``app_id`` (the JWT's ``iss``; a numeric id or a client id),
         ``public_key_pem`` (verifies the JWT), ``installations`` (``owner/name`` → installation
-        id). Installation tokens last ``token_ttl_s`` seconds of the wall clock."""
+        id). Installation tokens last ``token_ttl_s`` seconds of ``clock`` (GitHub's clock:
+        the wall clock unless a test moves it), which also judges the JWT's times."""
         with self._lock:
             self._app = {"id": str(app_id), "key": public_key_pem,
-                         "installations": dict(installations), "ttl": token_ttl_s}
+                         "installations": dict(installations), "ttl": token_ttl_s,
+                         "clock": clock}
 
     def expire_app_tokens(self) -> None:
         """Every installation token handed out so far stops working (expiry, revocation): the
@@ -662,7 +665,7 @@ class FakeGitHub:
         with self._lock:
             if credential in self._app_tokens:
                 installation, expiry = self._app_tokens[credential]
-                if time.time() >= expiry:
+                if self._app_clock() >= expiry:
                     return 401, "Bad credentials"
                 m = re.fullmatch(r"/repos/([^/]+)/([^/]+)/.*", path)
                 repo = f"{unquote(m.group(1))}/{unquote(m.group(2))}" if m else None
@@ -683,6 +686,9 @@ class FakeGitHub:
             return None
         return 401, "Bad credentials"
 
+    def _app_clock(self) -> float:
+        return (self._app or {}).get("clock", time.time)()
+
     def _verify_jwt(self, token: str) -> tuple[int, str] | None:
         """Check the app's JWT as GitHub documents: RS256 signed by the app's key, ``iss`` the
         app's id, ``iat`` and ``exp`` present, ``exp`` in the future and at most 10 minutes
@@ -690,18 +696,22 @@ class FakeGitHub:
         import jwt
 
         assert self._app is not None
+        now = self._app_clock()
         try:
             claims = jwt.decode(token, self._app["key"], algorithms=["RS256"],
-                                options={"require": ["iat", "exp", "iss"],
-                                         "verify_iat": False}, issuer=self._app["id"])
+                                options={"require": ["iat", "exp", "iss"], "verify_exp": False,
+                                         "verify_iat": False})
+            if claims["exp"] <= now:
+                raise jwt.ExpiredSignatureError
+            if str(claims["iss"]) != self._app["id"]:  # an integer App ID or a client ID
+                raise jwt.InvalidIssuerError
         except jwt.ExpiredSignatureError:
             return 401, "'Expiration time' claim ('exp') must be a numeric value representing " \
                         "the future time at which the assertion expires"
         except jwt.InvalidIssuerError:
-            return 401, "'Issuer' claim ('iss') must be an Integer"
+            return 401, "'Issuer' claim ('iss') does not name this app"
         except jwt.PyJWTError:
             return 401, "A JSON web token could not be decoded"
-        now = time.time()
         if claims["exp"] > now + 600 + 5:
             return 401, "'Expiration time' claim ('exp') is too far in the future"
         if claims["iat"] > now + 60:
@@ -919,7 +929,7 @@ class FakeGitHub:
             return _error(404, "Not Found", "/apps/apps#create-an-installation-access-token-"
                                             "for-an-app")
         token = "ghs" + "_" + secrets.token_hex(18)
-        expiry = time.time() + self._app["ttl"]
+        expiry = self._app_clock() + self._app["ttl"]
         self._app_tokens[token] = (installation, expiry)
         self.issued_tokens.append(token)
         return 201, {"token": token, "expires_at": iso(float(int(expiry))),

@@ -68,7 +68,8 @@ DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 #: The fixloop's series (``hive_repeat_failure_fixloop_<name>``) that carry a repository label.
 FIXLOOP_REPOSITORY_SERIES = ("red_trees", "escalated_prs", "escalations_total",
                              "reengagements_total", "shared_breakage_checks",
-                             "shared_breakage_incidents_total", "unparked_total")
+                             "shared_breakage_incidents_total", "unparked_total",
+                             "inconclusive_seconds", "inconclusive_prs", "skipped_draft_prs")
 
 needs_promtool = pytest.mark.skipif(shutil.which("promtool") is None,
                                     reason="promtool missing (Debian package prometheus)")
