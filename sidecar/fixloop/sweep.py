@@ -8,9 +8,13 @@ for people is docs/fixloop.md. Per pass (:meth:`Sweeper.run_once`):
 2. Skip dependency bots (``renovate[bot]``, ``dependabot[bot]``, ``mergeraptor[bot]``,
    configurable): their red PRs are not fix loops; with ``authors`` given, only those logins'
    PRs are (the agents': a person's red PR is not a fix loop either).
-3. Read each PR's checks (check runs and commit statuses of its head). CI is *pending* while any
-   check runs (or the fetch failed): the pass cannot conclude, and the ledger is left as it was
-   (only the label bookkeeping below is applied). *Green*: every check passed (a conclusive
+   Draft PRs are skipped too unless ``include_drafts`` (their ledger entry, if any, is kept as it
+   is; their checks still count towards shared breakage).
+3. Read each PR's checks (check runs, check suites and commit statuses of its head,
+   :meth:`sidecar.fixloop.github.GitHub.checks`). CI is *pending* while any check is unfinished
+   (or the fetch failed): the pass cannot conclude, and the ledger is left as it was (only the
+   label bookkeeping below is applied); a head pending longer than ``inconclusive_after_s`` is
+   reported once (``fixloop_inconclusive``) and exported (``inconclusive_seconds``). *Green*: every check passed (a conclusive
    green). *Red*: every check finished and one failed; the time the last one finished is when CI
    *settled*.
 4. Shared breakage: a check red on the PR and on at least ``shared_breakage_prs`` other open PRs
