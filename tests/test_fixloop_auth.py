@@ -119,8 +119,11 @@ def test_the_installation_token_is_replaced_before_it_expires(tmp_path, key_file
     with FakeGitHub() as fake:
         fake.install_app(APP_ID, keys[1], {REPO: 77}, clock=clock)
         red_pr(fake)
-        app = FixloopApp(config(tmp_path, fake, key_file, installation_id=77))
-        app.github.token_source._clock = clock
+        cfg = config(tmp_path, fake, key_file, installation_id=77)
+        source = AppTokens(cfg.github_app, clock=clock)
+        github = GitHub(fake.url, source, sleep=lambda s: None)
+        source.bind(github)
+        app = FixloopApp(cfg, github=github)
         app.run_once()
         [first] = fake.issued_tokens
         clock.offset = 3600 - 299  # 299 s left: under the 300 s margin

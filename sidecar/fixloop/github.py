@@ -706,12 +706,11 @@ class GitHub:
             slug = shape.string(shape.obj(app, f"{path}.app"), "slug", f"{path}.app",
                                 optional=True) or ""
         name = f"{slug or 'app'} check suite"
-        url = shape.string(item, "url", path, optional=True) or ""
         if state != "completed":
             if slug != ACTIONS_APP:
                 return None
             return Check(name=name, status="pending", conclusion=state or "queued",
-                         completed_at=None, summary="", url=url, source="check_suite",
+                         completed_at=None, summary="", url="", source="check_suite",
                          app=slug, suite_id=suite_id)
         if conclusion in RED_CONCLUSIONS:
             return Check(name=name, status="red", conclusion=conclusion,
