@@ -46,7 +46,8 @@ request                                                     operationId, schema 
 
 Every answer the fake builds (not an injected :meth:`FakeGitHub.fail`) is checked against
 GitHub's published schema for its operation (:mod:`github_schemas`, githubkit's generated
-models), and so is every request body it receives; a mismatch is kept in
+models: the response model for a 2xx, the error model GitHub documents for that status
+otherwise), and so is the body of every request it accepts; a mismatch is kept in
 :attr:`FakeGitHub.schema_errors` and fails the test when the ``with`` block ends, so the fake
 cannot drift from the real API. :meth:`FakeGitHub.tolerate` names a known gap between GitHub's
 docs and its schema for one test (a check run GitHub marked ``stale``: the docs say only GitHub

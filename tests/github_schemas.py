@@ -41,13 +41,16 @@ class Operation:
     """One REST operation: ``op_id`` (``checks/list-for-ref``), ``method``, ``template``
     (``/repos/{owner}/{repo}/commits/{ref}/check-runs``), ``response`` (the source text of its
     ``response_model``, e.g. ``list[PullRequestSimple]``; ``None`` when it returns no body)
-    and ``body`` (the source text of its request-body type, or ``None``)."""
+    ``body`` (the source text of its request-body type, or ``None``) and ``errors`` (HTTP
+    status → the source text of the error model GitHub documents for it, e.g. ``"422":
+    "ValidationError"``)."""
 
     op_id: str
     method: str
     template: str
     response: str | None
     body: str | None
+    errors: tuple[tuple[str, str], ...] = ()
 
     @functools.cached_property
     def pattern(self) -> re.Pattern[str]:
@@ -66,16 +69,22 @@ def _scan(source: str) -> list[Operation]:
         if not m:
             continue
         response = body = None
+        errors: list[tuple[str, str]] = []
         for call in ast.walk(node):
             if not isinstance(call, ast.Call):
                 continue
             for kw in call.keywords:
                 if kw.arg == "response_model":
                     response = ast.unparse(kw.value)
+                if kw.arg == "error_models" and isinstance(kw.value, ast.Dict):
+                    errors = [(ast.literal_eval(k), ast.unparse(v))
+                              for k, v in zip(kw.value.keys, kw.value.values)
+                              if isinstance(k, ast.Constant)]
             if isinstance(call.func, ast.Name) and call.func.id == "type_validate_python" \
                     and call.args:
                 body = ast.unparse(call.args[0])
-        found.append(Operation(m["op"], m["method"], m["path"], response, body))
+        found.append(Operation(m["op"], m["method"], m["path"], response, body,
+                               tuple(errors)))
     return found
 
 
@@ -134,12 +143,18 @@ def _problems(expression: str, document: Any, what: str) -> list[str]:
 
 
 def response_errors(method: str, path: str, status: int, document: Any) -> list[str]:
-    """Problems of a 2xx ``document`` answered to ``method path`` against its operation's
-    response model; a path githubkit knows no operation for is itself a problem (the fake
-    must not serve endpoints GitHub does not have). Non-2xx answers: ``[]`` (error bodies are
-    checked by the tests that script them)."""
+    """Problems of ``document`` answered to ``method path`` with ``status``: a 2xx against the
+    operation's response model, an error status against the error model GitHub documents for
+    it on that operation (``ValidationError`` for a 422, ``BasicError`` for most others; a
+    status it documents none for is not checked). A 2xx for a path githubkit knows no
+    operation for is itself a problem (the fake must not serve endpoints GitHub does not
+    have)."""
     if not 200 <= status < 300:
-        return []
+        op = operation(method, path)
+        model = dict(op.errors).get(str(status)) if op is not None else None
+        if model is None:
+            return []
+        return _problems(model, document, f"{method} {path} ({op.op_id}) HTTP {status}")
     op = operation(method, path)
     if op is None:
         return [f"{method} {path}: no such operation in GitHub's REST description"]

@@ -291,3 +291,23 @@ def test_a_fake_that_drifts_from_the_schema_fails_the_test(monkeypatch):
     assert "0.user.login: Field required" in str(caught.value)
     assert str(caught.value).startswith("the fake GitHub served shapes GitHub's schema does "
                                         "not allow:\nGET /repos/acme/web/pulls (pulls/list)")
+
+
+def test_error_answers_are_checked_against_the_error_model_github_documents():
+    """A 422 of ``issues/create-comment`` is GitHub's ``validation-error`` (``message`` and
+    ``documentation_url`` required): the fake's own 422 passes, one without
+    ``documentation_url`` is named."""
+    import requests
+
+    from tests import github_schemas
+
+    path = f"/repos/{REPO}/issues/1/comments"
+    assert github_schemas.response_errors("POST", path, 422, {"message": "Validation Failed"}) \
+        == [f"POST {path} (issues/create-comment) HTTP 422 vs ValidationError: "
+            "documentation_url: Field required"]
+    with FakeGitHub(token="test-token") as fake:
+        fake.add_pr(REPO, 1, AGENT, SHA, tree(1))
+        answer = requests.post(fake.url + path, json={"text": "no body key"},
+                               headers={"Authorization": "Bearer test-token"}, timeout=10)
+        assert answer.status_code == 422
+        assert fake.schema_errors == []
