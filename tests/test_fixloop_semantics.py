@@ -311,3 +311,17 @@ def test_error_answers_are_checked_against_the_error_model_github_documents():
                                headers={"Authorization": "Bearer test-token"}, timeout=10)
         assert answer.status_code == 422
         assert fake.schema_errors == []
+
+
+def test_a_repository_that_cannot_be_listed_keeps_its_inconclusive_clock(tmp_path, gh):
+    clock = Clock()
+    gh.add_pr(REPO, 1, AGENT, sha(1), tree(1))
+    gh.set_check_runs(REPO, sha(1), [dict(name="deploy", status="waiting")])
+    app = make(tmp_path, gh, clock)
+    app.run_once()
+    clock.now += HOUR
+    gh.fail("GET", r"/pulls$", 502, times=4)  # one pass: the listing fails after 3 retries
+    assert app.run_once() == "failed"
+    clock.now += HOUR
+    app.run_once()
+    assert app.sweeper.stats.inconclusive == {(REPO, 1): 2 * HOUR}

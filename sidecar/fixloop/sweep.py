@@ -14,8 +14,8 @@ for people is docs/fixloop.md. Per pass (:meth:`Sweeper.run_once`):
    :meth:`sidecar.fixloop.github.GitHub.checks`). CI is *pending* while any check is unfinished
    (or the fetch failed): the pass cannot conclude, and the ledger is left as it was (only the
    label bookkeeping below is applied); a head pending longer than ``inconclusive_after_s`` is
-   reported once (``fixloop_inconclusive``) and exported (``inconclusive_seconds``). *Green*: every check passed (a conclusive
-   green). *Red*: every check finished and one failed; the time the last one finished is when CI
+   reported once (``fixloop_inconclusive``) and exported (``inconclusive_seconds``). *Green*:
+   every check passed (a conclusive green). *Red*: every check finished and one failed; the time the last one finished is when CI
    *settled*.
 4. Shared breakage: a check red on the PR and on at least ``shared_breakage_prs`` other open PRs
    of the repository in the same pass is an incident (a broken base, a runner outage). A PR
@@ -235,8 +235,8 @@ class Sweeper:
             if gone:
                 log.info("fix-loop ledger entries pruned", extra={
                     "event": "fixloop_pruned", "repository": repo, "prs": gone})
-        for key in [k for k in self._inconclusive if k not in inconclusive]:
-            del self._inconclusive[key]  # concluded, closed, a draft again, or not listed
+        for key in [k for k in self._inconclusive if k not in inconclusive and k[0] in listed]:
+            del self._inconclusive[key]  # concluded, closed or a draft (an unlisted repo waits)
         self.stats.inconclusive = inconclusive
         over = self.config.inconclusive_after_s
         self.stats.inconclusive_over = {repo: sum(1 for (r, _), age in inconclusive.items()
