@@ -453,7 +453,8 @@ def bench_fixloop(prs: int) -> dict:
     from sidecar.fixloop.github import GitHub
     from tests.fakegithub import T0, FakeGitHub
 
-    with tempfile.TemporaryDirectory() as tmp, FakeGitHub(token="t") as gh:
+    # Schema validation off: this measures the client, not the fake's checks of itself.
+    with tempfile.TemporaryDirectory() as tmp, FakeGitHub(token="t", validate=False) as gh:
         for n in range(1, prs + 1):
             sha = f"{n:040x}"
             gh.add_pr("acme/web", n, f"agent-{n % 7}", sha, f"{n + 0xa000:040x}")
@@ -478,6 +479,118 @@ def bench_fixloop(prs: int) -> dict:
     return {"prs": prs, "first_pass_s": round(first, 3), "steady_pass_s": round(steady, 3),
             "requests_per_pr": round(requests / prs, 2),
             "steady_ratio_to_listing": round(steady / listing, 1)}
+
+
+#: One child process per arm of :func:`bench_github_client`: import what the fixloop imports
+#: anyway (``base``) and the REST client (not for ``base``), then read
+#: one page of 100 check runs the way it would (ours: the type-checked reader; githubkit: the
+#: generated pydantic model its ``rest.checks.list_for_ref(...).parsed_data`` builds). Prints
+#: import milliseconds, parse milliseconds, peak RSS KiB (``VmHWM``: ``ru_maxrss`` would carry
+#: the forking parent's peak across ``exec``).
+_CLIENT_ARM = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[2])
+doc = json.loads(sys.argv[3])
+t0 = time.perf_counter()
+# What the fixloop process imports whatever its REST client is.
+import prometheus_client, sidecar.fixloop.config, sidecar.fixloop.ledger, sidecar.scrub
+if sys.argv[1] == "base":
+    t1 = time.perf_counter()
+    parsed = doc["check_runs"]
+elif sys.argv[1] == "ours":
+    import sidecar.fixloop.auth, jwt
+    from sidecar.fixloop.github import GitHub, _Shape
+    GitHub("https://api.github.com", "t")
+    t1 = time.perf_counter()
+    shape = _Shape("GET check-runs", 200)
+    parsed = [GitHub._check_run(shape, run, "r") for run in doc["check_runs"]]
+else:
+    import githubkit
+    from githubkit import GitHub, AppAuthStrategy
+    gh = GitHub("t")
+    gh.rest.checks
+    from githubkit_schemas.v2022_11_28.models import ReposOwnerRepoCommitsRefCheckRunsGetResponse200 as M
+    t1 = time.perf_counter()
+    parsed = M.model_validate(doc).check_runs
+assert len(parsed) == len(doc["check_runs"])
+t2 = time.perf_counter()
+hwm = next(l for l in open("/proc/self/status") if l.startswith("VmHWM:")).split()[1]
+print((t1 - t0) * 1e3, (t2 - t1) * 1e3, hwm)
+"""
+
+
+def _installed_kib(names: list[str]) -> int:
+    """KiB on disk of the installed distributions ``names`` (their files as the wheel RECORD
+    lists them)."""
+    from importlib import metadata
+
+    total = 0
+    for name in names:
+        try:
+            files = metadata.distribution(name).files or []
+        except metadata.PackageNotFoundError:
+            continue
+        for f in files:
+            try:
+                total += f.locate().stat().st_size
+            except OSError:
+                pass
+    return total // 1024
+
+
+def bench_github_client(runs: int = 5) -> dict:
+    """The fix-loop's REST client against githubkit as the whole client (issue 20): the import
+    time and peak RSS each adds to a fresh process that already imports what the fixloop
+    imports anyway (medians of ``runs``), the time to read one page of 100 check runs, and the
+    installed size of each side's extra dependencies (githubkit needs the test extra
+    installed; without it only our figures are given)."""
+    sys.path.insert(0, str(REPO))
+    from tests.fakegithub import FakeGitHub
+
+    fake = FakeGitHub(validate=False)
+    fake._server = type("S", (), {"server_address": ("127.0.0.1", 1)})()
+    fake.add_pr("acme/web", 1, "a", "a" * 40, "b" * 40)
+    fake.set_check_runs("acme/web", "a" * 40, [dict(name=f"job{i}", conclusion="success",
+                                                    output=dict(title="ok"))
+                                               for i in range(100)])
+    doc = fake._answer("GET", f"/repos/acme/web/commits/{'a' * 40}/check-runs", None)[1]
+    arms = ["base", "ours"]
+    try:
+        import githubkit  # noqa: F401
+        arms.append("githubkit")
+    except ImportError:
+        pass
+    figures: dict[str, float] = {}
+    for arm in arms:
+        samples = []
+        for _ in range(runs):
+            out = subprocess.run([sys.executable, "-W", "ignore", "-c", _CLIENT_ARM, arm,
+                                  str(REPO), orjson.dumps(doc).decode()], check=True, capture_output=True,
+                                 text=True).stdout.split()
+            samples.append([float(v) for v in out])
+        samples.sort()
+        mid = samples[len(samples) // 2]
+        if arm == "base":
+            base_ms, base_kib = mid[0], mid[2]
+            continue
+        # what the client adds to the process, over the base
+        figures[f"{arm}_import_ms"] = round(mid[0] - base_ms, 1)
+        figures[f"{arm}_parse_100_runs_ms"] = round(mid[1], 2)
+        figures[f"{arm}_peak_rss_mib"] = round((mid[2] - base_kib) / 1024, 1)
+    figures["ours_extra_deps_kib"] = _installed_kib(["PyJWT", "cryptography", "cffi",
+                                                     "pycparser"])
+    if "githubkit" in arms:
+        figures["githubkit_extra_deps_kib"] = _installed_kib([
+            "githubkit", "githubkit-schemas", "githubkit-schemas-2022-11-28",
+            "githubkit-schemas-2026-03-10", "httpx", "httpcore", "hishel", "anyio", "h11",
+            "anysqlite", "msgpack", "PyJWT", "cryptography", "cffi", "pycparser"])
+        for key, name in (("import_ms", "import"), ("peak_rss_mib", "rss"),
+                          ("parse_100_runs_ms", "parse")):
+            figures[f"githubkit_to_ours_{name}"] = round(
+                figures[f"githubkit_{key}"] / figures[f"ours_{key}"], 1)
+        figures["githubkit_to_ours_deps"] = round(figures["githubkit_extra_deps_kib"]
+                                                  / figures["ours_extra_deps_kib"], 1)
+    return figures
 
 
 def bench_latency(samples: int) -> dict:
@@ -605,6 +718,7 @@ def main() -> int:
         "verdict": lambda: bench_verdict(20_000 if args.quick else 200_000),
         "fixloop": lambda: bench_fixloop(50 if args.quick else args.prs),
         "replay": lambda: bench_replay(10_000 if args.quick else 100_000),
+        "github_client": lambda: bench_github_client(3 if args.quick else 7),
     }
     only = [name for name in runs if not args.only or
             any(name == want or name.startswith(want + "_")

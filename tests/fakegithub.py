@@ -33,7 +33,31 @@ request                                                     operationId, schema 
 ``DELETE /repos/{o}/{r}/issues/{n}/labels/{name}``          ``issues/remove-label`` (200, the
                                                             labels left; 404 ``{"message":
                                                             "Label does not exist", ...}``)
+``GET  /repos/{o}/{r}/commits/{ref}/check-suites``          ``checks/list-suites-for-ref``:
+                                                            ``{"total_count", "check_suites":
+                                                            [check-suite]}``; docs "Check
+                                                            suites"
+``GET  /repos/{o}/{r}/installation``                        ``apps/get-repo-installation``
+                                                            (as the app: a JWT); docs "Apps"
+``POST /app/installations/{id}/access_tokens``              ``apps/create-installation-access-
+                                                            token`` (201, ``installation-
+                                                            token``); docs "Apps"
 ==========================================================  ===================================
+
+Every answer the fake builds (not an injected :meth:`FakeGitHub.fail`) is checked against
+GitHub's published schema for its operation (:mod:`github_schemas`, githubkit's generated
+models: the response model for a 2xx, the error model GitHub documents for that status
+otherwise), and so is the body of every request it accepts; a mismatch is kept in
+:attr:`FakeGitHub.schema_errors` and fails the test when the ``with`` block ends, so the fake
+cannot drift from the real API. :meth:`FakeGitHub.tolerate` names a known gap between GitHub's
+docs and its schema for one test (a check run GitHub marked ``stale``: the docs say only GitHub
+sets that conclusion, the check-run schema's enum does not list it).
+
+GitHub App (:meth:`FakeGitHub.install_app`): the app's JWT is verified with its public key
+(PyJWT, RS256; ``iss`` the app id, ``iat``/``exp`` present, ``exp`` at most 10 minutes ahead of
+the wall clock, as GitHub's docs "Generating a JSON Web Token (JWT) for a GitHub App" require)
+on the two ``/app``-side endpoints; installation tokens it hands out are accepted, for their
+installation's repositories, until they expire or :meth:`FakeGitHub.expire_app_tokens`.
 
 The same paths under ``/repositories/{id}/`` (the form GitHub's ``Link`` URLs use) are served
 too. Lists honour ``per_page`` (default 30, at most 100 as GitHub's, and at most
@@ -45,10 +69,17 @@ GitHub's error shape ``{"message", "documentation_url", "status"}`` (docs "Troub
 REST API"): unknown path 404 ``Not Found``, a wrong bearer token 401 ``Bad credentials``, an
 unknown commit 422 ``No commit found for SHA: ...``, a malformed write body 422.
 
-Deliberate simplifications: check runs and statuses are answered as scripted, in script order
-(``filter=latest`` is not applied and the combined status is not reduced to one per context;
-GitHub does both, a test scripts duplicates to exercise the client's own newest-wins rule);
-times are fixed (see :data:`T0`), not the wall clock.
+Check runs: each belongs to a check suite of an app (``suite``, ``app`` when scripted; by
+default one suite per commit of GitHub Actions). ``filter=latest`` (GitHub's default) answers
+the newest run (largest id) of each (app, suite, name); ``filter=all`` every run. The suites of a
+commit are those of its runs (status and conclusion derived from their latest runs, the
+conclusion the highest-priority one) and those scripted with :meth:`FakeGitHub.add_check_suite`
+(a suite with no run: a workflow that failed to start, an app that never reports).
+
+Deliberate simplifications: commit statuses are answered as scripted, in script order (the
+combined status is not reduced to one per context; GitHub does, a test scripts duplicates to
+exercise the client's own newest-wins rule); times are fixed (see :data:`T0`), not the wall
+clock (except JWT and installation-token expiry, which GitHub checks against its clock).
 
 Scripting (all thread-safe; times are epoch seconds or ISO 8601 strings)::
 
@@ -73,7 +104,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterable
-from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
 #: The fake's "now" for created_at/updated_at defaults (2027-01-15T08:00:00Z).
 T0 = 1_800_000_000.0
@@ -156,6 +187,7 @@ class _Repo:
     pulls: dict[int, _PR] = field(default_factory=dict)
     trees: dict[str, str] = field(default_factory=dict)  # commit sha -> tree sha
     check_runs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    check_suites: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # run-less
     statuses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     label_ids: dict[str, int] = field(default_factory=dict)
 
@@ -167,7 +199,8 @@ class FakeGitHub:
     account comments are posted as. ``max_per_page``: caps every page (force pagination)."""
 
     def __init__(self, token: str | None = None, *, base_path: str = "",
-                 login: str = "fixloop-bot", max_per_page: int = 100) -> None:
+                 login: str = "fixloop-bot", max_per_page: int = 100,
+                 validate: bool = True) -> None:
         self.token = token
         self.base_path = base_path.rstrip("/")
         self.login = login
@@ -180,6 +213,17 @@ class FakeGitHub:
         self._remaining = 5000
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        #: Every way a served answer (or a received request body) did not match GitHub's
+        #: published schema (:mod:`github_schemas`); leaving the ``with`` block with any fails.
+        self.schema_errors: list[str] = []
+        self.validate = validate
+        self._tolerated: list[re.Pattern[str]] = []
+        self._app: dict[str, Any] | None = None  # install_app()
+        self._app_tokens: dict[str, tuple[int, float]] = {}  # token -> (installation, expiry)
+        #: Installation tokens handed out, in order (tests assert on refreshes).
+        self.issued_tokens: list[str] = []
+        #: The JWT claims the fake verified, in order.
+        self.jwt_claims: list[dict[str, Any]] = []
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -199,11 +243,37 @@ class FakeGitHub:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
         assert self._server is not None and self._thread is not None
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(5)
+        if self.schema_errors and exc_type is None:
+            raise AssertionError("the fake GitHub served shapes GitHub's schema does not "
+                                 "allow:\n" + "\n".join(self.schema_errors[:30]))
+
+    def _check_schema(self, method: str, target: str, status: int, doc: Any,
+                      body: Any) -> None:
+        """Check one real (not injected) answer, and the request body it answered, against
+        GitHub's published schema (:mod:`github_schemas`); problems go to
+        :attr:`schema_errors`."""
+        if not self.validate:
+            return
+        import github_schemas
+
+        path = urlsplit(target).path
+        if self.base_path and path.startswith(self.base_path + "/"):
+            path = path[len(self.base_path):]
+        try:
+            problems = github_schemas.response_errors(method, path, status, doc)
+            if body is not None and 200 <= status < 300:
+                problems += github_schemas.request_errors(method, path, body)
+        except Exception as exc:  # a broken check must fail the test, not the connection
+            problems = [f"{method} {path}: schema check failed: {exc!r}"]
+        problems = [p for p in problems if not any(t.search(p) for t in self._tolerated)]
+        if problems:
+            with self._lock:
+                self.schema_errors.extend(problems)
 
     @property
     def port(self) -> int:
@@ -221,6 +291,46 @@ class FakeGitHub:
         return self.origin + self.base_path
 
     # --- scripting -----------------------------------------------------------------------
+
+    def tolerate(self, pattern: str) -> None:
+        """Drop schema problems matching ``pattern`` (``re.search``) for this fake: a known
+        gap between GitHub's docs and its schema, or a test's deliberately undocumented
+        value."""
+        with self._lock:
+            self._tolerated.append(re.compile(pattern))
+
+    def install_app(self, app_id: int | str, public_key_pem: bytes,
+                    installations: dict[str, int], *, token_ttl_s: float = 3600.0,
+                    clock: Any = time.time) -> None:
+        """Play a GitHub App: ``app_id`` (the JWT's ``iss``; a numeric id or a client id),
+        ``public_key_pem`` (verifies the JWT), ``installations`` (``owner/name`` → installation
+        id). Installation tokens last ``token_ttl_s`` seconds of ``clock`` (GitHub's clock:
+        the wall clock unless a test moves it), which also judges the JWT's times."""
+        with self._lock:
+            self._app = {"id": str(app_id), "key": public_key_pem,
+                         "installations": dict(installations), "ttl": token_ttl_s,
+                         "clock": clock}
+
+    def expire_app_tokens(self) -> None:
+        """Every installation token handed out so far stops working (expiry, revocation): the
+        next request with one is answered 401 ``Bad credentials``."""
+        with self._lock:
+            self._app_tokens = {t: (i, 0.0) for t, (i, _) in self._app_tokens.items()}
+
+    def add_check_suite(self, repo: str, sha: str, *, app: str = "github-actions",
+                        status: str = "completed", conclusion: str | None = None,
+                        updated_at: float | str = T0 + 60, id: int | None = None) -> int:
+        """Add a check suite with no check run to commit ``sha`` (a workflow that failed to
+        start: ``conclusion="startup_failure"``; an app that was asked and never reported:
+        ``status="queued"``). Returns its id."""
+        with self._lock:
+            r = self._repo(repo)
+            suite_id = id if id is not None else 8_000_000 + self._next_id()
+            r.check_suites.setdefault(sha, []).append(
+                {"id": suite_id, "app": app, "status": status, "conclusion": conclusion,
+                 "updated_at": updated_at})
+            r.trees.setdefault(sha, "0" * 40)
+            return suite_id
 
     def _next_id(self) -> int:
         with self._lock:
@@ -270,7 +380,9 @@ class FakeGitHub:
 
     def set_check_runs(self, repo: str, sha: str, runs: list[dict[str, Any]]) -> list[int]:
         """Replace the check runs of commit ``sha``. Each run is a dict with ``name`` and
-        optionally ``status`` (default ``"completed"``), ``conclusion`` (default ``None``),
+        optionally ``app`` (the reporting app's slug, default ``github-actions``), ``suite``
+        (its check suite's id, default one per commit and app), ``status`` (default
+        ``"completed"``), ``conclusion`` (default ``None``),
         ``started_at``, ``completed_at`` (epoch or ISO; ``completed_at`` defaults to T0 + 60
         for a completed run), ``output`` (``{"title", "summary", "text"}``), ``details_url``,
         ``id`` (default: increasing in script order). Returns the ids."""
@@ -364,12 +476,36 @@ class FakeGitHub:
     # --- GitHub's objects ----------------------------------------------------------------
 
     def _user(self, login: str) -> dict[str, Any]:
+        """A ``simple-user`` (every required field of GitHub's schema)."""
         uid = sum(login.encode()) + 1000
+        api = f"{self.url}/users/{login}"
         return {"login": login, "id": uid, "node_id": f"MDQ6VXNlcj{uid}",
                 "avatar_url": f"https://avatars.githubusercontent.com/u/{uid}?v=4",
-                "gravatar_id": "", "url": f"{self.url}/users/{login}",
-                "html_url": f"https://github.com/{login}",
+                "gravatar_id": "", "url": api, "html_url": f"https://github.com/{login}",
+                "followers_url": f"{api}/followers",
+                "following_url": f"{api}/following{{/other_user}}",
+                "gists_url": f"{api}/gists{{/gist_id}}",
+                "starred_url": f"{api}/starred{{/owner}}{{/repo}}",
+                "subscriptions_url": f"{api}/subscriptions",
+                "organizations_url": f"{api}/orgs", "repos_url": f"{api}/repos",
+                "events_url": f"{api}/events{{/privacy}}",
+                "received_events_url": f"{api}/received_events",
                 "type": "Bot" if login.endswith("[bot]") else "User", "site_admin": False}
+
+    def _integration(self, slug: str = "github-actions") -> dict[str, Any]:
+        """The ``integration`` (GitHub App) ``slug`` that reports check runs and suites
+        (GitHub Actions, as on github.com, by default)."""
+        app_id = 15368 if slug == "github-actions" else 20000 + sum(slug.encode())
+        return {"id": app_id, "slug": slug, "node_id": f"A_{app_id}",
+                "client_id": f"Iv1.{app_id:016x}", "owner": self._user("github"),
+                "name": "GitHub Actions" if slug == "github-actions" else slug,
+                "description": None, "external_url": f"https://github.com/apps/{slug}",
+                "html_url": f"https://github.com/apps/{slug}",
+                "created_at": "2018-07-30T09:30:17Z", "updated_at": "2024-04-10T20:33:16Z",
+                "permissions": {"actions": "write", "checks": "write", "contents": "write",
+                                "metadata": "read", "pull_requests": "write",
+                                "statuses": "write"},
+                "events": ["check_run", "check_suite", "pull_request", "push"]}
 
     def _label_on(self, r: _Repo, pr: _PR, name: str) -> None:
         r.label_ids.setdefault(name, self._next_id())
@@ -380,14 +516,48 @@ class FakeGitHub:
         lid = r.label_ids.setdefault(name, self._next_id())
         return {"id": lid, "node_id": f"LA_{lid}", "name": name, "description": None,
                 "color": "ededed", "default": False,
-                "url": f"{self.url}/repos/{r.full_name}/labels/{name}"}
+                "url": f"{self.url}/repos/{r.full_name}/labels/{quote(name, safe='')}",
+                "archived_at": None, "archived_by": None}
 
     def _repository(self, r: _Repo) -> dict[str, Any]:
+        """A ``repository`` (a superset of ``minimal-repository``: every required field of
+        both)."""
         owner, name = r.full_name.split("/")
+        api = f"{self.url}/repos/{r.full_name}"
+        html = f"https://github.com/{r.full_name}"
+        urls = {f"{key}_url": f"{api}/{path}" for key, path in (
+            ("archive", "{archive_format}{/ref}"), ("assignees", "assignees{/user}"),
+            ("blobs", "git/blobs{/sha}"), ("branches", "branches{/branch}"),
+            ("collaborators", "collaborators{/collaborator}"),
+            ("comments", "comments{/number}"), ("commits", "commits{/sha}"),
+            ("compare", "compare/{base}...{head}"), ("contents", "contents/{+path}"),
+            ("contributors", "contributors"), ("deployments", "deployments"),
+            ("downloads", "downloads"), ("events", "events"), ("forks", "forks"),
+            ("git_commits", "git/commits{/sha}"), ("git_refs", "git/refs{/sha}"),
+            ("git_tags", "git/tags{/sha}"), ("issue_comment", "issues/comments{/number}"),
+            ("issue_events", "issues/events{/number}"), ("issues", "issues{/number}"),
+            ("keys", "keys{/key_id}"), ("labels", "labels{/name}"),
+            ("languages", "languages"), ("merges", "merges"),
+            ("milestones", "milestones{/number}"),
+            ("notifications", "notifications{?since,all,participating}"),
+            ("pulls", "pulls{/number}"), ("releases", "releases{/id}"),
+            ("stargazers", "stargazers"), ("statuses", "statuses/{sha}"),
+            ("subscribers", "subscribers"), ("subscription", "subscription"),
+            ("tags", "tags"), ("teams", "teams"), ("trees", "git/trees{/sha}"),
+            ("hooks", "hooks"))}
         return {"id": r.id, "node_id": f"R_{r.id}", "name": name, "full_name": r.full_name,
-                "private": False, "owner": self._user(owner),
-                "html_url": f"https://github.com/{r.full_name}", "fork": False,
-                "url": f"{self.url}/repos/{r.full_name}"}
+                "private": False, "owner": self._user(owner), "html_url": html,
+                "description": None, "fork": False, "url": api, **urls,
+                "git_url": f"git://github.com/{r.full_name}.git",
+                "ssh_url": f"git@github.com:{r.full_name}.git",
+                "clone_url": f"{html}.git", "svn_url": html, "mirror_url": None,
+                "homepage": None, "language": "Python", "license": None,
+                "forks": 0, "forks_count": 0, "stargazers_count": 0, "watchers_count": 0,
+                "watchers": 0, "size": 1024, "default_branch": "main",
+                "open_issues_count": len(r.pulls), "open_issues": len(r.pulls),
+                "has_pages": False, "disabled": False, "archived": False,
+                "visibility": "public", "pushed_at": iso(T0), "created_at": iso(T0 - 86400),
+                "updated_at": iso(T0)}
 
     def _pull(self, r: _Repo, pr: _PR) -> dict[str, Any]:
         api = f"{self.url}/repos/{r.full_name}"
@@ -398,6 +568,9 @@ class FakeGitHub:
             "node_id": f"PR_{pr.number}", "html_url": html, "diff_url": f"{html}.diff",
             "patch_url": f"{html}.patch", "issue_url": f"{api}/issues/{pr.number}",
             "commits_url": f"{api}/pulls/{pr.number}/commits",
+            "review_comments_url": f"{api}/pulls/{pr.number}/comments",
+            "review_comment_url": f"{api}/pulls/comments{{/number}}",
+            "comments_url": f"{api}/issues/{pr.number}/comments",
             "statuses_url": f"{api}/statuses/{pr.sha}",
             "number": pr.number, "state": pr.state, "locked": False, "title": pr.title,
             "user": self._user(pr.author), "body": None,
@@ -411,12 +584,22 @@ class FakeGitHub:
                      "user": self._user(owner), "repo": self._repository(r)},
             "base": {"label": f"{owner}:main", "ref": "main", "sha": "b" * 40,
                      "user": self._user(owner), "repo": self._repository(r)},
-            "_links": {"self": {"href": f"{api}/pulls/{pr.number}"},
-                       "html": {"href": html}},
+            "_links": {"self": {"href": f"{api}/pulls/{pr.number}"}, "html": {"href": html},
+                       "issue": {"href": f"{api}/issues/{pr.number}"},
+                       "comments": {"href": f"{api}/issues/{pr.number}/comments"},
+                       "review_comments": {"href": f"{api}/pulls/{pr.number}/comments"},
+                       "review_comment": {"href": f"{api}/pulls/comments{{/number}}"},
+                       "commits": {"href": f"{api}/pulls/{pr.number}/commits"},
+                       "statuses": {"href": f"{api}/statuses/{pr.sha}"}},
             "author_association": "CONTRIBUTOR", "auto_merge": None, "draft": pr.draft}
+
+    @staticmethod
+    def _default_suite(sha: str, app: str) -> int:
+        return 7_000_000 + sum(f"{sha}/{app}".encode()) % 1_000_000
 
     def _check_run(self, r: _Repo, sha: str, run: dict[str, Any]) -> dict[str, Any]:
         run_id = run.get("id", self._next_id())
+        app = run.get("app", "github-actions")
         status = run.get("status", "completed")
         completed = run.get("completed_at", T0 + 60 if status == "completed" else None)
         output = run.get("output") or {}
@@ -434,9 +617,9 @@ class FakeGitHub:
                        "text": output.get("text"), "annotations_count": 0,
                        "annotations_url": f"{self.url}/repos/{r.full_name}/check-runs/"
                                           f"{run_id}/annotations"},
-            "name": run["name"], "check_suite": {"id": 7_000_000 + run_id},
-            "app": {"id": 15368, "slug": "github-actions", "name": "GitHub Actions",
-                    "owner": self._user("github")},
+            "name": run["name"], "check_suite": {"id": run.get("suite",
+                                                               self._default_suite(sha, app))},
+            "app": self._integration(app),
             "pull_requests": []}
 
     # --- serving -------------------------------------------------------------------------
@@ -461,10 +644,83 @@ class FakeGitHub:
                     "x-ratelimit-used": str(5000 - self._remaining),
                     "x-ratelimit-reset": str(RATE_RESET), "x-ratelimit-resource": "core"}
 
-    def _authorized(self, headers: dict[str, str]) -> bool:
+    def _authorized(self, method: str, target: str, headers: dict[str, str]
+                    ) -> tuple[int, str] | None:
+        """``None`` when ``headers`` may make this request, else (status, message) of GitHub's
+        refusal. The two app-side endpoints take only the app's JWT; every other one the
+        configured token (``None``: any, as long as it is not a JWT or a dead installation
+        token) or an installation token, live, of an installation covering the repository."""
+        path = urlsplit(target).path
+        if self.base_path and path.startswith(self.base_path + "/"):
+            path = path[len(self.base_path):]
+        auth = headers.get("authorization", "")
+        scheme, _, credential = auth.partition(" ")
+        app_side = bool(re.fullmatch(r"/app/installations/\d+/access_tokens", path)
+                        or re.fullmatch(r"/repos/[^/]+/[^/]+/installation", path))
+        if app_side:
+            if self._app is None:
+                return 404, "Not Found"
+            if scheme != "Bearer" or not credential:
+                return 401, "A JSON web token could not be decoded"
+            return self._verify_jwt(credential)
+        with self._lock:
+            if credential in self._app_tokens:
+                installation, expiry = self._app_tokens[credential]
+                if self._app_clock() >= expiry:
+                    return 401, "Bad credentials"
+                m = re.fullmatch(r"/repos/([^/]+)/([^/]+)/.*", path)
+                repo = f"{unquote(m.group(1))}/{unquote(m.group(2))}" if m else None
+                if m is None:
+                    mid = re.fullmatch(r"/repositories/(\d+)/.*", path)
+                    repo = next((r.full_name for r in self._repos.values()
+                                 if mid and r.id == int(mid.group(1))), None)
+                covered = {k.lower() for k, v in (self._app or {}).get(
+                    "installations", {}).items() if v == installation}
+                if repo is None or repo.lower() not in covered:
+                    return 404, "Not Found"  # GitHub hides what a token cannot see
+                return None
+        if credential.count(".") == 2 and self._app is not None:
+            return 401, "Bad credentials"  # a JWT is only for the app-side endpoints
         if self.token is None:
-            return True
-        return headers.get("authorization") in (f"Bearer {self.token}", f"token {self.token}")
+            return None
+        if auth in (f"Bearer {self.token}", f"token {self.token}"):
+            return None
+        return 401, "Bad credentials"
+
+    def _app_clock(self) -> float:
+        return (self._app or {}).get("clock", time.time)()
+
+    def _verify_jwt(self, token: str) -> tuple[int, str] | None:
+        """Check the app's JWT as GitHub documents: RS256 signed by the app's key, ``iss`` the
+        app's id, ``iat`` and ``exp`` present, ``exp`` in the future and at most 10 minutes
+        ahead (60 s of clock drift allowed on ``iat``)."""
+        import jwt
+
+        assert self._app is not None
+        now = self._app_clock()
+        try:
+            claims = jwt.decode(token, self._app["key"], algorithms=["RS256"],
+                                options={"require": ["iat", "exp", "iss"], "verify_exp": False,
+                                         "verify_iat": False})
+            if claims["exp"] <= now:
+                raise jwt.ExpiredSignatureError
+            if str(claims["iss"]) != self._app["id"]:  # an integer App ID or a client ID
+                raise jwt.InvalidIssuerError
+        except jwt.ExpiredSignatureError:
+            return 401, "'Expiration time' claim ('exp') must be a numeric value representing " \
+                        "the future time at which the assertion expires"
+        except jwt.InvalidIssuerError:
+            return 401, "'Issuer' claim ('iss') does not name this app"
+        except jwt.PyJWTError:
+            return 401, "A JSON web token could not be decoded"
+        if claims["exp"] > now + 600 + 5:
+            return 401, "'Expiration time' claim ('exp') is too far in the future"
+        if claims["iat"] > now + 60:
+            return 401, "'Issued at' claim ('iat') must be an Integer representing the time " \
+                        "that the assertion was issued"
+        with self._lock:
+            self.jwt_claims.append(claims)
+        return None
 
     def _answer(self, method: str, target: str, body: Any
                 ) -> tuple[int, Any, dict[str, str]]:
@@ -477,6 +733,12 @@ class FakeGitHub:
             path = path[len(self.base_path):]
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
         with self._lock:
+            m = re.fullmatch(r"/app/installations/(\d+)/access_tokens", path)
+            if m and method == "POST":
+                return self._access_token(int(m.group(1)))
+            m = re.fullmatch(r"/repos/([^/]+)/([^/]+)/installation", path)
+            if m and method == "GET":
+                return self._installation(f"{unquote(m.group(1))}/{unquote(m.group(2))}")
             m = re.fullmatch(r"/repositories/(\d+)(/.*)", path)
             if m:
                 repo = next((r for r in self._repos.values() if r.id == int(m.group(1))), None)
@@ -515,7 +777,7 @@ class FakeGitHub:
                 "parents": [], "verification": {"verified": False, "reason": "unsigned",
                                                 "signature": None, "payload": None,
                                                 "verified_at": None}}, {}
-        m = re.fullmatch(r"/commits/([^/]+)/(check-runs|status)", rest)
+        m = re.fullmatch(r"/commits/([^/]+)/(check-runs|check-suites|status)", rest)
         if method == "GET" and m:
             sha = unquote(m.group(1))
             if sha not in r.trees:
@@ -523,8 +785,14 @@ class FakeGitHub:
                               "/commits/statuses#get-the-combined-status-for-a-specific-reference")
             if m.group(2) == "check-runs":
                 runs = r.check_runs.get(sha, [])
+                if query.get("filter", "latest") == "latest":
+                    runs = self._latest(runs)
                 items, links = self._page(r, rest, query, runs)
                 return 200, {"total_count": len(runs), "check_runs": items}, links
+            if m.group(2) == "check-suites":
+                suites = self._suites(r, sha)
+                items, links = self._page(r, rest, query, suites)
+                return 200, {"total_count": len(suites), "check_suites": items}, links
             statuses = r.statuses.get(sha, [])
             items, links = self._page(r, rest, query, statuses)
             states = {s["state"] for s in statuses}
@@ -577,6 +845,99 @@ class FakeGitHub:
                 pr.labels.remove(name)
                 return 200, [self._label(r, n) for n in pr.labels], {}
         return _error(404, "Not Found")
+
+    @staticmethod
+    def _latest(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``filter=latest``: the newest run (largest id) of each (app, suite, name), in
+        script order."""
+        newest: dict[tuple[int, int, str], int] = {}
+        for run in runs:
+            key = (run["app"]["id"], run["check_suite"]["id"], run["name"])
+            newest[key] = max(newest.get(key, run["id"]), run["id"])
+        return [run for run in runs if newest[(run["app"]["id"], run["check_suite"]["id"],
+                                               run["name"])] == run["id"]]
+
+    #: Conclusions from highest to lowest priority, for a suite derived from its runs.
+    _PRIORITY = ("action_required", "cancelled", "timed_out", "failure", "stale", "neutral",
+                 "success", "skipped")
+
+    def _suites(self, r: _Repo, sha: str) -> list[dict[str, Any]]:
+        """The check suites of ``sha``: one per (app, suite id) of its runs, then the scripted
+        run-less ones (``check-suite`` objects)."""
+        by_suite: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        for run in self._latest(r.check_runs.get(sha, [])):
+            by_suite.setdefault((run["app"]["slug"], run["check_suite"]["id"]), []).append(run)
+        suites = []
+        for (app, suite_id), runs in by_suite.items():
+            done = all(run["status"] == "completed" for run in runs)
+            words = [run["conclusion"] for run in runs if run["conclusion"]]
+            conclusion = next((w for w in self._PRIORITY if w in words), None) if done else None
+            status = "completed" if done else "in_progress" if any(
+                run["status"] == "in_progress" for run in runs) else "queued"
+            suites.append(self._suite(r, sha, suite_id, app, status, conclusion,
+                                      max((run["completed_at"] or iso(T0)) for run in runs),
+                                      len(runs)))
+        for suite in r.check_suites.get(sha, []):
+            suites.append(self._suite(r, sha, suite["id"], suite["app"], suite["status"],
+                                      suite["conclusion"], iso(suite["updated_at"]), 0))
+        return suites
+
+    def _suite(self, r: _Repo, sha: str, suite_id: int, app: str, status: str,
+               conclusion: str | None, updated_at: str | None, runs: int) -> dict[str, Any]:
+        api = f"{self.url}/repos/{r.full_name}"
+        who = {"name": "Agent", "email": "agent@example.com"}
+        return {"id": suite_id, "node_id": f"CS_{suite_id}", "head_branch": "fix",
+                "head_sha": sha, "status": status, "conclusion": conclusion,
+                "url": f"{api}/check-suites/{suite_id}", "before": "0" * 40, "after": sha,
+                "pull_requests": [], "app": self._integration(app),
+                "repository": self._repository(r), "created_at": iso(T0),
+                "updated_at": updated_at, "rerequestable": True,
+                "runs_rerequestable": True, "latest_check_runs_count": runs,
+                "check_runs_url": f"{api}/check-suites/{suite_id}/check-runs",
+                "head_commit": {"id": sha, "tree_id": r.trees.get(sha, "0" * 40),
+                                "message": "fix", "timestamp": iso(T0), "author": who,
+                                "committer": who}}
+
+    def _installation(self, repo: str) -> tuple[int, Any, dict[str, str]]:
+        """``apps/get-repo-installation``: the ``installation`` covering ``repo``, or 404."""
+        assert self._app is not None
+        found = {k.lower(): v for k, v in self._app["installations"].items()}.get(repo.lower())
+        if found is None:
+            return _error(404, "Not Found", "/apps/apps#get-a-repository-installation-for-the-"
+                                            "authenticated-app")
+        owner = repo.split("/")[0]
+        return 200, {
+            "id": found, "account": self._user(owner), "repository_selection": "selected",
+            "access_tokens_url": f"{self.url}/app/installations/{found}/access_tokens",
+            "repositories_url": f"{self.url}/installation/repositories",
+            "html_url": f"https://github.com/settings/installations/{found}",
+            "app_id": int(self._app["id"]) if self._app["id"].isdigit() else 1,
+            "client_id": self._app["id"], "target_id": sum(owner.encode()) + 1000,
+            "target_type": "User",
+            "permissions": {"checks": "read", "issues": "write", "metadata": "read",
+                            "pull_requests": "read", "statuses": "read"},
+            "events": [], "created_at": iso(T0 - 86400), "updated_at": iso(T0 - 86400),
+            "single_file_name": None, "app_slug": "fixloop", "suspended_by": None,
+            "suspended_at": None}, {}
+
+    def _access_token(self, installation: int) -> tuple[int, Any, dict[str, str]]:
+        """``apps/create-installation-access-token``: a new token for ``installation``
+        (``ghs_`` and 36 random characters, built at run time), 201."""
+        import secrets
+
+        assert self._app is not None
+        if installation not in self._app["installations"].values():
+            return _error(404, "Not Found", "/apps/apps#create-an-installation-access-token-"
+                                            "for-an-app")
+        token = "ghs" + "_" + secrets.token_hex(18)
+        expiry = self._app_clock() + self._app["ttl"]
+        self._app_tokens[token] = (installation, expiry)
+        self.issued_tokens.append(token)
+        return 201, {"token": token, "expires_at": iso(float(int(expiry))),
+                     "permissions": {"checks": "read", "issues": "write",
+                                     "metadata": "read", "pull_requests": "read",
+                                     "statuses": "read"},
+                     "repository_selection": "selected"}, {}
 
     def _page(self, r: _Repo, rest: str, query: dict[str, str], items: list[Any]
               ) -> tuple[list[Any], dict[str, str]]:
@@ -646,10 +1007,12 @@ class _Handler(BaseHTTPRequestHandler):
                 doc = _error(status, _MESSAGES.get(status, "Error"))[1]
             self._send(status, doc, {**fake._rate_headers(), **failure.headers})
             return
-        if not fake._authorized(headers):
-            self._send(401, _error(401, "Bad credentials")[1], fake._rate_headers())
+        refusal = fake._authorized(self.command, self.path, headers)
+        if refusal is not None:
+            self._send(refusal[0], _error(*refusal)[1], fake._rate_headers())
             return
         status, doc, extra = fake._answer(self.command, self.path, body)
+        fake._check_schema(self.command, self.path, status, doc, body)
         self._send(status, doc, {**fake._rate_headers(), **extra})
 
     def _send(self, status: int, doc: Any, headers: dict[str, str]) -> None:

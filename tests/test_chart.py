@@ -1133,8 +1133,9 @@ def test_fixloop_config_loads_in_the_fixloop() -> None:
 def test_values_schema_mirrors_the_fixloop_schema() -> None:
     """values.schema.json's fixloop.config has the fixloop's own keys (sidecar/fixloop/config.py
     `_SCHEMA`) with the same types and limits, so a value the fixloop would refuse fails at
-    `helm install` instead of in a crash-looping pod. Not values: `token_file` and `ledger`
-    (the chart sets them to its mounts; the schema refuses them). `repositories` may be empty
+    `helm install` instead of in a crash-looping pod. Not values: `token_file`, `ledger` and
+    `github_app` (the chart sets them from its mounts and `fixloop.github`; the schema refuses
+    them). `repositories` may be empty
     (the default, with the fixloop off): the chart fails the render when the fixloop is on
     without one; otherwise the rule is the fixloop's."""
     from sidecar.fixloop import config as fixloop_config_module
@@ -1142,7 +1143,7 @@ def test_values_schema_mirrors_the_fixloop_schema() -> None:
     ours = json.loads(SCHEMA.read_text())["properties"]["fixloop"]["properties"]["config"]
     theirs = fixloop_config_module._SCHEMA["properties"]["fixloop"]
     assert ours["additionalProperties"] is False and theirs["additionalProperties"] is False
-    expected_keys = set(theirs["properties"]) - {"token_file", "ledger"}
+    expected_keys = set(theirs["properties"]) - {"token_file", "ledger", "github_app"}
     assert set(ours["properties"]) == expected_keys
     for key in expected_keys:
         rule = copy.deepcopy(theirs["properties"][key])
@@ -1816,3 +1817,65 @@ def test_no_leftover_template_markers() -> None:
             assert "<no value>" not in s and "%!" not in s, (obj["kind"], s)
             if obj["kind"] != "ConfigMap" or "repeat-failure.json" not in obj.get("data", {}):
                 assert "{{" not in s, (obj["kind"], s)
+
+
+def test_fixloop_github_app_renders_config_secret_and_mount() -> None:
+    """With `fixloop.github.app.id` the fixloop authenticates as a GitHub App (issue 20):
+    fixloop.yaml carries `github_app` (the id as a string, the installation id when given, the
+    path the key is mounted at) instead of `token_file`, and the fixloop's loader takes it; the
+    chart's Secret holds the private key as `private-key.pem`, mounted read-only where
+    `private_key_file` points, and the pod rolls when it changes. With `existingSecret` the key
+    comes from that Secret (`app.existingSecretKey`) and the chart makes none."""
+    from sidecar.fixloop.config import DEFAULT_PRIVATE_KEY_FILE, GitHubApp, parse_fixloop_config
+
+    key_text = "-----BEGIN RSA PRIVATE KEY-----"  # only passed through: never parsed here
+    objs = render(*FIXLOOP_ON, "fixloop.github.app.id=4242",
+                  f"fixloop.github.app.privateKey={key_text}",
+                  "fixloop.github.app.installationId=77")
+    doc = fixloop_config(objs)
+    assert doc["fixloop"]["github_app"] == {"app_id": "4242", "installation_id": 77,
+                                            "private_key_file": DEFAULT_PRIVATE_KEY_FILE}
+    assert "token_file" not in doc["fixloop"]
+    cfg = parse_fixloop_config(doc, "fixloop.yaml")
+    assert cfg.github_app == GitHubApp("4242", DEFAULT_PRIVATE_KEY_FILE, 77)
+    secret = one(objs, "Secret", FIXLOOP)
+    assert secret["data"] == {"private-key.pem": base64.b64encode(key_text.encode()).decode()}
+    pod = fixloop_pod(objs)
+    (c,) = pod["spec"]["containers"]
+    mount = next(m for m in c["volumeMounts"]
+                 if m["mountPath"] == str(Path(DEFAULT_PRIVATE_KEY_FILE).parent))
+    volume = next(v for v in pod["spec"]["volumes"] if v["name"] == mount["name"])
+    assert mount["readOnly"] is True
+    assert volume["secret"] == {"secretName": FIXLOOP, "defaultMode": 0o440, "items": [
+        {"key": "private-key.pem", "path": Path(DEFAULT_PRIVATE_KEY_FILE).name}]}
+    assert "checksum/secret" in pod["metadata"]["annotations"]
+
+    objs = render(*FIXLOOP_ON, "fixloop.github.app.id=Iv23liAbCdEf",
+                  "fixloop.github.existingSecret=gh-app",
+                  "fixloop.github.app.existingSecretKey=app.pem")
+    assert FIXLOOP not in {o["metadata"]["name"] for o in of_kind(objs, "Secret")}
+    assert fixloop_config(objs)["fixloop"]["github_app"] == {
+        "app_id": "Iv23liAbCdEf", "private_key_file": DEFAULT_PRIVATE_KEY_FILE}
+    volume = next(v for v in fixloop_pod(objs)["spec"]["volumes"] if v["name"] == mount["name"])
+    assert volume["secret"]["secretName"] == "gh-app"
+    assert volume["secret"]["items"] == [{"key": "app.pem", "path": "private-key.pem"}]
+    assert "checksum/secret" not in fixloop_pod(objs)["metadata"]["annotations"]
+
+
+@pytest.mark.parametrize("sets, message", [
+    (("fixloop.github.app.id=1", "fixloop.github.token=t"),
+     "fixloop.github: give either a token (fixloop.github.token) or a GitHub App "
+     "(fixloop.github.app.id), not both"),
+    (("fixloop.github.app.id=1",), "fixloop.github.app.id needs the App's private key"),
+    (("fixloop.github.app.privateKey=k", "fixloop.github.token=t"),
+     "fixloop.github.app.privateKey is set without fixloop.github.app.id"),
+    (("fixloop.github.app.id=1", "fixloop.github.app.privateKey=k",
+      "fixloop.github.existingSecret=s"),
+     "fixloop.github.app: give the private key either as fixloop.github.app.privateKey"),
+    (("fixloop.github.app.id=a b", "fixloop.github.app.privateKey=k"),
+     "at '/fixloop/github/app/id'"),
+])
+def test_fixloop_github_app_values_are_checked(sets: tuple[str, ...], message: str) -> None:
+    """Exactly one credential: a token, or an App id with one source of its private key; an
+    App id GitHub could not have is refused by the values schema."""
+    assert message in render_fails(*FIXLOOP_ON, *sets)

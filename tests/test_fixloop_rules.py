@@ -516,6 +516,8 @@ def test_metrics_after_an_escalation(tmp_path, gh):
         'hive_repeat_failure_fixloop_unparked_total{reason="green",repository="acme/web"} 0.0',
         'hive_repeat_failure_fixloop_unparked_total{reason="breakage_cleared",repository="acme/web"} 0.0',
         'hive_repeat_failure_fixloop_unparked_total{reason="label_removed",repository="acme/web"} 0.0',
+        'hive_repeat_failure_fixloop_inconclusive_prs{repository="acme/web"} 0.0',
+        'hive_repeat_failure_fixloop_skipped_draft_prs{repository="acme/web"} 0.0',
         'hive_repeat_failure_fixloop_sweeps_total{outcome="complete"} 1.0',
         'hive_repeat_failure_fixloop_sweeps_total{outcome="partial"} 0.0',
         'hive_repeat_failure_fixloop_sweeps_total{outcome="failed"} 0.0',

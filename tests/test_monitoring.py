@@ -62,13 +62,15 @@ EVIDENCE = primary()
 SIDECAR_ALERTS = ("RepeatFailureRepeatingFailure", "RepeatFailureCheckNotReceivingData",
                   "RepeatFailureSidecarDown", "RepeatFailureCollectionFailing",
                   "RepeatFailureAgentTurnsFailing", "RepeatFailurePreviewBroken")
-FIXLOOP_ALERTS = ("RepeatFailureFixLoopEscalated", "RepeatFailureFixLoopSweepsFailing")
+FIXLOOP_ALERTS = ("RepeatFailureFixLoopEscalated", "RepeatFailureFixLoopInconclusive",
+                  "RepeatFailureFixLoopSweepsFailing")
 ALERTS = SIDECAR_ALERTS + FIXLOOP_ALERTS
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 #: The fixloop's series (``hive_repeat_failure_fixloop_<name>``) that carry a repository label.
 FIXLOOP_REPOSITORY_SERIES = ("red_trees", "escalated_prs", "escalations_total",
                              "reengagements_total", "shared_breakage_checks",
-                             "shared_breakage_incidents_total", "unparked_total")
+                             "shared_breakage_incidents_total", "unparked_total",
+                             "inconclusive_seconds", "inconclusive_prs", "skipped_draft_prs")
 
 needs_promtool = pytest.mark.skipif(shutil.which("promtool") is None,
                                     reason="promtool missing (Debian package prometheus)")
@@ -101,7 +103,7 @@ def test_promtool_check_rules() -> None:
     done = subprocess.run(["promtool", "check", "rules", str(RULES)], capture_output=True,
                           text=True, timeout=60)
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == f"Checking {RULES}\n  SUCCESS: 8 rules found\n\n"
+    assert done.stdout == f"Checking {RULES}\n  SUCCESS: 9 rules found\n\n"
 
 
 @needs_promtool
@@ -114,8 +116,8 @@ def test_promtool_rule_unit_tests() -> None:
 
 
 def test_every_alert_is_tested_firing_and_not_firing() -> None:
-    """The rule file has exactly the eight alerts, the sidecar's six in the group
-    ``repeat-failure`` and the fixloop's two in ``repeat-failure-fixloop``, each with a ``for``,
+    """The rule file has exactly the nine alerts, the sidecar's six in the group
+    ``repeat-failure`` and the fixloop's three in ``repeat-failure-fixloop``, each with a ``for``,
     a severity (warning; info for an escalated PR, already on the forge) and a summary and
     description; the promtool tests expect each of them both firing (a non-empty
     ``exp_alerts``) and not firing (an empty one)."""
@@ -128,7 +130,7 @@ def test_every_alert_is_tested_firing_and_not_firing() -> None:
         "RepeatFailureSidecarDown": "5m", "RepeatFailureCollectionFailing": "5m",
         "RepeatFailureAgentTurnsFailing": "5m",
         "RepeatFailurePreviewBroken": "5m", "RepeatFailureFixLoopEscalated": "1m",
-        "RepeatFailureFixLoopSweepsFailing": "5m"}
+        "RepeatFailureFixLoopInconclusive": "10m", "RepeatFailureFixLoopSweepsFailing": "5m"}
     for rule in rules:
         severity = "info" if rule["alert"] == "RepeatFailureFixLoopEscalated" else "warning"
         assert rule["labels"] == {"severity": severity}, rule["alert"]
@@ -1009,8 +1011,8 @@ def test_panel_query_against_real_prometheus(stack: Stack, title: str, agent: st
 def test_alert_expressions_against_real_prometheus(stack: Stack) -> None:
     """Each alert's expression at t1: the note series of a1 (value 5), a2's
     not_receiving_data (value 1, a1 absent), no sidecar down, no run of failed turns (a2's is
-    0), no broken preview (none probed), and neither fixloop alert (no fixloop series); the
-    loaded rule groups have the eight alerts, healthy (no collection failing: the sidecar's
+    0), no broken preview (none probed), and no fixloop alert (no fixloop series); the
+    loaded rule groups have the nine alerts, healthy (no collection failing: the sidecar's
     passes end ok)."""
     rules = {r["alert"]: r for g in yaml.safe_load(RULES.read_text())["groups"]
              for r in g["rules"]}
@@ -1027,6 +1029,7 @@ def test_alert_expressions_against_real_prometheus(stack: Stack) -> None:
         "RepeatFailurePreviewBroken": [],
         # No fixloop runs here: its alerts are harmless without its series.
         "RepeatFailureFixLoopEscalated": [],
+        "RepeatFailureFixLoopInconclusive": [],
         "RepeatFailureFixLoopSweepsFailing": [],
     }
     for name, rule in rules.items():

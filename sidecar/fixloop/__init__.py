@@ -7,7 +7,8 @@ of the configured GitHub repositories on a cadence and breaks such loops.
 
 One record from the forge to the metric, stage by stage:
 
-``github`` (REST client: pulls, commits, check runs, combined status, comments, labels) →
+``auth`` (a token file or a GitHub App's installation tokens) → ``github`` (REST client:
+pulls, commits, check runs, check suites, combined status, comments, labels) →
 ``sweep`` (one pass: each PR's CI state, the rules below) → ``ledger`` (SQLite on a volume: what
 each PR has tried) → ``notify`` (a re-engagement kick to the owning agent's webhook) →
 ``metrics`` (``hive_repeat_failure_fixloop_*``). ``config`` reads the ``fixloop:`` YAML section;

@@ -3,9 +3,11 @@ with ``/metrics``, ``/healthz`` and ``/readyz`` on one port.
 
 ``GET /healthz`` answers 200 while the sweep thread is alive; ``GET /readyz`` answers 200 once a
 pass has finished and while the last one listed at least one repository (a bad token or an
-unreachable API makes the pod unready). The GitHub token is
-read from ``token_file`` (a mounted Secret) or, when that file does not exist, from the
-``GITHUB_TOKEN`` environment variable; it is never logged.
+unreachable API makes the pod unready). Credentials (:mod:`sidecar.fixloop.auth`): a GitHub App
+(``github_app``: installation tokens minted and refreshed from the App's private key), or the
+token read from ``token_file`` (a mounted Secret) or, when that file does not exist, from the
+``GITHUB_TOKEN`` environment variable, read again before a sweep when the file changed and
+after a 401; never logged.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
 
 from sidecar.config import ConfigError, parse_listen, read_regular_file
+from sidecar.fixloop.auth import AppTokens, FileToken, token_source
 from sidecar.fixloop.config import DEFAULT_TOKEN_FILE, FixloopConfig
 from sidecar.fixloop.github import GitHub
 from sidecar.fixloop.ledger import open_ledger
@@ -75,8 +78,12 @@ class FixloopApp:
             raise ConfigError(f"fixloop.ledger: cannot open {config.ledger}: "
                               f"{exc.strerror or exc}") from None
         self._token_stamp = self._stamp()
-        self.github = github or GitHub(config.api_url, read_token(config),
-                                       timeout_s=config.request_timeout_s)
+        if github is None:
+            source = token_source(config, read_token)
+            github = GitHub(config.api_url, source, timeout_s=config.request_timeout_s)
+            if isinstance(source, AppTokens):
+                source.bind(github)
+        self.github = github
         self.events = events
         self.sweeper = Sweeper(config, self.github, self.ledger, notifier or Notifier(config),
                                clock=clock, on_escalation=self._event)
@@ -105,7 +112,10 @@ class FixloopApp:
     def refresh_token(self) -> bool:
         """Read the token file again when it changed (a rotated Secret: Kubernetes updates a
         mounted Secret in place, and GitHub App installation tokens expire after an hour);
-        True when a new token is in use. A file that cannot be read now keeps the old token."""
+        True when a new token is in use. A file that cannot be read now keeps the old token.
+        A GitHub App refreshes its own tokens: always False."""
+        if self.config.github_app is not None:
+            return False
         stamp = self._stamp()
         if stamp is None or stamp == self._token_stamp:
             return False
@@ -116,7 +126,11 @@ class FixloopApp:
                         "token", extra={"event": "fixloop_token_unreadable", "error": str(exc)})
             return False
         self._token_stamp = stamp
-        self.github.set_token(token)
+        source = self.github.token_source
+        if isinstance(source, FileToken):
+            source.set(token)
+        else:
+            self.github.set_token(token)
         log.info("GitHub token file changed: using the new token",
                  extra={"event": "fixloop_token_rotated"})
         return True

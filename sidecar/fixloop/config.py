@@ -4,7 +4,9 @@ Same conventions as the sidecar's ``repeat_failure:`` section (:mod:`sidecar.con
 keys, wrong types and out-of-range values are refused with one message naming the key. Durations
 are seconds. Defaults are design adr-0010's: three distinct red head trees escalate, six
 re-engagements per head SHA, a check red on three other open PRs is shared breakage, entries are
-pruned 24 h after their PR stops being listed, dependency bots are never fix loops.
+pruned 24 h after their PR stops being listed, dependency bots are never fix loops. Draft PRs
+are skipped unless ``include_drafts`` (issue 20), and a head inconclusive for
+``inconclusive_after_s`` (6 h) is reported.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ REPOSITORY_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1
 DEFAULT_BOTS = ("renovate[bot]", "dependabot[bot]", "mergeraptor[bot]")
 DEFAULT_TOKEN_FILE = "/var/run/secrets/repeat-failure-fixloop/token"
 DEFAULT_LEDGER = "/data/fixloop.sqlite"
+DEFAULT_PRIVATE_KEY_FILE = "/var/run/secrets/repeat-failure-fixloop/private-key.pem"
+#: Six hours: well past any CI run, short of a working day for a job waiting on approval.
+DEFAULT_INCONCLUSIVE_AFTER_S = 21600.0
 #: Heading of the escalation comment (design adr-0010, word for word).
 ESCALATION_HEADING = "Fix loop escalated — human attention needed"
 
@@ -52,6 +57,25 @@ _SCHEMA: dict[str, Any] = {
                 "prune_after_s": {"type": "number", "minimum": 0, "maximum": 365 * 86400},
                 "ledger": {"type": "string", "minLength": 1},
                 "request_timeout_s": {"type": "number", "minimum": 1, "maximum": 300},
+                # Draft PRs are skipped (no attempt, kick, escalation) unless this is true.
+                "include_drafts": {"type": "boolean"},
+                # A head whose CI stays inconclusive this long is reported (log, gauge).
+                "inconclusive_after_s": {"type": "number", "minimum": 60,
+                                         "maximum": 30 * 86400},
+                # GitHub App authentication instead of a token (sidecar.fixloop.auth).
+                "github_app": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["app_id", "private_key_file"],
+                    "properties": {
+                        # The numeric App ID or the App's client ID (Iv1..., Iv23...).
+                        "app_id": {"type": ["integer", "string"], "minLength": 1,
+                                   "pattern": r"^[A-Za-z0-9._-]+$", "minimum": 1},
+                        "private_key_file": {"type": "string", "minLength": 1},
+                        # Without it: discovered per repository.
+                        "installation_id": {"type": "integer", "minimum": 1},
+                    },
+                },
                 # One Kubernetes Event per escalation on the fixloop's own pod (sidecar.events).
                 "events": {"type": "boolean"},
                 "notifier": {
@@ -94,6 +118,19 @@ class AgentEndpoint:
 
 
 @dataclass(frozen=True)
+class GitHubApp:
+    """The fixloop authenticating as a GitHub App (docs/fixloop.md "Authentication"):
+    ``app_id`` (the JWT's ``iss``: the numeric App ID or the client ID, as a string),
+    ``private_key_file`` (the App's PEM private key, a mounted Secret) and
+    ``installation_id`` (``None``: found per repository, ``GET /repos/{owner}/{repo}/
+    installation``)."""
+
+    app_id: str
+    private_key_file: str
+    installation_id: int | None = None
+
+
+@dataclass(frozen=True)
 class FixloopConfig:
     """The validated ``fixloop:`` section (see the module docstring and docs/fixloop.md)."""
 
@@ -112,6 +149,14 @@ class FixloopConfig:
     prune_after_s: float = 86400.0
     ledger: str = DEFAULT_LEDGER
     request_timeout_s: float = 30.0
+    #: Draft PRs are fix loops too when true; by default they are skipped (an agent's draft
+    #: is work in progress: no attempt counted, no kick, no escalation).
+    include_drafts: bool = False
+    #: Seconds a PR head's CI may stay inconclusive (pending, stale, unreadable) before it is
+    #: reported (``fixloop_inconclusive`` log line; the gauges count it from the first pass).
+    inconclusive_after_s: float = DEFAULT_INCONCLUSIVE_AFTER_S
+    #: GitHub App authentication (``None``: the token from ``token_file``/``GITHUB_TOKEN``).
+    github_app: GitHubApp | None = None
     events: bool = False
     notifier_timeout_s: float = 10.0
     fixer_url: str | None = None
@@ -168,6 +213,20 @@ def parse_fixloop_config(data: Any, source: str = "<config>") -> FixloopConfig:
     for key in ("token_file", "ledger"):
         if key in section and not os.path.isabs(section[key]):
             raise ConfigError(f"{source}: fixloop.{key}: {section[key]!r} must be an absolute path")
+    app = section.get("github_app")
+    github_app = None
+    if app is not None:
+        if "token_file" in section:
+            raise ConfigError(f"{source}: fixloop.github_app: give either github_app or "
+                              "token_file, not both")
+        if isinstance(app["app_id"], str) and app["app_id"].isdigit() \
+                and int(app["app_id"]) < 1:
+            raise ConfigError(f"{source}: fixloop.github_app.app_id: must be positive")
+        if not os.path.isabs(app["private_key_file"]):
+            raise ConfigError(f"{source}: fixloop.github_app.private_key_file: "
+                              f"{app['private_key_file']!r} must be an absolute path")
+        github_app = GitHubApp(str(app["app_id"]), app["private_key_file"],
+                               app.get("installation_id"))
     return FixloopConfig(
         repositories=tuple(section["repositories"]),
         api_url=section.get("api_url", "https://api.github.com").rstrip("/"),
@@ -183,6 +242,10 @@ def parse_fixloop_config(data: Any, source: str = "<config>") -> FixloopConfig:
         prune_after_s=float(section.get("prune_after_s", 86400)),
         ledger=section.get("ledger", DEFAULT_LEDGER),
         request_timeout_s=float(section.get("request_timeout_s", 30)),
+        include_drafts=section.get("include_drafts", False),
+        inconclusive_after_s=float(section.get("inconclusive_after_s",
+                                               DEFAULT_INCONCLUSIVE_AFTER_S)),
+        github_app=github_app,
         events=section.get("events", False),
         notifier_timeout_s=float(notifier.get("timeout_s", 10)),
         fixer_url=notifier.get("fixer_url"),

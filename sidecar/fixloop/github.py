@@ -10,7 +10,9 @@ version ``2022-11-28``); operation ids and paths:
 * :meth:`~GitHub.head_tree`: ``git/get-commit``,
   ``GET /repos/{owner}/{repo}/git/commits/{commit_sha}``
 * :meth:`~GitHub.checks`: ``checks/list-for-ref``,
-  ``GET /repos/{owner}/{repo}/commits/{ref}/check-runs?per_page=100``, and
+  ``GET /repos/{owner}/{repo}/commits/{ref}/check-runs?per_page=100`` (GitHub's default
+  ``filter=latest``), ``checks/list-suites-for-ref``,
+  ``GET /repos/{owner}/{repo}/commits/{ref}/check-suites?per_page=100``, and
   ``repos/get-combined-status-for-ref``,
   ``GET /repos/{owner}/{repo}/commits/{ref}/status?per_page=100``
 * :meth:`~GitHub.comment`: ``issues/create-comment``,
@@ -19,13 +21,18 @@ version ``2022-11-28``); operation ids and paths:
   ``POST /repos/{owner}/{repo}/issues/{issue_number}/labels``
 * :meth:`~GitHub.remove_label`: ``issues/remove-label``,
   ``DELETE /repos/{owner}/{repo}/issues/{issue_number}/labels/{name}``
+* :meth:`~GitHub.repo_installation`: ``apps/get-repo-installation``,
+  ``GET /repos/{owner}/{repo}/installation`` (as a GitHub App, with its JWT)
+* :meth:`~GitHub.installation_token`: ``apps/create-installation-access-token``,
+  ``POST /app/installations/{installation_id}/access_tokens`` (as a GitHub App)
 
 Transport (docs.github.com "Getting started with the REST API", "Using pagination in the REST
 API", "Rate limits for the REST API", "Best practices for using the REST API"):
 
 * Headers on every request: ``Accept: application/vnd.github+json``, ``X-GitHub-Api-Version:
   2022-11-28``, ``User-Agent: repeat-failure-fixloop`` and, with a token, ``Authorization:
-  Bearer <token>``. ``api_url`` is ``https://api.github.com`` or GitHub Enterprise Server's
+  Bearer <token>`` (the token for the request's repository, :class:`TokenSource`; a 401 lets
+  the source refresh once and the request is made once more). ``api_url`` is ``https://api.github.com`` or GitHub Enterprise Server's
   ``https://HOST/api/v3``; paths are appended to it.
 * Lists are read to the end by following the ``Link`` header's ``rel="next"`` URL (as given,
   e.g. GitHub's ``/repositories/{id}/...`` form), at most :data:`MAX_PAGES` pages; a next URL
@@ -93,11 +100,23 @@ RETRY_STATUSES = (502, 503, 504)
 #: Wait for a rate limit that names no time (GitHub: "wait for at least one minute").
 SECONDARY_WAIT_S = 60.0
 
-#: Check-run conclusions (``checks/list-for-ref`` ``check_runs[].conclusion``) that are red.
+#: Check-run and check-suite conclusions (``check_runs[].conclusion``,
+#: ``check_suites[].conclusion``) that are red. ``startup_failure`` is a suite's (a workflow
+#: that could not start: no run exists); GitHub's check-run schema does not list it, but a run
+#: carrying it would be read red too.
 RED_CONCLUSIONS = frozenset({"failure", "timed_out", "cancelled", "action_required",
                              "startup_failure"})
-#: Check-run conclusions that are green.
+#: Conclusions that are green.
 GREEN_CONCLUSIONS = frozenset({"success", "neutral", "skipped"})
+#: The check-run/suite ``status`` values of work not finished yet. ``queued`` and
+#: ``in_progress`` are any app's; ``waiting`` (a job waiting for an environment's protection
+#: rule, e.g. a required reviewer), ``requested`` and ``pending`` (queued behind a concurrency
+#: group) only GitHub Actions sets (docs "Using the REST API to interact with checks", "REST
+#: API endpoints for check runs"). All are pending: the run will still finish.
+UNFINISHED_STATUSES = frozenset({"queued", "in_progress", "waiting", "requested", "pending"})
+#: The app whose check suites exist only for a workflow run GitHub Actions created (a run-less
+#: suite of it that is not completed is a workflow whose jobs are not created yet: pending).
+ACTIONS_APP = "github-actions"
 #: Commit-status states (``repos/get-combined-status-for-ref`` ``statuses[].state``) that are red.
 RED_STATES = frozenset({"failure", "error"})
 
@@ -125,8 +144,8 @@ class PullRequest:
 
 @dataclass(frozen=True)
 class Check:
-    """One CI signal on a commit: the newest check run of a name, or the newest commit status
-    of a context.
+    """One CI signal on a commit: the newest check run of a name in one check suite of one app,
+    a check suite that failed without any run, or the newest commit status of a context.
 
     ``status`` is ``"pending"``, ``"red"`` or ``"green"`` (see :meth:`GitHub.checks`).
     ``conclusion`` is GitHub's own word: a completed check run's ``conclusion``, an unfinished
@@ -135,7 +154,9 @@ class Check:
     commit status ``updated_at``); ``None`` while pending (and for a completed run GitHub gave no
     time). ``summary`` is human text, at most :data:`SUMMARY_MAX` characters, raw from GitHub
     (not scrubbed). ``url`` its ``details_url``/``html_url`` or ``target_url`` (``""`` when none).
-    ``source`` is ``"check_run"`` or ``"status"``.
+    ``source`` is ``"check_run"``, ``"check_suite"`` or ``"status"``. ``app`` is the reporting
+    GitHub App's ``slug`` (``github-actions``; ``""`` for a commit status or a run without an
+    app) and ``suite_id`` its check suite's ``id`` (``None`` for a status).
     """
 
     name: str
@@ -145,6 +166,8 @@ class Check:
     summary: str
     url: str
     source: str
+    app: str = ""
+    suite_id: int | None = None
 
 
 class GitHubError(Exception):
@@ -178,6 +201,41 @@ class _Bearer(requests.auth.AuthBase):
 
     def __repr__(self) -> str:
         return "_Bearer(<token>)"
+
+
+class TokenSource:
+    """Where the client's bearer tokens come from. :meth:`token` gives the token for calls
+    about ``repo`` (``owner/name``, or ``None`` for a call about no repository; ``None``:
+    anonymous); :meth:`refresh` is called once after GitHub answered 401 to ``rejected`` and
+    returns whether a different token may now work (then the request is made once more).
+    :meth:`secrets` lists every token handed out, so texts can be redacted. A source may raise
+    :class:`GitHubError` (e.g. a GitHub App whose token exchange failed)."""
+
+    def token(self, repo: str | None) -> str | None:
+        raise NotImplementedError
+
+    def refresh(self, repo: str | None, rejected: str | None) -> bool:
+        return False
+
+    def secrets(self) -> tuple[str, ...]:
+        return ()
+
+
+class StaticToken(TokenSource):
+    """One token for every call (a personal, fine-grained or CI token), or ``None``; a 401
+    cannot be helped by asking again."""
+
+    def __init__(self, token: str | None) -> None:
+        self._token = token or None
+
+    def token(self, repo: str | None) -> str | None:
+        return self._token
+
+    def secrets(self) -> tuple[str, ...]:
+        return (self._token,) if self._token else ()
+
+    def __repr__(self) -> str:
+        return f"StaticToken({'<set>' if self._token else None})"
 
 
 class _Retry(Retry):
@@ -297,8 +355,10 @@ class GitHub:
     """The REST client (see the module docstring for the transport rules).
 
     ``api_url``: ``https://api.github.com`` or ``https://HOST/api/v3`` (a trailing ``/`` is
-    dropped). ``token``: a token for ``Authorization: Bearer``, or ``None`` for unauthenticated
-    calls. ``timeout_s``: connect and read timeout of one attempt, seconds. ``session``: a
+    dropped). ``token``: a token for ``Authorization: Bearer``, ``None`` for unauthenticated
+    calls, or a :class:`TokenSource` (asked per request with the request's repository; after
+    a 401 it may refresh once and the request is made once more: a rotated token file, an
+    expired GitHub App installation token, :mod:`sidecar.fixloop.auth`). ``timeout_s``: connect and read timeout of one attempt, seconds. ``session``: a
     ``requests.Session`` to use as it is (default: a new one with the retrying adapter mounted;
     only that one is closed by :meth:`close`). ``clock``: epoch seconds, for
     ``x-ratelimit-reset``. ``sleep``: every wait (backoff, ``Retry-After``, rate limits).
@@ -309,7 +369,7 @@ class GitHub:
     seconds, or ``None``). Raises ``ValueError`` for a malformed ``api_url`` or ``timeout_s``.
     """
 
-    def __init__(self, api_url: str, token: str | None, timeout_s: float = 30.0, *,
+    def __init__(self, api_url: str, token: str | TokenSource | None, timeout_s: float = 30.0, *,
                  session: requests.Session | None = None,
                  clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], Any] = time.sleep,
@@ -325,8 +385,8 @@ class GitHub:
         self.max_rate_limit_wait_s = float(max_rate_limit_wait_s)
         self.rate_remaining: int | None = None
         self.rate_reset: float | None = None
-        self._token = token or None
-        self._auth = _Bearer(token) if token else None
+        self._source: TokenSource = token if isinstance(token, TokenSource) \
+            else StaticToken(token)
         self._clock = clock
         self._sleep = sleep
         #: Epoch seconds no rate-limit wait may go past (a sweep's time budget; ``None``: no
@@ -349,8 +409,13 @@ class GitHub:
         self._session = session
 
     def __repr__(self) -> str:
-        token = "<set>" if self._token else None
+        token = "<set>" if self._source.secrets() else None
         return f"GitHub(api_url={self.api_url!r}, token={token!r})"
+
+    @property
+    def token_source(self) -> TokenSource:
+        """Where this client's tokens come from."""
+        return self._source
 
     def close(self) -> None:
         """Close the HTTP session if this client created it."""
@@ -369,7 +434,8 @@ class GitHub:
         base = self._repo_path(repo)
         pulls: list[PullRequest] = []
         seen: set[int] = set()
-        for doc, shape in self._pages(f"{base}/pulls", {"state": "open", "per_page": PER_PAGE}):
+        for doc, shape in self._pages(f"{base}/pulls", {"state": "open", "per_page": PER_PAGE},
+                                      repo=repo):
             for i, item in enumerate(shape.array(doc, "pulls")):
                 path = f"pulls[{i}]"
                 item = shape.obj(item, path)
@@ -402,46 +468,79 @@ class GitHub:
         ``ValueError`` for a malformed ``repo`` or empty ``sha``.
         """
         path = f"{self._repo_path(repo)}/git/commits/{self._segment(sha, 'sha')}"
-        doc, shape = self._get_json(path)
+        doc, shape = self._get_json(path, repo=repo)
         tree = shape.obj(shape.obj(doc, "commit").get("tree", _MISSING), "commit.tree")
         return shape.string(tree, "sha", "commit.tree") or ""
 
     def checks(self, repo: str, sha: str) -> list[Check]:
-        """The CI state of commit ``sha``: check runs (``checks/list-for-ref``, all pages)
-        then commit statuses (``repos/get-combined-status-for-ref``, all pages).
+        """The CI state of commit ``sha``: check runs (``checks/list-for-ref``, all pages), check
+        suites (``checks/list-suites-for-ref``, all pages), then commit statuses
+        (``repos/get-combined-status-for-ref``, all pages).
 
-        Check runs: the newest run of each ``name`` wins (largest ``id``: GitHub numbers runs
-        in creation order and a re-run is a new run). Its ``status`` other than ``completed``
-        is pending; completed with conclusion ``failure``, ``timed_out``, ``cancelled``,
-        ``action_required`` or ``startup_failure`` is red; ``success``, ``neutral`` or
-        ``skipped`` green; ``stale`` (GitHub gave up waiting for it) and any conclusion not
-        documented today are pending. A completed run without a conclusion is
+        Check runs are keyed by (app, check suite, name), as GitHub groups them: GitHub
+        creates one check suite per app per commit (GitHub Actions one per workflow run), and
+        two workflows may both have a job named ``build``: those are two checks, and a red one
+        stays red whatever the other says. Within one key the newest run wins (largest ``id``:
+        GitHub numbers runs in creation order and a re-run is a new run in the same suite;
+        GitHub's default ``filter=latest`` already answers only those, this makes it hold for
+        any answer). A run whose ``status`` is unfinished (:data:`UNFINISHED_STATUSES`) is
+        pending; completed with a conclusion in :data:`RED_CONCLUSIONS` is red, in
+        :data:`GREEN_CONCLUSIONS` green; ``stale`` (only GitHub sets it, on a run it gave up
+        waiting for) and any conclusion not documented today are pending, with GitHub's word
+        kept in :attr:`Check.conclusion` (a PR that stays so is reported, see
+        :mod:`sidecar.fixloop.sweep`). A completed run without a conclusion is
         ``bad_response``. Summary: ``output.title``, ``output.summary``, ``output.text`` (each
         when not empty) joined by newlines.
+
+        Check suites add what no run shows: a suite with no run in the list above (a workflow
+        that failed to start, ``startup_failure``, has none) that completed red is a red check
+        named ``"<app slug> check suite"`` (conclusion the suite's, ``completed_at`` its
+        ``updated_at``). A run-less suite of GitHub Actions that is not completed is pending (a
+        workflow run whose jobs do not exist yet). A run-less suite of any other app that is
+        not completed is ignored: GitHub creates a suite for every installed app with checks
+        permission on every push (docs "Using the REST API to interact with checks"), and one
+        for an app that never reports stays queued for good. Run-less suites that completed
+        green, neutral, skipped or stale say nothing ran and are ignored. A suite with runs is
+        its runs: GitHub's suite conclusion is the highest-priority conclusion of them.
 
         Commit statuses: the newest of each ``context`` wins (largest ``updated_at``, then
         ``id``). State ``pending`` (or undocumented) is pending, ``failure``/``error`` red,
         ``success`` green. Summary: ``description``. The combined ``state`` is not used (it is
         ``pending`` when there are no statuses at all).
 
-        Returns check runs sorted by name, then statuses sorted by context; ``[]`` when the
-        commit has no CI at all (not green: nothing ran). Raises :class:`GitHubError` (either
-        fetch failing fails the call: an incomplete picture is no picture); ``ValueError`` for
-        a malformed ``repo`` or empty ``sha``.
+        Returns check runs sorted by (name, app, suite id), then failed run-less suites, then
+        statuses sorted by context; ``[]`` when the commit has no CI at all (not green:
+        nothing ran). Raises :class:`GitHubError` (any fetch failing fails the call: an
+        incomplete picture is no picture); ``ValueError`` for a malformed ``repo`` or empty
+        ``sha``.
         """
         ref = self._segment(sha, "sha")
         base = self._repo_path(repo)
-        runs: dict[str, tuple[int, Check]] = {}
-        for doc, shape in self._pages(f"{base}/commits/{ref}/check-runs", {"per_page": PER_PAGE}):
+        runs: dict[tuple[str, int | None, str], tuple[int, Check]] = {}
+        for doc, shape in self._pages(f"{base}/commits/{ref}/check-runs", {"per_page": PER_PAGE},
+                                      repo=repo):
             doc = shape.obj(doc, "check-runs")
             shape.integer(doc, "total_count", "check-runs")
             for i, item in enumerate(shape.array(doc.get("check_runs", _MISSING),
                                                  "check-runs.check_runs")):
                 run_id, check = self._check_run(shape, item, f"check_runs[{i}]")
-                if check.name not in runs or run_id > runs[check.name][0]:
-                    runs[check.name] = (run_id, check)
+                key = (check.app, check.suite_id, check.name)
+                if key not in runs or run_id > runs[key][0]:
+                    runs[key] = (run_id, check)
+        with_runs = {check.suite_id for _, check in runs.values()}
+        suites: list[Check] = []
+        for doc, shape in self._pages(f"{base}/commits/{ref}/check-suites",
+                                      {"per_page": PER_PAGE}, repo=repo):
+            doc = shape.obj(doc, "check-suites")
+            shape.integer(doc, "total_count", "check-suites")
+            for i, item in enumerate(shape.array(doc.get("check_suites", _MISSING),
+                                                 "check-suites.check_suites")):
+                check = self._check_suite(shape, item, f"check_suites[{i}]")
+                if check is not None and check.suite_id not in with_runs:
+                    suites.append(check)
         statuses: dict[str, tuple[tuple[float, int], Check]] = {}
-        for doc, shape in self._pages(f"{base}/commits/{ref}/status", {"per_page": PER_PAGE}):
+        for doc, shape in self._pages(f"{base}/commits/{ref}/status", {"per_page": PER_PAGE},
+                                      repo=repo):
             doc = shape.obj(doc, "status")
             shape.string(doc, "state", "status")
             for i, item in enumerate(shape.array(doc.get("statuses", _MISSING),
@@ -449,8 +548,10 @@ class GitHub:
                 key, check = self._status(shape, item, f"statuses[{i}]")
                 if check.name not in statuses or key > statuses[check.name][0]:
                     statuses[check.name] = (key, check)
-        return [runs[name][1] for name in sorted(runs)] + \
-               [statuses[name][1] for name in sorted(statuses)]
+        ordered = sorted(runs, key=lambda k: (k[2], k[0], k[1] if k[1] is not None else -1))
+        return [runs[key][1] for key in ordered] + \
+            sorted(suites, key=lambda c: (c.name, c.suite_id or 0)) + \
+            [statuses[name][1] for name in sorted(statuses)]
 
     def comment(self, repo: str, number: int, body: str) -> None:
         """Post ``body`` (Markdown) as a comment on PR ``number`` (``issues/create-comment``,
@@ -463,7 +564,7 @@ class GitHub:
         path = f"{self._repo_path(repo)}/issues/{self._number(number)}/comments"
         if not isinstance(body, str):
             raise ValueError("body must be a string")
-        self._request("POST", self._url(path), json_body={"body": body})
+        self._request("POST", self._url(path), json_body={"body": body}, repo=repo)
 
     def add_label(self, repo: str, number: int, label: str) -> None:
         """Add ``label`` to PR ``number`` (``issues/add-labels``, ``{"labels": [label]}``;
@@ -473,7 +574,8 @@ class GitHub:
         Raises :class:`GitHubError`; ``ValueError`` for a malformed argument.
         """
         path = f"{self._repo_path(repo)}/issues/{self._number(number)}/labels"
-        self._request("POST", self._url(path), json_body={"labels": [self._label(label)]})
+        self._request("POST", self._url(path), json_body={"labels": [self._label(label)]},
+                      repo=repo)
 
     def remove_label(self, repo: str, number: int, label: str) -> None:
         """Remove ``label`` from PR ``number`` (``issues/remove-label``; the name is
@@ -485,11 +587,56 @@ class GitHub:
         path = (f"{self._repo_path(repo)}/issues/{self._number(number)}/labels/"
                 f"{quote(self._label(label), safe='')}")
         try:
-            self._request("DELETE", self._url(path))
+            self._request("DELETE", self._url(path), repo=repo)
         except GitHubError as exc:
             if exc.reason == "http_4xx" and exc.status == 404:
                 return
             raise
+
+    def repo_installation(self, repo: str, jwt: str) -> int:
+        """The id of the GitHub App installation that covers ``repo``
+        (``apps/get-repo-installation``, ``GET /repos/{owner}/{repo}/installation``,
+        authenticated as the app with ``jwt``). A 404 (the app is not installed there) is
+        ``GitHubError("auth")`` naming the repository.
+
+        Raises :class:`GitHubError`; ``ValueError`` for a malformed ``repo``.
+        """
+        try:
+            doc, shape = self._get_json(f"{self._repo_path(repo)}/installation", bearer=jwt)
+        except GitHubError as exc:
+            if exc.status == 404:
+                raise GitHubError("auth", f"{exc}: the GitHub App is not installed on {repo} "
+                                  "(or cannot see it)", 404) from None
+            raise
+        return shape.integer(shape.obj(doc, "installation"), "id", "installation")
+
+    def installation_token(self, installation_id: int, jwt: str) -> tuple[str, float]:
+        """A new installation access token for ``installation_id``
+        (``apps/create-installation-access-token``,
+        ``POST /app/installations/{installation_id}/access_tokens``, no body: the
+        installation's own repositories and permissions; GitHub answers 201) and when it
+        expires (epoch seconds, from ``expires_at``; GitHub's tokens last one hour). A 404 or
+        401 (a wrong app id, key or installation) is ``GitHubError("auth")``.
+
+        Raises :class:`GitHubError`; ``ValueError`` for a malformed ``installation_id``.
+        """
+        number = self._number(installation_id)
+        url = self._url(f"/app/installations/{number}/access_tokens")
+        try:
+            response = self._request("POST", url, bearer=jwt)
+        except GitHubError as exc:
+            if exc.status == 404:
+                raise GitHubError("auth", f"{exc}: no installation {number} of this GitHub App",
+                                  404) from None
+            raise
+        doc, shape = self._json(response, self._what("POST", url))
+        doc = shape.obj(doc, "installation-token")
+        token = shape.string(doc, "token", "installation-token") or ""
+        if not token:
+            raise GitHubError("bad_response", f"{shape.what}: installation-token.token is empty",
+                              response.status_code)
+        expires = shape.timestamp(doc, "expires_at", "installation-token")
+        return token, float(expires or 0.0)
 
     # --- shapes --------------------------------------------------------------------------
 
@@ -511,6 +658,7 @@ class GitHub:
                     parts.append(text)
         url = shape.string(item, "details_url", path, optional=True) \
             or shape.string(item, "html_url", path, optional=True) or ""
+        app, suite_id = GitHub._app_and_suite(shape, item, path)
         if state != "completed":
             status, word, completed_at = "pending", state, None
         elif conclusion is None:
@@ -524,7 +672,51 @@ class GitHub:
             status, word, completed_at = "pending", conclusion, None
         return run_id, Check(name=name, status=status, conclusion=word,
                              completed_at=completed_at, summary="\n".join(parts)[:SUMMARY_MAX],
-                             url=url, source="check_run")
+                             url=url, source="check_run", app=app, suite_id=suite_id)
+
+    @staticmethod
+    def _app_and_suite(shape: _Shape, item: dict[str, Any], path: str
+                       ) -> tuple[str, int | None]:
+        """A check run's ``app.slug`` (``""`` when ``app`` is null or has no slug) and
+        ``check_suite.id`` (``None`` when ``check_suite`` is null)."""
+        app = item.get("app")
+        slug = ""
+        if app is not None:
+            app = shape.obj(app, f"{path}.app")
+            slug = shape.string(app, "slug", f"{path}.app", optional=True) or ""
+        suite = item.get("check_suite")
+        suite_id = None
+        if suite is not None:
+            suite_id = shape.integer(shape.obj(suite, f"{path}.check_suite"), "id",
+                                     f"{path}.check_suite")
+        return slug, suite_id
+
+    @staticmethod
+    def _check_suite(shape: _Shape, item: Any, path: str) -> Check | None:
+        """A run-less check suite as a :class:`Check` (see :meth:`checks`), or ``None`` for a
+        suite that says nothing. Whether it has runs is decided by the caller."""
+        item = shape.obj(item, path)
+        suite_id = shape.integer(item, "id", path)
+        state = shape.string(item, "status", path, optional=True) or ""
+        conclusion = shape.string(item, "conclusion", path, optional=True)
+        updated_at = shape.timestamp(item, "updated_at", path, optional=True)
+        app = item.get("app")
+        slug = ""
+        if app is not None:
+            slug = shape.string(shape.obj(app, f"{path}.app"), "slug", f"{path}.app",
+                                optional=True) or ""
+        name = f"{slug or 'app'} check suite"
+        if state != "completed":
+            if slug != ACTIONS_APP:
+                return None
+            return Check(name=name, status="pending", conclusion=state or "queued",
+                         completed_at=None, summary="", url="", source="check_suite",
+                         app=slug, suite_id=suite_id)
+        if conclusion in RED_CONCLUSIONS:
+            return Check(name=name, status="red", conclusion=conclusion,
+                         completed_at=updated_at, summary=f"check suite {conclusion}",
+                         url="", source="check_suite", app=slug, suite_id=suite_id)
+        return None
 
     @staticmethod
     def _status(shape: _Shape, item: Any, path: str) -> tuple[tuple[float, int], Check]:
@@ -578,14 +770,18 @@ class GitHub:
         return self.api_url + path
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._token, "<token>") if self._token else text
+        for secret in self._source.secrets():
+            if secret:
+                text = text.replace(secret, "<token>")
+        return text
 
     def _what(self, method: str, url: str) -> str:
         return self._redact(f"{method} {urlsplit(url).path}")
 
-    def _get_json(self, path: str) -> tuple[Any, _Shape]:
+    def _get_json(self, path: str, *, repo: str | None = None,
+                  bearer: str | None = None) -> tuple[Any, _Shape]:
         url = self._url(path)
-        response = self._request("GET", url)
+        response = self._request("GET", url, repo=repo, bearer=bearer)
         return self._json(response, self._what("GET", url))
 
     def _json(self, response: requests.Response, what: str) -> tuple[Any, _Shape]:
@@ -596,14 +792,15 @@ class GitHub:
                               f"not JSON", response.status_code) from None
         return doc, _Shape(what, response.status_code)
 
-    def _pages(self, path: str, params: dict[str, Any]) -> Iterator[tuple[Any, _Shape]]:
+    def _pages(self, path: str, params: dict[str, Any], *, repo: str | None = None
+               ) -> Iterator[tuple[Any, _Shape]]:
         """Each page's decoded JSON, following ``Link: <...>; rel="next"`` (``params`` go on
-        the first request only: GitHub's next URL carries them)."""
+        the first request only: GitHub's next URL carries them); ``repo`` picks the token."""
         url: str = self._url(path)
         query: dict[str, Any] | None = params
         for _ in range(MAX_PAGES):
             what = self._what("GET", url)
-            response = self._request("GET", url, params=query)
+            response = self._request("GET", url, params=query, repo=repo)
             yield self._json(response, what)
             try:
                 nxt = response.links.get("next", {}).get("url")
@@ -625,11 +822,10 @@ class GitHub:
                 and other.netloc.lower() == base.netloc.lower()
                 and (other.path + "/").startswith(base.path.rstrip("/") + "/"))
 
-    def set_token(self, token: str | None) -> None:
-        """Use ``token`` from the next request on (a rotated Secret: GitHub App installation
-        tokens expire after an hour)."""
-        self._token = token or None
-        self._auth = _Bearer(token) if token else None
+    def set_token(self, token: str | TokenSource | None) -> None:
+        """Use ``token`` (a token, ``None`` or a :class:`TokenSource`) from the next request on
+        (a rotated Secret)."""
+        self._source = token if isinstance(token, TokenSource) else StaticToken(token)
 
     def _bounded_sleep(self, seconds: float) -> None:
         """Sleep ``seconds`` unless that passes :attr:`wait_deadline` (then ``rate_limited``,
@@ -641,16 +837,25 @@ class GitHub:
         self._sleep(seconds)
 
     def _request(self, method: str, url: str, *, params: dict[str, Any] | None = None,
-                 json_body: Any = None) -> requests.Response:
-        """One call: the 2xx response, after at most one rate-limit wait; else GitHubError."""
+                 json_body: Any = None, repo: str | None = None,
+                 bearer: str | None = None) -> requests.Response:
+        """One call: the 2xx response, after at most one rate-limit wait and at most one token
+        refresh after a 401; else GitHubError. ``repo`` picks the token from the source;
+        ``bearer`` overrides it (a GitHub App's JWT: never refreshed here)."""
         what = self._what(method, url)
-        waited = False
+        waited = refreshed = False
         while True:
-            response = self._send(method, url, params, json_body, what)
+            token = bearer if bearer is not None else self._source.token(repo)
+            auth = _Bearer(token) if token else None
+            response = self._send(method, url, params, json_body, what, auth)
             self._note_rate(response)
             status = response.status_code
             if 200 <= status < 300:
                 return response
+            if status == 401 and bearer is None and not refreshed:
+                refreshed = True
+                if self._source.refresh(repo, token):
+                    continue
             if status in (403, 429):
                 wait = self._rate_limit_wait(response)
                 if wait is not None:
@@ -668,11 +873,11 @@ class GitHub:
             raise self._status_error(what, response)
 
     def _send(self, method: str, url: str, params: dict[str, Any] | None, json_body: Any,
-              what: str) -> requests.Response:
+              what: str, auth: _Bearer | None) -> requests.Response:
         try:
             response = self._session.request(
                 method, url, params=params, json=json_body, headers=self._headers,
-                auth=self._auth, timeout=(self.timeout_s, self.timeout_s),
+                auth=auth, timeout=(self.timeout_s, self.timeout_s),
                 allow_redirects=(method == "GET"))
             response.content  # read the body here, inside the error handling
             return response

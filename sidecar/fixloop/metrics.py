@@ -13,6 +13,9 @@ metric                                                            type      labe
 ``hive_repeat_failure_fixloop_reengagements_total``               counter   repository, outcome
 ``hive_repeat_failure_fixloop_shared_breakage_checks``            gauge     repository
 ``hive_repeat_failure_fixloop_shared_breakage_incidents_total``   counter   repository
+``hive_repeat_failure_fixloop_inconclusive_seconds``              gauge     repository, pr
+``hive_repeat_failure_fixloop_inconclusive_prs``                  gauge     repository
+``hive_repeat_failure_fixloop_skipped_draft_prs``                 gauge     repository
 ``hive_repeat_failure_fixloop_unparked_total``                    counter   repository, reason
 ``hive_repeat_failure_fixloop_sweeps_total``                      counter   outcome
 ``hive_repeat_failure_fixloop_api_errors_total``                  counter   reason
@@ -96,6 +99,24 @@ class FixloopCollector(Collector):
                                    "now.", labels=["repository"])
         for repo, n in sorted(stats.shared_checks.items()):
             shared.add_metric([repo], float(n))
+        waiting = GaugeMetricFamily(
+            PREFIX + "inconclusive_seconds",
+            "Seconds an open PR's head has had CI the fixloop cannot conclude (pending, stale "
+            "or unreadable checks), counted from the first pass that saw it so.",
+            labels=["repository", "pr"])
+        for (repo, number), age in sorted(stats.inconclusive.items()):
+            waiting.add_metric([repo, str(number)], float(age))
+        over = GaugeMetricFamily(
+            PREFIX + "inconclusive_prs",
+            "Open PRs whose head has been inconclusive longer than inconclusive_after_s.",
+            labels=["repository"])
+        for repo, n in sorted(stats.inconclusive_over.items()):
+            over.add_metric([repo], float(n))
+        drafts = GaugeMetricFamily(PREFIX + "skipped_draft_prs",
+                                   "Open draft PRs the last sweep skipped (include_drafts off).",
+                                   labels=["repository"])
+        for repo, n in sorted(stats.drafts_skipped.items()):
+            drafts.add_metric([repo], float(n))
         sweeps = CounterMetricFamily(PREFIX + "sweeps", "Sweeps, by outcome.",
                                      labels=["outcome"])
         for outcome in SWEEP_OUTCOMES:
@@ -111,8 +132,8 @@ class FixloopCollector(Collector):
         ledger = CounterMetricFamily(PREFIX + "ledger_errors",
                                      "Ledger reads or writes that failed (locked, full).")
         ledger.add_metric([], float(stats.ledger_errors))
-        yield from (red, escalated, escalations, kicks, shared, incidents, unparked, sweeps,
-                    errors, last, ledger)
+        yield from (red, escalated, escalations, kicks, shared, incidents, unparked, waiting,
+                    over, drafts, sweeps, errors, last, ledger)
 
 
 class _Copy:
@@ -127,5 +148,8 @@ class _Copy:
         self.red_trees = dict(live.red_trees)
         self.escalated = dict(live.escalated)
         self.shared_checks = dict(live.shared_checks)
+        self.inconclusive = dict(live.inconclusive)
+        self.inconclusive_over = dict(live.inconclusive_over)
+        self.drafts_skipped = dict(live.drafts_skipped)
         self.last_complete = live.last_complete
         self.ledger_errors = live.ledger_errors

@@ -8,10 +8,14 @@ for people is docs/fixloop.md. Per pass (:meth:`Sweeper.run_once`):
 2. Skip dependency bots (``renovate[bot]``, ``dependabot[bot]``, ``mergeraptor[bot]``,
    configurable): their red PRs are not fix loops; with ``authors`` given, only those logins'
    PRs are (the agents': a person's red PR is not a fix loop either).
-3. Read each PR's checks (check runs and commit statuses of its head). CI is *pending* while any
-   check runs (or the fetch failed): the pass cannot conclude, and the ledger is left as it was
-   (only the label bookkeeping below is applied). *Green*: every check passed (a conclusive
-   green). *Red*: every check finished and one failed; the time the last one finished is when CI
+   Draft PRs are skipped too unless ``include_drafts`` (their ledger entry, if any, is kept as it
+   is; their checks still count towards shared breakage).
+3. Read each PR's checks (check runs, check suites and commit statuses of its head,
+   :meth:`sidecar.fixloop.github.GitHub.checks`). CI is *pending* while any check is unfinished
+   (or the fetch failed): the pass cannot conclude, and the ledger is left as it was (only the
+   label bookkeeping below is applied); a head pending longer than ``inconclusive_after_s`` is
+   reported once (``fixloop_inconclusive``) and exported (``inconclusive_seconds``). *Green*:
+   every check passed (a conclusive green). *Red*: every check finished and one failed; the time the last one finished is when CI
    *settled*.
 4. Shared breakage: a check red on the PR and on at least ``shared_breakage_prs`` other open PRs
    of the repository in the same pass is an incident (a broken base, a runner outage). A PR
@@ -84,6 +88,8 @@ class CiState:
     failing: tuple[Check, ...] = ()
     settled_at: float | None = None
     red_at: float | None = None  # when the last failing check finished (re-runs restart it)
+    #: While pending: the checks not finished (or without a verdict), in name order.
+    waiting: tuple[Check, ...] = ()
 
 
 def _name(raw: str) -> str:
@@ -103,9 +109,14 @@ def ci_state(checks: list[Check]) -> CiState:
         return CiState(NO_CHECKS)
     # Check names reach comments, kicks, logs and the ledger: scrubbed once, here.
     checks = [dataclasses.replace(c, name=_name(c.name)) for c in checks]
-    if any(c.status == PENDING for c in checks):
-        return CiState(PENDING)
-    failing = tuple(sorted((c for c in checks if c.status == RED), key=lambda c: c.name))
+    waiting = tuple(sorted((c for c in checks if c.status == PENDING), key=lambda c: c.name))
+    if waiting:
+        return CiState(PENDING, waiting=waiting)
+    # Two suites may both have a check of one name (two workflows' ``build`` jobs): each is
+    # its own check, and a name is listed once among the failing.
+    failing = tuple({c.name: c for c in sorted((c for c in checks if c.status == RED),
+                                               key=lambda c: c.name, reverse=True)}.values())
+    failing = tuple(sorted(failing, key=lambda c: c.name))
     times = [c.completed_at for c in checks if c.completed_at is not None]
     settled = max(times) if times else None
     red_times = [c.completed_at for c in failing if c.completed_at is not None]
@@ -133,6 +144,13 @@ class SweepStats:
     red_trees: dict = field(default_factory=dict)
     escalated: dict = field(default_factory=dict)
     shared_checks: dict = field(default_factory=dict)
+    #: Seconds each open agent PR's head has been inconclusive, per (repository, number)
+    #: (only PRs inconclusive in the last pass), and per repository how many of them are past
+    #: ``inconclusive_after_s``.
+    inconclusive: dict = field(default_factory=dict)
+    inconclusive_over: dict = field(default_factory=dict)
+    #: Draft PRs skipped in the last pass, per repository.
+    drafts_skipped: dict = field(default_factory=dict)
 
 
 class Sweeper:
@@ -156,6 +174,8 @@ class Sweeper:
         self._unparked: set[str] = set()  # PRs this process un-parked (their label is gone)
         self._limited = False
         self._bots = {b.lower() for b in config.bots}
+        #: (repository, number) -> [head SHA, first pass seen inconclusive, reported]
+        self._inconclusive: dict[tuple[str, int], list] = {}
         self._authors = {a.lower() for a in config.authors}
 
     # -- one pass ------------------------------------------------------------------------------
@@ -183,6 +203,8 @@ class Sweeper:
                     self._api_error(exc, repo=repo, number=pr.number)
                     states[(repo, pr.number)] = None  # cannot conclude: like pending
         failed_writes = False
+        inconclusive: dict[tuple[str, int], float] = {}
+        drafts: Counter = Counter({repo: 0 for repo in listed})
         for repo, prs in listed.items():
             shared = self._shared(repo, prs, states)
             # The PRs kicked longest ago (or never) first: an agent's cadence is shared by its
@@ -190,6 +212,13 @@ class Sweeper:
             for pr in sorted(prs, key=self._last_kick):
                 if not self._agent_pr(pr):
                     continue
+                if pr.draft and not self.config.include_drafts:
+                    drafts[repo] += 1
+                    failed_writes |= not self._keep(pr, now)
+                    continue
+                age = self._track_inconclusive(pr, states[(repo, pr.number)], now)
+                if age is not None:
+                    inconclusive[(repo, pr.number)] = age
                 try:
                     self._apply(pr, states[(repo, pr.number)], shared, now)
                 except sqlite3.Error as exc:  # a locked or full ledger: this PR waits a pass
@@ -206,6 +235,14 @@ class Sweeper:
             if gone:
                 log.info("fix-loop ledger entries pruned", extra={
                     "event": "fixloop_pruned", "repository": repo, "prs": gone})
+        for key in [k for k in self._inconclusive if k not in inconclusive and k[0] in listed]:
+            del self._inconclusive[key]  # concluded, closed or a draft (an unlisted repo waits)
+        self.stats.inconclusive = inconclusive
+        over = self.config.inconclusive_after_s
+        self.stats.inconclusive_over = {repo: sum(1 for (r, _), age in inconclusive.items()
+                                                  if r == repo and age >= over)
+                                        for repo in listed}
+        self.stats.drafts_skipped = dict(drafts)
         try:
             self._view(listed)
         except sqlite3.Error:
@@ -218,6 +255,45 @@ class Sweeper:
         if outcome == "complete":
             self.stats.last_complete = self.clock()  # when it finished
         return outcome
+
+    def _keep(self, pr: PullRequest, now: float) -> bool:
+        """A skipped draft's ledger entry, if it has one, is kept as it is (only ``last_seen``
+        moves, so it is not pruned while the PR is open); False when the write failed."""
+        try:
+            entry = self.ledger.get(pr_key(pr.repo, pr.number))
+            if entry is not None:
+                entry.last_seen = now
+                self.ledger.put(entry)
+            return True
+        except sqlite3.Error:
+            self.stats.ledger_errors += 1
+            return False
+
+    def _track_inconclusive(self, pr: PullRequest, state: CiState | None,
+                            now: float) -> float | None:
+        """How long ``pr``'s head has been inconclusive (seconds since the first pass that
+        found this head SHA pending, or its checks unreadable), or ``None`` when this pass
+        concluded it. The first pass past ``inconclusive_after_s`` logs one
+        ``fixloop_inconclusive`` warning for the head, naming the checks that keep it so and
+        GitHub's word for each (the clock is this process's: it restarts with the pod)."""
+        key = (pr.repo, pr.number)
+        if state is not None and state.state != PENDING:
+            return None
+        seen = self._inconclusive.get(key)
+        if seen is None or seen[0] != pr.head_sha:
+            seen = self._inconclusive[key] = [pr.head_sha, now, False]
+        age = now - seen[1]
+        if age >= self.config.inconclusive_after_s and not seen[2]:
+            seen[2] = True
+            waiting = [f"{c.name}: {c.conclusion or c.status}" for c in state.waiting] \
+                if state is not None else []
+            log.warning("fix loop cannot conclude CI for a PR head: no attempt, kick, "
+                        "escalation or un-park until it does", extra={
+                            "event": "fixloop_inconclusive", "pr": pr_key(pr.repo, pr.number),
+                            "head_sha": pr.head_sha, "seconds": round(age),
+                            "reason": "checks_unreadable" if state is None else "pending",
+                            "waiting": waiting[:MAX_LISTED]})
+        return age
 
     def _agent_pr(self, pr: PullRequest) -> bool:
         """Whether ``pr`` can be a fix loop: not a dependency bot's, and by one of ``authors``

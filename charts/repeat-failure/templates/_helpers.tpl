@@ -133,9 +133,11 @@ was issued for the same Service hosts, so an upgrade does not rotate the certifi
 
 {{/*
 The fixloop's config file, fixloop.yaml: the `fixloop.config` values with the two paths the chart
-owns (where the token Secret and the ledger volume are mounted). Fails, naming the value, on what
-the values schema cannot say: no repository while enabled, a repository listed twice in another
-case (the fixloop refuses it), and not exactly one token source.
+owns (where the token Secret and the ledger volume are mounted), or, with fixloop.github.app.id,
+`github_app` (the App, and where its private key is mounted) instead of `token_file`. Fails,
+naming the value, on what the values schema cannot say: no repository while enabled, a
+repository listed twice in another case (the fixloop refuses it), and not exactly one
+credential (a token, or an App with one private key source).
 */}}
 {{- define "repeat-failure.fixloopConfig" -}}
 {{- $f := .Values.fixloop -}}
@@ -149,12 +151,39 @@ case (the fixloop refuses it), and not exactly one token source.
 {{- end -}}
 {{- $_ := set $seen (lower .) . -}}
 {{- end -}}
+{{- $app := $f.github.app | default dict -}}
+{{- if $app.id -}}
+{{- if $f.github.token -}}
+{{- fail "fixloop.github: give either a token (fixloop.github.token) or a GitHub App (fixloop.github.app.id), not both" -}}
+{{- end -}}
+{{- if and $app.privateKey $f.github.existingSecret -}}
+{{- fail "fixloop.github.app: give the private key either as fixloop.github.app.privateKey (the chart makes a Secret) or in fixloop.github.existingSecret (key fixloop.github.app.existingSecretKey), not both" -}}
+{{- end -}}
+{{- if not (or $app.privateKey $f.github.existingSecret) -}}
+{{- fail "fixloop.github.app.id needs the App's private key: set fixloop.github.app.privateKey (the chart makes a Secret) or fixloop.github.existingSecret (a Secret in the release namespace, key fixloop.github.app.existingSecretKey, default private-key.pem)" -}}
+{{- end -}}
+{{- else -}}
+{{- if $app.privateKey -}}
+{{- fail "fixloop.github.app.privateKey is set without fixloop.github.app.id (the App ID or client ID)" -}}
+{{- end -}}
 {{- if and $f.github.token $f.github.existingSecret -}}
 {{- fail "fixloop.github: give the token either as fixloop.github.token (the chart makes a Secret) or as fixloop.github.existingSecret (your Secret), not both" -}}
 {{- end -}}
 {{- if not (or $f.github.token $f.github.existingSecret) -}}
-{{- fail "fixloop.enabled: true needs a GitHub token: set fixloop.github.token (the chart makes a Secret) or fixloop.github.existingSecret (a Secret in the release namespace, key fixloop.github.existingSecretKey, default token)" -}}
+{{- fail "fixloop.enabled: true needs a GitHub token: set fixloop.github.token (the chart makes a Secret) or fixloop.github.existingSecret (a Secret in the release namespace, key fixloop.github.existingSecretKey, default token), or a GitHub App (fixloop.github.app.id)" -}}
 {{- end -}}
-{{- $section := merge (dict "token_file" "/var/run/secrets/repeat-failure-fixloop/token" "ledger" "/data/fixloop.sqlite") (deepCopy $f.config) -}}
+{{- end -}}
+{{- $section := merge (dict "ledger" "/data/fixloop.sqlite") (deepCopy $f.config) -}}
+{{- if $app.id -}}
+{{- $appId := $app.id -}}
+{{- if kindIs "float64" $appId -}}{{- $appId = int64 $appId -}}{{- end -}}
+{{- $github := dict "app_id" (toString $appId) "private_key_file" "/var/run/secrets/repeat-failure-fixloop/private-key.pem" -}}
+{{- if $app.installationId -}}
+{{- $_ := set $github "installation_id" (int64 $app.installationId) -}}
+{{- end -}}
+{{- $_ := set $section "github_app" $github -}}
+{{- else -}}
+{{- $_ := set $section "token_file" "/var/run/secrets/repeat-failure-fixloop/token" -}}
+{{- end -}}
 {{- dict "fixloop" $section | toYaml -}}
 {{- end -}}
