@@ -77,6 +77,7 @@ def host_state() -> dict:
     mounts = sorted(line.split()[4] for line in Path("/proc/self/mountinfo").read_text()
                     .splitlines())
     cgroups = sorted(str(p) for p in Path("/sys/fs/cgroup").glob("*/rf-kube-*"))
+    in_ours = sorted(kube.cgroup_processes("rf-kube-*"))
     names = ("etcd", "kube-apiserver", "kube-controller", "kube-scheduler", "kubelet",
              "kube-proxy", "containerd", "containerd-shim", "prometheus")
     procs = []
@@ -91,7 +92,8 @@ def host_state() -> dict:
     return {"sysctl": kube.host_sysctls(),
             "links": sorted(re.sub(r"^\d+: ", "", line).split(":")[0] for line in
                             links.splitlines()),
-            "iptables": rules, "mounts": mounts, "cgroups": cgroups, "processes": procs}
+            "iptables": rules, "mounts": mounts, "cgroups": cgroups, "processes": procs,
+            "processes_in_our_cgroups": in_ours}
 
 
 @pytest.fixture(scope="module")
@@ -505,3 +507,6 @@ def test_zz_stop_leaves_the_machine_as_it_was(story: Story) -> None:
     after = host_state()
     for key in story.before:
         assert after[key] == story.before[key], key
+    # Nothing of this run's, whatever an earlier one left: no cgroup, no process in one.
+    assert not list(Path("/sys/fs/cgroup").glob(f"*/{c.cgroup.strip('/')}"))
+    assert kube.cgroup_processes(c.cgroup) == set()

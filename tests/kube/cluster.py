@@ -369,16 +369,24 @@ class Cluster:
         and the work directory. Returns what could not be removed (empty when all went)."""
         problems: list[str] = []
         mnt_ns = _ns_inode(self.containerd_pid, "mnt") if self.containerd_pid else None
-        if self.kubeconfig is not None and self.containerd_pid:
+        # The kubelet first, so nothing restarts what is stopped next; then every pod sandbox
+        # and container through the CRI while containerd still answers.
+        for process in self.processes:
+            if process.name == "kubelet":
+                _stop_pid(process.popen)
+        if self.containerd_pid and _ns_inode(self.containerd_pid, "mnt") == mnt_ns:
             with contextlib.suppress(Exception):
-                out = subprocess.run(self.in_node([str(self.bin_dir / "crictl"),
-                                                   "--runtime-endpoint",
-                                                   f"unix://{self.work / 'containerd.sock'}",
-                                                   "--timeout", "10s", "rmp", "-fa"]),
-                                     capture_output=True, timeout=60)
-                del out
+                subprocess.run(self.in_node([str(self.bin_dir / "crictl"), "--runtime-endpoint",
+                                             f"unix://{self.work / 'containerd.sock'}",
+                                             "--timeout", "20s", "rmp", "-fa"]),
+                               capture_output=True, timeout=90)
         for process in reversed(self.processes):
             _stop_pid(process.popen)
+        # What is left: container processes (each in a PID and mount namespace of its own, so
+        # found by their cgroup) and the containerd shims (in containerd's mount namespace).
+        left = _kill_cgroup_processes(self.cgroup)
+        if left:
+            problems.append(f"processes still in the cgroups {self.cgroup}: {left}")
         if mnt_ns is not None:
             for pid in _pids_in_mount_ns(mnt_ns):
                 with contextlib.suppress(ProcessLookupError):
@@ -386,9 +394,9 @@ class Cluster:
             deadline = time.monotonic() + 10
             while _pids_in_mount_ns(mnt_ns) and time.monotonic() < deadline:
                 time.sleep(0.1)
-            left = _pids_in_mount_ns(mnt_ns)
-            if left:
-                problems.append(f"processes still in the node's mount namespace: {left}")
+            still = _pids_in_mount_ns(mnt_ns)
+            if still:
+                problems.append(f"processes still in the node's mount namespace: {still}")
         problems += _remove_cgroups(self.cgroup)
         if self.veth:  # gone with the namespace; deleting it first is harmless
             subprocess.run(["ip", "link", "del", self.veth], capture_output=True)
@@ -438,6 +446,35 @@ def _pids_in_mount_ns(inode: int) -> list[int]:
         if entry.isdigit() and _ns_inode(int(entry), "mnt") == inode:
             found.append(int(entry))
     return found
+
+
+def cgroup_processes(name: str) -> set[int]:
+    """PIDs in the cgroup tree ``name`` of any hierarchy (every ``cgroup.procs`` below
+    ``/sys/fs/cgroup/<hierarchy>/<name>``)."""
+    pids: set[int] = set()
+    for procs in Path("/sys/fs/cgroup").glob(f"*/{name.strip('/')}/**/cgroup.procs"):
+        with contextlib.suppress(OSError):
+            pids.update(int(x) for x in procs.read_text().split())
+    return pids
+
+
+def _kill_cgroup_processes(name: str, timeout: float = 15) -> list[int]:
+    """SIGKILL every process in the cgroup tree ``name`` (thawing its freezer cgroups first: a
+    frozen process does not die) until none is left or ``timeout`` s pass; returns the PIDs
+    still there."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for state in Path("/sys/fs/cgroup/freezer").glob(f"{name.strip('/')}/**/freezer.state"):
+            with contextlib.suppress(OSError):
+                if state.read_text().strip() != "THAWED":
+                    state.write_text("THAWED")
+        pids = cgroup_processes(name)
+        if not pids or time.monotonic() > deadline:
+            return sorted(pids)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.1)
 
 
 def _remove_cgroups(name: str) -> list[str]:
