@@ -37,6 +37,8 @@ machines are noisy; the ratios are what to compare between runs:
   from the harness's real Claude Code session (its shell call and result lines repeated with
   new ids, times, 50 distinct commands and 3 outputs, 1 in 4 calls succeeding), for one
   setting and for a 3 x 3 sweep, and the ratio to bare ``orjson.loads`` of the same lines;
+  and the trajectory scans on hostile messages (thousands of openings without a closing):
+  seconds per MB at two sizes 16 times apart and their ratio (linear: about 1);
 * fix-loop sweep (issue 9): one pass over ``--prs`` open red PRs of a fake GitHub on 127.0.0.1
   (real HTTP, real client, real SQLite ledger): seconds for the first pass (tree lookups,
   ledger rows written) and a steady pass, GitHub requests per PR per steady pass (what the
@@ -685,6 +687,30 @@ def bench_replay(commands: int) -> dict:
             "ratio_to_orjson_loads": single_s / parse_s}
 
 
+def bench_replay_hostile(small: int = 4_000, scale: int = 16) -> dict:
+    """Trajectory scans on hostile messages (issue 19 review): an observation of ``n``
+    ``<output>`` and ``n`` ``<output_head>`` openings with no closing, and a reply of ``n``
+    bash fences with no closing, at ``n = small`` and ``n = small * scale``. Reported: the
+    seconds per MB at each size and their ratio (about 1 for a linear scan; the regular
+    expressions it replaced gave about ``scale``: quadratic)."""
+    from sidecar.backends.trajectory import _action, _observation
+
+    def per_mb(n: int) -> float:
+        text = "<returncode>1</returncode>" + "<output>" * n + "<output_head>" * n
+        reply = {"role": "assistant", "content": "x```bash\n" * n}
+        best = math.inf
+        for _ in range(3):
+            t = time.perf_counter()
+            _observation(text)
+            _action(reply)
+            best = min(best, time.perf_counter() - t)
+        return best / ((len(text) + len(reply["content"])) / 1e6)
+
+    low, high = per_mb(small), per_mb(small * scale)
+    return {"s_per_mb_small": low, "s_per_mb_large": high,
+            "large_over_small_per_mb": high / low}
+
+
 def main() -> int:
     """Run every benchmark and print one line per figure (also JSON with ``--json FILE``)."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
@@ -718,6 +744,7 @@ def main() -> int:
         "verdict": lambda: bench_verdict(20_000 if args.quick else 200_000),
         "fixloop": lambda: bench_fixloop(50 if args.quick else args.prs),
         "replay": lambda: bench_replay(10_000 if args.quick else 100_000),
+        "replay_hostile": lambda: bench_replay_hostile(2_000 if args.quick else 4_000),
         "github_client": lambda: bench_github_client(3 if args.quick else 7),
     }
     only = [name for name in runs if not args.only or

@@ -312,13 +312,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
     when some file was skipped or none was found, 2 for bad usage or an invalid config. Issue 19;
     docs/operations.md "Replay before enabling"."""
     from sidecar.config import Config
-    from sidecar.replay import (BadFile, Progress, Setting, find_sources, format_text,
-                                replay)
+    from sidecar.replay import (MAX_SETTINGS, BadFile, Progress, Setting, find_sources,
+                                format_text, replay)
+    from sidecar.terminal import json_text
 
     config = load_config(args.config) if args.config else Config()
     thresholds = args.threshold or [config.threshold]
     windows = args.window or [config.window_s]
     settings = sorted({Setting(t, w) for t in thresholds for w in windows})
+    if len(settings) > MAX_SETTINGS:
+        raise ValueError(f"replay: --threshold and --window make {len(settings)} combinations, "
+                         f"more than the {MAX_SETTINGS} a sweep judges (one detector each per "
+                         "session); give fewer values")
     bad: list[BadFile] = []
     sources = find_sources(args.paths, args.backend, bad)
     total = 0
@@ -333,7 +338,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     if args.json:
-        sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
+        # json_text: json.dumps escapes C0 controls only; a C1 control (U+009B, CSI), DEL or
+        # a bidi override in a command would reach the terminal raw (issue 16).
+        sys.stdout.write(json_text(json.dumps(result.to_json(), ensure_ascii=False)) + "\n")
     else:
         sys.stdout.write(format_text(result))
     if not sources and not result.bad:
@@ -353,7 +360,8 @@ def _numbers(kind: type, low: float, high: float, what: str):
             try:
                 value = kind(part)
             except ValueError:
-                raise argparse.ArgumentTypeError(f"{part!r} is not a {kind.__name__}") from None
+                raise argparse.ArgumentTypeError(
+                    f"{part!r} is not {'an integer' if kind is int else 'a number'}") from None
             if not (low <= value <= high) or (kind is float and value <= 0):
                 raise argparse.ArgumentTypeError(
                     f"{part}: {what} must be {'above 0' if kind is float else f'at least {low:g}'}"

@@ -24,7 +24,9 @@ from __future__ import annotations
 import math
 import os
 import sqlite3
+import stat
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +43,7 @@ from sidecar.backends import trajectory
 from sidecar.detector import Detector, NoteCleared, NoteRaised
 from sidecar.exclude import Exclusions
 from sidecar.normalize import CHANGING, SAME, UNKNOWN, command_label
+from sidecar.parse import MAX_CLOCK_SKEW_S
 from sidecar.pipeline import failure_output, record_command, session_record
 from sidecar.scrub import scrub
 from sidecar.sessionlog import MAX_LINE, NOT_JSON, OVERSIZED, READER_BUG, UNREADABLE
@@ -54,6 +57,9 @@ MAX_TRAJECTORY_BYTES = 256 << 20
 MAX_DB_POLLS = 16
 #: The agent name records get (it names nothing outside the replay).
 AGENT = "replay"
+#: (threshold, window) combinations one replay judges at most: each is a detector per session,
+#: and ``--threshold 1,2,…,10000 --window …`` would otherwise run for hours before printing.
+MAX_SETTINGS = 100
 
 
 @dataclass(frozen=True, order=True)
@@ -252,14 +258,14 @@ def find_sources(paths: Sequence[str], backend: str | None = None,
     for name in paths:
         path = Path(name)
         try:
-            is_dir = path.is_dir()
-            exists = is_dir or path.exists()
-        except OSError as exc:
-            bad.append(BadFile(_shown(path), f"cannot be read: {exc.strerror or exc}"))
-            continue
-        if not exists:
+            is_dir = stat.S_ISDIR(os.stat(path).st_mode)
+        except FileNotFoundError:
             bad.append(BadFile(_shown(path), "no such file or directory"))
-        elif is_dir:
+            continue
+        except (OSError, ValueError) as exc:  # a symlink loop, a name too long, a NUL
+            bad.append(BadFile(_shown(path), f"cannot be read: {_why(exc)}"))
+            continue
+        if is_dir:
             found: list[tuple[Path, str]] = []
             for fmt, reader in chosen.items():
                 found += [(p, fmt) for p, _ in discover(expand_globs(reader, path), path)]
@@ -289,6 +295,33 @@ def _shown(path: Path | str) -> str:
     return label_value(scrub(text))
 
 
+def _why(exc: BaseException) -> str:
+    """What went wrong, as printed: an ``OSError``'s ``strerror`` when it has one, else its
+    text, which may hold a path (``sidecar.sessionlog._open_db`` names the file it refuses),
+    so it is shown as paths are (:func:`_shown`)."""
+    text = getattr(exc, "strerror", None) or str(exc) or exc.__class__.__name__
+    return _shown(text)
+
+
+def _open_regular(path: Path):
+    """``path`` opened for reading in binary: non-blocking, so a FIFO named on the command
+    line is refused at once instead of waiting for a writer forever (the sidecar's discovery
+    never returns one, :func:`sidecar.sessionlog.discover`; a path given by hand may be one),
+    and only when it is a regular file (``/dev/zero`` would be read for ever). Raises
+    ``OSError`` (``strerror`` saying what the path is instead)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                    else "a socket" if stat.S_ISSOCK(mode) else "a device")
+            raise OSError(0, f"it is {kind}, not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 # -- reading one file ------------------------------------------------------------------------
 
 
@@ -315,9 +348,9 @@ def read_events(source: Source, skipped: Counter) -> list[SessionEvent]:
     ``call_id`` made per-file as the sidecar does. Lines and rows the reader cannot use are
     counted in ``skipped`` by reason. Raises ``OSError`` when the file cannot be read,
     :class:`ReaderFormatError` when a trajectory is not one."""
-    mtime = os.stat(source.path).st_mtime
     if source.backend == trajectory.FORMAT:
-        with open(source.path, "rb") as f:
+        with _open_regular(source.path) as f:
+            mtime = os.fstat(f.fileno()).st_mtime
             data = f.read(MAX_TRAJECTORY_BYTES + 1)
         if len(data) > MAX_TRAJECTORY_BYTES:
             raise ReaderFormatError("oversized", f"over {MAX_TRAJECTORY_BYTES} bytes")
@@ -329,6 +362,7 @@ def read_events(source: Source, skipped: Counter) -> list[SessionEvent]:
     reader = session_reader(source.backend)
     assert reader is not None
     if reader.kind == "sqlite":
+        mtime = os.stat(source.path).st_mtime
         conn = _open_db(source.path)
         try:
             state = reader.history_state()
@@ -343,18 +377,19 @@ def read_events(source: Source, skipped: Counter) -> list[SessionEvent]:
         return _timed(events, mtime)
     state = reader.new_file_state()
     out: list[SessionEvent] = []
-    last = mtime
-    for line in _lines(source.path, skipped):
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            skipped[NOT_JSON] += 1
-            continue
-        got = _call(reader.parse_line, skipped, obj, state)
-        if got:
-            stamped = _stamped(got, last, "f")
-            last = stamped[-1].ts or last
-            out += stamped
+    with _open_regular(source.path) as f:
+        last = os.fstat(f.fileno()).st_mtime
+        for line in _lines(f, skipped):
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                skipped[NOT_JSON] += 1
+                continue
+            got = _call(reader.parse_line, skipped, obj, state)
+            if got:
+                stamped = _stamped(got, last, "f")
+                last = stamped[-1].ts or last
+                out += stamped
     return out
 
 
@@ -369,38 +404,37 @@ def _timed(events: list[SessionEvent], mtime: float) -> list[SessionEvent]:
     return out
 
 
-def _lines(path: Path, skipped: Counter) -> Iterator[bytes]:
-    """The non-blank lines of a JSON Lines file, a line over
+def _lines(f: Any, skipped: Counter) -> Iterator[bytes]:
+    """The non-blank lines of a JSON Lines file open in binary (``f``), a line over
     :data:`sidecar.sessionlog.MAX_LINE` skipped and counted ``oversized`` (as the tail does);
     a last line without its newline is read too (the session is over)."""
-    with open(path, "rb") as f:
-        pending = bytearray()
-        skipping = False
-        while chunk := f.read(1 << 20):
-            start = 0
-            while True:
-                end = chunk.find(b"\n", start)
-                if end < 0:
-                    if not skipping:
-                        pending += chunk[start:]
-                        if len(pending) > MAX_LINE:
-                            skipped[OVERSIZED] += 1
-                            pending.clear()
-                            skipping = True
-                    break
-                piece = chunk[start:end]
-                start = end + 1
-                if skipping:
-                    skipping = False
-                    continue
-                line = bytes(pending + piece) if pending else piece
-                pending.clear()
-                if len(line) > MAX_LINE:
-                    skipped[OVERSIZED] += 1
-                elif line.strip():
-                    yield line
-        if pending.strip() and not skipping:
-            yield bytes(pending)
+    pending = bytearray()
+    skipping = False
+    while chunk := f.read(1 << 20):
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            if end < 0:
+                if not skipping:
+                    pending += chunk[start:]
+                    if len(pending) > MAX_LINE:
+                        skipped[OVERSIZED] += 1
+                        pending.clear()
+                        skipping = True
+                break
+            piece = chunk[start:end]
+            start = end + 1
+            if skipping:
+                skipping = False
+                continue
+            line = bytes(pending + piece) if pending else piece
+            pending.clear()
+            if len(line) > MAX_LINE:
+                skipped[OVERSIZED] += 1
+            elif line.strip():
+                yield line
+    if pending.strip() and not skipping:
+        yield bytes(pending)
 
 
 # -- judging ---------------------------------------------------------------------------------
@@ -454,10 +488,17 @@ class _Judge:
 
 def replay_session(source: Source, events: Iterable[SessionEvent], settings: Sequence[Setting],
                    exclusions: Exclusions, key: bytes,
-                   skipped: Counter | None = None) -> SessionResult:
+                   skipped: Counter | None = None,
+                   wall_now: float | None = None) -> SessionResult:
     """Run one session's finished shell calls (``shell_end`` with a command, each call id
     once, as the sidecar delivers them) through the pipeline at their own times, judged by
-    each of ``settings``; ``key`` keys the cut marks and output digests (random per replay)."""
+    each of ``settings``; ``key`` keys the cut marks and output digests (random per replay).
+    A call timed more than :data:`~sidecar.parse.MAX_CLOCK_SKEW_S` after ``wall_now`` (epoch
+    seconds, default the clock now) is counted ``future_ts`` in ``skipped`` and not judged,
+    as the sidecar refuses it (:func:`sidecar.pipeline.session_record`): taken, one bogus
+    time (``created: 1e300``) would move the replay's clock past every later failure's
+    window, and the session's notes would vanish."""
+    wall = time.time() if wall_now is None else wall_now
     result = SessionResult(_shown(source.path), source.backend, skipped=skipped or Counter())
     judges = [_Judge(s) for s in settings]
     delivered: set[str] = set()
@@ -472,10 +513,11 @@ def replay_session(source: Source, events: Iterable[SessionEvent], settings: Seq
         if event.failed is None and event.exit is None:
             result.no_result += 1
             continue
-        now = max(now, float(event.ts or 0.0))
-        record = session_record(event, AGENT, source.backend, now)
-        if record is None:  # unreachable: a record's time is never ahead of now here
+        record = session_record(event, AGENT, source.backend, wall)
+        if record is None:
+            result.skipped["future_ts"] += 1
             continue
+        now = max(now, record.ts)
         command = record_command(record, now, key)
         if not command or exclusions.matches(command):
             result.excluded += 1
@@ -506,11 +548,10 @@ def replay(sources: Sequence[Source], settings: Sequence[Setting], exclude: Iter
             events = read_events(source, skipped)
         except ReaderFormatError as exc:
             result.bad.append(BadFile(_shown(source.path), f"not a {source.backend} file: "
-                                      f"{exc}"))
+                                      f"{_why(exc)}"))
             size = 0
         except (OSError, sqlite3.Error) as exc:
-            result.bad.append(BadFile(_shown(source.path), "cannot be read: "
-                                      f"{getattr(exc, 'strerror', None) or exc}"))
+            result.bad.append(BadFile(_shown(source.path), f"cannot be read: {_why(exc)}"))
             size = 0
         else:
             if skipped and not events:

@@ -161,7 +161,7 @@ def trajectories(tmp_path: Path) -> Path:
     """The fixtures in a private directory, the SWE-agent file (no times in it) dated."""
     dest = tmp_path / "runs"
     shutil.copytree(FIXTURES, dest)
-    os.utime(dest / "sweagent__repro-3.traj", (1796200000, 1796200000))
+    os.utime(dest / "sweagent__repro-3.traj", (1796090000, 1796090000))
     return dest
 
 
@@ -186,7 +186,7 @@ def test_trajectory_fixtures(tmp_path: Path, capsys) -> None:
         "3 min, output same, raised 2026-12-01 04:42:00Z\n"
         f"{runs}/sweagent__repro-3.traj (mini-swe-agent): 5 commands, 5 failures\n"
         "  note: python reproduce.py (exit 1): 5 failures in 1 min, output same, raised "
-        "2026-12-02 08:26:40Z\n"
+        "2026-12-01 01:53:20Z\n"
         "\n"
         f"{HEADER}\n"
         "        5       600         3        24        16                   3      3     2"

@@ -38,10 +38,17 @@ FORMAT = "mini-swe-agent"
 GLOBS = ("**/*.traj.json", "**/*.traj")
 SUFFIXES = (".traj.json", ".traj")
 
-_BASH_BLOCK = re.compile(r"```(?:bash|sh)[ \t]*\n(.*?)\n[ \t]*```", re.S)
+# The fences and tags are found with str.find and anchored matches, never with a lazy ``.*?``
+# searched over the text: a message with many openings and no closing (an agent that cats a
+# trajectory, or a hostile file) made those searches quadratic (8,000 ``<output>`` in 64 KB
+# took 3.8 s; a 1 MB observation, many minutes).
+_FENCE_OPEN = re.compile(r"```(?:bash|sh)[ \t]*\n")
+_FENCE_CLOSE = re.compile(r"\n[ \t]*```")
 _RETURNCODE = re.compile(r"<returncode>\s*(-?[0-9]+)\s*</returncode>")
-_OUTPUT = re.compile(r"<output>\n?(.*?)</output>", re.S)
-_OUTPUT_PARTS = re.compile(r"<(output_head|output_tail)>\n?(.*?)</\1>", re.S)
+#: Digits of a ``<returncode>`` read as a number; a longer one (no process exits so) is an
+#: exit outside 0-255, kept as "failed" like any other (:func:`sidecar.pipeline.session_record`).
+_MAX_CODE_DIGITS = 18
+_OUTPUT_TAGS = ("output_head", "output_tail")
 
 
 def is_trajectory(name: str) -> bool:
@@ -83,8 +90,69 @@ def _action(message: dict[str, Any]) -> str | None:
     action = message.get("action")
     if isinstance(action, str) and action.strip():
         return action
-    blocks = _BASH_BLOCK.findall(_text(message))
+    blocks = _bash_blocks(_text(message), limit=2)
     return blocks[0] if len(blocks) == 1 else None
+
+
+def _bash_blocks(text: str, limit: int) -> list[str]:
+    """The bodies of the first ``limit`` fenced ``bash`` / ``sh`` blocks of ``text``, in
+    order (a block: the fence, the language, a newline, the body, a newline, spaces or tabs,
+    the closing fence). Linear in ``len(text)``: once no closing fence follows an opening,
+    none follows a later one either."""
+    blocks: list[str] = []
+    pos = 0
+    while len(blocks) < limit:
+        start = text.find("```", pos)
+        if start < 0:
+            break
+        opened = _FENCE_OPEN.match(text, start)
+        if opened is None:
+            pos = start + 1
+            continue
+        closed = _FENCE_CLOSE.search(text, opened.end())
+        if closed is None:
+            break
+        blocks.append(text[opened.end():closed.start()])
+        pos = closed.end()
+    return blocks
+
+
+def _tagged(text: str, tag: str, start: int = 0) -> str | None:
+    """The body of the first ``<tag>…</tag>`` of ``text`` at or after ``start`` (one leading
+    newline dropped), or None when there is none. Linear: one ``find`` for each end."""
+    opened = text.find(f"<{tag}>", start)
+    if opened < 0:
+        return None
+    body = opened + len(tag) + 2
+    closed = text.find(f"</{tag}>", body)
+    if closed < 0:
+        return None
+    return text[body + (text.startswith("\n", body)):closed]
+
+
+def _output_parts(text: str) -> list[str]:
+    """The bodies of every ``<output_head>…</output_head>`` and ``<output_tail>…</output_tail>``
+    of ``text`` in order, not overlapping (one leading newline of each dropped). Linear: each
+    tag's next opening is looked for once per block taken, and a tag with no closing left is
+    not looked for again."""
+    parts: list[str] = []
+    pos = 0
+    nxt = {tag: text.find(f"<{tag}>") for tag in _OUTPUT_TAGS}
+    while True:
+        live = [(at, tag) for tag, at in nxt.items() if at >= 0]
+        if not live:
+            return parts
+        at, tag = min(live)
+        body = at + len(tag) + 2
+        closed = text.find(f"</{tag}>", body)
+        if closed < 0:
+            nxt[tag] = -1  # no closing after this opening: none after a later one either
+            continue
+        parts.append(text[body + (text.startswith("\n", body)):closed])
+        pos = closed + len(tag) + 3
+        for other, other_at in nxt.items():
+            if 0 <= other_at < pos:
+                nxt[other] = text.find(f"<{other}>", pos)
 
 
 def _observation(text: str) -> tuple[int, str] | None:
@@ -92,13 +160,16 @@ def _observation(text: str) -> tuple[int, str] | None:
     match = _RETURNCODE.search(text)
     if match is None:
         return None
-    parts = _OUTPUT_PARTS.findall(text)
+    parts = _output_parts(text)
     if parts:
-        output = "\n".join(body for _, body in parts)
+        output = "\n".join(parts)
     else:
-        found = _OUTPUT.search(text, match.end())
-        output = found.group(1) if found else text[match.end():]
-    return int(match.group(1)), output
+        found = _tagged(text, "output", match.end())
+        output = found if found is not None else text[match.end():]
+    digits = match.group(1)
+    if len(digits.lstrip("-").lstrip("0")) > _MAX_CODE_DIGITS:
+        return (-1 if digits.startswith("-") else 1 << 63), output  # out of range: "failed"
+    return int(digits), output
 
 
 def read_trajectory(doc: Any) -> list[SessionEvent]:

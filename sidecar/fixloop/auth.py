@@ -20,7 +20,15 @@ Two :class:`sidecar.fixloop.github.TokenSource` implementations:
      (GitHub's last one hour) and its ``expires_at``. One token per installation, reused
      until less than :data:`REFRESH_MARGIN_S` is left, then replaced before the next request
      (a sweep never starts a request on a token about to expire); after a 401 it is replaced
-     once, and the request made once more.
+     once, and the request made once more. A token that arrives with less than twice the
+     margin left (a skewed node clock, or a short-lived token) is replaced when half its time
+     is gone, and one whose ``expires_at`` is already past by this node's clock is used until
+     GitHub refuses it (with a warning naming the skew): either way one token serves many
+     requests, never one exchange per request.
+  4. A 401 replaces an installation's token at most once per sweep (:meth:`AppTokens.new_pass`,
+     called as each sweep starts): a token GitHub refuses again after that (an App suspended,
+     its key revoked) fails that request as ``auth`` and the sweep goes on without minting
+     more, instead of two exchanges per remaining request.
 
   The private key file is read at start (a missing, unreadable or non-RSA PEM key is a
   :class:`sidecar.config.ConfigError` naming the file, never its content) and again before a
@@ -34,6 +42,7 @@ newest :data:`KEEP_SECRETS`), so the client redacts them from every error text.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
@@ -106,7 +115,9 @@ class AppTokens(TokenSource):
         self._github: GitHub | None = None
         self._lock = threading.RLock()
         self._installations: dict[str, int] = {}  # repository (lower case) -> installation
-        self._tokens: dict[int, tuple[str, float]] = {}  # installation -> (token, expires)
+        # installation -> (token, expires_at, when to replace it), epoch seconds
+        self._tokens: dict[int, tuple[str, float, float]] = {}
+        self._refreshed: set[int] = set()  # installations whose token a 401 replaced this pass
         self._secrets: deque[str] = deque(maxlen=KEEP_SECRETS)
         #: Installation tokens minted so far (a count, for logs and tests).
         self.minted = 0
@@ -157,9 +168,14 @@ class AppTokens(TokenSource):
         with self._lock:
             installation = self.installation(repo)
             cached = self._tokens.get(installation)
-            if cached is not None and cached[1] - self._clock() > self._margin:
+            if cached is not None and self._clock() < cached[2]:
                 return cached[0]
             return self._mint(installation, "expiring" if cached else "first")
+
+    def new_pass(self) -> None:
+        """A sweep starts: a 401 may replace each installation's token once more."""
+        with self._lock:
+            self._refreshed.clear()
 
     def refresh(self, repo: str | None, rejected: str | None) -> bool:
         """After a 401 to ``rejected``: forget that token (and, when the installation was
@@ -174,6 +190,13 @@ class AppTokens(TokenSource):
             cached = self._tokens.get(installation)
             if cached is None or cached[0] != rejected:
                 return True  # a newer token exists already, or one is minted: try it
+            if installation in self._refreshed:
+                log.warning("GitHub refused the App's new installation token too; no other "
+                            "token is minted until the next sweep", extra={
+                                "event": "fixloop_app_token_rejected_again",
+                                "installation_id": installation})
+                return False
+            self._refreshed.add(installation)
             del self._tokens[installation]
             if self.app.installation_id is None and repo is not None:
                 self._installations.pop(repo.lower(), None)
@@ -195,11 +218,25 @@ class AppTokens(TokenSource):
     def _mint(self, installation: int, why: str) -> str:
         token, expires = self._client().installation_token(installation, self.jwt())
         self._secrets.append(token)
-        self._tokens[installation] = (token, expires)
+        now = self._clock()
+        left = expires - now
+        if left <= 0:
+            # Past already by this clock: the node's clock is ahead of GitHub's (its JWT was
+            # accepted, so by less than about a minute more than the token's hour) or GitHub
+            # answered oddly. Used until GitHub refuses it (a 401 replaces it).
+            replace_at = math.inf
+            log.warning("GitHub App installation token expires_at is not in the future by this "
+                        "node's clock; check the node's time (NTP). Using the token until "
+                        "GitHub refuses it", extra={"event": "fixloop_app_token_clock",
+                                                    "installation_id": installation,
+                                                    "expires_in_s": round(left)})
+        else:
+            replace_at = expires - min(self._margin, left / 2)
+        self._tokens[installation] = (token, expires, replace_at)
         self.minted += 1
         log.info("GitHub App installation token minted", extra={
             "event": "fixloop_app_token", "installation_id": installation, "why": why,
-            "expires_in_s": round(expires - self._clock())})
+            "expires_in_s": round(left)})
         return token
 
     def _reload_key(self) -> None:

@@ -67,6 +67,7 @@ Not thread-safe: one :class:`GitHub` per sweep loop.
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -91,6 +92,9 @@ USER_AGENT = "repeat-failure-fixloop"
 PER_PAGE = 100
 #: Pages read per list at most (10,000 items at 100 a page); more is ``bad_response``.
 MAX_PAGES = 100
+#: A bearer token as a header can carry it: visible ASCII, no space (RFC 9110 field values;
+#: GitHub's tokens are ``gh?_`` and base62, its JWTs base64url and dots).
+_HEADER_SAFE = re.compile(r"[\x21-\x7e]+")
 #: :attr:`Check.summary` is cut to this many characters.
 SUMMARY_MAX = 2000
 #: Retries of one idempotent request (connect errors: any method).
@@ -216,6 +220,10 @@ class TokenSource:
 
     def refresh(self, repo: str | None, rejected: str | None) -> bool:
         return False
+
+    def new_pass(self) -> None:
+        """A sweep starts (:meth:`sidecar.fixloop.sweep.Sweeper.run_once`): a source that
+        limits its refreshes per sweep starts counting again. Nothing by default."""
 
     def secrets(self) -> tuple[str, ...]:
         return ()
@@ -798,7 +806,9 @@ class GitHub:
         the first request only: GitHub's next URL carries them); ``repo`` picks the token."""
         url: str = self._url(path)
         query: dict[str, Any] | None = params
+        fetched: set[str] = set()
         for _ in range(MAX_PAGES):
+            fetched.add(url)
             what = self._what("GET", url)
             response = self._request("GET", url, params=query, repo=repo)
             yield self._json(response, what)
@@ -812,6 +822,9 @@ class GitHub:
             if not self._inside_api(nxt):
                 raise GitHubError("bad_response", f"{what}: next page link leaves {self.api_url}",
                                   response.status_code)
+            if nxt in fetched:  # a loop: MAX_PAGES requests for nothing, every pass
+                raise GitHubError("bad_response", f"{what}: next page link repeats a page "
+                                  "already read", response.status_code)
             url, query = nxt, None
         raise GitHubError("bad_response", f"{self._what('GET', self._url(path))}: more than "
                           f"{MAX_PAGES} pages")
@@ -846,6 +859,12 @@ class GitHub:
         waited = refreshed = False
         while True:
             token = bearer if bearer is not None else self._source.token(repo)
+            if token and not _HEADER_SAFE.fullmatch(token):
+                # http.client refuses a CR, LF or other control character in a header with a
+                # ValueError quoting the whole value, token and all; it is never sent.
+                raise GitHubError("auth", f"{what}: the token holds whitespace or control "
+                                  "characters an HTTP header cannot carry (check the token "
+                                  "file, or what GitHub answered for an App's token)")
             auth = _Bearer(token) if token else None
             response = self._send(method, url, params, json_body, what, auth)
             self._note_rate(response)

@@ -186,6 +186,7 @@ class Sweeper:
         now = self.clock()
         # No retry or rate-limit wait may run into the next pass: past this, calls fail fast.
         self.github.wait_deadline = now + self.config.interval_s
+        self.github.token_source.new_pass()  # a 401 may replace a token once this pass
         self._limited = False
         listed: dict[str, list[PullRequest]] = {}
         for repo in self.config.repositories:
