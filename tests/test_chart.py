@@ -1029,6 +1029,13 @@ def test_prometheus_rule_alert_for_overrides() -> None:
     assert "does not match pattern" in render_fails(
         "monitoring.prometheusRule.enabled=true",
         "monitoring.prometheusRule.alertFor.RepeatFailureRepeatingFailure=soon")
+    # Any unknown name gets the message naming the known alerts: a schema `propertyNames`
+    # pattern made helm report a name outside it at an unrelated path of the values (seen
+    # with helm v3.22: "at '/fullnameOverride/nativeSidecar/limits': invalid propertyName").
+    err = render_fails("monitoring.prometheusRule.enabled=true",
+                       "monitoring.prometheusRule.alertFor.RepeatingFailure=30m")
+    assert ("no alert named RepeatingFailure in files/prometheus-rules.yaml (known: "
+            "RepeatFailureRepeatingFailure, ") in err, err
 
 
 def test_grafana_dashboard_is_the_json_file() -> None:
