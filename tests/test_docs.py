@@ -1,6 +1,8 @@
 """Examples the docs give, run for real: docs/metrics.md "Failures that are not errors" (issue 17,
 item 15): a poll with `grep -q` raises a note as the spec says, and the page's exclusion list
-silences exactly what it says it does."""
+silences exactly what it says it does; the README's metrics table is docs/metrics.md's; the
+replay example of docs/operations.md ("Replay before enabling") on the committed harness
+captures prints the table the page shows."""
 
 from __future__ import annotations
 
@@ -57,3 +59,23 @@ def test_the_documented_exclusions_silence_what_they_say(tmp_path: Path) -> None
         'Repeating failure: grep -q "ready" other.log failed 5 times in 1 min (exit 1)',
         "Repeating failure: grep -q x /nonexistent failed 5 times in 1 min (exit 2)",
     ]
+
+
+def _metric_rows(text: str, header: str) -> list[tuple[str, str, str]]:
+    """(metric, type, labels) of each row of the Markdown table under ``header``."""
+    lines = text.splitlines()
+    rows = []
+    for line in lines[lines.index(header) + 2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        rows.append((cells[0], cells[1], cells[2]))
+    return rows
+
+
+def test_readme_metrics_table_is_the_series_table() -> None:
+    """Every series docs/metrics.md lists is in the README's table, in the same order, with the
+    same type and labels (the README once lacked the note's `output` label, issue 19)."""
+    readme = _metric_rows((REPO / "README.md").read_text(), "| metric | type | labels |")
+    series = _metric_rows(METRICS_DOC.read_text(), "| metric | type | labels | meaning |")
+    assert readme == series
