@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from sidecar.cli import main
 from test_app import T0, append, make
 
 REPO = Path(__file__).resolve().parent.parent
@@ -79,3 +80,21 @@ def test_readme_metrics_table_is_the_series_table() -> None:
     readme = _metric_rows((REPO / "README.md").read_text(), "| metric | type | labels |")
     series = _metric_rows(METRICS_DOC.read_text(), "| metric | type | labels | meaning |")
     assert readme == series
+
+
+def test_replay_example_on_the_harness_captures(capsys) -> None:
+    """docs/operations.md's replay table is what `repeat-failure replay harness/evidence/*/`
+    prints on the committed captures (exit 0), and `harness/evidence/` alone, which holds homes
+    rather than being one, finds no session (exit 1), as the page says."""
+    section = (REPO / "docs" / "operations.md").read_text().split(
+        "## Replay before enabling\n", 1)[1].split("\n## ", 1)[0]
+    assert "repeat-failure replay harness/evidence/*/" in section
+    (table,) = re.findall(r"```\n *(threshold .*?)\n *```", section, re.S)
+    table = [" ".join(line.split()) for line in table.splitlines()]
+    evidence = REPO / "harness" / "evidence"
+    homes = sorted(str(p) + "/" for p in evidence.iterdir() if p.is_dir())
+    assert main(["replay", *homes]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [" ".join(line.split()) for line in out[-2:]] == table
+    assert main(["replay", str(evidence)]) == 1
+    assert "no session file or trajectory found" in capsys.readouterr().err
