@@ -98,3 +98,20 @@ def test_replay_example_on_the_harness_captures(capsys) -> None:
     assert [" ".join(line.split()) for line in out[-2:]] == table
     assert main(["replay", str(evidence)]) == 1
     assert "no session file or trajectory found" in capsys.readouterr().err
+
+
+def test_status_fields_are_the_documented_ones(tmp_path: Path) -> None:
+    """docs/metrics.md "The agent's row" names the fields of a /status row and of its notes:
+    the same names, in the same order, as a real row with a raised note has."""
+    text = _section("The agent's row")
+    row_doc, note_doc = (re.findall(r'"(\w+)"', braces)
+                         for braces in re.findall(r'`(\{"(?:agent|command)".*?\})`', text))
+    sc = make(tmp_path)
+    (tmp_path / "config.yaml").write_text("repeat_failure:\n  enabled: true\n")
+    sc.reload_config(force=True)
+    for i in range(5):
+        append(sc.shared_dir, "a1", "make", 2, T0 - 50 + i)
+    sc.run_once()
+    row = sc.rows()[0].to_json()
+    assert list(row) == row_doc
+    assert list(row["notes"][0]) == note_doc
