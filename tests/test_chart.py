@@ -1029,6 +1029,13 @@ def test_prometheus_rule_alert_for_overrides() -> None:
     assert "does not match pattern" in render_fails(
         "monitoring.prometheusRule.enabled=true",
         "monitoring.prometheusRule.alertFor.RepeatFailureRepeatingFailure=soon")
+    # Any unknown name gets the message naming the known alerts: a schema `propertyNames`
+    # pattern made helm report a name outside it at an unrelated path of the values (seen
+    # with helm v3.22: "at '/fullnameOverride/nativeSidecar/limits': invalid propertyName").
+    err = render_fails("monitoring.prometheusRule.enabled=true",
+                       "monitoring.prometheusRule.alertFor.RepeatingFailure=30m")
+    assert ("no alert named RepeatingFailure in files/prometheus-rules.yaml (known: "
+            "RepeatFailureRepeatingFailure, ") in err, err
 
 
 def test_grafana_dashboard_is_the_json_file() -> None:
@@ -1869,6 +1876,8 @@ def test_fixloop_github_app_renders_config_secret_and_mount() -> None:
     (("fixloop.github.app.id=1",), "fixloop.github.app.id needs the App's private key"),
     (("fixloop.github.app.privateKey=k", "fixloop.github.token=t"),
      "fixloop.github.app.privateKey is set without fixloop.github.app.id"),
+    (("fixloop.github.app.installationId=5", "fixloop.github.token=t"),
+     "fixloop.github.app.installationId is set without fixloop.github.app.id"),
     (("fixloop.github.app.id=1", "fixloop.github.app.privateKey=k",
       "fixloop.github.existingSecret=s"),
      "fixloop.github.app: give the private key either as fixloop.github.app.privateKey"),
@@ -1876,6 +1885,7 @@ def test_fixloop_github_app_renders_config_secret_and_mount() -> None:
      "at '/fixloop/github/app/id'"),
 ])
 def test_fixloop_github_app_values_are_checked(sets: tuple[str, ...], message: str) -> None:
-    """Exactly one credential: a token, or an App id with one source of its private key; an
-    App id GitHub could not have is refused by the values schema."""
+    """Exactly one credential: a token, or an App id with one source of its private key (an
+    App's key or installation id without its id is refused, not silently ignored); an App id
+    GitHub could not have is refused by the values schema."""
     assert message in render_fails(*FIXLOOP_ON, *sets)

@@ -224,6 +224,16 @@ def test_lock_pins_every_dependency_with_hashes() -> None:
         assert requirement.specifier.contains(pins[name][0]), (requirement, pins[name])
 
 
+def test_lock_holds_no_pip_options_of_the_machine_it_was_made_on() -> None:
+    """requirements.lock holds pins, hashes and comments only: no ``--find-links``,
+    ``--index-url`` or ``--extra-index-url`` line, which pip-compile copies from the pip
+    configuration of the machine it runs on (it wrote this one's ``PIP_FIND_LINKS=/opt/wheels``)
+    and which would send every image build to that machine's places."""
+    options = [line for line in (REPO / "requirements.lock").read_text().splitlines()
+               if line.startswith("-")]
+    assert options == []
+
+
 # -- the same environment, built here -----------------------------------------------------------
 
 

@@ -1,12 +1,15 @@
 """Examples the docs give, run for real: docs/metrics.md "Failures that are not errors" (issue 17,
 item 15): a poll with `grep -q` raises a note as the spec says, and the page's exclusion list
-silences exactly what it says it does."""
+silences exactly what it says it does; the README's metrics table is docs/metrics.md's; the
+replay example of docs/operations.md ("Replay before enabling") on the committed harness
+captures prints the table the page shows."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+from sidecar.cli import main
 from test_app import T0, append, make
 
 REPO = Path(__file__).resolve().parent.parent
@@ -57,3 +60,58 @@ def test_the_documented_exclusions_silence_what_they_say(tmp_path: Path) -> None
         'Repeating failure: grep -q "ready" other.log failed 5 times in 1 min (exit 1)',
         "Repeating failure: grep -q x /nonexistent failed 5 times in 1 min (exit 2)",
     ]
+
+
+def _metric_rows(text: str, header: str) -> list[tuple[str, str, str]]:
+    """(metric, type, labels) of each row of the Markdown table under ``header``."""
+    lines = text.splitlines()
+    rows = []
+    for line in lines[lines.index(header) + 2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        rows.append((cells[0], cells[1], cells[2]))
+    return rows
+
+
+def test_readme_metrics_table_is_the_series_table() -> None:
+    """Every series docs/metrics.md lists is in the README's table, in the same order, with the
+    same type and labels (the README once lacked the note's `output` label, issue 19)."""
+    readme = _metric_rows((REPO / "README.md").read_text(), "| metric | type | labels |")
+    series = _metric_rows(METRICS_DOC.read_text(), "| metric | type | labels | meaning |")
+    assert readme == series
+
+
+def test_replay_example_on_the_harness_captures(capsys) -> None:
+    """docs/operations.md's replay table is what `repeat-failure replay harness/evidence/*/`
+    prints on the committed captures (exit 0), and `harness/evidence/` alone, which holds homes
+    rather than being one, finds no session (exit 1), as the page says."""
+    section = (REPO / "docs" / "operations.md").read_text().split(
+        "## Replay before enabling\n", 1)[1].split("\n## ", 1)[0]
+    assert "repeat-failure replay harness/evidence/*/" in section
+    (table,) = re.findall(r"```\n *(threshold .*?)\n *```", section, re.S)
+    table = [" ".join(line.split()) for line in table.splitlines()]
+    evidence = REPO / "harness" / "evidence"
+    homes = sorted(str(p) + "/" for p in evidence.iterdir() if p.is_dir())
+    assert main(["replay", *homes]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [" ".join(line.split()) for line in out[-2:]] == table
+    assert main(["replay", str(evidence)]) == 1
+    assert "no session file or trajectory found" in capsys.readouterr().err
+
+
+def test_status_fields_are_the_documented_ones(tmp_path: Path) -> None:
+    """docs/metrics.md "The agent's row" names the fields of a /status row and of its notes:
+    the same names, in the same order, as a real row with a raised note has."""
+    text = _section("The agent's row")
+    row_doc, note_doc = (re.findall(r'"(\w+)"', braces)
+                         for braces in re.findall(r'`(\{"(?:agent|command)".*?\})`', text))
+    sc = make(tmp_path)
+    (tmp_path / "config.yaml").write_text("repeat_failure:\n  enabled: true\n")
+    sc.reload_config(force=True)
+    for i in range(5):
+        append(sc.shared_dir, "a1", "make", 2, T0 - 50 + i)
+    sc.run_once()
+    row = sc.rows()[0].to_json()
+    assert list(row) == row_doc
+    assert list(row["notes"][0]) == note_doc

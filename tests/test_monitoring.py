@@ -1018,9 +1018,9 @@ def test_alert_expressions_against_real_prometheus(stack: Stack) -> None:
              for r in g["rules"]}
     t = stack.target
     want = {
+        # `max without (output)`: no metric name and no output label (docs/metrics.md).
         "RepeatFailureRepeatingFailure": [
-            ({"__name__": "hive_repeat_failure_note", **t, "agent": "a1", "backend": "bash",
-              "command": LS, "exit": "2", "output": "unknown"}, 5.0)],
+            ({**t, "agent": "a1", "backend": "bash", "command": LS, "exit": "2"}, 5.0)],
         "RepeatFailureCheckNotReceivingData": [
             ({**t, "agent": "a2", "backend": "claude", "state": "not_receiving_data"}, 1.0)],
         "RepeatFailureSidecarDown": [],
@@ -1061,7 +1061,7 @@ def test_pending_alerts_are_rendered_from_real_series(stack: Stack) -> None:
               "write the shared records directory, and whether its CLI was updated "
               "(docs/backend-support.md).")}),
         ({"alertname": "RepeatFailureRepeatingFailure", "severity": "warning", **t,
-          "agent": "a1", "backend": "bash", "command": LS, "exit": "2", "output": "unknown"},
+          "agent": "a1", "backend": "bash", "command": LS, "exit": "2"},
          "pending",
          {"summary": f"Agent a1 keeps running a failing command: {LS} (exit 2)",
           "description": (

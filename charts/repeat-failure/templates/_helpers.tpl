@@ -166,6 +166,9 @@ credential (a token, or an App with one private key source).
 {{- if $app.privateKey -}}
 {{- fail "fixloop.github.app.privateKey is set without fixloop.github.app.id (the App ID or client ID)" -}}
 {{- end -}}
+{{- if $app.installationId -}}
+{{- fail "fixloop.github.app.installationId is set without fixloop.github.app.id (the App ID or client ID)" -}}
+{{- end -}}
 {{- if and $f.github.token $f.github.existingSecret -}}
 {{- fail "fixloop.github: give the token either as fixloop.github.token (the chart makes a Secret) or as fixloop.github.existingSecret (your Secret), not both" -}}
 {{- end -}}
