@@ -112,6 +112,9 @@ def story():
     archives = kube.build_images(bin_dir)
     figures["images_s"] = round(time.monotonic() - t, 1)
     s = Story()
+    reaped = kube.reap_stale()  # a run killed before its teardown (never one still running)
+    if reaped:
+        print("\nreal node: cleaned up after an earlier run:", "; ".join(reaped))
     s.before = host_state()
     s.figures = figures
     s.cluster = kube.start(archives, bin_dir)
@@ -219,6 +222,35 @@ def in_sidecar(c: kube.Cluster, pod: str, code: str) -> str:
     rely on); returns its stdout."""
     return c.kubectl("exec", "-n", AGENT_NS, pod, "-c", "repeat-failure", "--",
                      "python", "-c", code).stdout
+
+
+def test_reap_stale_cleans_up_after_a_killed_run_only(tmp_path: Path) -> None:
+    """A run killed before its teardown leaves marked processes and a work directory:
+    :func:`kube.reap_stale` kills and removes those of a run whose test process is gone, and
+    leaves a live run's alone."""
+    if os.geteuid() != 0:
+        pytest.skip("reading other processes' environment needs root")
+    dead = "4194305"  # above Linux's largest pid_max: never a live process
+    alive = str(os.getpid())
+    procs = {tag: subprocess.Popen(["sleep", "60"], env={**os.environ, kube.RUN_MARK: tag})
+             for tag in (dead, alive)}
+    dirs = {tag: Path(f"/tmp/rf-kube-{tag}-reaptest") for tag in (dead, alive)}
+    try:
+        for d in dirs.values():
+            d.mkdir()
+        done = kube.reap_stale()
+        assert f"killed {procs[dead].pid} of run {dead}" in done
+        assert f"removed {dirs[dead]}" in done
+        assert procs[dead].wait(5) == -9
+        assert procs[alive].poll() is None and dirs[alive].is_dir()
+        assert not dirs[dead].exists()
+    finally:
+        for proc in procs.values():
+            proc.kill()
+            proc.wait()
+        for d in dirs.values():
+            if d.exists():
+                d.rmdir()
 
 
 # -- the story ------------------------------------------------------------------------------------

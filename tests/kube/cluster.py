@@ -260,6 +260,7 @@ class Cluster:
     work: Path
     bin_dir: Path
     cgroup: str
+    tag: str = ""
     netns_pid: int = 0
     made_dirs: list[Path] = field(default_factory=list)
     processes: list[Process] = field(default_factory=list)
@@ -330,7 +331,7 @@ class Cluster:
         # umask 022 whatever the caller's (the tests run with 007): containerd unpacks image
         # layers with it, and a non-root container cannot run files its group/others cannot read.
         popen = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL, env=env or _clean_env(),
+                                 stdin=subprocess.DEVNULL, env=env or _clean_env(self.tag),
                                  cwd=cwd or self.work, start_new_session=True, umask=0o022)
         handle.close()
         process = Process(name, popen, log)
@@ -411,11 +412,59 @@ class Cluster:
         return problems
 
 
-def _clean_env() -> dict[str, str]:
+#: The environment variable that marks every process a cluster starts with its run's tag (the
+#: starting test process's PID), so :func:`reap_stale` can find a killed run's processes.
+RUN_MARK = "REPEAT_FAILURE_KUBE_RUN"
+
+
+def _clean_env(tag: str) -> dict[str, str]:
     """The components' environment: a plain PATH and no proxy settings (nothing they do may
-    leave the machine), no KUBECONFIG of the caller's."""
+    leave the machine), no KUBECONFIG of the caller's, and :data:`RUN_MARK`."""
     return {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-            "HOME": "/root", "LANG": "C.UTF-8"}
+            "HOME": "/root", "LANG": "C.UTF-8", RUN_MARK: tag}
+
+
+def _alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists()
+
+
+def reap_stale() -> list[str]:
+    """Clean up after earlier runs whose test process is gone (killed before its teardown):
+    processes carrying :data:`RUN_MARK` with a dead run's tag, processes in a dead run's
+    cgroups (``/rf-kube-<pid>``), those cgroups, its veth (``rfkh<pid>``) and its work
+    directory (``/tmp/rf-kube-<pid>-*``). A run whose process is alive is left alone. Returns
+    what was removed, one line each."""
+    done: list[str] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        for item in environ:
+            if item.startswith(RUN_MARK.encode() + b"="):
+                tag = item.split(b"=", 1)[1].decode()
+                if tag.isdigit() and not _alive(int(tag)):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(int(entry), signal.SIGKILL)
+                        done.append(f"killed {entry} of run {tag}")
+    tags = {p.name.removeprefix("rf-kube-") for p in Path("/sys/fs/cgroup").glob("*/rf-kube-*")}
+    for tag in sorted(t for t in tags if t.isdigit() and not _alive(int(t))):
+        left = _kill_cgroup_processes(f"/rf-kube-{tag}")
+        _remove_cgroups(f"/rf-kube-{tag}")
+        done.append(f"removed the cgroups of run {tag}" + (f" (left: {left})" if left else ""))
+    for link in Path("/sys/class/net").glob("rfkh*"):
+        tag = link.name.removeprefix("rfkh")
+        if tag.isdigit() and not _alive(int(tag)):
+            subprocess.run(["ip", "link", "del", link.name], capture_output=True)
+            done.append(f"deleted {link.name}")
+    for work in Path("/tmp").glob("rf-kube-*-*"):
+        tag = work.name.split("-")[2]
+        if tag.isdigit() and not _alive(int(tag)):
+            shutil.rmtree(work, ignore_errors=True)
+            done.append(f"removed {work}")
+    return done
 
 
 def _stop_pid(popen: subprocess.Popen, grace: float = 10) -> None:
@@ -577,7 +626,7 @@ def start(archives: Path, bin_dir: Path, *, timeout: float = 120) -> Cluster:
     tag = f"{os.getpid()}"
     work = Path(tempfile.mkdtemp(prefix=f"rf-kube-{tag}-", dir="/tmp"))
     work.chmod(0o755)
-    cluster = Cluster(work=work, bin_dir=bin_dir, cgroup=f"/rf-kube-{tag}")
+    cluster = Cluster(work=work, bin_dir=bin_dir, cgroup=f"/rf-kube-{tag}", tag=tag)
     try:
         _start(cluster, archives, timeout)
     except BaseException:
@@ -611,7 +660,7 @@ def _start(c: Cluster, archives: Path, timeout: float) -> None:
     _run([*ns, "link", "add", BRIDGE, "type", "bridge"], "bridge")
     _run([*ns, "addr", "add", f"{NODE_IP}/24", "dev", BRIDGE], "bridge address")
     _run([*ns, "link", "set", BRIDGE, "up"], "bridge up")
-    c.veth = f"rfkh{os.getpid() % 100000}"
+    c.veth = f"rfkh{tag}"  # at most 11 characters (pid_max is 2^22); a name may have 15
     _run(["ip", "link", "add", c.veth, "type", "veth", "peer", "name", "rfkn", "netns",
           str(c.netns_pid)], "veth pair")
     _run(["ip", "addr", "add", f"{HOST_IP}/30", "dev", c.veth], "veth address")
