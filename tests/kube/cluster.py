@@ -13,7 +13,7 @@ traffic beyond what they create, look up no names, stop what they start):
   started with ``unshare --net``, so no ``/run/netns`` entry or mount is made) with no route
   out: the node's bridge ``rfkbr0`` (node IP :data:`NODE_IP`, pods in :data:`POD_CIDR`, the
   bridge plugin with ``isGateway: false``) and a veth pair to the test process
-  (:data:`HOST_IP` here, :data:`NS_IP` there). The ranges are RFC 2544's benchmarking block
+  (``host_ip`` here, ``ns_ip`` there, a free /30 of :data:`VETH_RANGE`). The ranges are RFC 2544's benchmarking block
   (198.18.0.0/15), which cannot collide with the machine's 10.0.0.0/8. iptables rules (kube-proxy's,
   the CNI plugins'), ``ip_forward`` and every other ``net.*`` setting belong to that namespace and
   go with it. No cluster DNS: pods get an empty resolver configuration (``resolvConf: ""``) and
@@ -46,6 +46,7 @@ import datetime
 import ipaddress
 import json
 import os
+import re
 import shutil
 import signal
 import ssl
@@ -67,9 +68,9 @@ POD_CIDR = "198.18.0.0/24"
 SERVICE_CIDR = "198.19.0.0/24"
 #: The apiserver's Service IP (the first of SERVICE_CIDR).
 SERVICE_IP = "198.19.0.1"
-#: The veth pair between the test process (HOST_IP) and the cluster's namespace (NS_IP).
-HOST_IP = "198.18.255.1"
-NS_IP = "198.18.255.2"
+#: The veth pairs between test processes and clusters' namespaces take /30s of this range, one
+#: per running cluster (:func:`_free_veth_net`): two runs on one machine do not collide.
+VETH_RANGE = "198.18.128.0/17"
 NODE_NAME = "rf-node"
 BRIDGE = "rfkbr0"
 #: The kernel settings the kubelet writes at start (and the values it writes).
@@ -254,13 +255,15 @@ class Process:
 class Cluster:
     """The cluster's state while it runs. Make one with :func:`start`; always :meth:`stop` it
     (also after a failed start). ``kubeconfig`` is the admin's (system:masters) for this
-    process (server ``https://NS_IP:6443`` over the veth pair); ``env`` has ``KUBECONFIG`` set
+    process (server ``https://<ns_ip>:6443`` over the veth pair); ``env`` has ``KUBECONFIG`` set
     and the binaries first on ``PATH``."""
 
     work: Path
     bin_dir: Path
     cgroup: str
     tag: str = ""
+    host_ip: str = ""
+    ns_ip: str = ""
     netns_pid: int = 0
     made_dirs: list[Path] = field(default_factory=list)
     processes: list[Process] = field(default_factory=list)
@@ -319,8 +322,9 @@ class Cluster:
         return self.kubectl("get", "--raw", path, timeout=timeout).stdout
 
     def prometheus(self, path: str) -> dict:
-        """GET ``http://NS_IP:9090<path>`` from the real Prometheus, parsed JSON."""
-        with urllib.request.urlopen(f"http://{NS_IP}:{PROMETHEUS_PORT}{path}", timeout=10) as r:
+        """GET ``http://<ns_ip>:9090<path>`` from the real Prometheus, parsed JSON."""
+        with urllib.request.urlopen(f"http://{self.ns_ip}:{PROMETHEUS_PORT}{path}",
+                                    timeout=10) as r:
             return json.loads(r.read())
 
     def _spawn(self, name: str, argv: list[str], *, env: dict[str, str] | None = None,
@@ -549,6 +553,19 @@ def _remove_cgroups(name: str) -> list[str]:
     return left
 
 
+def _free_veth_net() -> tuple[str, str]:
+    """``(host address, namespace address)`` of the first /30 of :data:`VETH_RANGE` that no
+    address on this machine is in (``ip -o addr``)."""
+    used = subprocess.run(["ip", "-o", "-4", "addr"], capture_output=True, text=True).stdout
+    taken = [ipaddress.ip_interface(m).network
+             for m in re.findall(r"inet (\d+\.\d+\.\d+\.\d+/\d+)", used)]
+    for net in ipaddress.ip_network(VETH_RANGE).subnets(new_prefix=30):
+        if not any(net.overlaps(t) for t in taken):
+            first, second = list(net.hosts())
+            return str(first), str(second)
+    raise ClusterError(f"no free /30 left in {VETH_RANGE}")
+
+
 def _make_cgroups(name: str) -> None:
     """Create the kubelet's cgroup root ``name`` in every cgroup v1 hierarchy (the kubelet
     refuses a root that is missing in one); cpuset's gets its parent's CPUs and memory nodes,
@@ -663,9 +680,10 @@ def _start(c: Cluster, archives: Path, timeout: float) -> None:
     c.veth = f"rfkh{tag}"  # at most 11 characters (pid_max is 2^22); a name may have 15
     _run(["ip", "link", "add", c.veth, "type", "veth", "peer", "name", "rfkn", "netns",
           str(c.netns_pid)], "veth pair")
-    _run(["ip", "addr", "add", f"{HOST_IP}/30", "dev", c.veth], "veth address")
+    c.host_ip, c.ns_ip = _free_veth_net()
+    _run(["ip", "addr", "add", f"{c.host_ip}/30", "dev", c.veth], "veth address")
     _run(["ip", "link", "set", c.veth, "up"], "veth up")
-    _run([*ns, "addr", "add", f"{NS_IP}/30", "dev", "rfkn"], "veth address (namespace)")
+    _run([*ns, "addr", "add", f"{c.ns_ip}/30", "dev", "rfkn"], "veth address (namespace)")
     _run([*ns, "link", "set", "rfkn", "up"], "veth up (namespace)")
     # Nothing is forwarded in the namespace (ip_forward stays 0 there); and should it ever be
     # turned on, nothing but the bridge's own traffic passes.
@@ -676,14 +694,14 @@ def _start(c: Cluster, archives: Path, timeout: float) -> None:
         "apiserver", "kube-apiserver", server=True,
         dns=("kubernetes", "kubernetes.default", "kubernetes.default.svc",
              "kubernetes.default.svc.cluster.local", "localhost"),
-        ips=(NODE_IP, NS_IP, SERVICE_IP, "127.0.0.1"))
+        ips=(NODE_IP, c.ns_ip, SERVICE_IP, "127.0.0.1"))
     kubelet_client = pki.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client",
                                ("system:masters",))
     kubelet_cert, kubelet_key = pki.issue("kubelet-serving", f"system:node:{NODE_NAME}",
                                           ("system:nodes",), server=True, ips=(NODE_IP,),
                                           dns=(NODE_NAME,))
     c.kubeconfig = pki.kubeconfig("admin", "repeat-failure-test-admin", ("system:masters",),
-                                  server=f"https://{NS_IP}:6443")
+                                  server=f"https://{c.ns_ip}:6443")
     cm_config = pki.kubeconfig("controller-manager", "system:kube-controller-manager")
     sched_config = pki.kubeconfig("scheduler", "system:kube-scheduler")
     kubelet_config = pki.kubeconfig("kubelet", f"system:node:{NODE_NAME}", ("system:nodes",))
@@ -845,7 +863,7 @@ def _start(c: Cluster, archives: Path, timeout: float) -> None:
         "--web.listen-address", f"0.0.0.0:{PROMETHEUS_PORT}", "--web.enable-lifecycle",
         "--log.level", "warn"])
     c.wait_for("Prometheus to be ready",
-               lambda: urllib.request.urlopen(f"http://{NS_IP}:{PROMETHEUS_PORT}/-/ready",
+               lambda: urllib.request.urlopen(f"http://{c.ns_ip}:{PROMETHEUS_PORT}/-/ready",
                                               timeout=2).status == 200, 60, prom)
 
 
@@ -869,7 +887,8 @@ def configure_prometheus(c: Cluster, scrape_configs: list[dict], rule_groups: li
         "global": {"scrape_interval": "2s", "evaluation_interval": "2s"},
         "rule_files": [str(prom_dir / "rules" / "*.yml")],
         "scrape_configs": scrape_configs}))
-    req = urllib.request.Request(f"http://{NS_IP}:{PROMETHEUS_PORT}/-/reload", method="POST")
+    req = urllib.request.Request(f"http://{c.ns_ip}:{PROMETHEUS_PORT}/-/reload",
+                                 method="POST")
     with urllib.request.urlopen(req, timeout=30) as response:
         assert response.status == 200
 
