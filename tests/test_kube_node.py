@@ -67,17 +67,40 @@ class Story:
     stopped: bool = False
 
 
+def _another_live_run(tag: str) -> bool:
+    """Whether ``tag`` names a cluster run other than this process's that is still going
+    (another test session on this machine: its devices, cgroups and processes are its own)."""
+    return tag.isdigit() and int(tag) != os.getpid() and Path(f"/proc/{tag}").exists()
+
+
+def _run_tag(pid: str) -> str:
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return ""
+    mark = kube.RUN_MARK.encode() + b"="
+    return next((e[len(mark):].decode() for e in environ if e.startswith(mark)), "")
+
+
 def host_state() -> dict:
     """What the tests must leave as they found it: kernel settings, network devices, the
-    iptables rules (all tables), mounts, our cgroups, and processes of the cluster's binaries."""
+    iptables rules (all tables), mounts, our cgroups, and processes of the cluster's binaries.
+    What belongs to another cluster run still going on this machine (a veth ``rfkh<pid>``,
+    cgroups ``/rf-kube-<pid>``, processes marked with its tag) is left out: it comes and goes
+    on its own."""
     links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    links = sorted(re.sub(r"^\d+: ", "", line).split(":")[0] for line in links.splitlines())
+    links = [n for n in links
+             if not (m := re.fullmatch(r"rfkh(\d+)(@.*)?", n)) or not _another_live_run(m[1])]
     rules = subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
     rules = "\n".join(line for line in rules.splitlines() if not line.startswith("#"))
     rules = re.sub(r"\[\d+:\d+\]", "", rules)  # packet counters move
     mounts = sorted(line.split()[4] for line in Path("/proc/self/mountinfo").read_text()
                     .splitlines())
-    cgroups = sorted(str(p) for p in Path("/sys/fs/cgroup").glob("*/rf-kube-*"))
-    in_ours = sorted(kube.cgroup_processes("rf-kube-*"))
+    cgroups = sorted(str(p) for p in Path("/sys/fs/cgroup").glob("*/rf-kube-*")
+                     if not _another_live_run(p.name.removeprefix("rf-kube-")))
+    in_ours = sorted(pid for name in {Path(c).name for c in cgroups}
+                     for pid in kube.cgroup_processes(name))
     names = ("etcd", "kube-apiserver", "kube-controller", "kube-scheduler", "kubelet",
              "kube-proxy", "containerd", "containerd-shim", "prometheus")
     procs = []
@@ -87,12 +110,10 @@ def host_state() -> dict:
                 comm = Path(f"/proc/{entry}/comm").read_text().strip()
             except OSError:
                 continue
-            if comm.startswith(names):
+            if comm.startswith(names) and not _another_live_run(_run_tag(entry)):
                 procs.append(f"{entry}:{comm}")
-    return {"sysctl": kube.host_sysctls(),
-            "links": sorted(re.sub(r"^\d+: ", "", line).split(":")[0] for line in
-                            links.splitlines()),
-            "iptables": rules, "mounts": mounts, "cgroups": cgroups, "processes": procs,
+    return {"sysctl": kube.host_sysctls(), "links": links, "iptables": rules,
+            "mounts": mounts, "cgroups": cgroups, "processes": procs,
             "processes_in_our_cgroups": in_ours}
 
 
