@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -171,11 +172,15 @@ def story():
     s.before = host_state()
     s.started = time.time()
     s.figures = figures
-    s.cluster = kube.start(archives, bin_dir)
-    figures.update({k: round(v, 1) for k, v in s.cluster.timings.items()})
-    yield s
-    if not s.stopped:
-        s.cluster.stop()
+    # SIGINT (Ctrl-C) already ends pytest through the teardown below; SIGTERM does too here.
+    with kube.sigterm_as_interrupt():
+        s.cluster = kube.start(archives, bin_dir)
+        figures.update({k: round(v, 1) for k, v in s.cluster.timings.items()})
+        try:
+            yield s
+        finally:
+            if not s.stopped:
+                s.cluster.stop()
 
 
 def helm(c: kube.Cluster, *args: str, values: dict | None = None) -> str:
@@ -375,6 +380,23 @@ def test_made_mount_points_go_with_the_last_run(tmp_path: Path) -> None:
     (made / "results" / "cache").unlink()
     assert kube.release_made_dirs("5", marks, tmp) == []
     assert not made.exists() and not marks.exists()
+
+
+def test_sigterm_becomes_an_interrupt_that_runs_the_teardown(tmp_path: Path) -> None:
+    """Inside :func:`kube.sigterm_as_interrupt`, SIGTERM raises KeyboardInterrupt (so the
+    fixture's teardown stops the cluster); outside it, SIGTERM kills the process as before."""
+    code = ("import os, signal, sys\nsys.path.insert(0, sys.argv[1])\n"
+            "from kube import cluster\n"
+            "try:\n"
+            "    with cluster.sigterm_as_interrupt():\n"
+            "        os.kill(os.getpid(), signal.SIGTERM)\n"
+            "        signal.pause()\n"
+            "except KeyboardInterrupt as e:\n"
+            "    print('interrupted:', e, flush=True)\n"
+            "os.kill(os.getpid(), signal.SIGTERM)\nsignal.pause()\n")
+    out = subprocess.run([sys.executable, "-c", code, str(REPO / "tests")], capture_output=True,
+                         text=True, timeout=30)
+    assert (out.stdout, out.returncode) == ("interrupted: signal 15\n", -15), out.stderr
 
 
 def test_scripts_test_downloads_the_pinned_crds() -> None:

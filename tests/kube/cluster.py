@@ -430,6 +430,21 @@ def _clean_env(tag: str) -> dict[str, str]:
             "HOME": "/root", "LANG": "C.UTF-8", RUN_MARK: tag}
 
 
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """While inside, SIGTERM (what a CI job's timeout or ``kill`` sends) raises
+    KeyboardInterrupt in the main thread, as SIGINT does, so the tests' teardown still stops
+    the cluster (Python's default for SIGTERM is to die at once, leaving every component
+    running until :func:`reap_stale`). The previous handler comes back on leaving."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists()
 
