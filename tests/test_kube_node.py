@@ -16,10 +16,13 @@ a failure: CI must run it.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
+import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -36,6 +39,8 @@ AGENT_IMAGE = "localhost/repeat-failure-test/base:bookworm"
 #: The agent's user and the pod's fsGroup: not the sidecar's default (10001), so the shared
 #: directory's permissions are what makes the records readable (issue 18).
 AGENT_UID, FS_GROUP = 1000, 2000
+#: Where the sidecar renders each agent's hook (the agent's BASH_ENV, docs/kubernetes.md).
+HOOK_DIR = "/var/run/repeat-failure/hook"
 #: The prometheus-operator release whose CRDs (PodMonitor, PrometheusRule) are installed.
 PROMETHEUS_OPERATOR = "v0.85.0"
 #: Alert `for` durations short enough to watch fire in a test (chart value alertFor).
@@ -64,57 +69,85 @@ class Story:
     cluster: kube.Cluster
     before: dict
     figures: dict
+    started: float  # time.time() when the cluster started
     stopped: bool = False
 
 
-def _another_live_run(tag: str) -> bool:
-    """Whether ``tag`` names a cluster run other than this process's that is still going
-    (another test session on this machine: its devices, cgroups and processes are its own)."""
-    return tag.isdigit() and int(tag) != os.getpid() and Path(f"/proc/{tag}").exists()
-
-
-def _run_tag(pid: str) -> str:
+def _run_tag(pid: str) -> str | None:
+    """The :data:`kube.RUN_MARK` tag in process ``pid``'s environment (None: unmarked, gone)."""
     try:
         environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     except OSError:
-        return ""
+        return None
     mark = kube.RUN_MARK.encode() + b"="
-    return next((e[len(mark):].decode() for e in environ if e.startswith(mark)), "")
+    return next((item[len(mark):].decode() for item in environ if item.startswith(mark)), None)
 
 
-def host_state() -> dict:
+#: Where a node's components write by default: each must look the same after a run (the
+#: cluster's own go to its work directory or to tmpfs in its mount namespace).
+NODE_DIRS = ("/run/netns", "/var/run/netns", "/run/containerd", "/var/lib/cni", "/var/log/pods",
+             "/var/log/containers", "/var/lib/containers", "/var/lib/containerd", "/etc/cni",
+             "/opt/cni", "/var/lib/kubelet", "/etc/kubernetes", "/run/runc")
+
+
+def host_dirs(tag: str) -> dict[str, list[str] | None]:
+    """Each of :data:`NODE_DIRS`: the sorted paths under it, or None when it does not exist.
+    While another run is up, those it may make or remove meanwhile (a mount point runs share,
+    the image builder's ``/var/lib/containers``) are left out: compare the keys both have."""
+    volatile = {"/var/lib/containers", "/var/lib/cni"} if kube.other_live_runs(tag) else set()
+    return {d: (sorted(str(p) for p in Path(d).rglob("*")) if Path(d).exists() else None)
+            for d in NODE_DIRS if d not in volatile}
+
+
+def host_state(tag: str | None = None) -> dict:
     """What the tests must leave as they found it: kernel settings, network devices, the
-    iptables rules (all tables), mounts, our cgroups, and processes of the cluster's binaries.
-    What belongs to another cluster run still going on this machine (a veth ``rfkh<pid>``,
-    cgroups ``/rf-kube-<pid>``, processes marked with its tag) is left out: it comes and goes
-    on its own."""
+    iptables rules (all tables), mounts, our cgroups and processes of the cluster's binaries.
+
+    ``tag`` is this run's (:data:`kube.RUN_MARK`, the test process's PID, the default): what
+    carries another run's tag (its veth ``rfkh<tag>``, cgroups ``/rf-kube-<tag>``, processes
+    marked with it or unmarked in another network namespace, mounts in its work directory or
+    in the image builder's storage) is left out, so a second cluster on the machine (clusters coexist, tests/kube/cluster.py) starting
+    or stopping meanwhile does not count as ours."""
+    tag = tag or str(os.getpid())
+
+    def others(name: str, prefix: str) -> bool:
+        return name.startswith(prefix) and name[len(prefix):].split("-")[0] != tag
+
     links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
-    links = sorted(re.sub(r"^\d+: ", "", line).split(":")[0] for line in links.splitlines())
-    links = [n for n in links
-             if not (m := re.fullmatch(r"rfkh(\d+)(@.*)?", n)) or not _another_live_run(m[1])]
+    links = [re.sub(r"^\d+: ", "", line).split(":")[0].split("@")[0]
+             for line in links.splitlines()]
     rules = subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
     rules = "\n".join(line for line in rules.splitlines() if not line.startswith("#"))
     rules = re.sub(r"\[\d+:\d+\]", "", rules)  # packet counters move
-    mounts = sorted(line.split()[4] for line in Path("/proc/self/mountinfo").read_text()
-                    .splitlines())
+    builder = str(kube.cache_dir() / "kube-images") + "/"
+    mounts = sorted(point for point in (line.split()[4] for line in
+                                        Path("/proc/self/mountinfo").read_text().splitlines())
+                    if not point.startswith(builder)
+                    and not (point.startswith("/tmp/") and others(point[5:], "rf-kube-")))
     cgroups = sorted(str(p) for p in Path("/sys/fs/cgroup").glob("*/rf-kube-*")
-                     if not _another_live_run(p.name.removeprefix("rf-kube-")))
-    in_ours = sorted(pid for name in {Path(c).name for c in cgroups}
-                     for pid in kube.cgroup_processes(name))
+                     if not others(p.name, "rf-kube-"))
     names = ("etcd", "kube-apiserver", "kube-controller", "kube-scheduler", "kubelet",
              "kube-proxy", "containerd", "containerd-shim", "prometheus")
     procs = []
+    host_net = kube._ns_inode(os.getpid(), "net")
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 comm = Path(f"/proc/{entry}/comm").read_text().strip()
             except OSError:
                 continue
-            if comm.startswith(names) and not _another_live_run(_run_tag(entry)):
+            if not comm.startswith(names):
+                continue
+            mark = _run_tag(entry)
+            # Ours carry our tag; an unmarked one is the machine's own when in the machine's
+            # network namespace, else another run's (one made before processes were marked).
+            if mark == tag or (mark is None and kube._ns_inode(int(entry), "net") == host_net):
                 procs.append(f"{entry}:{comm}")
-    return {"sysctl": kube.host_sysctls(), "links": links, "iptables": rules,
-            "mounts": mounts, "cgroups": cgroups, "processes": procs,
-            "processes_in_our_cgroups": in_ours}
+    return {"sysctl": kube.host_sysctls(),
+            "links": sorted(name for name in links if not others(name, "rfkh")),
+            "iptables": rules, "mounts": mounts, "cgroups": cgroups, "processes": sorted(procs),
+            "processes_in_our_cgroups": sorted(kube.cgroup_processes(f"rf-kube-{tag}")),
+            "dirs": host_dirs(tag)}
 
 
 @pytest.fixture(scope="module")
@@ -137,12 +170,17 @@ def story():
     if reaped:
         print("\nreal node: cleaned up after an earlier run:", "; ".join(reaped))
     s.before = host_state()
+    s.started = time.time()
     s.figures = figures
-    s.cluster = kube.start(archives, bin_dir)
-    figures.update({k: round(v, 1) for k, v in s.cluster.timings.items()})
-    yield s
-    if not s.stopped:
-        s.cluster.stop()
+    # SIGINT (Ctrl-C) already ends pytest through the teardown below; SIGTERM does too here.
+    with kube.sigterm_as_interrupt():
+        s.cluster = kube.start(archives, bin_dir)
+        figures.update({k: round(v, 1) for k, v in s.cluster.timings.items()})
+        try:
+            yield s
+        finally:
+            if not s.stopped:
+                s.cluster.stop()
 
 
 def helm(c: kube.Cluster, *args: str, values: dict | None = None) -> str:
@@ -163,14 +201,20 @@ def helm(c: kube.Cluster, *args: str, values: dict | None = None) -> str:
 
 
 def crd_dir() -> Path:
-    """The prometheus-operator module's example CRDs (``go mod download``, pinned)."""
+    """The prometheus-operator module's example CRDs (pinned), from the Go module cache
+    (``GOPROXY=off``: nothing is fetched during the tests; ``scripts/test`` downloads the
+    module). Fails the test naming the module when it is not there."""
     go = "go" if subprocess.run(["which", "go"], capture_output=True).returncode == 0 \
         else "/usr/local/go/bin/go"
+    # From the module cache only (scripts/test downloads it): a test reaches no network.
     out = subprocess.run([go, "mod", "download", "-json",
                           f"github.com/prometheus-operator/prometheus-operator@"
                           f"{PROMETHEUS_OPERATOR}"], capture_output=True, text=True,
-                         cwd="/", timeout=300)
-    assert out.returncode == 0, out.stderr
+                         cwd="/", timeout=300, env={**os.environ, "GOPROXY": "off",
+                                                    "GOFLAGS": "-mod=mod"})
+    assert out.returncode == 0, (
+        f"prometheus-operator {PROMETHEUS_OPERATOR} is not in the Go module cache (scripts/test "
+        f"downloads it):\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
     return Path(json.loads(out.stdout)["Dir"]) / "example" / "prometheus-operator-crd"
 
 
@@ -238,6 +282,14 @@ def diagnose(c: kube.Cluster, pod: str) -> None:
         print(f"--- kubectl {' '.join(args)}\n{out.stdout[-6000:]}{out.stderr[-2000:]}")
 
 
+def _route(line: str) -> tuple[str, str]:
+    """``(destination network, gateway)`` of a ``/proc/net/route`` line (little-endian hex)."""
+    fields = line.split()
+    def addr(h: str) -> str:
+        return str(ipaddress.IPv4Address(int(h, 16).to_bytes(4, "little")))
+    return (str(ipaddress.IPv4Network(f"{addr(fields[1])}/{addr(fields[7])}")), addr(fields[2]))
+
+
 def in_sidecar(c: kube.Cluster, pod: str, code: str) -> str:
     """Run Python ``code`` in the pod's sidecar container (its image has no shell tools to
     rely on); returns its stdout."""
@@ -272,6 +324,87 @@ def test_reap_stale_cleans_up_after_a_killed_run_only(tmp_path: Path) -> None:
         for d in dirs.values():
             if d.exists():
                 d.rmdir()
+
+
+def test_host_state_leaves_out_other_runs_only(tmp_path: Path) -> None:
+    """:func:`host_state` counts a cluster binary's process that carries this run's tag or is
+    unmarked in the machine's network namespace, and leaves out one marked by another run (a
+    second cluster on the machine), live or not, and an unmarked one in another network
+    namespace."""
+    if os.geteuid() != 0:
+        pytest.skip("reading other processes' environment needs root")
+    etcd = tmp_path / "etcd"  # a process named like a cluster component
+    shutil.copy("/bin/sleep", etcd)
+    own = str(os.getpid())
+    procs = {tag: subprocess.Popen([str(etcd), "60"],
+                                   env={**os.environ, kube.RUN_MARK: tag} if tag else None)
+             for tag in (own, "1", "4194305", "")}
+    # Unmarked, in a network namespace of its own: another run's from before the marks.
+    procs["netns"] = subprocess.Popen(["unshare", "--net", "--", str(etcd), "60"])
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not all(
+                Path(f"/proc/{p.pid}/comm").read_text().strip() == "etcd"
+                for p in procs.values()):
+            time.sleep(0.02)
+        seen = set(host_state()["processes"])
+        assert {f"{p.pid}:etcd" for p in procs.values()} & seen == {
+            f"{procs[own].pid}:etcd", f"{procs[''].pid}:etcd"}
+        assert f"{procs[own].pid}:etcd" not in set(host_state("1")["processes"])
+    finally:
+        for proc in procs.values():
+            proc.kill()
+            proc.wait()
+
+
+def test_made_mount_points_go_with_the_last_run(tmp_path: Path) -> None:
+    """A mount point a run made (``/var/lib/cni`` where the machine had none) stays while
+    another run is alive (removing it would detach that run's tmpfs there) and goes, with the
+    empty directories a detached mount's CNI cache left in it, once no other run is; a file
+    in it is never removed but reported."""
+    tmp, marks, made = tmp_path / "tmp", tmp_path / "marks", tmp_path / "var" / "lib" / "cni"
+    tmp.mkdir()
+    marks.mkdir()
+    (made / "results").mkdir(parents=True)
+    (marks / "var.lib.cni").write_text(str(made))
+    other = tmp / "rf-kube-1-abc"  # PID 1: a live run
+    other.mkdir()
+    assert kube.other_live_runs("5", tmp) == ["1"]
+    assert kube.release_made_dirs("5", marks, tmp) == []
+    assert (made / "results").is_dir() and (marks / "var.lib.cni").exists()
+    other.rename(tmp / "rf-kube-4194305-abc")  # its test process gone
+    assert kube.other_live_runs("5", tmp) == []
+    (made / "results" / "cache").write_text("x")
+    assert kube.release_made_dirs("5", marks, tmp) == [f"mount point left, not empty: {made}"]
+    assert (made / "results" / "cache").read_text() == "x"
+    (made / "results" / "cache").unlink()
+    assert kube.release_made_dirs("5", marks, tmp) == []
+    assert not made.exists() and not marks.exists()
+
+
+def test_sigterm_becomes_an_interrupt_that_runs_the_teardown(tmp_path: Path) -> None:
+    """Inside :func:`kube.sigterm_as_interrupt`, SIGTERM raises KeyboardInterrupt (so the
+    fixture's teardown stops the cluster); outside it, SIGTERM kills the process as before."""
+    code = ("import os, signal, sys\nsys.path.insert(0, sys.argv[1])\n"
+            "from kube import cluster\n"
+            "try:\n"
+            "    with cluster.sigterm_as_interrupt():\n"
+            "        os.kill(os.getpid(), signal.SIGTERM)\n"
+            "        signal.pause()\n"
+            "except KeyboardInterrupt as e:\n"
+            "    print('interrupted:', e, flush=True)\n"
+            "os.kill(os.getpid(), signal.SIGTERM)\nsignal.pause()\n")
+    out = subprocess.run([sys.executable, "-c", code, str(REPO / "tests")], capture_output=True,
+                         text=True, timeout=30)
+    assert (out.stdout, out.returncode) == ("interrupted: signal 15\n", -15), out.stderr
+
+
+def test_scripts_test_downloads_the_pinned_crds() -> None:
+    """``scripts/test`` puts the prometheus-operator release this module installs into the Go
+    module cache (the tests read it offline, :func:`crd_dir`)."""
+    text = (REPO / "scripts" / "test").read_text()
+    assert re.findall(r"prometheus-operator/prometheus-operator@(v[\d.]+)", text) == [
+        PROMETHEUS_OPERATOR]
 
 
 # -- the story ------------------------------------------------------------------------------------
@@ -344,14 +477,23 @@ def test_helm_upgrade_keeps_the_webhook_certificate(story: Story) -> None:
 
 
 def test_injected_agent_pod_raises_the_note(story: Story) -> None:
-    """An agent pod annotated for injection, running as user 1000 with fsGroup 2000 (the
-    sidecar as its default 10001): the injector adds the native sidecar (the first init
-    container, ``restartPolicy: Always``); the agent's real ``bash -c 'ls /nonexistent'`` runs
-    five times; the sidecar's /metrics then shows the note with value 5, the pod has the
-    ``RepeatingFailure`` Event, the record file was written 0660 and the raw files are gone
-    after collection."""
+    """An agent pod annotated for injection, running as user 1000 with fsGroup 2000: the
+    injector adds the native sidecar (the first init container, ``restartPolicy: Always``)
+    running as the agent's user, not its image's 10001; the agent's real ``bash -c 'ls
+    /nonexistent'`` runs five times (after the hook file exists); the sidecar's /metrics then
+    shows the note with value 5, the pod has the ``RepeatingFailure`` Warning Event, the record
+    file was written 0660 owned by 1000:2000, the raw files are gone after collection; and the
+    pod has no route but the pod and Service ranges and no name server but its own loopback
+    (nothing reaches the machine's resolver)."""
     c = story.cluster
-    script = ("for i in 1 2 3 4 5; do bash -c 'ls /nonexistent'; "
+    # The native sidecar has no startup probe (docs/kubernetes.md: it never holds the agent
+    # back), so the agent container starts while the sidecar is still rendering the hook; a
+    # shell started before the hook file exists is not recorded. An agent CLI's first shell
+    # command comes seconds after its start; this agent waits for the hook the same way, and
+    # reports how long that took.
+    script = (f"t0=$(date +%s%N); until [ -s {HOOK_DIR}/agent-1.sh ]; do sleep 0.05; done; "
+              "echo \"hook after $(( ($(date +%s%N) - t0) / 1000000 )) ms\"; "
+              "for i in 1 2 3 4 5; do bash -c 'ls /nonexistent'; "
               "stat -c 'record %a %u:%g' /var/run/repeat-failure/records/* 2>/dev/null; done")
     t = time.monotonic()
     c.kubectl("apply", "-f", "-", input=json.dumps(agent_pod("agent-1", script)))
@@ -383,12 +525,23 @@ def test_injected_agent_pod_raises_the_note(story: Story) -> None:
     assert "ls /nonexistent" in events[0]["message"]
     log = c.kubectl("logs", "-n", AGENT_NS, "agent-1", "-c", "agent").stdout
     assert log.count("No such file or directory") == 5, log
+    story.figures["hook_after_agent_start_ms"] = int(re.search(r"^hook after (\d+) ms$", log,
+                                                               re.M).group(1))
     modes = set(re.findall(r"^record (\d+) (\d+):(\d+)$", log, re.M))
-    assert modes and all(m[0] == "660" for m in modes), log
-    assert all(m[1] == str(AGENT_UID) for m in modes), log
+    # 0660, the agent's user, and the pod's fsGroup (the emptyDir is setgid to it).
+    assert modes == {("660", str(AGENT_UID), str(FS_GROUP))}, log
     left = json.loads(in_sidecar(c, "agent-1", "import os,json;print(json.dumps(sorted("
                                  "os.listdir('/var/run/repeat-failure/records'))))"))
     assert [n for n in left if n.endswith(".jsonl") or ".collecting" in n] == [], left
+    # No cluster DNS, no way out: the kubelet (resolvConf: "") gives pods no name server but
+    # 127.0.0.1, the pod's own loopback; the CNI bridge gives no default route.
+    resolv = c.kubectl("exec", "-n", AGENT_NS, "agent-1", "-c", "agent", "--", "cat",
+                       "/etc/resolv.conf").stdout
+    assert re.findall(r"^nameserver\s+(\S+)", resolv, re.M) == ["127.0.0.1"], resolv
+    routes = c.kubectl("exec", "-n", AGENT_NS, "agent-1", "-c", "agent", "--", "cat",
+                       "/proc/net/route").stdout.splitlines()[1:]
+    assert sorted(_route(line) for line in routes) == [
+        (kube.POD_CIDR, "0.0.0.0"), (kube.SERVICE_CIDR, kube.NODE_IP)], routes
 
 
 def test_prometheus_discovers_scrapes_and_fires(story: Story) -> None:
@@ -492,25 +645,51 @@ def test_sidecar_read_only_root_non_root(story: Story) -> None:
 
 def test_off_means_off_in_real_pods(story: Story) -> None:
     """C-AC12 on a real node: with the check turned off (``helm upgrade`` with
-    ``repeatFailure.enabled: false``) a new agent pod is not injected, and its environment and
-    home hold nothing of ours; on again and off again, a newer pod is just as clean."""
+    ``repeatFailure.enabled: false``) a new agent pod is exactly the pod submitted (no init
+    container, volume, mount, env entry, label or annotation of ours), its environment is
+    exactly the container runtime's and Kubernetes' own (no ``BASH_ENV``, ``SHELL`` or
+    ``SHLVL`` of the injector's) and its home holds only what the agent wrote; on again, a new
+    pod is injected (the switch works both ways); off again, a newer pod is just as clean."""
     c = story.cluster
     script = "env > /home/agent/env.txt; bash -c 'ls /nonexistent'"
+    kubernetes_env = {  # the Service links of the default namespace's `kubernetes` Service
+        "KUBERNETES_SERVICE_HOST": kube.SERVICE_IP, "KUBERNETES_SERVICE_PORT": "443",
+        "KUBERNETES_SERVICE_PORT_HTTPS": "443", "KUBERNETES_PORT": f"tcp://{kube.SERVICE_IP}:443",
+        "KUBERNETES_PORT_443_TCP": f"tcp://{kube.SERVICE_IP}:443",
+        "KUBERNETES_PORT_443_TCP_PROTO": "tcp", "KUBERNETES_PORT_443_TCP_PORT": "443",
+        "KUBERNETES_PORT_443_TCP_ADDR": kube.SERVICE_IP}
+
+    def running(name: str) -> dict:
+        c.kubectl("apply", "-f", "-", input=json.dumps(agent_pod(name, script)))
+        return wait(f"{name} Running", lambda: (lambda p: p if p["status"].get("phase") ==
+                                                "Running" else None)(
+            c.get_json("pod", "-n", AGENT_NS, name)), 120)
 
     def clean_pod(name: str) -> None:
-        c.kubectl("apply", "-f", "-", input=json.dumps(agent_pod(name, script)))
-        pod = wait(f"{name} Running", lambda: (lambda p: p if p["status"].get("phase") ==
-                                               "Running" else None)(
-            c.get_json("pod", "-n", AGENT_NS, name)), 120)
+        pod = running(name)
+        submitted = agent_pod(name, script)
         assert "initContainers" not in pod["spec"], pod["spec"].get("initContainers")
-        assert "repeat-failure.hive.dev/status" not in pod["metadata"].get("annotations", {})
+        ours = sorted(k for k in {**pod["metadata"].get("annotations", {}),
+                                  **pod["metadata"].get("labels", {})}
+                      if k.startswith("repeat-failure.hive.dev/"))
+        assert ours == ["repeat-failure.hive.dev/agent", "repeat-failure.hive.dev/inject"], ours
+        (agent,) = pod["spec"]["containers"]
+        assert agent["env"] == submitted["spec"]["containers"][0]["env"]
+        assert agent["command"] == submitted["spec"]["containers"][0]["command"]
+        assert [m["mountPath"] for m in agent["volumeMounts"]] == [
+            "/home/agent", "/var/run/secrets/kubernetes.io/serviceaccount"]
+        assert [v["name"] for v in pod["spec"]["volumes"]][:1] == ["home"]
+        assert len(pod["spec"]["volumes"]) == 2  # and the service-account token's
         listing = wait(f"{name}'s home", lambda: c.kubectl(
             "exec", "-n", AGENT_NS, name, "-c", "agent", "--", "bash", "-c",
             "test -s /home/agent/env.txt && ls -A /home/agent && cat /home/agent/env.txt",
             check=False).stdout, 30)
-        files, _, env = listing.partition("\n")
+        files, _, env_text = listing.partition("\n")
         assert files == "env.txt", listing
-        assert not re.search(r"BASH_ENV|REPEAT_FAILURE|repeat-failure", env), env
+        env = dict(line.split("=", 1) for line in env_text.splitlines())
+        assert env == {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                       "HOSTNAME": name, "HOME": "/home/agent", "PWD": "/", "SHLVL": "1",
+                       "_": "/usr/bin/env", **kubernetes_env}, env_text
 
     def injector_sees(enabled: bool) -> None:
         # The injector re-reads its config file; the kubelet updates a mounted ConfigMap on its
@@ -531,6 +710,9 @@ def test_off_means_off_in_real_pods(story: Story) -> None:
     helm(c, "upgrade", RELEASE, str(CHART), "-n", RELEASE_NS, "--wait", "--timeout", "120s",
          values=_values(True))
     injector_sees(True)
+    on = running("on-2")
+    assert [i["name"] for i in on["spec"].get("initContainers", [])] == ["repeat-failure"]
+    assert on["metadata"]["annotations"]["repeat-failure.hive.dev/status"] == "injected"
     helm(c, "upgrade", RELEASE, str(CHART), "-n", RELEASE_NS, "--wait", "--timeout", "120s",
          values=_values(False))
     injector_sees(False)
@@ -540,7 +722,7 @@ def test_off_means_off_in_real_pods(story: Story) -> None:
 def test_zz_stop_leaves_the_machine_as_it_was(story: Story) -> None:
     """Stopping the cluster leaves no process, network device, iptables rule, mount, cgroup or
     kernel setting different from before it started (the kubelet's sysctl writes went to its
-    stand-in files). Also records the components' memory (VmRSS) before stopping."""
+    stand-in files), and kubectl and helm wrote nothing under ``~/.kube``. Also records the components' memory (VmRSS) before stopping."""
     c = story.cluster
     for process in c.processes:
         try:
@@ -549,6 +731,12 @@ def test_zz_stop_leaves_the_machine_as_it_was(story: Story) -> None:
             story.figures[f"rss_kib_{process.name}"] = rss
         except (OSError, AttributeError):
             pass
+    # kubectl's and helm's caches went to the work directory (KUBECACHEDIR), not ~/.kube.
+    assert (c.work / "kube-cache" / "discovery").is_dir()
+    home_cache = Path.home() / ".kube" / "cache" / "discovery" / f"{c.ns_ip}_6443"
+    written = [str(p) for p in home_cache.rglob("*") if p.stat().st_mtime >= story.started] \
+        if home_cache.is_dir() else []
+    assert written == []
     t = time.monotonic()
     problems = c.stop()
     story.stopped = True
@@ -558,8 +746,12 @@ def test_zz_stop_leaves_the_machine_as_it_was(story: Story) -> None:
     print("\nreal-node figures:", json.dumps(story.figures, sort_keys=True))
     assert problems == []
     after = host_state()
-    for key in story.before:
-        assert after[key] == story.before[key], key
+    for state in (after, story.before):
+        state["dirs"] = {d: v for d, v in state["dirs"].items()
+                         if d in after["dirs"] and d in story.before["dirs"]}
+    changed = {key: {"before": story.before[key], "after": after[key]}
+               for key in story.before if after[key] != story.before[key]}
+    assert changed == {}
     # Nothing of this run's, whatever an earlier one left: no cgroup, no process in one.
     assert not list(Path("/sys/fs/cgroup").glob(f"*/{c.cgroup.strip('/')}"))
     assert kube.cgroup_processes(c.cgroup) == set()

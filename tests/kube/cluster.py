@@ -29,9 +29,12 @@ traffic beyond what they create, look up no names, stop what they start):
   (SIGTERM, then SIGKILL), the containerd shims too (found by the mount namespace they share
   with containerd); the pods' mounts live in that mount namespace and end with it. There,
   tmpfs covers ``/run`` (pod network namespaces, runc's state, the shims' sockets),
-  ``/var/log`` (pod logs) and ``/var/lib/cni`` (the CNI cache), so nothing is written to the
-  host's; a mount point this makes on the host is removed again. The kubelet and runc keep
-  their cgroups under ``/rf-kube-<pid>`` in each hierarchy, removed at the end.
+  ``/var/log`` (pod logs), ``/var/lib/cni`` (the CNI cache) and ``/var/lib/kubelet`` (the
+  device-plugin socket, there whatever the kubelet's ``--root-dir``), so nothing is written to
+  the host's; a mount point this makes on the host is removed again by the last run to stop
+  (:func:`release_made_dirs`: removing it under another run's mount would detach that mount).
+  The kubelet and runc keep their cgroups under ``/rf-kube-<pid>`` in each hierarchy, removed
+  at the end.
   :meth:`Cluster.stop` runs also when start-up fails half way.
 
 The cluster part takes about a minute with warm caches (see the README for the measured
@@ -277,8 +280,11 @@ class Cluster:
 
     @property
     def env(self) -> dict[str, str]:
-        """The environment for ``kubectl``/``helm`` run by the tests."""
+        """The environment for ``kubectl``/``helm`` run by the tests. Their discovery and HTTP
+        caches (``KUBECACHEDIR``, else ``~/.kube/cache``) go to the work directory, so nothing
+        is written under the machine's ``$HOME``."""
         return {**os.environ, "KUBECONFIG": str(self.kubeconfig),
+                "KUBECACHEDIR": str(self.work / "kube-cache"),
                 "PATH": f"{self.bin_dir}:{cache_dir() / 'bin'}:{os.environ.get('PATH', '')}",
                 "HELM_CACHE_HOME": str(self.work / "helm" / "cache"),
                 "HELM_CONFIG_HOME": str(self.work / "helm" / "config"),
@@ -405,11 +411,7 @@ class Cluster:
         problems += _remove_cgroups(self.cgroup)
         if self.veth:  # gone with the namespace; deleting it first is harmless
             subprocess.run(["ip", "link", "del", self.veth], capture_output=True)
-        for made in reversed(self.made_dirs):
-            with contextlib.suppress(OSError):
-                made.rmdir()
-            if made.exists():
-                problems.append(f"mount point left: {made}")
+        problems += release_made_dirs(self.tag)
         shutil.rmtree(self.work, ignore_errors=True)
         if self.work.exists():
             problems.append(f"work directory left: {self.work}")
@@ -428,15 +430,74 @@ def _clean_env(tag: str) -> dict[str, str]:
             "HOME": "/root", "LANG": "C.UTF-8", RUN_MARK: tag}
 
 
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """While inside, SIGTERM (what a CI job's timeout or ``kill`` sends) raises
+    KeyboardInterrupt in the main thread, as SIGINT does, so the tests' teardown still stops
+    the cluster (Python's default for SIGTERM is to die at once, leaving every component
+    running until :func:`reap_stale`). The previous handler comes back on leaving."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists()
+
+
+#: Markers of the mount points a run made on the machine (``/var/lib/cni`` where it did not
+#: exist), one file each naming the directory. Runs share such a directory: each mounts over it
+#: in its own mount namespace, and removing it while another run is up would detach that run's
+#: mount (Linux detaches mounts on a directory removed in another namespace) and send its
+#: writes to the machine's disk. So the last run to stop removes it (:func:`release_made_dirs`).
+MADE_DIRS = Path("/tmp/rf-kube-made")
+
+
+def _made_mark(path: Path) -> Path:
+    return MADE_DIRS / str(path).strip("/").replace("/", ".")
+
+
+def other_live_runs(tag: str | None, tmp: Path = Path("/tmp")) -> list[str]:
+    """Tags of the cluster runs other than ``tag`` whose test process is alive (their work
+    directories ``<tmp>/rf-kube-<tag>-*``)."""
+    tags = {w.name.split("-")[2] for w in tmp.glob("rf-kube-*-*")}
+    return sorted(t for t in tags if t.isdigit() and t != tag and _alive(int(t)))
+
+
+def release_made_dirs(tag: str | None, marks: Path = MADE_DIRS,
+                      tmp: Path = Path("/tmp")) -> list[str]:
+    """Remove the mount points runs made (markers in ``marks``) unless another live run
+    (:func:`other_live_runs`) may still have its mount there: each directory goes with the
+    empty directories under it (what the pods' CNI cache leaves when a mount was detached);
+    a file in it is never removed, but reported. Returns what could not be removed."""
+    if not marks.is_dir() or other_live_runs(tag, tmp):
+        return []
+    problems = []
+    for mark in sorted(marks.iterdir()):
+        made = Path(mark.read_text().strip())
+        if made.is_dir():
+            for dirpath, _dirs, _files in sorted(os.walk(made), key=lambda t: -t[0].count("/")):
+                with contextlib.suppress(OSError):
+                    os.rmdir(dirpath)
+        if made.exists():
+            problems.append(f"mount point left, not empty: {made}")
+        else:
+            mark.unlink()
+    with contextlib.suppress(OSError):
+        marks.rmdir()
+    return problems
 
 
 def reap_stale() -> list[str]:
     """Clean up after earlier runs whose test process is gone (killed before its teardown):
     processes carrying :data:`RUN_MARK` with a dead run's tag, processes in a dead run's
-    cgroups (``/rf-kube-<pid>``), those cgroups, its veth (``rfkh<pid>``) and its work
-    directory (``/tmp/rf-kube-<pid>-*``). A run whose process is alive is left alone. Returns
+    cgroups (``/rf-kube-<pid>``), those cgroups, its veth (``rfkh<pid>``), its work
+    directory (``/tmp/rf-kube-<pid>-*``) and, when no run is up, the mount points runs made
+    (:func:`release_made_dirs`). A run whose process is alive is left alone. Returns
     what was removed, one line each."""
     done: list[str] = []
     for entry in os.listdir("/proc"):
@@ -468,6 +529,7 @@ def reap_stale() -> list[str]:
         if tag.isdigit() and not _alive(int(tag)):
             shutil.rmtree(work, ignore_errors=True)
             done.append(f"removed {work}")
+    done += [f"could not remove: {p}" for p in release_made_dirs(str(os.getpid()))]
     return done
 
 
@@ -677,7 +739,7 @@ def _start(c: Cluster, archives: Path, timeout: float) -> None:
     _run([*ns, "link", "add", BRIDGE, "type", "bridge"], "bridge")
     _run([*ns, "addr", "add", f"{NODE_IP}/24", "dev", BRIDGE], "bridge address")
     _run([*ns, "link", "set", BRIDGE, "up"], "bridge up")
-    c.veth = f"rfkh{tag}"  # at most 11 characters (pid_max is 2^22); a name may have 15
+    c.veth = f"rfkh{c.tag}"  # at most 11 characters (pid_max is 2^22); a name may have 15
     _run(["ip", "link", "add", c.veth, "type", "veth", "peer", "name", "rfkn", "netns",
           str(c.netns_pid)], "veth pair")
     c.host_ip, c.ns_ip = _free_veth_net()
@@ -769,10 +831,15 @@ def _start(c: Cluster, archives: Path, timeout: float) -> None:
     kubelet_root = work / "kubelet"
     kubelet_root.mkdir()
     private = []
-    for path in (Path("/run"), Path("/var/log"), Path("/var/lib/cni")):
+    # /var/lib/kubelet: the kubelet's device-plugin socket is there whatever its --root-dir
+    # (k8s.io/kubelet's pluginapi.DevicePluginPath, a constant).
+    for path in (Path("/run"), Path("/var/log"), Path("/var/lib/cni"), Path("/var/lib/kubelet")):
         if not path.exists():
             path.mkdir(parents=True)
             c.made_dirs.append(path)
+        if path in c.made_dirs or _made_mark(path).exists():
+            MADE_DIRS.mkdir(exist_ok=True)
+            _made_mark(path).write_text(str(path))
         private.append(f"mount -t tmpfs -o mode=0755 rf-node {path}")
     script = " && ".join([
         *binds, *private,
