@@ -73,16 +73,6 @@ class Story:
     stopped: bool = False
 
 
-def _run_tag(pid: str) -> str | None:
-    """The :data:`kube.RUN_MARK` tag in process ``pid``'s environment (None: unmarked, gone)."""
-    try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    except OSError:
-        return None
-    mark = kube.RUN_MARK.encode() + b"="
-    return next((item[len(mark):].decode() for item in environ if item.startswith(mark)), None)
-
-
 #: Where a node's components write by default: each must look the same after a run (the
 #: cluster's own go to its work directory or to tmpfs in its mount namespace).
 NODE_DIRS = ("/run/netns", "/var/run/netns", "/run/containerd", "/var/lib/cni", "/var/log/pods",
@@ -138,7 +128,7 @@ def host_state(tag: str | None = None) -> dict:
                 continue
             if not comm.startswith(names):
                 continue
-            mark = _run_tag(entry)
+            mark = kube.run_tag(entry)
             # Ours carry our tag; an unmarked one is the machine's own when in the machine's
             # network namespace, else another run's (one made before processes were marked).
             if mark == tag or (mark is None and kube._ns_inode(int(entry), "net") == host_net):

@@ -43,7 +43,6 @@ figures); building the binaries and images the first time takes 10–25 minutes 
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import datetime
 import ipaddress
@@ -52,7 +51,6 @@ import os
 import re
 import shutil
 import signal
-import ssl
 import subprocess
 import tempfile
 import time
@@ -308,13 +306,17 @@ class Cluster:
             raise ClusterError(f"kubectl {' '.join(args)}: {out.stderr.strip()}")
         return out
 
+    def _crictl_argv(self, *args: str, timeout: str = "30s") -> list[str]:
+        """``crictl ARGS`` against the node's containerd, in the node's namespaces."""
+        return self.in_node([str(self.bin_dir / "crictl"), "--runtime-endpoint",
+                             f"unix://{self.work / 'containerd.sock'}", "--timeout", timeout,
+                             *args])
+
     def crictl(self, *args: str) -> subprocess.CompletedProcess:
         """``crictl ARGS`` against the node's containerd; raises :class:`ClusterError` on
         failure."""
-        out = subprocess.run(self.in_node([str(self.bin_dir / "crictl"), "--runtime-endpoint",
-                                           f"unix://{self.work / 'containerd.sock'}",
-                                           "--timeout", "30s", *args]),
-                             capture_output=True, text=True, timeout=60)
+        out = subprocess.run(self._crictl_argv(*args), capture_output=True, text=True,
+                             timeout=60)
         if out.returncode != 0:
             raise ClusterError(f"crictl {' '.join(args)}: {out.stderr.strip()}")
         return out
@@ -387,9 +389,7 @@ class Cluster:
                 _stop_pid(process.popen)
         if self.containerd_pid and _ns_inode(self.containerd_pid, "mnt") == mnt_ns:
             with contextlib.suppress(Exception):
-                subprocess.run(self.in_node([str(self.bin_dir / "crictl"), "--runtime-endpoint",
-                                             f"unix://{self.work / 'containerd.sock'}",
-                                             "--timeout", "20s", "rmp", "-fa"]),
+                subprocess.run(self._crictl_argv("rmp", "-fa", timeout="20s"),
                                capture_output=True, timeout=90)
         for process in reversed(self.processes):
             _stop_pid(process.popen)
@@ -443,6 +443,16 @@ def sigterm_as_interrupt():
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def run_tag(pid: int | str) -> str | None:
+    """The :data:`RUN_MARK` tag in process ``pid``'s environment (None: unmarked, or gone)."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    mark = RUN_MARK.encode() + b"="
+    return next((item[len(mark):].decode() for item in environ if item.startswith(mark)), None)
 
 
 def _alive(pid: int) -> bool:
@@ -503,17 +513,11 @@ def reap_stale() -> list[str]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        try:
-            environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        for item in environ:
-            if item.startswith(RUN_MARK.encode() + b"="):
-                tag = item.split(b"=", 1)[1].decode()
-                if tag.isdigit() and not _alive(int(tag)):
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(int(entry), signal.SIGKILL)
-                        done.append(f"killed {entry} of run {tag}")
+        tag = run_tag(entry)
+        if tag is not None and tag.isdigit() and not _alive(int(tag)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry), signal.SIGKILL)
+                done.append(f"killed {entry} of run {tag}")
     tags = {p.name.removeprefix("rf-kube-") for p in Path("/sys/fs/cgroup").glob("*/rf-kube-*")}
     for tag in sorted(t for t in tags if t.isdigit() and not _alive(int(t))):
         left = _kill_cgroup_processes(f"/rf-kube-{tag}")
@@ -768,8 +772,8 @@ def _start(c: Cluster, archives: Path, timeout: float) -> None:
     sched_config = pki.kubeconfig("scheduler", "system:kube-scheduler")
     kubelet_config = pki.kubeconfig("kubelet", f"system:node:{NODE_NAME}", ("system:nodes",))
     proxy_config = pki.kubeconfig("proxy", "system:kube-proxy", ("system:node-proxier",))
-    prom_config = pki.kubeconfig("prometheus", "repeat-failure-test-prometheus",
-                                 ("system:masters",))
+    # Prometheus's client certificate for kubernetes_sd_configs (configure_prometheus).
+    pki.issue("prometheus", "repeat-failure-test-prometheus", ("system:masters",))
     ca = str(pki.root / "ca.crt")
 
     # etcd and the control plane, in the namespace (loopback and the bridge).
@@ -922,7 +926,6 @@ def _start(c: Cluster, archives: Path, timeout: float) -> None:
     prom_dir = work / "prometheus"
     (prom_dir / "rules").mkdir(parents=True)
     (prom_dir / "prometheus.yml").write_text(yaml.safe_dump({"global": {}}))
-    c._prometheus_kubeconfig = prom_config  # type: ignore[attr-defined]
     prom = c._spawn("prometheus", [
         *net, str(b / "prometheus"),
         "--config.file", str(prom_dir / "prometheus.yml"),
@@ -980,14 +983,3 @@ def _child_named(pid: int, name: str, timeout: float = 10) -> int:
                     todo += [int(x) for x in children.split()]
         time.sleep(0.05)
     raise ClusterError(f"no process named {name} under {pid}")
-
-
-def b64(data: bytes) -> str:
-    """Standard base64 text of ``data`` (for Secret and kubeconfig data)."""
-    return base64.b64encode(data).decode()
-
-
-def ssl_context(c: Cluster) -> ssl.SSLContext:
-    """An SSL context that trusts the cluster's CA."""
-    assert c.pki is not None
-    return ssl.create_default_context(cafile=str(c.pki.root / "ca.crt"))
