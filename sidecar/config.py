@@ -343,22 +343,35 @@ class _Loader(yaml.SafeLoader):
             self._depth -= 1
 
 
-def read_regular_file(path: str | os.PathLike[str], what: str) -> bytes:
-    """The bytes of the regular file at ``path`` (a symlink is followed: a ConfigMap's file is
-    one). Opened non-blocking, so a FIFO planted at the path is refused at once instead of
-    blocking the caller until a writer comes (issue 17: the sidecar's main loop hung, deaf to
-    SIGTERM); a directory, FIFO, socket or device is refused. Raises :class:`ConfigError`
-    naming ``path`` and ``what`` it is."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+def open_regular(path: str | os.PathLike[str]) -> int:
+    """A read-only descriptor of the regular file at ``path`` (a symlink is followed). Opened
+    non-blocking, so a FIFO planted or named there is refused at once instead of blocking the
+    caller until a writer comes (issue 17: the sidecar's main loop hung, deaf to SIGTERM); a
+    directory, FIFO, socket or device is refused too (``/dev/zero`` would be read for ever).
+    Raises ``OSError``, its ``strerror`` saying what the path is instead ("it is a FIFO, not a
+    regular file")."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
                     else "a socket" if stat.S_ISSOCK(mode) else "a device")
-            raise ConfigError(f"{path}: cannot read {what}: it is {kind}, not a regular file")
+            raise OSError(0, f"it is {kind}, not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular_file(path: str | os.PathLike[str], what: str) -> bytes:
+    """The bytes of the regular file at ``path`` (:func:`open_regular`: a ConfigMap's symlink
+    is followed; a directory, FIFO, socket or device is refused). Raises :class:`ConfigError`
+    naming ``path`` and ``what`` it is."""
+    try:
+        fd = open_regular(path)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+    try:
         chunks = []
         while chunk := os.read(fd, 1 << 16):
             chunks.append(chunk)

@@ -40,6 +40,7 @@ import orjson
 from sidecar.backends import (SHELL_END, ReaderFormatError, SessionEvent, SessionLogReader,
                               UnusedLine, session_reader, session_readers)
 from sidecar.backends import trajectory
+from sidecar.config import open_regular
 from sidecar.detector import Detector, NoteCleared, NoteRaised
 from sidecar.exclude import Exclusions
 from sidecar.normalize import CHANGING, SAME, UNKNOWN, command_label
@@ -304,18 +305,12 @@ def _why(exc: BaseException) -> str:
 
 
 def _open_regular(path: Path):
-    """``path`` opened for reading in binary: non-blocking, so a FIFO named on the command
-    line is refused at once instead of waiting for a writer forever (the sidecar's discovery
-    never returns one, :func:`sidecar.sessionlog.discover`; a path given by hand may be one),
-    and only when it is a regular file (``/dev/zero`` would be read for ever). Raises
-    ``OSError`` (``strerror`` saying what the path is instead)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    """``path`` opened for reading in binary, only when it is a regular file
+    (:func:`sidecar.config.open_regular`: a FIFO named on the command line is refused at once,
+    where the sidecar's discovery never returns one, :func:`sidecar.sessionlog.discover`).
+    Raises ``OSError`` (``strerror`` saying what the path is instead)."""
+    fd = open_regular(path)
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
-                    else "a socket" if stat.S_ISSOCK(mode) else "a device")
-            raise OSError(0, f"it is {kind}, not a regular file")
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
