@@ -72,7 +72,7 @@ def _load_key(path: str) -> Any:
     from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
     from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
-    data = read_regular_file(__import__("pathlib").Path(path), "the GitHub App private key")
+    data = read_regular_file(path, "the GitHub App private key")
     try:
         key = load_pem_private_key(data, password=None)
     except TypeError:
