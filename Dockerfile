@@ -30,7 +30,7 @@ RUN python -m venv /opt/venv
 COPY requirements.lock ./
 RUN /opt/venv/bin/pip install --no-cache-dir --require-hashes -r requirements.lock
 COPY pyproject.toml README.md ./
-COPY sidecar/ sidecar/
+COPY repeat_failure/ repeat_failure/
 COPY hooks/ hooks/
 # The package alone, built with the pinned setuptools; then pip and setuptools leave the
 # virtualenv: nothing at run time installs anything.

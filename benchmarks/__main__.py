@@ -65,12 +65,12 @@ from pathlib import Path
 
 import orjson
 
-from sidecar import hook
-from sidecar.app import Sidecar
-from sidecar.collector import COLLECTING
-from sidecar.backends import session_reader
-from sidecar.config import AgentSpec
-from sidecar.sessionlog import MAX_FILES, SessionTail
+from repeat_failure.sidecar import hook
+from repeat_failure.sidecar.app import Sidecar
+from repeat_failure.sidecar.collector import COLLECTING
+from repeat_failure.backends import session_reader
+from repeat_failure.config import AgentSpec
+from repeat_failure.sessions.tail import MAX_FILES, SessionTail
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -236,7 +236,7 @@ def _running_sidecar(root: Path) -> Iterator[tuple[subprocess.Popen, Callable[[]
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sidecar", "run", "--config", str(config), "--shared-dir",
+        [sys.executable, "-m", "repeat_failure", "run", "--config", str(config), "--shared-dir",
          str(root / "shared"), "--agent", "bench", "--backend", "bash", "--listen",
          f"127.0.0.1:{port}"], stderr=subprocess.DEVNULL)
 
@@ -358,7 +358,7 @@ def bench_stress(records: int, writers: int = 8, kill_every_s: float = 2.0) -> d
     MAX_STATE_BYTES, 8 MiB)."""
     from multiprocessing import Process
 
-    from sidecar.config import AgentSpec as Spec
+    from repeat_failure.config import AgentSpec as Spec
 
     per = records // writers
     with tempfile.TemporaryDirectory() as tmp:
@@ -369,7 +369,7 @@ def bench_stress(records: int, writers: int = 8, kill_every_s: float = 2.0) -> d
                           "  window_s: 86400\n  collect_interval_s: 0.01\n"
                           "  collect_grace_s: 0.5\n")
         shared = root / "shared"
-        argv = [sys.executable, "-m", "sidecar", "run", "--config", str(config), "--shared-dir",
+        argv = [sys.executable, "-m", "repeat_failure", "run", "--config", str(config), "--shared-dir",
                 str(shared), "--agent", "bench", "--backend", "bash", "--listen", "127.0.0.1:0"]
         proc = subprocess.Popen(argv, stderr=subprocess.DEVNULL)
         while not hook.hook_path(shared, "bench").exists():
@@ -428,9 +428,9 @@ def bench_stress(records: int, writers: int = 8, kill_every_s: float = 2.0) -> d
 
 
 def bench_verdict(lines: int) -> dict:
-    """Transcript lines/s through :func:`sidecar.verdict.read_transcript` (Claude Code's real
+    """Transcript lines/s through :func:`repeat_failure.turns.verdict.read_transcript` (Claude Code's real
     ``ok`` capture, its assistant and user lines repeated), vs bare ``orjson.loads``."""
-    from sidecar.verdict import read_transcript
+    from repeat_failure.turns.verdict import read_transcript
 
     capture = (REPO / "harness" / "evidence" / "claude" / "verdict" / "ok" /
                "transcript.jsonl").read_bytes().splitlines()
@@ -450,9 +450,9 @@ def bench_verdict(lines: int) -> dict:
 def bench_fixloop(prs: int) -> dict:
     """One fix-loop pass over ``prs`` open red PRs of the fake GitHub (tests/fakegithub.py)."""
     sys.path.insert(0, str(REPO))
-    from sidecar.fixloop.app import FixloopApp
-    from sidecar.fixloop.config import parse_fixloop_config
-    from sidecar.fixloop.github import GitHub
+    from repeat_failure.fixloop.app import FixloopApp
+    from repeat_failure.fixloop.config import parse_fixloop_config
+    from repeat_failure.fixloop.github import GitHub
     from tests.fakegithub import T0, FakeGitHub
 
     # Schema validation off: this measures the client, not the fake's checks of itself.
@@ -495,13 +495,13 @@ sys.path.insert(0, sys.argv[2])
 doc = json.loads(sys.argv[3])
 t0 = time.perf_counter()
 # What the fixloop process imports whatever its REST client is.
-import prometheus_client, sidecar.fixloop.config, sidecar.fixloop.ledger, sidecar.scrub
+import prometheus_client, repeat_failure.fixloop.config, repeat_failure.fixloop.ledger, repeat_failure.sidecar.scrub
 if sys.argv[1] == "base":
     t1 = time.perf_counter()
     parsed = doc["check_runs"]
 elif sys.argv[1] == "ours":
-    import sidecar.fixloop.auth, jwt
-    from sidecar.fixloop.github import GitHub, _Shape
+    import repeat_failure.fixloop.auth, jwt
+    from repeat_failure.fixloop.github import GitHub, _Shape
     GitHub("https://api.github.com", "t")
     t1 = time.perf_counter()
     shape = _Shape("GET check-runs", 200)
@@ -657,7 +657,7 @@ def bench_replay(commands: int) -> dict:
     """``repeat-failure replay`` on a session of ``commands`` shell calls (_replay_session):
     seconds per 10,000 commands for the default setting and for a 3 x 3 sweep, and the ratio
     of the single run to bare ``orjson.loads`` of the same lines."""
-    from sidecar.replay import Setting, find_sources, replay
+    from repeat_failure.sidecar.replay import Setting, find_sources, replay
 
     body = _replay_session(commands)
     t = time.perf_counter()
@@ -693,7 +693,7 @@ def bench_replay_hostile(small: int = 4_000, scale: int = 16) -> dict:
     bash fences with no closing, at ``n = small`` and ``n = small * scale``. Reported: the
     seconds per MB at each size and their ratio (about 1 for a linear scan; the regular
     expressions it replaced gave about ``scale``: quadratic)."""
-    from sidecar.backends.trajectory import _action, _observation
+    from repeat_failure.backends.trajectory import _action, _observation
 
     def per_mb(n: int) -> float:
         text = "<returncode>1</returncode>" + "<output>" * n + "<output_head>" * n

@@ -25,7 +25,7 @@ from harness import evidence as evidence_dirs
 from harness.backends import BACKENDS
 from harness.checks import LOOP_GUARDED, session_route
 from harness.runner import HarnessError, run_backend
-from sidecar.coverage import COVERAGE
+from repeat_failure.backends.coverage import COVERAGE
 
 
 def _failing_recorded(evidence: dict) -> bool:

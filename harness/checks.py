@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from harness import evidence as evidence_dirs
-from sidecar.backends import SHELL_END, session_reader
-from sidecar.coverage import COVERAGE
-from sidecar.normalize import normalize
-from sidecar.sessionlog import SessionTail
-from sidecar.verdict import AGENT_ERROR, AGENT_NO_OUTPUT, OK, TurnTracker
+from repeat_failure.backends import SHELL_END, session_reader
+from repeat_failure.backends.coverage import COVERAGE
+from repeat_failure.sidecar.normalize import normalize
+from repeat_failure.sessions.tail import SessionTail
+from repeat_failure.turns.verdict import AGENT_ERROR, AGENT_NO_OUTPUT, OK, TurnTracker
 
 #: The exit status of each command the harness's stub asks for.
 EXITS = {"ls /nonexistent": 2, "false": 1, "echo harness-ok": 0}

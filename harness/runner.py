@@ -1,7 +1,7 @@
 """Run one backend's real CLI against the stub provider with the neutral route installed.
 
 For each scenario (a command and how many times the stub asks for it), in a fresh HOME and work
-directory: render the hook (``sidecar.hook.render``) into a temporary shared dir, start the stub,
+directory: render the hook (``repeat_failure.sidecar.hook.render``) into a temporary shared dir, start the stub,
 run the CLI non-interactively with the launch environment the product documents, then read the
 records the route wrote. Evidence (``harness/evidence/<backend>.json``) keeps the CLI's own
 ``--version`` output, every record (scrubbed raw command and its normalized form), the session
@@ -42,13 +42,13 @@ from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 from harness.stub import Script, Step, StubServer
-from sidecar import hook
-from sidecar.app import Sidecar
-from sidecar.backends import SHELL_END, session_reader
-from sidecar.config import AgentSpec
-from sidecar.normalize import normalize
-from sidecar.scrub import scrub
-from sidecar.sessionlog import SessionTail
+from repeat_failure.sidecar import hook
+from repeat_failure.sidecar.app import Sidecar
+from repeat_failure.backends import SHELL_END, session_reader
+from repeat_failure.config import AgentSpec
+from repeat_failure.sidecar.normalize import normalize
+from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.sessions.tail import SessionTail
 
 REPO = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("REPEAT_FAILURE_HARNESS_CACHE",
@@ -339,7 +339,7 @@ def scrub_json(text: str) -> str:
     """``text`` scrubbed so that JSON stays JSON: a JSON object or array (a whole document, or
     every non-empty line of a JSON Lines file) is scrubbed value by value, each string with its
     key (:func:`_scrub_value`), and a line only re-written when something in it changed; any
-    other text is scrubbed as a whole (:func:`sidecar.scrub.scrub`). The scrubber replaces a
+    other text is scrubbed as a whole (:func:`repeat_failure.sidecar.scrub.scrub`). The scrubber replaces a
     quoted secret with a bare ``[REDACTED]``, which would leave a session copy or transcript
     line that no reader can parse (seen on Claude Code 2.1.332's transcript)."""
     def parsed(line: str) -> Any:

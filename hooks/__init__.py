@@ -1,1 +1,1 @@
-"""The neutral route's bash templates, installed as package data (see sidecar.hook)."""
+"""The neutral route's bash templates, installed as package data (see repeat_failure.sidecar.hook)."""

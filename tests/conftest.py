@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sidecar import hook as hook_mod
-from sidecar.app import configure_logging
+from repeat_failure.sidecar import hook as hook_mod
+from repeat_failure.sidecar.app import configure_logging
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -66,7 +66,7 @@ def _render_hook(shared: Path, agent: str = "a1", backend: str = "bash") -> Rend
 @pytest.fixture
 def make_hook():
     """A function ``(shared_dir, agent="a1", backend="bash") -> RenderedHook`` that renders the
-    hook with :func:`sidecar.hook.render`."""
+    hook with :func:`repeat_failure.sidecar.hook.render`."""
     return _render_hook
 
 

@@ -2,7 +2,7 @@
 
 :class:`FakeGitHub` is a context manager around a :class:`http.server.ThreadingHTTPServer` on
 ``127.0.0.1`` port 0 (HTTP/1.1, keep-alive); ``.url`` is the API base to give
-:class:`sidecar.fixloop.github.GitHub` (``http://127.0.0.1:PORT`` plus ``base_path``, e.g.
+:class:`repeat_failure.fixloop.github.GitHub` (``http://127.0.0.1:PORT`` plus ``base_path``, e.g.
 ``/api/v3`` to play GitHub Enterprise Server). It serves, with GitHub's documented response
 shapes (GitHub REST API description, github/rest-api-description, OpenAPI
 ``api.github.com.json``, API version 2022-11-28; the docs pages named below):

@@ -37,7 +37,7 @@ import orjson
 import pytest
 
 from harness import evidence as evidence_dirs
-from sidecar.backends import (
+from repeat_failure.backends import (
     EVENT_KINDS,
     SHELL_END,
     SHELL_START,
@@ -50,8 +50,8 @@ from sidecar.backends import (
     SessionLogReader,
     session_reader,
 )
-from sidecar.normalize import normalize
-from sidecar.sessionlog import SessionTail, expand_globs
+from repeat_failure.sidecar.normalize import normalize
+from repeat_failure.sessions.tail import SessionTail, expand_globs
 
 REPO = Path(__file__).resolve().parent.parent
 #: The evidence the tests read for the pinned releases: the committed ``harness/evidence/``, or

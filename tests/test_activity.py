@@ -1,12 +1,12 @@
-"""The C12 timer's rules (sidecar.activity), event by event. The real-session tests of C-AC10
+"""The C12 timer's rules (repeat_failure.sessions.activity), event by event. The real-session tests of C-AC10
 are in tests/test_safeguard.py; these pin each rule on its own."""
 
 from __future__ import annotations
 
 import json
 
-from sidecar.activity import MATCH_SLACK_S, Activity
-from sidecar.backends import (SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
+from repeat_failure.sessions.activity import MATCH_SLACK_S, Activity
+from repeat_failure.backends import (SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
                               SessionEvent)
 
 T0 = 1_800_000_000.0

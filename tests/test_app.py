@@ -1,4 +1,4 @@
-"""The wired pipeline (sidecar.app) on real files with an injected clock: exclusion, off means
+"""The wired pipeline (repeat_failure.sidecar.app) on real files with an injected clock: exclusion, off means
 off, secrets, restarts, bad input, config reload."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import orjson
 import pytest
 from prometheus_client import generate_latest
 
-from sidecar import hook
-from sidecar.app import Sidecar, configure_logging
-from sidecar.config import AgentSpec
-from sidecar.exporter import MetricsCollector, status_json
+from repeat_failure.sidecar import hook
+from repeat_failure.sidecar.app import Sidecar, configure_logging
+from repeat_failure.config import AgentSpec
+from repeat_failure.sidecar.exporter import MetricsCollector, status_json
 
 T0 = 1_800_000_000.0
 
@@ -772,7 +772,7 @@ def test_two_long_cut_commands_stay_two_notes(tmp_path: Path, clean_env, log_str
 def test_a_cut_command_label_keeps_its_mark() -> None:
     """A label cut to 200 characters keeps a cut command's mark after the …; other commands are
     cut as before."""
-    from sidecar.normalize import command_label, mark_cut
+    from repeat_failure.sidecar.normalize import command_label, mark_cut
 
     long = mark_cut("gh api " + "x" * 300, "gh api " + "x" * 300 + "yz", b"k" * 16)
     mark = long[-19:]
@@ -836,7 +836,7 @@ def test_a_relative_shared_dir_is_made_absolute_at_start(tmp_path: Path, monkeyp
     prints the absolute BASH_ENV too."""
     import subprocess
 
-    from sidecar.cli import main
+    from repeat_failure.cli import main
 
     monkeypatch.chdir(tmp_path)
     cfg = write_config(tmp_path / "config.yaml", extra="  threshold: 1\n")
@@ -869,7 +869,7 @@ def test_a_shared_dir_the_hook_cannot_name_is_refused_at_start(tmp_path: Path) -
 
     cfg = write_config(tmp_path / "config.yaml")
     done = subprocess.run(
-        [sys.executable, "-m", "sidecar", "run", "--config", str(cfg), "--shared-dir",
+        [sys.executable, "-m", "repeat_failure", "run", "--config", str(cfg), "--shared-dir",
          str(tmp_path / "my shared"), "--agent", "a1", "--backend", "bash", "--listen",
          "127.0.0.1:0"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
@@ -895,8 +895,8 @@ def test_a_collection_failing_every_pass_fails_healthz_and_is_counted(tmp_path: 
     healthy again and sets last_collect_timestamp_seconds."""
     import http.client
 
-    from sidecar.app import UNHEALTHY_AFTER_S
-    from sidecar.exporter import Server
+    from repeat_failure.sidecar.app import UNHEALTHY_AFTER_S
+    from repeat_failure.sidecar.exporter import Server
 
     mono, wall = _Steady(), Clock()
     sc = Sidecar(tmp_path / "shared", [AgentSpec("a1", "bash")],

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from harness.evidence import primary
-from sidecar.backends import wrapper_stripper
-from sidecar.coverage import COVERAGE
-from sidecar.normalize import normalize
+from repeat_failure.backends import wrapper_stripper
+from repeat_failure.backends.coverage import COVERAGE
+from repeat_failure.sidecar.normalize import normalize
 
 from sessionlogs import version_params
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from sidecar.backends import (
+from repeat_failure.backends import (
     EVENT_KINDS,
     SHELL_END,
     SHELL_START,
@@ -31,10 +31,10 @@ from sidecar.backends import (
     TURN_START,
     session_reader,
 )
-from sidecar.backends import UnusedLine
-from sidecar.backends.claude import EXITED_MID_TURN, ClaudeSessionReader
-from sidecar.sessionlog import SessionTail
-from sidecar.normalize import normalize
+from repeat_failure.backends import UnusedLine
+from repeat_failure.backends.claude import EXITED_MID_TURN, ClaudeSessionReader
+from repeat_failure.sessions.tail import SessionTail
+from repeat_failure.sidecar.normalize import normalize
 
 from sessionlogs import (
     SessionLog,
@@ -164,7 +164,7 @@ def test_a_cut_wrapper_of_a_long_or_true_chain_is_left_as_it_is(log: SessionLog)
     command = " || true && ".join(f"rm -f /tmp/f{i}" for i in range(300))
     cut = real_wrap(log, command).rsplit(" < /dev/null", 1)[0]
     assert len(cut) > 4000
-    code = ("import json, sys\nfrom sidecar.backends.claude import strip\n"
+    code = ("import json, sys\nfrom repeat_failure.backends.claude import strip\n"
             "cut, whole = json.load(sys.stdin)\nprint(json.dumps([strip(cut), strip(whole)]))")
     done = subprocess.run([sys.executable, "-c", code], input=json.dumps(
         [cut, real_wrap(log, command)]), capture_output=True, text=True, timeout=60,
@@ -433,7 +433,7 @@ def test_last_prompt_is_the_exit_only_for_releases_that_write_it_at_exit(log: Se
 def test_a_line_type_never_seen_is_skipped_and_counted_apart(log: SessionLog,
                                                              tmp_path: Path) -> None:
     """Issue 15: the real attachment line with a type no release wrote is
-    :class:`~sidecar.backends.UnusedLine` (no error); through the sidecar's tail it is counted
+    :class:`~repeat_failure.backends.UnusedLine` (no error); through the sidecar's tail it is counted
     in ``ignored``, not in ``errors``, and the session's events are unchanged."""
     line = set_path(_first_type(log, "attachment"), ("type",), "attachment-v2")
     with pytest.raises(UnusedLine):

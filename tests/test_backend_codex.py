@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from harness.evidence import primary
-from sidecar.backends import SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START, SessionEvent
-from sidecar.backends.codex import CodexReader, strip
-from sidecar.normalize import normalize
-from sidecar.scrub import scrub
+from repeat_failure.backends import SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START, SessionEvent
+from repeat_failure.backends.codex import CodexReader, strip
+from repeat_failure.sidecar.normalize import normalize
+from repeat_failure.sidecar.scrub import scrub
 
 from sessionlogs import SessionLog, SessionLogChecks, assert_reader_error, iso_ts
 

@@ -18,9 +18,9 @@ import pytest
 
 from harness import runner
 from harness.backends.copilot import BACKEND
-from sidecar.backends import (ERROR, SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
+from repeat_failure.backends import (ERROR, SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
                               SessionEvent)
-from sidecar.backends.copilot import CopilotReader
+from repeat_failure.backends.copilot import CopilotReader
 
 from sessionlogs import EVIDENCE_DIR, SessionLog, SessionLogChecks, assert_reader_error, iso_ts
 

@@ -11,10 +11,10 @@ import re
 
 import pytest
 
-from sidecar.backends import (SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
+from repeat_failure.backends import (SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
                               SessionEvent, wrapper_stripper)
-from sidecar.backends.gemini import GeminiReader
-from sidecar.normalize import normalize
+from repeat_failure.backends.gemini import GeminiReader
+from repeat_failure.sidecar.normalize import normalize
 
 from sessionlogs import (SCENARIO_NAMES, SessionLog, SessionLogChecks, assert_reader_error,
                          evidence_of, iso_ts)

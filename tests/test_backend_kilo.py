@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 
-from sidecar.backends import session_reader
-from sidecar.backends.kilo import KiloReader
-from sidecar.backends.opencode import OpencodeReader
+from repeat_failure.backends import session_reader
+from repeat_failure.backends.kilo import KiloReader
+from repeat_failure.backends.opencode import OpencodeReader
 
 from sessionlogs import EVIDENCE_DIR, StoreChecks
 

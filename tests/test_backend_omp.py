@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from sidecar.backends import TEXT, TURN_END
-from sidecar.backends.omp import OmpSessionReader
-from sidecar.backends.pi import PiSessionReader
+from repeat_failure.backends import TEXT, TURN_END
+from repeat_failure.backends.omp import OmpSessionReader
+from repeat_failure.backends.pi import PiSessionReader
 
 from sessionlogs import (
     EVIDENCE_DIR,

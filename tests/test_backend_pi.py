@@ -23,10 +23,10 @@ import pytest
 
 from harness import checks
 from harness import evidence as evidence_dirs
-from sidecar.backends import (ERROR, SHELL_END, TURN_END, TURN_START, SHELL_START,
+from repeat_failure.backends import (ERROR, SHELL_END, TURN_END, TURN_START, SHELL_START,
                               UnusedLine)
-from sidecar.backends.pi import ABORTED, PiSessionReader
-from sidecar.sessionlog import SessionTail
+from repeat_failure.backends.pi import ABORTED, PiSessionReader
+from repeat_failure.sessions.tail import SessionTail
 
 from sessionlogs import (
     JUNK,

@@ -865,8 +865,8 @@ def test_sidecar_config_in_each_agent_namespace_validates_with_the_sidecar() -> 
     """The ConfigMap `repeat-failure-config` (the name the injector mounts) is rendered into each
     agent namespace (empty agentNamespaces: the release namespace), its config.yaml is exactly
     `repeat_failure:` with the values, off by default, and the sidecar's own validator
-    (sidecar.config.parse_config) accepts it, default and changed."""
-    from sidecar.config import parse_config
+    (repeat_failure.config.parse_config) accepts it, default and changed."""
+    from repeat_failure.config import parse_config
 
     objs = render()
     (cm,) = sidecar_configs(objs)
@@ -893,12 +893,11 @@ def test_sidecar_config_in_each_agent_namespace_validates_with_the_sidecar() -> 
 
 
 def test_values_schema_mirrors_the_sidecar_schema() -> None:
-    """values.schema.json's repeatFailure has the sidecar's keys (sidecar/config.py) with the
+    """values.schema.json's repeatFailure has the sidecar's keys (repeat_failure/config.py) with the
     same types and limits, so a value the sidecar would refuse fails at `helm install` instead of
     in every pod. Not mirrored: `agents` (per pod, it cannot live in a namespace-wide
     ConfigMap); `events` is the chart's and, once the sidecar knows it, must match too."""
-    from sidecar import config as sidecar_config
-
+    from repeat_failure import config as sidecar_config
     ours = json.loads(SCHEMA.read_text())["properties"]["repeatFailure"]
     theirs = sidecar_config._SCHEMA["properties"]["repeat_failure"]
     assert ours["additionalProperties"] is False
@@ -1102,9 +1101,9 @@ def test_fixloop_config_loads_in_the_fixloop() -> None:
     """The ConfigMap `<fullname>-fixloop` holds fixloop.yaml: exactly `fixloop:` with the
     `fixloop.config` values plus the two paths the chart owns (token_file, ledger: the
     fixloop's own defaults, where the Deployment mounts the token and the volume), and the
-    fixloop's own loader (sidecar.fixloop.config.parse_fixloop_config) accepts it, default and
+    fixloop's own loader (repeat_failure.fixloop.config.parse_fixloop_config) accepts it, default and
     with every value changed."""
-    from sidecar.fixloop.config import DEFAULT_LEDGER, DEFAULT_TOKEN_FILE, parse_fixloop_config
+    from repeat_failure.fixloop.config import DEFAULT_LEDGER, DEFAULT_TOKEN_FILE, parse_fixloop_config
 
     doc = fixloop_config(render(*FIXLOOP_TOKEN))
     assert doc == {"fixloop": {**values_yaml()["fixloop"]["config"],
@@ -1138,14 +1137,14 @@ def test_fixloop_config_loads_in_the_fixloop() -> None:
 
 
 def test_values_schema_mirrors_the_fixloop_schema() -> None:
-    """values.schema.json's fixloop.config has the fixloop's own keys (sidecar/fixloop/config.py
+    """values.schema.json's fixloop.config has the fixloop's own keys (repeat_failure/fixloop/config.py
     `_SCHEMA`) with the same types and limits, so a value the fixloop would refuse fails at
     `helm install` instead of in a crash-looping pod. Not values: `token_file`, `ledger` and
     `github_app` (the chart sets them from its mounts and `fixloop.github`; the schema refuses
     them). `repositories` may be empty
     (the default, with the fixloop off): the chart fails the render when the fixloop is on
     without one; otherwise the rule is the fixloop's."""
-    from sidecar.fixloop import config as fixloop_config_module
+    from repeat_failure.fixloop import config as fixloop_config_module
 
     ours = json.loads(SCHEMA.read_text())["properties"]["fixloop"]["properties"]["config"]
     theirs = fixloop_config_module._SCHEMA["properties"]["fixloop"]
@@ -1177,7 +1176,7 @@ def test_fixloop_deployment_exact() -> None:
     liveness /healthz, the injector's hardening (non-root 10001, read-only root, no
     capabilities, RuntimeDefault), fsGroup 10001 for the volume, the resources from the values,
     and the mounts the config's paths point at."""
-    from sidecar.fixloop.config import DEFAULT_LEDGER, DEFAULT_TOKEN_FILE
+    from repeat_failure.fixloop.config import DEFAULT_LEDGER, DEFAULT_TOKEN_FILE
 
     objs = render(*FIXLOOP_TOKEN)
     dep = one(objs, "Deployment", FIXLOOP)
@@ -1242,14 +1241,13 @@ def test_fixloop_deployment_exact() -> None:
 
 def test_fixloop_args_parse_with_the_cli() -> None:
     """The Deployment's args are a `repeat-failure fixloop` command line the real CLI parser
-    (sidecar.cli) takes: the config file the ConfigMap is mounted as, and 0.0.0.0:9467, the
+    (repeat_failure.cli) takes: the config file the ConfigMap is mounted as, and 0.0.0.0:9467, the
     port the probes, Service and PodMonitor use."""
-    from sidecar import cli
-
+    from repeat_failure import cli
     parser = cli.build_parser()
     subcommands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     if "fixloop" not in subcommands.choices:
-        pytest.skip("sidecar.cli has no fixloop subcommand yet")
+        pytest.skip("repeat_failure.cli has no fixloop subcommand yet")
     (c,) = fixloop_pod(render(*FIXLOOP_TOKEN))["spec"]["containers"]
     args = parser.parse_args(c["args"])
     assert args.func is cli.cmd_fixloop
@@ -1480,7 +1478,7 @@ def test_fixloop_documented() -> None:
     """docs/kubernetes.md ("The fix-loop Deployment") and the chart README ("Fix-loop
     escalation") give the Deployment's arguments, the token and ledger paths, the one-writer
     rule and the RBAC as rendered; the README's object table lists the fixloop's objects."""
-    from sidecar.fixloop.config import DEFAULT_LEDGER, DEFAULT_TOKEN_FILE
+    from repeat_failure.fixloop.config import DEFAULT_LEDGER, DEFAULT_TOKEN_FILE
 
     (c,) = fixloop_pod(render(*FIXLOOP_TOKEN))["spec"]["containers"]
     args = " ".join(c["args"])
@@ -1716,11 +1714,11 @@ def _without_sidecar(pod: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("form", ["native", "plain"])
 def test_readme_static_snippet_is_what_the_injector_adds(form: str) -> None:
-    """Each README snippet equals what the injector (sidecar.injector, fed the injector config the
+    """Each README snippet equals what the injector (repeat_failure.kube.injector, fed the injector config the
     chart renders: native sidecar on 1.31, plain on 1.28) makes of the same pod written without
     the sidecar and annotated inject/agent/backend, apart from the injector's status annotation:
     the static route and the injected one cannot drift apart."""
-    from sidecar.injector import admission_response, parse_injector_config
+    from repeat_failure.kube.injector import admission_response, parse_injector_config
 
     snippet = _readme_snippets()[form]
     kube = KUBE_NEW if form == "native" else KUBE_OLD
@@ -1746,9 +1744,9 @@ def test_readme_static_snippet_is_what_the_injector_adds(form: str) -> None:
 
 
 def test_rendered_injector_config_loads_in_the_injector() -> None:
-    """The injector's own loader (sidecar.injector.parse_injector_config) accepts the injector
+    """The injector's own loader (repeat_failure.kube.injector.parse_injector_config) accepts the injector
     config the chart renders, default and with every value changed, and reads back the values."""
-    from sidecar.injector import parse_injector_config
+    from repeat_failure.kube.injector import parse_injector_config
 
     default = parse_injector_config(injector_config(render()), "injector.yaml")
     assert (default.enabled, default.native_sidecar, default.config_map) == \
@@ -1833,7 +1831,7 @@ def test_fixloop_github_app_renders_config_secret_and_mount() -> None:
     chart's Secret holds the private key as `private-key.pem`, mounted read-only where
     `private_key_file` points, and the pod rolls when it changes. With `existingSecret` the key
     comes from that Secret (`app.existingSecretKey`) and the chart makes none."""
-    from sidecar.fixloop.config import DEFAULT_PRIVATE_KEY_FILE, GitHubApp, parse_fixloop_config
+    from repeat_failure.fixloop.config import DEFAULT_PRIVATE_KEY_FILE, GitHubApp, parse_fixloop_config
 
     key_text = "-----BEGIN RSA PRIVATE KEY-----"  # only passed through: never parsed here
     objs = render(*FIXLOOP_ON, "fixloop.github.app.id=4242",

@@ -1,12 +1,12 @@
-"""The dashboard row's message (sidecar.checkstate.Row, DESIGN.md "Metrics"): the newest note's
+"""The dashboard row's message (repeat_failure.sidecar.checkstate.Row, DESIGN.md "Metrics"): the newest note's
 message, plus how many other notes are raised, in English ("(+1 other)", "(+2 others)")."""
 
 from __future__ import annotations
 
 import pytest
 
-from sidecar.checkstate import ON, Row
-from sidecar.detector import Detector
+from repeat_failure.sidecar.checkstate import ON, Row
+from repeat_failure.sidecar.detector import Detector
 
 
 def _notes(commands: list[str]) -> tuple:

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from sidecar import hook
-from sidecar.app import Sidecar, configure_logging
-from sidecar.cli import build_parser
-from sidecar.config import AgentSpec
+from repeat_failure.sidecar import hook
+from repeat_failure.sidecar.app import Sidecar, configure_logging
+from repeat_failure.cli import build_parser
+from repeat_failure.config import AgentSpec
 from test_injector import PKI, load  # tests/ is on sys.path (pytest's rootdir insertion)
 from waiting import free_port, wait_until
 
@@ -46,7 +46,7 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def run_cmd(tmp_path: Path, config: Path, port: int, *flags: str) -> list[str]:
-    return [sys.executable, "-m", "sidecar", "run", "--config", str(config), "--shared-dir",
+    return [sys.executable, "-m", "repeat_failure", "run", "--config", str(config), "--shared-dir",
             str(tmp_path / "shared"), "--agent", "a1", "--backend", "bash", "--listen",
             f"127.0.0.1:{port}", *flags]
 
@@ -143,7 +143,7 @@ def test_sidecar_reload_with_optional_missing_file(tmp_path: Path) -> None:
 
 
 def inject_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "sidecar", "inject-webhook", *args]
+    return [sys.executable, "-m", "repeat_failure", "inject-webhook", *args]
 
 
 def test_inject_webhook_usage_errors(tmp_path: Path) -> None:
@@ -215,7 +215,7 @@ def _injected_env(tmp_path: Path, preview_url: str) -> tuple[dict[str, str], lis
     preview-url.json (with ``preview_url`` as its annotation), its paths moved under
     ``tmp_path`` and its listen address onto loopback; the config file does not exist
     (an optional ConfigMap not created yet)."""
-    from sidecar.injector import decide, parse_injector_config
+    from repeat_failure.kube.injector import decide, parse_injector_config
 
     review = load("preview-url")
     review["request"]["object"]["metadata"]["annotations"][
@@ -228,7 +228,7 @@ def _injected_env(tmp_path: Path, preview_url: str) -> tuple[dict[str, str], lis
              "REPEAT_FAILURE_AGENT_HOME": str(tmp_path / "home")}
     env = {e["name"]: moved.get(e["name"], e["value"]) for e in sidecar["env"] if "value" in e}
     (tmp_path / "home").mkdir(exist_ok=True)
-    return clean_env(**env), [sys.executable, "-m", "sidecar", *sidecar["args"]]
+    return clean_env(**env), [sys.executable, "-m", "repeat_failure", *sidecar["args"]]
 
 
 def test_injected_preview_url_starts_the_real_sidecar(tmp_path: Path) -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sidecar import hook
-from sidecar.collector import COLLECTING, Collector, _Lines
+from repeat_failure.sidecar import hook
+from repeat_failure.sidecar.collector import COLLECTING, Collector, _Lines
 
 
 class Clock:
@@ -186,7 +186,7 @@ def test_record_file_the_sidecar_may_not_open_is_removed_once(tmp_path: Path,
     """A record file the sidecar is not allowed to open (an agent with umask 077 and another
     uid; simulated here, since root opens anything) is one ``unreadable`` and is removed, not
     counted again at every pass."""
-    import sidecar.collector as collector_mod
+    import repeat_failure.sidecar.collector as collector_mod
 
     d = records_dir(tmp_path)
     (d / "a1.jsonl").write_bytes(b"a record\n")
@@ -276,7 +276,7 @@ def test_inotify_queue_overflow_wakes_everything(tmp_path: Path) -> None:
     limit applies to instances created while it is set) and restored."""
     import pytest
 
-    from sidecar.collector import Watcher
+    from repeat_failure.sidecar.collector import Watcher
 
     try:
         old = QUEUE_LIMIT.read_text()
@@ -301,7 +301,7 @@ def test_watch_survives_its_directory_deleted_and_recreated(tmp_path: Path) -> N
     wakes the wait after it."""
     import shutil
 
-    from sidecar.collector import Watcher
+    from repeat_failure.sidecar.collector import Watcher
 
     d = records_dir(tmp_path)
     watcher = Watcher(d)

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from sidecar.cli import main
-from sidecar.config import DEFAULT_EXCLUDE, AgentSpec, Config, ConfigError, load_config, parse_config
+from repeat_failure.cli import main
+from repeat_failure.config import DEFAULT_EXCLUDE, AgentSpec, Config, ConfigError, load_config, parse_config
 
 
 def test_defaults_are_off() -> None:
@@ -185,8 +185,7 @@ def test_hook_refuses_names_and_paths_with_a_trailing_newline(tmp_path, agent, b
                                                               chain) -> None:
     """A name or chained path with a trailing newline (which `$` in a regular expression lets
     through) would break the rendered hook in every agent shell: refused."""
-    from sidecar import hook
-
+    from repeat_failure.sidecar import hook
     with pytest.raises(hook.HookError):
         hook.render(tmp_path, agent, backend, chain)
     assert not (tmp_path / "hook").exists() or list((tmp_path / "hook").iterdir()) == []
@@ -207,8 +206,8 @@ def test_deeply_nested_yaml_is_refused_as_invalid(tmp_path, capsys, depth) -> No
     """A config nested hundreds of levels deep (1 KB) is invalid YAML, named with its line and
     column: check-config and run exit 2 with one line, the fixloop's and the injector's loaders
     raise ConfigError; no RecursionError, no traceback."""
-    from sidecar.fixloop.config import load_fixloop_config
-    from sidecar.injector import load_injector_config
+    from repeat_failure.fixloop.config import load_fixloop_config
+    from repeat_failure.kube.injector import load_injector_config
 
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"repeat_failure:\n  exclude: {_nested(depth)}\n")
@@ -235,7 +234,7 @@ def test_deeply_nested_yaml_is_refused_as_invalid(tmp_path, capsys, depth) -> No
 
 def test_nesting_up_to_the_bound_is_parsed() -> None:
     """64 levels are read (and then validated as usual); 65 are not."""
-    from sidecar.config import MAX_YAML_DEPTH, _Loader
+    from repeat_failure.config import MAX_YAML_DEPTH, _Loader
     import yaml
 
     assert MAX_YAML_DEPTH == 64
@@ -247,7 +246,7 @@ def test_nesting_up_to_the_bound_is_parsed() -> None:
 def test_a_running_sidecar_keeps_its_config_when_a_deep_one_is_written(tmp_path, caplog) -> None:
     """Written while running, the deeply nested config is refused ("keeping the previous
     config") and the check stays on."""
-    from sidecar.app import Sidecar
+    from repeat_failure.sidecar.app import Sidecar
 
     cfg = tmp_path / "c.yaml"
     cfg.write_text("repeat_failure:\n  enabled: true\n")
@@ -261,7 +260,7 @@ def test_a_running_sidecar_keeps_its_config_when_a_deep_one_is_written(tmp_path,
 
 
 def test_injector_keeps_its_config_when_a_deep_one_is_written(tmp_path, caplog) -> None:
-    from sidecar.injector import ConfigSource
+    from repeat_failure.kube.injector import ConfigSource
 
     inj = tmp_path / "injector.yaml"
     inj.write_text("enabled: true\n")
@@ -326,7 +325,7 @@ def test_a_fifo_written_at_the_config_path_of_a_running_sidecar(tmp_path) -> Non
 
     import orjson
 
-    from sidecar import hook
+    from repeat_failure.sidecar import hook
     from waiting import free_port, wait_until
 
     cfg = tmp_path / "c.yaml"
@@ -334,7 +333,7 @@ def test_a_fifo_written_at_the_config_path_of_a_running_sidecar(tmp_path) -> Non
     shared = tmp_path / "s"
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sidecar", "run", "--config", str(cfg), "--shared-dir",
+        [sys.executable, "-m", "repeat_failure", "run", "--config", str(cfg), "--shared-dir",
          str(shared), "--agent", "a1", "--backend", "bash", "--listen", f"127.0.0.1:{port}"],
         stderr=subprocess.PIPE, text=True)
     try:
@@ -362,8 +361,8 @@ def test_a_fifo_written_at_the_config_path_of_a_running_sidecar(tmp_path) -> Non
 def test_a_fifo_at_the_fixloop_token_path_is_refused_at_once(tmp_path) -> None:
     """The fix loop reads its GitHub token file the same way: a FIFO there is an error, not a
     sweep blocked for good."""
-    from sidecar.fixloop.app import read_token
-    from sidecar.fixloop.config import parse_fixloop_config
+    from repeat_failure.fixloop.app import read_token
+    from repeat_failure.fixloop.config import parse_fixloop_config
 
     token = tmp_path / "token"
     _fifo(token)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness.evidence import primary
-from sidecar.dedup import MAX_PENDING, NEUTRAL, SESSION, WINDOW_S, RouteDedup
+from repeat_failure.sidecar.dedup import MAX_PENDING, NEUTRAL, SESSION, WINDOW_S, RouteDedup
 
 T0 = 1_800_000_000.0
 
@@ -67,10 +67,10 @@ def test_real_run_seen_by_both_routes_counts_once(tmp_path, monkeypatch) -> None
 
     import orjson
 
-    from sidecar import hook
-    from sidecar.app import Sidecar
-    from sidecar.backends import session_reader
-    from sidecar.config import AgentSpec
+    from repeat_failure.sidecar import hook
+    from repeat_failure.sidecar.app import Sidecar
+    from repeat_failure.backends import session_reader
+    from repeat_failure.config import AgentSpec
 
     evidence_dir = primary()
     evidence = json.loads((evidence_dir / "claude.json").read_text())

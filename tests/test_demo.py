@@ -8,7 +8,7 @@ import sys
 
 def test_demo_shows_note_appear_and_clear() -> None:
     """The demo (short window) raises both notes, clears one by success and one by expiry."""
-    done = subprocess.run([sys.executable, "-m", "sidecar", "demo", "--window", "3"],
+    done = subprocess.run([sys.executable, "-m", "repeat_failure", "demo", "--window", "3"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout

@@ -356,7 +356,7 @@ def image_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.slow
 def test_build_stage_gives_a_working_command(image_venv: Path, tmp_path: Path) -> None:
     """The virtualenv the build stage makes runs ``repeat-failure --version`` and
-    ``check-config`` on a sample config, imports ``sidecar.hooks`` with its hook files (they are
+    ``check-config`` on a sample config, imports ``repeat_failure.hooks`` with its hook files (they are
     packaged), and has no pip or setuptools left (removed like in the image)."""
     bin_dir = image_venv / "bin"
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path),
@@ -372,9 +372,9 @@ def test_build_stage_gives_a_working_command(image_venv: Path, tmp_path: Path) -
     assert out.returncode == 0 and "valid (check on, threshold 3" in out.stdout, out
     out = subprocess.run(
         [str(bin_dir / "python"), "-c",
-         "import importlib.resources as r, sidecar.hooks, sidecar\n"
-         "print(sidecar.__file__)\n"
-         "print(sorted(p.name for p in r.files('sidecar.hooks').iterdir() if '.' in p.name))"],
+         "import importlib.resources as r, repeat_failure.hooks, repeat_failure\n"
+         "print(repeat_failure.__file__)\n"
+         "print(sorted(p.name for p in r.files('repeat_failure.hooks').iterdir() if '.' in p.name))"],
         env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     where, names = out.stdout.splitlines()
@@ -512,10 +512,10 @@ def test_written_paths_reads_strace_lines() -> None:
 
 def test_dockerignore_sends_only_what_the_build_copies(tmp_path: Path) -> None:
     """The build context holds exactly the files the build stage copies (requirements.lock,
-    pyproject.toml, README.md, sidecar/, hooks/), without bytecode caches: no .git, .venv, tests or harness
+    pyproject.toml, README.md, repeat_failure/, hooks/), without bytecode caches: no .git, .venv, tests or harness
     evidence reach the daemon."""
     sent = build_context(tmp_path)
     tops = {p.split("/")[0] for p in sent}
-    assert tops == {"requirements.lock", "pyproject.toml", "README.md", "sidecar", "hooks"}
+    assert tops == {"requirements.lock", "pyproject.toml", "README.md", "repeat_failure", "hooks"}
     assert not [p for p in sent if "__pycache__" in p or p.endswith(".pyc")]
-    assert "sidecar/app.py" in sent and "hooks/bash_env.sh" in sent
+    assert "repeat_failure/sidecar/app.py" in sent and "hooks/bash_env.sh" in sent

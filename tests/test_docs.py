@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from sidecar.cli import main
+from repeat_failure.cli import main
 from test_app import T0, append, make
 
 REPO = Path(__file__).resolve().parent.parent

@@ -23,8 +23,8 @@ from harness import drift
 from harness import evidence as evidence_dirs
 from harness.backends import BACKENDS
 from harness.runner import HarnessError
-from sidecar import backends as backends_mod
-from sidecar.backends import claude as claude_mod
+from repeat_failure import backends as backends_mod
+from repeat_failure.backends import claude as claude_mod
 
 #: The 2.1.197-only wrapper pattern the stripper had before issue 15.
 OLD_WRAPPER = re.compile(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sidecar import hook
+from repeat_failure.sidecar import hook
 from waiting import free_port, wait_until
 
 
@@ -25,7 +25,7 @@ def get(port: int, path: str) -> str:
 
 @pytest.fixture
 def sidecar(tmp_path: Path):
-    """A running `python -m sidecar run` with the check on, and its port."""
+    """A running `python -m repeat_failure run` with the check on, and its port."""
     config = tmp_path / "config.yaml"
     config.write_text("repeat_failure:\n  enabled: true\n  collect_interval_s: 1\n"
                       "  collect_grace_s: 0.5\n")
@@ -33,7 +33,7 @@ def sidecar(tmp_path: Path):
     port = free_port()
     env = {**os.environ, "REPEAT_FAILURE_AGENT": "a1", "REPEAT_FAILURE_BACKEND": "bash"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sidecar", "run", "--config", str(config), "--shared-dir",
+        [sys.executable, "-m", "repeat_failure", "run", "--config", str(config), "--shared-dir",
          str(shared), "--listen", f"127.0.0.1:{port}"],
         env=env, stderr=subprocess.PIPE, text=True)
 
@@ -119,7 +119,7 @@ def test_bad_config_exits_2(tmp_path: Path) -> None:
     config = tmp_path / "c.yaml"
     config.write_text("repeat_failure:\n  window_s: -1\n")
     done = subprocess.run(
-        [sys.executable, "-m", "sidecar", "run", "--config", str(config), "--shared-dir",
+        [sys.executable, "-m", "repeat_failure", "run", "--config", str(config), "--shared-dir",
          str(tmp_path / "s"), "--agent", "a1", "--backend", "bash", "--listen", "127.0.0.1:0"],
         capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
@@ -132,7 +132,7 @@ def test_hook_env_prints_exports(tmp_path: Path) -> None:
     on = tmp_path / "on.yaml"
     on.write_text("repeat_failure:\n  enabled: true\n")
     env = {k: v for k, v in os.environ.items() if k != "SHLVL"}
-    cmd = [sys.executable, "-m", "sidecar", "hook", "env", "--shared-dir", "/srv/rf",
+    cmd = [sys.executable, "-m", "repeat_failure", "hook", "env", "--shared-dir", "/srv/rf",
            "--agent", "a1", "--config"]
     done = subprocess.run(cmd + [str(on)], capture_output=True, text=True, env=env)
     assert done.stdout == ("export BASH_ENV=/srv/rf/hook/a1.sh\nexport SHELL=/bin/bash\n"

@@ -1,4 +1,4 @@
-"""Kubernetes Events (sidecar.events, docs/kubernetes.md "Events", issue 7), end to end.
+"""Kubernetes Events (repeat_failure.kube.events, docs/kubernetes.md "Events", issue 7), end to end.
 
 A local HTTP server on 127.0.0.1 speaks the Kubernetes core/v1 Events API
 (``POST /api/v1/namespaces/<ns>/events`` → 201 with the created Event) and checks each Event the
@@ -28,13 +28,13 @@ import orjson
 import pytest
 from prometheus_client import generate_latest
 
-from sidecar import events as events_mod
-from sidecar import hook
-from sidecar.app import Sidecar
-from sidecar.config import AgentSpec
-from sidecar.events import (EventPublisher, EventStats, PodRef, RateLimit, event_body,
+from repeat_failure.kube import events as events_mod
+from repeat_failure.sidecar import hook
+from repeat_failure.sidecar.app import Sidecar
+from repeat_failure.config import AgentSpec
+from repeat_failure.kube.events import (EventPublisher, EventStats, PodRef, RateLimit, event_body,
                             failure_reason, note_key)
-from sidecar.exporter import MetricsCollector
+from repeat_failure.sidecar.exporter import MetricsCollector
 
 T0 = 1_800_000_000.0
 REPO = Path(__file__).resolve().parent.parent
@@ -521,14 +521,14 @@ def test_events_off_sends_nothing(tmp_path, api, pod_env, sidecars, events) -> N
 
 
 def test_events_off_never_imports_kubernetes(tmp_path) -> None:
-    """With Events off (the default), importing sidecar.app and running the pipeline until a
+    """With Events off (the default), importing repeat_failure.sidecar.app and running the pipeline until a
     note is raised imports no ``kubernetes`` module and starts no thread (checked in a fresh
     interpreter, where nothing else imported it)."""
     script = f"""
 import sys, threading, time, orjson
-from sidecar import hook
-from sidecar.app import Sidecar
-from sidecar.config import AgentSpec
+from repeat_failure.sidecar import hook
+from repeat_failure.sidecar.app import Sidecar
+from repeat_failure.config import AgentSpec
 from pathlib import Path
 tmp = Path({str(tmp_path)!r})
 (tmp / "config.yaml").write_text("repeat_failure:\\n  enabled: true\\n  threshold: 3\\n")

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from sidecar.config import ConfigError
-from sidecar.fixloop.app import read_token
-from sidecar.fixloop.config import FixloopConfig, parse_fixloop_config
-from sidecar.fixloop.ledger import Entry, Ledger
-from sidecar.fixloop.notify import Notifier
+from repeat_failure.config import ConfigError
+from repeat_failure.fixloop.app import read_token
+from repeat_failure.fixloop.config import FixloopConfig, parse_fixloop_config
+from repeat_failure.fixloop.ledger import Entry, Ledger
+from repeat_failure.fixloop.notify import Notifier
 from tests.fakegithub import FakeGitHub
 from tests.waiting import free_port, wait_until
 
@@ -55,7 +55,7 @@ def test_defaults_are_the_designs():
 
 
 def test_the_token_comes_from_the_file_then_the_environment(tmp_path, monkeypatch, log_stream):
-    from sidecar.fixloop import app as fixloop_app
+    from repeat_failure.fixloop import app as fixloop_app
 
     monkeypatch.setattr(fixloop_app, "DEFAULT_TOKEN_FILE", str(tmp_path / "token"))
     config = FixloopConfig(("o/r",), token_file=str(tmp_path / "token"))
@@ -139,14 +139,14 @@ def test_once_sweeps_and_exits_0_using_the_token_file(tmp_path):
         gh.add_pr("acme/web", 1, "agent", "a" * 40, "1" * 40)
         gh.set_check_runs("acme/web", "a" * 40, [dict(name="test", conclusion="failure",
                                                       completed_at=1_800_000_000.0)])
-        done = subprocess.run([sys.executable, "-m", "sidecar", "fixloop", "--once",
+        done = subprocess.run([sys.executable, "-m", "repeat_failure", "fixloop", "--once",
                                "--config", str(_config(tmp_path, gh))],
                               capture_output=True, text=True, timeout=60, env=_env())
         assert done.returncode == 0, done.stderr
         assert gh.labels("acme/web", 1) == ["needs-human"]
         assert "file-token" not in done.stderr
         (tmp_path / "token").write_text("wrong-token\n")
-        bad = subprocess.run([sys.executable, "-m", "sidecar", "fixloop", "--once", "--config",
+        bad = subprocess.run([sys.executable, "-m", "repeat_failure", "fixloop", "--once", "--config",
                               str(tmp_path / "fixloop.yaml")],
                              capture_output=True, text=True, timeout=60, env=_env())
         assert bad.returncode == 1
@@ -156,7 +156,7 @@ def test_once_sweeps_and_exits_0_using_the_token_file(tmp_path):
 def test_bad_config_exits_2_naming_the_key(tmp_path):
     path = tmp_path / "fixloop.yaml"
     path.write_text("fixloop:\n  repositories: [acme/web]\n  threshold: 0\n")
-    done = subprocess.run([sys.executable, "-m", "sidecar", "fixloop", "--once", "--config",
+    done = subprocess.run([sys.executable, "-m", "repeat_failure", "fixloop", "--once", "--config",
                            str(path)], capture_output=True, text=True, timeout=60, env=_env())
     assert (done.returncode, done.stderr.strip()) == (
         2, f"repeat-failure: {path}: fixloop.threshold: 0 is less than the minimum of 1")
@@ -166,7 +166,7 @@ def test_the_service_answers_health_readiness_and_metrics_and_stops_on_sigterm(t
     with FakeGitHub(token="file-token") as gh:
         gh.add_pr("acme/web", 1, "agent", "a" * 40, "1" * 40)
         port = free_port()
-        proc = subprocess.Popen([sys.executable, "-m", "sidecar", "fixloop", "--config",
+        proc = subprocess.Popen([sys.executable, "-m", "repeat_failure", "fixloop", "--config",
                                  str(_config(tmp_path, gh)), "--listen", f"127.0.0.1:{port}"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                 env=_env())
@@ -195,7 +195,7 @@ def test_the_service_answers_health_readiness_and_metrics_and_stops_on_sigterm(t
 
 
 def test_an_escalation_makes_one_kubernetes_event_with_events_on(tmp_path):
-    from sidecar.fixloop.github import GitHub
+    from repeat_failure.fixloop.github import GitHub
 
     sent = []
 
@@ -210,7 +210,7 @@ def test_an_escalation_makes_one_kubernetes_event_with_events_on(tmp_path):
         config = parse_fixloop_config({"fixloop": {
             "repositories": ["acme/web"], "api_url": gh.url, "threshold": 1, "events": True,
             "ledger": str(tmp_path / "l.sqlite"), "token_file": str(tmp_path / "none")}})
-        from sidecar.fixloop.app import FixloopApp
+        from repeat_failure.fixloop.app import FixloopApp
 
         app = FixloopApp(config, github=GitHub(gh.url, "t"), events=Events())
         app.run_once()
@@ -220,8 +220,8 @@ def test_an_escalation_makes_one_kubernetes_event_with_events_on(tmp_path):
 
 
 def test_readiness_drops_when_a_sweep_lists_no_repository(tmp_path):
-    from sidecar.fixloop.app import FixloopApp
-    from sidecar.fixloop.github import GitHub
+    from repeat_failure.fixloop.app import FixloopApp
+    from repeat_failure.fixloop.github import GitHub
 
     with FakeGitHub(token="right") as gh:
         gh.add_pr("acme/web", 1, "agent", "a" * 40, "1" * 40)
@@ -248,8 +248,8 @@ def test_readiness_drops_when_a_sweep_lists_no_repository(tmp_path):
 
 
 def test_a_rotated_token_file_is_picked_up_before_the_next_sweep(tmp_path):
-    from sidecar.fixloop.app import FixloopApp
-    from sidecar.fixloop.github import GitHub
+    from repeat_failure.fixloop.app import FixloopApp
+    from repeat_failure.fixloop.github import GitHub
 
     with FakeGitHub(token="second") as gh:
         gh.add_pr("acme/web", 1, "agent", "a" * 40, "1" * 40)

@@ -1,4 +1,4 @@
-"""The fixloop's credentials (issue 20 item 5; sidecar/fixloop/auth.py): a GitHub App end to end
+"""The fixloop's credentials (issue 20 item 5; repeat_failure/fixloop/auth.py): a GitHub App end to end
 against the fake GitHub, which verifies the App's JWT with the App's public key (PyJWT, RS256)
 and hands out installation tokens that expire; and the token file read again after a 401.
 
@@ -16,11 +16,11 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from sidecar.config import ConfigError
-from sidecar.fixloop.app import FixloopApp, read_token
-from sidecar.fixloop.auth import JWT_LIFETIME_S, AppTokens, FileToken
-from sidecar.fixloop.config import GitHubApp, parse_fixloop_config
-from sidecar.fixloop.github import GitHub, GitHubError
+from repeat_failure.config import ConfigError
+from repeat_failure.fixloop.app import FixloopApp, read_token
+from repeat_failure.fixloop.auth import JWT_LIFETIME_S, AppTokens, FileToken
+from repeat_failure.fixloop.config import GitHubApp, parse_fixloop_config
+from repeat_failure.fixloop.github import GitHub, GitHubError
 from tests.fakegithub import T0, FakeGitHub
 
 REPO = "acme/web"

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 import pytest
 
 from fakegithub import RATE_RESET, T0, FakeGitHub
-from sidecar.fixloop.github import (REASONS, SUMMARY_MAX, Check, GitHub, GitHubError,
+from repeat_failure.fixloop.github import (REASONS, SUMMARY_MAX, Check, GitHub, GitHubError,
                                     PullRequest)
 
 #: Built here: the shape of a GitHub token, never a real one.

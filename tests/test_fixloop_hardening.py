@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from sidecar.fixloop.config import ESCALATION_HEADING, parse_fixloop_config
-from sidecar.config import ConfigError
+from repeat_failure.fixloop.config import ESCALATION_HEADING, parse_fixloop_config
+from repeat_failure.config import ConfigError
 from tests.fakegithub import FakeGitHub
 from tests.test_fixloop_rules import (AGENT, HOUR, REPO, Clock, Webhook, escalations, green, make,
                                       push_red, red, sha, start, tree)
@@ -266,12 +266,12 @@ def test_check_config_validates_a_fixloop_file(tmp_path):
     good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
     good.write_text("fixloop:\n  repositories: [acme/web]\n")
     bad.write_text("fixloop:\n  repositories: [acmeweb]\n")
-    ok = subprocess.run([sys.executable, "-m", "sidecar", "check-config", str(good)],
+    ok = subprocess.run([sys.executable, "-m", "repeat_failure", "check-config", str(good)],
                         capture_output=True, text=True, timeout=60)
     assert (ok.returncode, ok.stdout.strip()) == (0, (
         f"{good}: valid fixloop config (1 repositories, threshold 3, stale after 3600 s, at "
         "most 6 re-engagements per head, sweep every 300 s)"))
-    no = subprocess.run([sys.executable, "-m", "sidecar", "check-config", str(bad)],
+    no = subprocess.run([sys.executable, "-m", "repeat_failure", "check-config", str(bad)],
                         capture_output=True, text=True, timeout=60)
     assert (no.returncode, no.stderr.strip()) == (2, (
         f"repeat-failure: {bad}: fixloop.repositories[0]: 'acmeweb' is not a repository name "
@@ -393,8 +393,8 @@ def test_a_reposted_green_status_does_not_hold_the_staleness_clock(tmp_path, gh)
 
 
 def test_long_or_scrubbed_check_names_stay_distinct():
-    from sidecar.fixloop.github import Check
-    from sidecar.fixloop.sweep import ci_state
+    from repeat_failure.fixloop.github import Check
+    from repeat_failure.fixloop.sweep import ci_state
 
     base = "build (ubuntu-latest, python 3.11, " + "x" * 90
     checks = [Check(f"{base} shard {i}/2)", "red", "failure", 1.0, "", "", "check_run")

@@ -11,8 +11,8 @@ from collections import Counter
 
 import pytest
 
-from sidecar.fixloop.app import FixloopApp
-from sidecar.fixloop.github import GitHub, GitHubError
+from repeat_failure.fixloop.app import FixloopApp
+from repeat_failure.fixloop.github import GitHub, GitHubError
 from tests.fakegithub import FakeGitHub
 from tests.test_fixloop_auth import (APP_ID, REPO, WallClock, auth_of, config, key_file, keys,
                                      red_pr)

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from sidecar.fixloop.app import FixloopApp
-from sidecar.fixloop.config import ESCALATION_HEADING, parse_fixloop_config
-from sidecar.fixloop.github import GitHub
-from sidecar.fixloop.notify import Notifier
+from repeat_failure.fixloop.app import FixloopApp
+from repeat_failure.fixloop.config import ESCALATION_HEADING, parse_fixloop_config
+from repeat_failure.fixloop.github import GitHub
+from repeat_failure.fixloop.notify import Notifier
 from tests.fakegithub import T0, FakeGitHub
 
 REPO = "acme/web"

@@ -11,8 +11,8 @@ import logging
 
 import pytest
 
-from sidecar.fixloop.github import Check, GitHub
-from sidecar.fixloop.sweep import ci_state
+from repeat_failure.fixloop.github import Check, GitHub
+from repeat_failure.fixloop.sweep import ci_state
 from tests.fakegithub import T0, FakeGitHub
 from tests.test_fixloop_rules import (AGENT, HOUR, REPO, Clock, escalations, make, push_red,
                                       red, sha, start, tree)

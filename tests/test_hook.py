@@ -1,4 +1,4 @@
-"""The neutral route (``hooks/bash_env.sh``, rendered by ``sidecar.hook.render``) against its
+"""The neutral route (``hooks/bash_env.sh``, rendered by ``repeat_failure.sidecar.hook.render``) against its
 contract: DESIGN.md "Shared volume" and "Raw record (C1)", HOOK-NOTES.md, spec C8 / C-AC5
 (one record per agent command), C-AC14 (never changes the command) and C-AC14a (no torn records).
 
@@ -22,8 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from sidecar import hook as hook_mod
-
+from repeat_failure.sidecar import hook as hook_mod
 REPO = Path(__file__).resolve().parent.parent
 PREFIX = b'"agent":"a1","backend":"bash","route":"bash_env"'
 #: The start of every record line this test's hook writes, up to and including "exit".

@@ -1,4 +1,4 @@
-"""The sidecar injector (sidecar.injector) against docs/kubernetes.md.
+"""The sidecar injector (repeat_failure.kube.injector) against docs/kubernetes.md.
 
 The fixtures under tests/fixtures/admission/ are AdmissionReview v1 requests as the API server
 sends them for a Pod CREATE: the object decoded and defaulted, the built-in mutating plugins
@@ -42,10 +42,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from sidecar import hook
-from sidecar.app import configure_logging
-from sidecar.config import AGENT_NAME_RE, ConfigError
-from sidecar.injector import (
+from repeat_failure.sidecar import hook
+from repeat_failure.sidecar.app import configure_logging
+from repeat_failure.config import AGENT_NAME_RE, ConfigError
+from repeat_failure.kube.injector import (
     AGENT_RE, CHAIN_PATH_RE, MAX_BODY_BYTES, AdmissionError, ConfigSource, InjectorConfig, InjectorServer,
     TLSFiles, admission_response, decide, load_injector_config, parse_injector_config, pointer,
 )
@@ -395,7 +395,7 @@ def test_preview_url_annotation_reaches_the_sidecar_env(native: bool) -> None:
 def test_preview_url_forms_the_sidecar_accepts_are_passed_unchanged(url: str) -> None:
     """Any URL the sidecar's own check accepts (https, a path and query, an IPv6 literal, an
     upper-case scheme) is injected and handed over byte for byte, never normalised."""
-    from sidecar.config import check_preview_url
+    from repeat_failure.config import check_preview_url
 
     check_preview_url(url)
     response, ops, pod = run(variant(annotate(preview_url=url)), config())
@@ -647,11 +647,11 @@ def test_two_different_literal_bash_envs() -> None:
     ("", None),                                               # present but empty
 ], ids=["ftp", "userinfo", "fragment", "no-host", "bad-port", "whitespace", "empty"])
 def test_invalid_preview_url_leaves_the_pod_unchanged(url: str, secret: str | None) -> None:
-    """Every preview URL sidecar.config.check_preview_url refuses leaves the pod unchanged with
+    """Every preview URL repeat_failure.config.check_preview_url refuses leaves the pod unchanged with
     one warning giving the check's reason, the same reason the sidecar would exit 2 with, and
     never the URL's credentials or fragment; the decision still names agent and backend (the
     injector's log line)."""
-    from sidecar.config import check_preview_url
+    from repeat_failure.config import check_preview_url
 
     with pytest.raises(ConfigError) as refused:
         check_preview_url(url, "the preview-url annotation")
@@ -750,7 +750,7 @@ def _injected_cli_args(monkeypatch, fixture: str):
     """The `repeat-failure` arguments the injected sidecar of the admission fixture ``fixture``
     runs with: its args parsed with its literal env values set (and no other
     REPEAT_FAILURE_* variable)."""
-    from sidecar.cli import build_parser
+    from repeat_failure.cli import build_parser
 
     _, _, pod = run(load(fixture), config())
     sidecar = pod["spec"]["initContainers"][0]
@@ -765,7 +765,7 @@ def _injected_cli_args(monkeypatch, fixture: str):
 def test_injected_preview_url_env_is_the_clis_preview_url(monkeypatch) -> None:
     """REPEAT_FAILURE_PREVIEW_URL as injected is `run --preview-url` for the CLI, and passes the
     sidecar's own check (tests/test_cli_inject.py starts the real process with it)."""
-    from sidecar.config import check_preview_url
+    from repeat_failure.config import check_preview_url
 
     args = _injected_cli_args(monkeypatch, "preview-url")
     assert (args.agent, args.backend, args.agent_home, args.preview_url) == (

@@ -21,13 +21,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import sidecar.app as app_mod
-from sidecar.app import MAX_STATE_BYTES, Sidecar
-from sidecar.config import _SCHEMA, AgentSpec, ConfigError, _surely_valid, parse_config
-from sidecar.detector import (MAX_COMMAND_BYTES, MAX_COMMANDS, Detector, NoteCleared,
+import repeat_failure.sidecar.app as app_mod
+from repeat_failure.sidecar.app import MAX_STATE_BYTES, Sidecar
+from repeat_failure.config import _SCHEMA, AgentSpec, ConfigError, _surely_valid, parse_config
+from repeat_failure.sidecar.detector import (MAX_COMMAND_BYTES, MAX_COMMANDS, Detector, NoteCleared,
                               NoteRaised)
-from sidecar.scrub import scrub
-from sidecar.malloc import MMAP_THRESHOLD_BYTES
+from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.malloc import MMAP_THRESHOLD_BYTES
 
 T0 = 1_800_000_000.0
 REPO = Path(__file__).resolve().parent.parent
@@ -248,12 +248,12 @@ def test_a_valid_config_does_not_import_jsonschema(tmp_path: Path) -> None:
     config.write_text("repeat_failure:\n  enabled: true\n  threshold: 3\n  window_s: 120\n"
                       "  exclude: [make wait]\n  agents:\n    - {name: a1, backend: claude,"
                       " home: /h, session_env: {CODEX_HOME: .c}}\n")
-    code = ("import sys\nfrom sidecar.config import load_config\n"
+    code = ("import sys\nfrom repeat_failure.config import load_config\n"
             f"c = load_config({str(config)!r})\n"
             "assert (c.enabled, c.threshold, c.window_s, c.exclude) == "
             "(True, 3, 120.0, ('make wait',)), c\n"
             "print('jsonschema' in sys.modules)\n"
-            "from sidecar.config import parse_config, ConfigError\n"
+            "from repeat_failure.config import parse_config, ConfigError\n"
             "try:\n    parse_config({'repeat_failure': {'threshold': 0}}, 'x.yaml')\n"
             "except ConfigError as e:\n    print(e)\n"
             "print('jsonschema' in sys.modules)\n")
@@ -309,7 +309,7 @@ def test_surely_valid_is_never_wrong(doc) -> None:
 def test_tune_malloc_fixes_the_mmap_threshold() -> None:
     """On glibc, ``repeat-failure run`` fixes M_MMAP_THRESHOLD at 128 KiB (mallopt accepts it)."""
     assert MMAP_THRESHOLD_BYTES == 128 * 1024
-    code = "from sidecar.malloc import tune_malloc; print(tune_malloc())"
+    code = "from repeat_failure.malloc import tune_malloc; print(tune_malloc())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out == "True\n"
@@ -325,8 +325,8 @@ def test_a_thousand_commands_failing_a_thousand_times_survive_a_restart(tmp_path
     1,000 raised again. Now each key keeps its newest 50 failures (MAX_FAILURES over 1,000
     keys; threshold 5 needs 5), the file loads, all 1,000 notes come back with their counts and
     raising no note again."""
-    from sidecar.detector import MAX_FAILURES
-    from sidecar.parse import Record
+    from repeat_failure.sidecar.detector import MAX_FAILURES
+    from repeat_failure.sidecar.parse import Record
 
     config = tmp_path / "config.yaml"
     config.write_text("repeat_failure:\n  enabled: true\n  window_s: 3600\n")
@@ -369,11 +369,11 @@ def _largest_state(tmp_path: Path) -> Sidecar:
     digest (issue 19); MAX_DELIVERED_CALLS delivered call ids
     and MAX_RUNNING running shell calls of the longest plain id; MAX_SESSIONS open turns and
     session activities; MAX_FILES session files."""
-    from sidecar.activity import MAX_RUNNING, MAX_SESSIONS as ACTIVITY_SESSIONS
-    from sidecar.app import MAX_DELIVERED_CALLS
-    from sidecar.detector import MAX_FAILURES
-    from sidecar.sessionlog import MAX_FILES, _File
-    from sidecar.verdict import MAX_ERROR_CHARS, MAX_SESSIONS, MAX_TURN_ID_CHARS, TurnCounts
+    from repeat_failure.sessions.activity import MAX_RUNNING, MAX_SESSIONS as ACTIVITY_SESSIONS
+    from repeat_failure.sidecar.app import MAX_DELIVERED_CALLS
+    from repeat_failure.sidecar.detector import MAX_FAILURES
+    from repeat_failure.sessions.tail import MAX_FILES, _File
+    from repeat_failure.turns.verdict import MAX_ERROR_CHARS, MAX_SESSIONS, MAX_TURN_ID_CHARS, TurnCounts
 
     config = tmp_path / "config.yaml"
     config.write_text("repeat_failure:\n  enabled: true\n  threshold: 1\n  window_s: 604800\n")
@@ -417,7 +417,7 @@ def test_the_largest_state_the_bounds_allow_is_saved_and_loads_whole(tmp_path: P
     """Issue 17: what the sidecar saves it must load. The largest state its bounds allow (each
     part at its bound, its entries at their longest) is saved whole under MAX_STATE_BYTES, with
     room to spare and without the last-resort eviction, and a restart loads all of it."""
-    from sidecar.detector import MAX_FAILURES
+    from repeat_failure.sidecar.detector import MAX_FAILURES
 
     sc = _largest_state(tmp_path)
     sc._save_state(sc.agents["a1"])

@@ -44,10 +44,10 @@ import pytest
 import yaml
 
 from harness.evidence import primary
-from sidecar import hook
-from sidecar.backends import session_reader
-from sidecar.detector import Detector
-from sidecar.sessionlog import SessionTail
+from repeat_failure.sidecar import hook
+from repeat_failure.backends import session_reader
+from repeat_failure.sidecar.detector import Detector
+from repeat_failure.sessions.tail import SessionTail
 from waiting import free_port
 
 REPO = Path(__file__).resolve().parent.parent
@@ -736,7 +736,7 @@ def _start_sidecar(tmp: Path) -> tuple[subprocess.Popen, int, list[str], Path, P
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("REPEAT_FAILURE_") and k != "BASH_ENV"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sidecar", "run", "--config", str(config), "--shared-dir",
+        [sys.executable, "-m", "repeat_failure", "run", "--config", str(config), "--shared-dir",
          str(shared), "--listen", "127.0.0.1:0"],
         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         text=True)

@@ -23,10 +23,10 @@ import pytest
 from prometheus_client import generate_latest
 
 from harness.evidence import primary
-from sidecar import hook
-from sidecar.app import Sidecar
-from sidecar.config import AgentSpec
-from sidecar.exporter import MetricsCollector, status_json
+from repeat_failure.sidecar import hook
+from repeat_failure.sidecar.app import Sidecar
+from repeat_failure.config import AgentSpec
+from repeat_failure.sidecar.exporter import MetricsCollector, status_json
 
 EVIDENCE = primary()
 LS = "ls /nonexistent"

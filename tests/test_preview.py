@@ -19,10 +19,10 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from harness.evidence import primary
-from sidecar.app import Sidecar
-from sidecar.config import AgentSpec
-from sidecar.events import PREVIEW_REASON
-from sidecar.exporter import MetricsCollector
+from repeat_failure.sidecar.app import Sidecar
+from repeat_failure.config import AgentSpec
+from repeat_failure.kube.events import PREVIEW_REASON
+from repeat_failure.sidecar.exporter import MetricsCollector
 from tests.waiting import free_port
 
 REPO = Path(__file__).resolve().parent.parent
@@ -179,14 +179,14 @@ def test_a_preview_error_makes_an_event_with_its_own_reason(tmp_path, server):
 
     url = f"http://127.0.0.1:{server.server_port}/blank/"
     sidecar = _sidecar(tmp_path, url)
-    sidecar.events = Publisher()
+    repeat_failure.kube.events = Publisher()
     _run(sidecar)
     assert sent == [("a1", "claude", f"Preview error (entry_empty) at {url}: entry answered 200 "
                      "with an empty body", PREVIEW_REASON)]
 
 
 def test_clearing_the_prober_drops_waiting_probes_and_one_waits_per_agent():
-    from sidecar.probe import PreviewProber
+    from repeat_failure.turns.probe import PreviewProber
 
     started, release, ran, results = threading.Event(), threading.Event(), [], []
 

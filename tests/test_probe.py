@@ -1,4 +1,4 @@
-"""The preview health probe (sidecar/probe.py, seed ARD-0038 §3) against real HTTP servers on
+"""The preview health probe (repeat_failure/turns/probe.py, seed ARD-0038 §3) against real HTTP servers on
 127.0.0.1: each test starts a ThreadingHTTPServer on a free port and asserts the exact outcome,
 reason, status, detail and the exact request paths each server saw."""
 
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from sidecar import probe as probe_mod
-from sidecar.probe import (MAX_ASSETS, OUTCOME_REASONS, ProbeResult, probe,
+from repeat_failure.turns import probe as probe_mod
+from repeat_failure.turns.probe import (MAX_ASSETS, OUTCOME_REASONS, ProbeResult, probe,
                            validate_preview_url)
 from tests.waiting import free_port
 

@@ -45,7 +45,7 @@ def test_try_it_on_your_own_shell(tmp_path: Path) -> None:
     tool = tmp_path / "bin"
     tool.mkdir()
     (tool / "repeat-failure").write_text(
-        f'#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m sidecar "$@"\n')
+        f'#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m repeat_failure "$@"\n')
     (tool / "repeat-failure").chmod(0o755)
     (tmp_path / ".venv" / "bin").mkdir(parents=True)
     (tmp_path / ".venv" / "bin" / "activate").write_text(f'PATH="{tool}:$PATH"\n')

@@ -4,7 +4,7 @@ log the sidecar reads, the trajectory fixtures (mini-swe-agent 1 and 1.1, SWE-ag
 
 The real captures are found through ``harness/evidence/<backend>.json`` (``session_files``),
 never named here: a harness re-run gives them new names and times, so the expected times are
-read from the files with the sidecar's own tail (:class:`sidecar.sessionlog.SessionTail`), not
+read from the files with the sidecar's own tail (:class:`repeat_failure.sessions.tail.SessionTail`), not
 with the replay's code.
 """
 
@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 
 from sessionlogs import EVIDENCE_DIR, evidence_of
-from sidecar.backends import SHELL_END, session_reader
-from sidecar.cli import main
-from sidecar.coverage import COVERAGE
-from sidecar.replay import Progress, formats
-from sidecar.sessionlog import SessionTail
+from repeat_failure.backends import SHELL_END, session_reader
+from repeat_failure.cli import main
+from repeat_failure.backends.coverage import COVERAGE
+from repeat_failure.sidecar.replay import Progress, formats
+from repeat_failure.sessions.tail import SessionTail
 
 FIXTURES = Path(__file__).parent / "fixtures" / "trajectories"
 HEADER = ("threshold  window_s  sessions  commands  failures  sessions_with_note  notes  same  "

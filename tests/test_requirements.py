@@ -80,7 +80,7 @@ def scanned() -> list[Path]:
     """The files whose citations must resolve."""
     files = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")),
              *sorted(REPO.glob("charts/*/README.md"))]
-    for folder, pattern in (("sidecar", "**/*.py"), ("hooks", "*"), ("harness", "*.py"),
+    for folder, pattern in (("repeat_failure", "**/*.py"), ("hooks", "*"), ("harness", "*.py"),
                             ("benchmarks", "*.py"), ("scripts", "*")):
         files += sorted(p for p in (REPO / folder).glob(pattern)
                         if p.is_file() and "__pycache__" not in p.parts)
@@ -109,12 +109,12 @@ def test_every_cited_id_resolves():
 
 def test_the_scan_covers_docs_help_texts_and_docstrings():
     """The scan reads what a new user reads: README, docs, the chart README, the CLI's help
-    texts (sidecar/cli.py) and module docstrings; and it finds their citations."""
+    texts (repeat_failure/cli.py) and module docstrings; and it finds their citations."""
     names = {str(p.relative_to(REPO)) for p in scanned()}
     assert {"README.md", "docs/requirements.md", "docs/metrics.md", "docs/backend-support.md",
-            "charts/repeat-failure/README.md", "sidecar/cli.py", "sidecar/detector.py",
+            "charts/repeat-failure/README.md", "repeat_failure/cli.py", "repeat_failure/sidecar/detector.py",
             "hooks/bash_env.sh"} <= names
-    cli = {ident for _, ident in cited((REPO / "sidecar" / "cli.py").read_text())}
+    cli = {ident for _, ident in cited((REPO / "repeat_failure" / "cli.py").read_text())}
     assert {"ard-0038", "ard-0038 §1", "adr-0010"} <= cli
 
 

@@ -23,15 +23,15 @@ from pathlib import Path
 import pytest
 
 from harness.evidence import primary
-from sidecar import hook
-from sidecar.activity import Activity
-from sidecar.app import Sidecar
-from sidecar.backends import SHELL_END, SHELL_START, TOOL, TURN_END, session_reader
-from sidecar.checkstate import NOT_RECEIVING_DATA, ON
-from sidecar.config import AgentSpec
-from sidecar.detector import Detector
-from sidecar.coverage import COVERAGE
-from sidecar.sessionlog import SessionTail
+from repeat_failure.sidecar import hook
+from repeat_failure.sessions.activity import Activity
+from repeat_failure.sidecar.app import Sidecar
+from repeat_failure.backends import SHELL_END, SHELL_START, TOOL, TURN_END, session_reader
+from repeat_failure.sidecar.checkstate import NOT_RECEIVING_DATA, ON
+from repeat_failure.config import AgentSpec
+from repeat_failure.sidecar.detector import Detector
+from repeat_failure.backends.coverage import COVERAGE
+from repeat_failure.sessions.tail import SessionTail
 
 from sessionlogs import version_params
 
@@ -221,7 +221,7 @@ def test_not_receiving_data_over_http(tmp_path: Path) -> None:
         {"version": 1, "agent": "a1", "detector": Detector(5, 600).to_dict(),
          "activity": {"not_before": started}}))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sidecar", "run", "--config", str(config), "--shared-dir",
+        [sys.executable, "-m", "repeat_failure", "run", "--config", str(config), "--shared-dir",
          str(tmp_path / "shared"), "--agent", "a1", "--backend", "claude", "--agent-home",
          str(home), "--listen", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True)
     try:
@@ -263,7 +263,7 @@ def test_unrecognised_lines_are_counted_in_metrics(tmp_path: Path) -> None:
     keeps reading."""
     from prometheus_client import generate_latest
 
-    from sidecar.exporter import MetricsCollector
+    from repeat_failure.sidecar.exporter import MetricsCollector
 
     home = make_home(tmp_path, "claude", "shell")
     (path,) = [p for p in home.rglob("*.jsonl")]
@@ -354,7 +354,7 @@ def test_unreadable_folder_in_the_home_does_not_stop_the_sidecar(tmp_path: Path,
 
     clock = [time.time()]
     sc = sidecar(tmp_path, "claude", home, clock)
-    monkeypatch.setattr("sidecar.sessionlog.os.stat", stat)
+    monkeypatch.setattr("repeat_failure.sessions.tail.os.stat", stat)
     assert sc.session_dirs() == []
     sc.poll_sessions(rescan=True)
     sc.run_once()

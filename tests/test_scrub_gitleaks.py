@@ -27,13 +27,13 @@ from prometheus_client import generate_latest
 
 import gitleaks_corpus as corpus_mod
 import gitleaks_oracle as oracle
-from sidecar import hook
-from sidecar.app import Sidecar
-from sidecar.config import AgentSpec
-from sidecar.events import RateLimit
-from sidecar.exporter import MetricsCollector, status_json
-from sidecar.normalize import normalize
-from sidecar.scrub import scrub
+from repeat_failure.sidecar import hook
+from repeat_failure.sidecar.app import Sidecar
+from repeat_failure.config import AgentSpec
+from repeat_failure.kube.events import RateLimit
+from repeat_failure.sidecar.exporter import MetricsCollector, status_json
+from repeat_failure.sidecar.normalize import normalize
+from repeat_failure.sidecar.scrub import scrub
 
 pytestmark = pytest.mark.slow
 

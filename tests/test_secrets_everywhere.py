@@ -13,10 +13,10 @@ import orjson
 import pytest
 from prometheus_client import generate_latest
 
-from sidecar import hook
-from sidecar.app import Sidecar
-from sidecar.config import AgentSpec
-from sidecar.exporter import MetricsCollector, status_json
+from repeat_failure.sidecar import hook
+from repeat_failure.sidecar.app import Sidecar
+from repeat_failure.config import AgentSpec
+from repeat_failure.sidecar.exporter import MetricsCollector, status_json
 from test_scrub import ALNUM, MORE_TOKENS, TOKENS, rand
 
 T0 = 1_800_000_000.0

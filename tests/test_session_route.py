@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from harness.evidence import primary
-from sidecar.app import Sidecar
-from sidecar.checkstate import ON
-from sidecar.config import AgentSpec
+from repeat_failure.sidecar.app import Sidecar
+from repeat_failure.sidecar.checkstate import ON
+from repeat_failure.config import AgentSpec
 
 EVIDENCE = primary()
 NOTE = "Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)"
@@ -145,9 +145,9 @@ def test_session_route_records_follow_the_neutral_routes_rules(omp) -> None:
     bounded path), like the hook's."""
     import dataclasses
 
-    from sidecar.backends import SHELL_END
-    from sidecar.parse import MAX_LINE_BYTES
-    from sidecar.sessionlog import SessionTail
+    from repeat_failure.backends import SHELL_END
+    from repeat_failure.sidecar.parse import MAX_LINE_BYTES
+    from repeat_failure.sessions.tail import SessionTail
 
     _, path, make = omp
     sc = make()

@@ -1,4 +1,4 @@
-"""Session-log tailing (sidecar.sessionlog): files appearing, growing, replaced, truncated,
+"""Session-log tailing (repeat_failure.sessions.tail): files appearing, growing, replaced, truncated,
 vanishing; partial and oversized lines; offsets that survive a restart; bounded backfill.
 
 The file content is a real captured Claude Code session (harness/evidence/claude/); the reader
@@ -20,9 +20,9 @@ import orjson
 import pytest
 
 from harness.evidence import primary
-from sidecar import sessionlog
-from sidecar.backends import TEXT, ReaderFormatError, SessionEvent, SessionLogReader
-from sidecar.sessionlog import SessionTail, expand_globs
+from repeat_failure.sessions import tail as sessionlog
+from repeat_failure.backends import TEXT, ReaderFormatError, SessionEvent, SessionLogReader
+from repeat_failure.sessions.tail import SessionTail, expand_globs
 
 REPO = Path(__file__).resolve().parent.parent
 EVIDENCE = json.loads((primary() / "claude.json").read_text())
@@ -554,9 +554,9 @@ def test_a_hard_link_is_not_a_rename(home: Path) -> None:
 def test_only_a_failures_output_is_kept_and_it_is_cut() -> None:
     """Issue 19: a poll holds its events at once, so an event keeps its output only when the
     call failed (only a failure's output is digested), cut to its first and last 8 KiB."""
-    from sidecar.backends import SHELL_END, SessionEvent
-    from sidecar.normalize import OUTPUT_EDGE_CHARS
-    from sidecar.sessionlog import _stamped
+    from repeat_failure.backends import SHELL_END, SessionEvent
+    from repeat_failure.sidecar.normalize import OUTPUT_EDGE_CHARS
+    from repeat_failure.sessions.tail import _stamped
 
     big = "a" * OUTPUT_EDGE_CHARS + "b" * 100_000 + "c" * OUTPUT_EDGE_CHARS
     ok, bad, unknown = _stamped([

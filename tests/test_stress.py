@@ -17,9 +17,9 @@ import time
 from multiprocessing import Process
 from pathlib import Path
 
-from sidecar import hook
-from sidecar.app import Sidecar
-from sidecar.config import AgentSpec
+from repeat_failure.sidecar import hook
+from repeat_failure.sidecar.app import Sidecar
+from repeat_failure.config import AgentSpec
 
 WRITERS = 8
 COMMANDS = 400  # per writer
@@ -36,7 +36,7 @@ def writer(shared: str, index: int) -> None:
 
 def start_sidecar(config: Path, shared: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "sidecar", "run", "--config", str(config), "--shared-dir",
+        [sys.executable, "-m", "repeat_failure", "run", "--config", str(config), "--shared-dir",
          str(shared), "--agent", "a1", "--backend", "bash", "--listen", "127.0.0.1:0"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 

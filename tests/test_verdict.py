@@ -1,4 +1,4 @@
-"""Turn verdicts (sidecar.verdict; seed ard-0038 §1, §2): the classifier's rules and precedence,
+"""Turn verdicts (repeat_failure.turns.verdict; seed ard-0038 §1, §2): the classifier's rules and precedence,
 the per-session turn tracker, and its state round trip. The verdicts of real captured turns are
 in tests/test_verdict_captures.py."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from sidecar.backends import (ERROR, SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
+from repeat_failure.backends import (ERROR, SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
                               SessionEvent)
-from sidecar.verdict import (AGENT_ERROR, AGENT_NO_OUTPUT, EXIT_CODES, NONZERO_EXIT, OK,
+from repeat_failure.turns.verdict import (AGENT_ERROR, AGENT_NO_OUTPUT, EXIT_CODES, NONZERO_EXIT, OK,
                              VERDICTS, TurnCounts, TurnTracker, classify)
 
 
@@ -163,7 +163,7 @@ def test_counts_keep_the_first_error_and_count_each():
 def test_an_endless_line_is_read_in_bounded_pieces_and_skipped():
     import io
 
-    from sidecar.verdict import bounded_lines, read_transcript
+    from repeat_failure.turns.verdict import bounded_lines, read_transcript
 
     first = b'{"type": "thread.started"}\n'
     huge = b'{"type": "item.completed", "x": "' + b"A" * 5000 + b'"}\n'

@@ -31,12 +31,12 @@ from prometheus_client import generate_latest
 
 from harness import checks
 from harness.evidence import primary, versions
-from sidecar.app import Sidecar
-from sidecar.backends.claude import EXITED_MID_TURN
-from sidecar.backends.gemini import ROLLED_BACK
-from sidecar.config import AgentSpec
-from sidecar.exporter import MetricsCollector
-from sidecar.verdict import AGENT_ERROR, AGENT_NO_OUTPUT, NONZERO_EXIT, OK, VERDICTS
+from repeat_failure.sidecar.app import Sidecar
+from repeat_failure.backends.claude import EXITED_MID_TURN
+from repeat_failure.backends.gemini import ROLLED_BACK
+from repeat_failure.config import AgentSpec
+from repeat_failure.sidecar.exporter import MetricsCollector
+from repeat_failure.turns.verdict import AGENT_ERROR, AGENT_NO_OUTPUT, NONZERO_EXIT, OK, VERDICTS
 
 REPO = Path(__file__).resolve().parent.parent
 EVIDENCE = primary()
@@ -102,7 +102,7 @@ def cli_exit(backend: str, name: str, root: Path = EVIDENCE) -> int:
 
 
 def run_verdict(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sidecar", "verdict", *args],
+    return subprocess.run([sys.executable, "-m", "repeat_failure", "verdict", *args],
                           capture_output=True, text=True, timeout=60)
 
 
@@ -140,7 +140,7 @@ def test_repeat_failure_verdict_on_real_transcripts(backend, root, name):
 
 def test_the_transcript_can_come_on_stdin_and_its_format_can_be_named():
     path = EVIDENCE / "codex" / "verdict" / "error" / "transcript.jsonl"
-    done = subprocess.run([sys.executable, "-m", "sidecar", "verdict", "--format", "codex", "-"],
+    done = subprocess.run([sys.executable, "-m", "repeat_failure", "verdict", "--format", "codex", "-"],
                           input=path.read_bytes(), capture_output=True, timeout=60)
     assert (done.returncode, done.stderr) == (4, b"agent_error\n")
     wrong = run_verdict("--format", "gemini", str(path))  # a codex stream named gemini

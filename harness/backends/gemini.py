@@ -14,7 +14,7 @@ instead of running it), which would keep the 5-repeat scenario below the sidecar
 
 Each tool shell is ``bash -c`` of a wrapper around the command (a ``shopt -u`` guard, a temporary
 ``_bgpids_file`` variable, the command inside a ``( trap ... EXIT`` subshell, then ``exit`` with
-its status); ``sidecar/backends/gemini.py`` strips it.
+its status); ``repeat_failure/backends/gemini.py`` strips it.
 
 The session log (``~/.gemini/tmp/<project>/chats/session-*.jsonl``) gets a tool call only once it
 has completed: the CLI appends the model's message when the reply arrives and rewrites it with its

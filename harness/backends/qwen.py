@@ -1,7 +1,7 @@
 """Qwen Code (npm ``@qwen-code/qwen-code``, a Gemini CLI fork) against the OpenAI Chat Completions
 stub, for the turn-verdict transcripts only.
 
-Beyond Hive's list: its coverage row (``sidecar/coverage.py``, ``hive=False``; issue 15 item 7)
+Beyond Hive's list: its coverage row (``repeat_failure/backends/coverage.py``, ``hive=False``; issue 15 item 7)
 is covered on these shell runs' records. The harness also runs it for its ``--output-format
 stream-json`` transcripts (the verdict scenarios). Its always-on loop guard ends a turn at the
 fifth identical tool call in a row, so the five-times run records four failures.

@@ -1,0 +1,12 @@
+"""repeat-failure: notice an AI coding agent repeating the same failing shell command.
+
+One subpackage per program of the ``repeat-failure`` command (docs/layout.md):
+:mod:`repeat_failure.sidecar` (the per-pod pipeline: ``hooks/bash_env.sh`` → collector → parse
+→ scrub → normalize → exclude → dedup → detector → checkstate → exporter, wired in
+:mod:`repeat_failure.sidecar.app`), :mod:`repeat_failure.sessions` (session-log tail and
+safeguard), :mod:`repeat_failure.turns` (verdicts, preview probe), :mod:`repeat_failure.kube`
+(injector webhook, Events) and :mod:`repeat_failure.fixloop`; shared by them:
+:mod:`repeat_failure.backends`, :mod:`repeat_failure.config`, :mod:`repeat_failure.terminal`.
+"""
+
+__version__ = "0.1.0"

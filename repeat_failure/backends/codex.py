@@ -1,0 +1,378 @@
+"""Codex CLI (``codex``): what its shells look like to the neutral route, and how to undo it.
+
+Seen with Codex 0.171.0 under the harness (``harness/evidence/codex.json``); every shell Codex
+starts is ``/bin/bash`` whatever ``$SHELL`` says. Per session:
+
+* a *snapshot writer*, ``/bin/bash -lc`` of a fixed script (``if [ -z "${BASH_ENV-}" ] ...``,
+  ``echo '# Snapshot file'``, a ``__codex_snapshot_command`` function, ``declare -f``,
+  ``compgen -e`` ...) that prints the shell state into ``$CODEX_HOME/shell_snapshots/``;
+* a *snapshot check*, ``/bin/bash -c 'set -e; . "<CODEX_HOME>/shell_snapshots/<id>.tmp-<n>"'``.
+
+Neither is an agent command: both normalize to ``""`` so they never reach the detector (a
+failing snapshot check would otherwise look like the same failing command in every session).
+
+An agent command (the ``exec_command`` tool's ``cmd``) runs either as plain
+``/bin/bash -lc <cmd>`` (snapshot not ready yet, or snapshots off), or as ``/bin/bash -c`` of a
+wrapper of about 38,000 characters: ``__CODEX_SNAPSHOT_OVERRIDE_*`` / ``__CODEX_SNAPSHOT_PROXY_*``
+assignments, ``if . '<snapshot>.<n>.sh' >/dev/null 2>&1; then :; fi``, restore blocks, a
+``PATH`` line, a blank line and finally ``exec '/bin/bash' -c '<cmd>'`` with ``<cmd>`` single-quoted
+(each ``'`` written ``'"'"'``). The ``exec`` keeps the PID, so the wrapper's EXIT trap never fires
+and the exec'd shell records ``<cmd>`` itself: in both cases the record holds the bare command,
+which this stripper returns unchanged.
+
+Should the wrapper text itself ever reach a record, the command is taken back out of its
+``exec`` line; a wrapper cut to fit a record (the hook keeps the first ~4 KB, which never reach
+the ``exec`` line) gives ``""`` rather than the wrapper's head, which is the same for every
+command and would merge them all into one "repeating" command.
+
+The session log (:class:`CodexReader`): ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl``
+(``CODEX_HOME`` defaults to ``~/.codex``). Every line of the Codex 0.171.0 rollout in
+``harness/evidence/codex/`` is ``{"timestamp": ISO-8601, "type": ..., "payload": {...}}``; the
+lines the reader uses:
+
+* ``event_msg`` ``task_started`` / ``task_complete`` (with ``turn_id``): the turn's bounds;
+* ``response_item`` ``function_call`` named ``exec_command`` (``arguments`` a JSON string
+  ``{"cmd": ...}``, ``call_id``): a shell call starts; any other function (``apply_patch``,
+  ``update_plan``, ...) or ``custom_tool_call`` is a non-shell tool;
+* ``event_msg`` ``item_completed`` with an ``item`` of type ``CommandExecution`` (``id`` = the
+  call id, ``exit_code``, ``status`` ``completed``/``failed``, ``command`` = the argv Codex ran,
+  ``["/bin/bash", "-lc", <cmd>]``): the call ends. The ``function_call_output`` after it
+  repeats the exit only inside its text, so it is not used;
+* ``response_item`` ``message`` with role ``assistant``: model text;
+* ``event_msg`` ``task_complete`` with ``error`` (``{"message": <the provider's error body>}``):
+  the provider refused and the turn ended on that error (once Codex's retries are spent).
+
+An empty reply is a turn with neither text nor a tool call: ``task_started``, ``task_complete``.
+
+``codex exec --json`` prints a different stream (the transcript, :class:`CodexExecReader`):
+``thread.started``, ``turn.started``, ``item.started`` / ``item.completed`` (items
+``agent_message``, ``command_execution``, ``file_change``, ``mcp_tool_call``, ``web_search``,
+``todo_list``, ``reasoning`` and ``error``, the last a notice such as a missing model
+description), ``turn.completed`` or ``turn.failed`` (``error.message``), and a top-level
+``error`` line before ``turn.failed``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from repeat_failure.backends import (ERROR, SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
+                              JsonLinesReader, ReaderFormatError, SessionEvent, StreamReader,
+                              exit_number, log_timestamp, open_calls, register_reader,
+                              register_stream_reader, register_stripper, remember,
+                              require_object, str_or_empty)
+
+# The snapshot writer: two lines no agent command carries together.
+_WRITER_MARKS = ("echo '# Snapshot file'", "__codex_snapshot_command")
+# The snapshot check: `set -e; . "<dir>/shell_snapshots/<file>"`.
+_CHECK = re.compile(r'\s*set -e; \. "[^"\n]*/shell_snapshots/[^"/\n]+"\s*')
+# The head of the tool wrapper: its first assignment, or (no override variables) the line that
+# sources the snapshot.
+_WRAPPER_HEAD = re.compile(
+    r"\s*(?:__CODEX_SNAPSHOT_[A-Z_]*\d*=|if \. '[^'\n]*/shell_snapshots/[^'\n]*' )")
+# The wrapper's last line starts `exec '<shell>' -c ` at the start of a line; the single-quoted
+# command after it cannot contain that text unescaped (its quotes become '"'"').
+_EXEC = re.compile(r"(?:^|\n)exec '/[^'\n]*' -c ")
+# One shell word made of single-quoted parts and quoted single quotes ("'" or \').
+_WORD = re.compile(r"(?:'[^']*'|\"'\"|\\')+")
+_PART = re.compile(r"'([^']*)'|\"'\"|\\'")
+
+
+def _unquote(word: str) -> str:
+    return "".join(m.group(1) if m.group(1) is not None else "'" for m in _PART.finditer(word))
+
+
+def _from_wrapper(text: str) -> str:
+    """The command in a tool wrapper's ``exec`` line, or ``""`` when there is none (cut)."""
+    for match in _EXEC.finditer(text):
+        rest = text[match.end():].rstrip()
+        if _WORD.fullmatch(rest):
+            return _unquote(rest)
+    last = None
+    for last in _EXEC.finditer(text):
+        pass
+    if last is None:
+        return ""
+    # An exec line whose word does not parse (altered text): best effort, still per command.
+    rest = text[last.end():].rstrip()
+    if rest.startswith("'"):
+        rest = rest[1:]
+    if rest.endswith("'"):
+        rest = rest[:-1]
+    return rest.replace("'\"'\"'", "'")
+
+
+def strip(command: str) -> str:
+    """The agent's command in ``command`` as the neutral route recorded it under Codex.
+
+    Codex's own helper shells give ``""``; the tool wrapper gives the command from its ``exec``
+    line; anything else (the usual case: the bare command) is returned unchanged. Never raises.
+    """
+    try:
+        if all(mark in command for mark in _WRITER_MARKS):
+            return ""
+        if _CHECK.fullmatch(command):
+            return ""
+        if _WRAPPER_HEAD.match(command):
+            return _from_wrapper(command)
+    except Exception:  # noqa: BLE001 - a stripper must never raise
+        return command
+    return command
+
+
+register_stripper("codex", strip)
+
+
+# -- session-log reader ----------------------------------------------------------------------------
+
+#: Function names whose call runs a shell command (Codex 0.171.0: only ``exec_command``).
+_SHELL_FUNCTIONS = frozenset({"exec_command"})
+#: At most this many started-but-unfinished calls are remembered per file (oldest dropped).
+_MAX_OPEN_CALLS = 512
+
+
+def _exit(value: Any) -> int | None:
+    """``exit_code`` as an int (``None`` stays ``None``); anything but a whole number raises
+    ReaderFormatError("bad_exit")."""
+    return None if value is None else exit_number(value)
+
+
+def _argv_command(argv: Any) -> str:
+    """The command inside the argv Codex ran (``["/bin/bash", "-lc", <cmd>]``), or ``""``."""
+    if isinstance(argv, str):
+        return argv
+    if (isinstance(argv, list) and len(argv) == 3 and isinstance(argv[2], str)
+            and argv[1] in ("-lc", "-c")):
+        return argv[2]
+    return ""
+
+
+class CodexReader(JsonLinesReader):
+    """Reads Codex CLI rollout files (JSON Lines, one object per line).
+
+    Rules, each seen in the Codex 0.171.0 rollout kept with the evidence
+    (``harness/evidence/codex.json`` → ``session_files``):
+
+    - ``event_msg``/``task_started`` → ``turn_start``; ``event_msg``/``task_complete`` →
+      ``turn_end`` (``turn_id`` from the payload). The user's prompt follows ``task_started``
+      as a ``response_item`` ``message`` and is not an event of its own.
+    - ``response_item``/``function_call`` ``exec_command`` → ``shell_start`` (``call_id``,
+      ``command`` = ``arguments.cmd``); the command is kept in the per-file state until the
+      call ends. Arguments that are not a JSON object with a string ``cmd`` (Codex does not run
+      such a call) give a ``tool`` event instead. Any other ``function_call`` and any
+      ``custom_tool_call`` (``apply_patch``, an edit) → ``tool``.
+    - ``event_msg``/``item_completed`` of a ``CommandExecution`` item → ``shell_end``
+      (``call_id`` = item ``id``; ``exit`` = ``exit_code``; ``failed`` = ``exit != 0``, or
+      ``status != "completed"`` when there is no exit code; ``command`` from the state, else
+      the ``<cmd>`` of the item's ``["/bin/bash", "-lc", <cmd>]``).
+    - ``response_item``/``message`` of role ``assistant`` with ``output_text`` → ``text``.
+    - ``ts``: the line's ``timestamp``.
+
+    Every line must be an object with a string ``type`` and an object ``payload``; a line of
+    another ``type``, or a payload type the reader does not use, is recognised and gives ``[]``
+    (0.171.0 also writes ``session_meta``, ``turn_context``, ``world_state`` and
+    ``token_usage_record`` lines, and new versions add kinds). Raises
+    :class:`ReaderFormatError` with ``not_object``, ``no_type``, ``unknown_shape`` (a used
+    kind with a wrong shape), ``bad_ts`` or ``bad_exit``; never anything else.
+    """
+
+    backend = "codex"
+    #: Tools that write or edit files (Codex's one edit tool, a freeform patch).
+    edit_tools: frozenset[str] = frozenset({"apply_patch"})
+    globs = ("$CODEX_HOME/sessions/*/*/*/rollout-*.jsonl",)
+    env_defaults = {"CODEX_HOME": ".codex"}
+    route_records = False
+    signal = ("$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl (default ~/.codex): a "
+              "function_call exec_command starts a call, the item_completed CommandExecution "
+              "ends it (exit_code, status)")
+
+    def new_file_state(self) -> dict[str, Any]:
+        """``{"turn": <current turn id>, "calls": {call_id: command}}`` (JSON-serialisable;
+        at most 512 open calls are kept, the oldest dropped first)."""
+        return {"turn": "", "calls": {}}
+
+    def parse_typed(self, kind: str, obj: dict[str, Any],
+                    state: dict[str, Any]) -> list[SessionEvent]:
+        """The events of one rollout line of type ``kind`` (see the class docstring). ``state``
+        comes from :meth:`new_file_state`."""
+        payload = require_object(obj.get("payload"))
+        ts = log_timestamp(obj.get("timestamp"))
+        open_calls(state)  # ``state["calls"]`` is a dict from here on
+        if kind == "event_msg":
+            return self._event_msg(payload, ts, state)
+        if kind == "response_item":
+            return self._response_item(payload, ts, state)
+        return []
+
+    @staticmethod
+    def _turn(payload: dict[str, Any], state: dict[str, Any]) -> str:
+        turn = payload.get("turn_id")
+        if not isinstance(turn, str):
+            meta = payload.get("internal_chat_message_metadata_passthrough")
+            turn = meta.get("turn_id") if isinstance(meta, dict) else None
+        return turn if isinstance(turn, str) else str_or_empty(state.get("turn"))
+
+    def _event_msg(self, payload: dict[str, Any], ts: float | None,
+                   state: dict[str, Any]) -> list[SessionEvent]:
+        sub = payload.get("type")
+        if not isinstance(sub, str):
+            raise ReaderFormatError("unknown_shape")
+        if sub == "task_started":
+            turn = str_or_empty(payload.get("turn_id"))
+            state["turn"] = turn
+            return [SessionEvent(TURN_START, ts, turn_id=turn)]
+        if sub == "task_complete":
+            turn = self._turn(payload, state)
+            end = SessionEvent(TURN_END, ts, turn_id=turn)
+            error = payload.get("error")
+            if isinstance(error, dict):
+                # Codex 0.171.0 ends a turn the provider refused with task_complete carrying
+                # error.message (the provider's error body) once its retries are spent.
+                message = error.get("message")
+                return [SessionEvent(ERROR, ts, turn_id=turn,
+                                     detail=message if isinstance(message, str) else ""), end]
+            return [end]
+        if sub != "item_completed":
+            return []
+        item = require_object(payload.get("item"))
+        item_type = item.get("type")
+        if not isinstance(item_type, str):
+            raise ReaderFormatError("unknown_shape")
+        if item_type != "CommandExecution":
+            return []
+        call_id = item.get("id")
+        if not isinstance(call_id, str):
+            raise ReaderFormatError("unknown_shape")
+        exit_code = _exit(item.get("exit_code"))
+        failed = exit_code != 0 if exit_code is not None else item.get("status") != "completed"
+        command = state["calls"].pop(call_id, None)
+        if not isinstance(command, str):
+            command = _argv_command(item.get("command"))
+        output = item.get("aggregated_output")
+        return [SessionEvent(SHELL_END, ts, call_id=call_id, command=command, exit=exit_code,
+                             failed=failed, tool="exec_command",
+                             turn_id=self._turn(payload, state),
+                             output=output if isinstance(output, str) else None)]
+
+    def _response_item(self, payload: dict[str, Any], ts: float | None,
+                       state: dict[str, Any]) -> list[SessionEvent]:
+        sub = payload.get("type")
+        if not isinstance(sub, str):
+            raise ReaderFormatError("unknown_shape")
+        turn = self._turn(payload, state)
+        if sub in ("function_call", "custom_tool_call"):
+            name, call_id = payload.get("name"), payload.get("call_id")
+            if not isinstance(name, str) or not isinstance(call_id, str):
+                raise ReaderFormatError("unknown_shape")
+            if sub == "function_call" and name in _SHELL_FUNCTIONS:
+                arguments = payload.get("arguments")
+                if not isinstance(arguments, str):
+                    raise ReaderFormatError("unknown_shape")
+                try:
+                    parsed = json.loads(arguments)
+                except ValueError:
+                    parsed = None
+                command = parsed.get("cmd") if isinstance(parsed, dict) else None
+                if isinstance(command, str):
+                    remember(state["calls"], call_id, command, _MAX_OPEN_CALLS)
+                    return [SessionEvent(SHELL_START, ts, call_id=call_id, command=command,
+                                         tool=name, turn_id=turn)]
+            return [SessionEvent(TOOL, ts, call_id=call_id, tool=name, turn_id=turn)]
+        if sub == "message" and payload.get("role") == "assistant":
+            content = payload.get("content")
+            if not isinstance(content, list):
+                raise ReaderFormatError("unknown_shape")
+            if any(isinstance(part, dict) and part.get("type") == "output_text"
+                   and isinstance(part.get("text"), str) and part["text"] for part in content):
+                return [SessionEvent(TEXT, ts, turn_id=turn)]
+        return []
+
+
+register_reader(CodexReader())
+
+
+#: ``codex exec --json`` item types that are tool calls (a shell call is ``command_execution``).
+_EXEC_TOOL_ITEMS = {"file_change": "apply_patch", "mcp_tool_call": "mcp", "web_search":
+                    "web_search", "todo_list": "update_plan"}
+#: Item ids remembered per transcript, so an item seen started and completed counts once.
+_MAX_EXEC_ITEMS = 4096
+
+
+class CodexExecReader(StreamReader):
+    """``codex exec --json`` (Codex 0.171.0, the harness's ``verdict`` captures), for
+    ``repeat-failure verdict``:
+
+    - ``thread.started`` (the first line): ``[]``; ``turn.started``: ``turn_start``;
+    - ``item.started`` / ``item.completed``, each item id once: ``agent_message`` with text is
+      ``text``; ``command_execution`` is ``shell_start`` (``command`` as Codex ran it);
+      ``file_change``, ``mcp_tool_call``, ``web_search`` and ``todo_list`` are ``tool``;
+      ``reasoning`` and ``error`` items (notices Codex goes on after) are ``[]``;
+    - ``turn.completed`` (terminal): ``turn_end``; ``turn.failed`` (terminal): ``error`` with
+      ``error.message``, then ``turn_end``;
+    - a top-level ``error`` line is remembered: with no terminal line after it (Codex gave up
+      before a turn could fail), the end of the transcript is that ``error``.
+    """
+
+    backend = "codex"
+    format = "codex"
+    cli = "codex exec --json"
+
+    def new_file_state(self) -> dict[str, Any]:
+        """``{"items": {item id: None}, "error": str}``."""
+        return {"items": {}, "error": ""}
+
+    def detects(self, obj: Any) -> bool:
+        """The first line of ``codex exec --json``: ``{"type": "thread.started"}``."""
+        return isinstance(obj, dict) and obj.get("type") == "thread.started"
+
+    def parse_typed(self, kind: str, obj: dict[str, Any],
+                    state: dict[str, Any]) -> list[SessionEvent]:
+        """The events of one line (see the class docstring)."""
+        if kind == "turn.started":
+            return [SessionEvent(TURN_START)]
+        if kind in ("turn.completed", "turn.failed"):
+            state["terminal"] = True
+            if kind == "turn.completed":
+                return [SessionEvent(TURN_END)]
+            error = obj.get("error")
+            message = error.get("message") if isinstance(error, dict) else None
+            return [SessionEvent(ERROR, detail=message if isinstance(message, str) else
+                                 state.get("error") or "turn.failed"), SessionEvent(TURN_END)]
+        if kind == "error":
+            message = obj.get("message")
+            state["error"] = message if isinstance(message, str) and message else "error"
+            return []
+        if kind not in ("item.started", "item.updated", "item.completed"):
+            return []
+        item = require_object(obj.get("item"))
+        item_id, item_type = item.get("id"), item.get("type")
+        if not isinstance(item_id, str) or not isinstance(item_type, str):
+            raise ReaderFormatError("unknown_shape")
+        items = state.setdefault("items", {})
+        if item_id in items:
+            return []
+        if item_type == "agent_message":
+            text = item.get("text")
+            if not isinstance(text, str) or not text.strip():
+                return []  # streamed in pieces: counted once it has text
+            event = SessionEvent(TEXT)
+        elif item_type == "command_execution":
+            event = SessionEvent(SHELL_START, call_id=item_id, command=str_or_empty(
+                item.get("command")), tool="exec_command")
+        elif item_type in _EXEC_TOOL_ITEMS:
+            event = SessionEvent(TOOL, call_id=item_id, tool=_EXEC_TOOL_ITEMS[item_type])
+        else:
+            return []
+        remember(items, item_id, None, _MAX_EXEC_ITEMS)
+        return [event]
+
+    def finish(self, state: dict[str, Any]) -> list[SessionEvent]:
+        """An ``error`` line no terminal line followed is the run's error."""
+        if state.get("terminal") is not True and state.get("error"):
+            return [SessionEvent(ERROR, detail=state["error"])]
+        return []
+
+
+register_stream_reader(CodexExecReader())

@@ -1,0 +1,191 @@
+"""Coverage table (spec C4, C5, C12, C13): which backends the check covers, and how.
+
+A backend is covered only when its real CLI produced a correct record in the committed,
+re-runnable harness (C4); the row then names its route, the shell-activity signal the
+"not receiving data" safeguard uses (or "safeguard unavailable"), the evidence file and the CLI
+version. Every other backend is listed as not covered with the reason and the follow-up issue,
+and its agent rows say "repeat-failure check not available for this backend" (C5, C-AC9).
+
+Hive's backends (DESIGN.md "Coverage table") have ``hive=True``; agent CLIs platform teams run
+beyond Hive's list (issue 15, item 7: Qwen Code, Cline, Continue, Factory Droid, Crush) have
+``hive=False`` and their own table (:func:`table_rows` with ``hive=False``), under the same rules.
+
+``docs/backend-support.md`` carries the same tables for people; ``tests/test_coverage.py`` fails
+when a backend is missing here or the tables differ (C-AC11).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from repeat_failure.backends import session_reader
+
+SAFEGUARD_UNAVAILABLE = "safeguard unavailable"
+
+
+@dataclass(frozen=True)
+class CoverageRow:
+    """One backend's row. ``kind`` is ``cli``, ``inference`` (runs through the Claude Code
+    route) or ``pseudo`` (``bash``: any program that runs commands with ``bash -c``).
+
+    Covered rows carry ``route``, ``shell_activity`` and ``evidence`` (a path under
+    ``harness/evidence/``, or the test module for ``bash``), ``version`` (the pinned release)
+    and ``also_verified``: the earlier releases whose real captures the tests still run on
+    (``harness/evidence/versions/<backend>/<version>/``, issue 15's version matrix; users upgrade
+    at different times). Rows not covered carry ``reason`` and ``follow_up`` (an issue
+    reference). ``hive`` is False for a backend beyond Hive's list (DESIGN.md
+    "Coverage table" names Hive's).
+    """
+
+    backend: str
+    name: str
+    kind: str
+    covered: bool
+    route: str = ""
+    shell_activity: str = ""
+    evidence: str = ""
+    version: str = ""
+    also_verified: tuple[str, ...] = ()
+    #: Why the pin is not the newest release, when it is not: the registry's own error for a
+    #: newest release that does not install (``python -m harness drift``).
+    pin_note: str = ""
+    reason: str = ""
+    follow_up: str = ""
+    hive: bool = True
+
+    @property
+    def status(self) -> str:
+        """``covered`` or ``not covered``, as the docs table writes it."""
+        return "covered" if self.covered else "not covered"
+
+
+_NO_EVIDENCE = "no real-run evidence yet: the real-CLI harness has not produced a record"
+_HARNESS_ISSUE = "#4 (real-CLI harness)"
+_NOT_INSTALLABLE = "CLI not installable from a package registry on the harness machine"
+
+
+def _not_covered(backend: str, name: str, kind: str = "cli", reason: str = _NO_EVIDENCE,
+                 follow_up: str = _HARNESS_ISSUE, hive: bool = True) -> CoverageRow:
+    return CoverageRow(backend, name, kind, False, reason=reason, follow_up=follow_up, hive=hive)
+
+
+def shell_activity_signal(backend: str) -> str:
+    """The shell-activity signal the C12 safeguard uses for ``backend``: its session-log
+    reader's :attr:`~repeat_failure.backends.SessionLogReader.signal`, or "safeguard unavailable" with
+    the reason (no reader; or the session log is the backend's route, so no independent
+    signal)."""
+    reader = session_reader(backend)
+    if reader is None:
+        return f"{SAFEGUARD_UNAVAILABLE} (no session log with shell calls to read)"
+    if reader.route_records:
+        return (f"{SAFEGUARD_UNAVAILABLE} (the session log is this backend's route, so it is "
+                f"no independent signal); route: {reader.signal}")
+    return reader.signal
+
+
+def _covered(backend: str, name: str, version: str, kind: str = "cli",
+             evidence_of: str | None = None, route: str = "bash_env",
+             also: tuple[str, ...] = (), shell_activity: str | None = None,
+             hive: bool = True, pin_note: str = "") -> CoverageRow:
+    """A covered row; ``evidence_of`` names the backend whose harness run is the evidence (an
+    inference backend runs through the Claude Code CLI, so Claude Code's run covers it);
+    ``also`` the earlier releases verified on their kept captures, newest first;
+    ``shell_activity`` replaces :func:`shell_activity_signal`'s text (a backend whose session log
+    has shell calls but no reader yet); ``pin_note`` says why the pin is not the newest."""
+    return CoverageRow(backend, name, kind, True, route=route,
+                       shell_activity=shell_activity or shell_activity_signal(backend),
+                       evidence=f"harness/evidence/{evidence_of or backend}.json", version=version,
+                       also_verified=also, hive=hive, pin_note=pin_note)
+
+
+#: The C12 text of a covered backend beyond Hive's list: its session log has its shell calls, but
+#: no reader is written for it yet (issue 15 item 7 adds the rows, not the readers).
+_NO_READER_YET = (f"{SAFEGUARD_UNAVAILABLE} (its session log has the shell calls, but no "
+                  "session-log reader is written for this backend yet)")
+
+
+_ROWS = (
+    _covered("bash", "bash -c (pseudo-backend: any program that runs commands with bash -c)",
+             "5.2.15", kind="pseudo"),
+    _covered("claude", "Claude Code", "2.1.332", also=("2.1.197",)),
+    _covered("codex", "OpenAI Codex CLI", "0.171.0"),
+    _covered("gemini", "Gemini CLI", "0.61.0"),
+    _covered("copilot", "GitHub Copilot CLI", "1.0.102"),
+    _covered("opencode", "opencode", "1.18.33"),
+    _covered("pi", "pi", "1.6.0", also=("0.73.1",)),
+    _covered("omp", "Oh My Pi", "18.2.3", route="omp_session_log", pin_note=(
+        "newest 18.3.4 does not install: npm error code ETARGET, No matching version found for "
+        "@oh-my-pi/omp-stats@18.3.4")),
+    _covered("kilo", "Kilo Code CLI", "7.7.7", pin_note=(
+        "newest 7.8.1 does not install: npm error code ETARGET, No matching version found for "
+        "@kilocode/cli-linux-x64-baseline-musl@7.8.1")),
+    _not_covered("aider", "aider", reason=(
+        "aider 0.86.2 runs a suggested command only when a person answers yes (--yes-always "
+        "declines), then through /bin/sh -c (no tty) or $SHELL -i -c (a tty); neither loads "
+        "BASH_ENV, and aider keeps no exit status anywhere"),
+        follow_up="new issue: a guarded ~/.bashrc route for aider's interactive shell "
+                  "(tty case), exit status from the shell itself"),
+    _not_covered("goose", "Block Goose", reason=_NOT_INSTALLABLE),
+    _not_covered("agy", "Google Antigravity CLI", reason=_NOT_INSTALLABLE),
+    _not_covered("bob", "IBM Bob shell", reason=_NOT_INSTALLABLE),
+    _not_covered("muse", "Meta Muse Code", reason="CLI not public"),
+    _covered("vllm", "vLLM (through the Claude Code route)", "2.1.332", kind="inference",
+             evidence_of="claude", also=("2.1.197",)),
+    _covered("llm-d", "llm-d (through the Claude Code route)", "2.1.332", kind="inference",
+             evidence_of="claude", also=("2.1.197",)),
+    _covered("litellm", "LiteLLM (through the Claude Code route)", "2.1.332", kind="inference",
+             evidence_of="claude", also=("2.1.197",)),
+    _covered("watsonx", "watsonx (through the Claude Code route)", "2.1.332", kind="inference",
+             evidence_of="claude", also=("2.1.197",)),
+    # Beyond Hive's list (issue 15, item 7): agent CLIs platform teams run, tried from npm.
+    _covered("qwen", "Qwen Code", "0.24.4", shell_activity=_NO_READER_YET, hive=False),
+    _covered("cline", "Cline CLI", "3.0.65", shell_activity=_NO_READER_YET, hive=False),
+    _covered("continue", "Continue CLI (cn)", "1.5.47", shell_activity=_NO_READER_YET,
+             hive=False),
+    _not_covered("droid", "Factory Droid", reason=(
+        "droid 0.215.0 runs each command as bash -c '<fixed supervisor script>' "
+        "factory-execute-supervisor <owner pid> /bin/bash <cmd>: the command is an argument, "
+        "never in BASH_EXECUTION_STRING, and the inner /bin/bash -c <cmd> is a nested shell, so "
+        "the route records the supervisor script (right exit status, the same text for every "
+        "command; harness/evidence/droid.json)"),
+        follow_up="new issue: record the inner shell of Droid's factory-execute-supervisor (its "
+                  "$0) in the hook, or a session-log route from ~/.factory/sessions/*/*.jsonl",
+        hive=False),
+    _not_covered("crush", "Charm Crush", reason=(
+        "npm install @charmland/crush@0.96.1 fails: its postinstall downloads the binary from "
+        "github.com (\"Error: Installation failed: Request failed: getaddrinfo ENOTFOUND "
+        "github.com\"); the Go module proxy answers 403 Forbidden for "
+        "github.com/charmbracelet/crush@v0.96.1"),
+        follow_up="new issue: install Crush from a registry that serves its binary or source",
+        hive=False),
+)
+
+#: backend name -> row, for every backend the product knows (read-only).
+COVERAGE: MappingProxyType[str, CoverageRow] = MappingProxyType({r.backend: r for r in _ROWS})
+
+
+def is_covered(backend: str) -> bool:
+    """True when ``backend`` has a covered row; unknown backends are not covered."""
+    row = COVERAGE.get(backend)
+    return row is not None and row.covered
+
+
+def table_rows(hive: bool = True) -> list[list[str]]:
+    """The table as text cells (backend, route, status, evidence, follow-up), the same columns as
+    ``docs/backend-support.md``: Hive's backends, or with ``hive=False`` those beyond Hive's list
+    (the docs' second table); used by ``repeat-failure coverage`` and the docs test."""
+    rows = []
+    for r in (r for r in _ROWS if r.hive == hive):
+        detail = r.evidence if r.covered else r.reason
+        versions = "; ".join([r.version] + ([f"also verified {', '.join(r.also_verified)}"]
+                                            if r.also_verified else [])
+                             + ([r.pin_note] if r.pin_note else []))
+        rows.append([r.backend, r.route or "-", r.status,
+                     f"{detail} ({versions})" if r.version else detail,
+                     r.shell_activity or "-", r.follow_up or "-"])
+    return rows
+
+
+TABLE_HEADER = ["backend", "route", "status", "evidence / reason", "shell-activity signal",
+                "follow-up issue"]

@@ -1,0 +1,87 @@
+"""Check state: what each agent's dashboard row shows (spec C11, C12, C-AC9).
+
+A row has the agent's check state and, separately, its note: a row can be
+``not_receiving_data`` and still carry a note. States: ``on``; ``not_available`` (the backend is
+not covered, :mod:`repeat_failure.backends.coverage`); ``not_receiving_data`` (C12: fed by the session readers,
+which a later stage adds). With the check off there are no rows at all (C14).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from repeat_failure.backends.coverage import is_covered
+from repeat_failure.sidecar.detector import Note
+from repeat_failure.sidecar.normalize import command_label
+
+ON = "on"
+NOT_AVAILABLE = "not_available"
+NOT_RECEIVING_DATA = "not_receiving_data"
+STATES = (ON, NOT_AVAILABLE, NOT_RECEIVING_DATA)
+#: Notes listed per agent in /status and as note series (the newest); the message still counts
+#: every raised note in "(+K others)" ("(+1 other)" for one).
+MAX_NOTES_SHOWN = 100
+STATE_TEXT = {
+    ON: "",
+    NOT_AVAILABLE: "repeat-failure check not available for this backend",
+    NOT_RECEIVING_DATA: "repeat-failure check not receiving data",
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One agent's row: ``notes`` newest first; ``message`` is the newest note's message plus
+    `` (+K others)`` when K more notes are raised (`` (+1 other)`` for one, DESIGN.md
+    "Metrics"), or ``""``."""
+
+    agent: str
+    backend: str
+    state: str
+    notes: tuple[Note, ...] = field(default_factory=tuple)
+
+    @property
+    def state_text(self) -> str:
+        """The state's text; empty for ``on``."""
+        return STATE_TEXT[self.state]
+
+    @property
+    def message(self) -> str:
+        """The note message the row shows, or ``""`` when no note is raised."""
+        if not self.notes:
+            return ""
+        others = len(self.notes) - 1
+        if not others:
+            return self.notes[0].message
+        return f"{self.notes[0].message} (+{others} other{'s' if others > 1 else ''})"
+
+    def to_json(self) -> dict:
+        """The row as ``GET /status`` returns it (DESIGN.md "Metrics")."""
+        return {
+            "agent": self.agent,
+            "backend": self.backend,
+            "state": self.state,
+            "state_text": self.state_text,
+            "message": self.message,
+            "notes": [
+                {"command": command_label(n.command), "exit": n.exit, "count": n.count, "minutes": n.minutes,
+                 "first_ts": n.first_ts, "last_ts": n.last_ts, "output": n.output,
+                 "message": n.message}
+                for n in self.notes[:MAX_NOTES_SHOWN]
+            ],
+        }
+
+
+def agent_state(backend: str, receiving_data: bool = True, route_available: bool = True) -> str:
+    """The check state of an agent on ``backend`` while the check is on. ``route_available``
+    is False when the agent's route cannot work where it runs (omp, recorded from its session
+    log, with no agent home given): its row says "not available" rather than a silent ``on``."""
+    if not is_covered(backend) or not route_available:
+        return NOT_AVAILABLE
+    return ON if receiving_data else NOT_RECEIVING_DATA
+
+
+def build_row(agent: str, backend: str, notes: list[Note], receiving_data: bool = True,
+              route_available: bool = True) -> Row:
+    """The row for one agent, from its raised notes (newest first, as the detector gives them)."""
+    return Row(agent, backend, agent_state(backend, receiving_data, route_available),
+               tuple(notes))

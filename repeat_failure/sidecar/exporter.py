@@ -1,0 +1,266 @@
+"""Exporter: ``GET /metrics`` (Prometheus text format) and ``GET /status`` (JSON rows).
+
+A custom collector in the style of prometheus/client_python: :meth:`MetricsCollector.collect`
+builds every family fresh from :meth:`repeat_failure.sidecar.app.Sidecar.snapshot` at scrape time and owns no
+state, so a cleared note's series disappears by construction. Metric names and labels are
+DESIGN.md "Metrics". ``command`` label values are scrubbed and normalized upstream and cut here
+to 200 characters (ending in ``…``); at most 100 note series per agent (the newest). Control and
+bidi characters in a label value are written as ``\\uXXXX`` (:mod:`repeat_failure.terminal`; before
+the cut, so a label stays within 200 characters), so ``curl /metrics`` in a terminal never acts
+on them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING
+
+import orjson
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from repeat_failure.sidecar.checkstate import MAX_NOTES_SHOWN, STATES
+from repeat_failure.config import parse_listen
+from repeat_failure.sidecar.normalize import command_label
+from repeat_failure.turns.probe import OUTCOME_REASONS, OUTCOMES
+from repeat_failure.terminal import json_bytes, label_value
+from repeat_failure.turns.verdict import VERDICTS
+
+if TYPE_CHECKING:
+    from repeat_failure.sidecar.app import Sidecar
+
+PREFIX = "hive_repeat_failure_"
+#: Turn verdicts and the preview probe are about the agent, not the repeat-failure check:
+#: issue 8 names them ``hive_agent_*``.
+AGENT_PREFIX = "hive_agent_"
+
+
+class MetricsCollector(Collector):
+    """Yields the sidecar's metric families from a fresh snapshot at every scrape."""
+
+    def __init__(self, sidecar: "Sidecar") -> None:
+        self._sidecar = sidecar
+
+    def collect(self) -> Iterator[Metric]:
+        """Build every family of DESIGN.md's metrics table from the current snapshot."""
+        views = self._sidecar.snapshot()
+        passes, last_pass = self._sidecar.collect_stats()
+        collect_passes = CounterMetricFamily(
+            PREFIX + "collect_passes",
+            "Collection passes over all agents, by outcome: ok, failed (an error, logged as "
+            "\"collection pass failed\").", labels=["outcome"])
+        for outcome, n in sorted(passes.items()):
+            collect_passes.add_metric([outcome], float(n))
+        yield collect_passes
+        if last_pass is not None:
+            yield GaugeMetricFamily(
+                PREFIX + "last_collect_timestamp_seconds",
+                "Time the last collection pass that ended ok ended, seconds since the epoch.",
+                value=last_pass)
+        state = GaugeMetricFamily(
+            PREFIX + "check_state",
+            "Check state per agent (state set): 1 for the current state, 0 for the others.",
+            labels=["agent", "backend", "state"])
+        note = GaugeMetricFamily(
+            PREFIX + "note",
+            "Failures in the window of a command whose repeating-failure note is raised; "
+            "output: same, changing or unknown (whether those failures had the same output).",
+            labels=["agent", "backend", "command", "exit", "output"])
+        row_info = GaugeMetricFamily(
+            PREFIX + "row_info",
+            "What the agent's dashboard row shows: state, state text and note message.",
+            labels=["agent", "backend", "state", "state_text", "message"])
+        failures = GaugeMetricFamily(
+            PREFIX + "command_failures",
+            "Failures in the window for the agent's top failing commands.",
+            labels=["agent", "backend", "command", "exit"])
+        records = CounterMetricFamily(
+            PREFIX + "records", "Command records collected, by outcome.",
+            labels=["agent", "backend", "route", "outcome"])
+        rejected = CounterMetricFamily(
+            PREFIX + "records_rejected", "Record lines rejected, by reason.",
+            labels=["agent", "reason"])
+        raised = CounterMetricFamily(
+            PREFIX + "notes_raised", "Repeating-failure notes raised.", labels=["agent", "backend"])
+        last = GaugeMetricFamily(
+            PREFIX + "last_record_timestamp_seconds",
+            "Time of the newest record, seconds since the epoch.", labels=["agent", "backend"])
+        reader_errors = CounterMetricFamily(
+            PREFIX + "reader_errors",
+            "Session-log lines or rows the backend's reader did not recognise, by reason.",
+            labels=["agent", "backend", "reason"])
+        reader_ignored = CounterMetricFamily(
+            PREFIX + "reader_lines_ignored",
+            "Session-log lines of a type the backend's reader does not know, skipped (not errors: "
+            "a newer CLI's additions).", labels=["agent", "backend"])
+        last_shell = GaugeMetricFamily(
+            PREFIX + "last_shell_activity_timestamp_seconds",
+            "Time of the newest shell-tool call start or end in the agent's session log, "
+            "seconds since the epoch.", labels=["agent", "backend"])
+        k8s_events = CounterMetricFamily(
+            PREFIX + "events",
+            "Kubernetes Events for raised notes, by outcome: created, failed (the API refused or "
+            "could not be reached), dropped (the queue to the API was full).",
+            labels=["agent", "outcome"])
+        turns = CounterMetricFamily(
+            AGENT_PREFIX + "turns",
+            "Agent turns classified from the session log, by verdict (ok, agent_error, "
+            "nonzero_exit, agent_no_output).", labels=["agent", "backend", "verdict"])
+        verdict = GaugeMetricFamily(
+            AGENT_PREFIX + "turn_verdict",
+            "The newest classified turn's verdict (state set): 1 for it, 0 for the others.",
+            labels=["agent", "backend", "verdict"])
+        in_a_row = GaugeMetricFamily(
+            AGENT_PREFIX + "consecutive_failed_turns",
+            "Turns classified other than ok since the agent's last ok turn.",
+            labels=["agent", "backend"])
+        probes = CounterMetricFamily(
+            AGENT_PREFIX + "preview_probes",
+            "Preview probes run after turns that edited files.", labels=["agent", "backend"])
+        preview_errors = CounterMetricFamily(
+            AGENT_PREFIX + "preview_errors",
+            "Preview probes that failed, by outcome (preview_error: the server answered but the "
+            "entry is not 200, empty, or an asset is broken; server_down) and reason.",
+            labels=["agent", "backend", "outcome", "reason"])
+        preview_state = GaugeMetricFamily(
+            AGENT_PREFIX + "preview_state",
+            "The newest preview probe's outcome (state set): ok, preview_error, server_down.",
+            labels=["agent", "backend", "state"])
+        for v in views:
+            if v.preview is not None:
+                probes.add_metric([v.agent, v.backend], float(v.preview["probes"]))
+                for outcome, reason in OUTCOME_REASONS:
+                    if reason is not None:
+                        preview_errors.add_metric(
+                            [v.agent, v.backend, outcome, reason],
+                            float(v.preview["errors"].get((outcome, reason), 0)))
+                if v.preview["state"] is not None:
+                    for name in OUTCOMES:
+                        preview_state.add_metric([v.agent, v.backend, name],
+                                                 1.0 if name == v.preview["state"] else 0.0)
+            if v.verdicts is not None:
+                for name in VERDICTS:
+                    turns.add_metric([v.agent, v.backend, name], float(v.verdicts.get(name, 0)))
+                in_a_row.add_metric([v.agent, v.backend], float(v.failed_in_a_row))
+                if v.last_verdict is not None:
+                    for name in VERDICTS:
+                        verdict.add_metric([v.agent, v.backend, name],
+                                           1.0 if name == v.last_verdict else 0.0)
+            if v.row is not None:
+                for s in STATES:
+                    state.add_metric([v.agent, v.backend, s], 1.0 if s == v.row.state else 0.0)
+                row_info.add_metric(
+                    [v.agent, v.backend, v.row.state, label_value(v.row.state_text),
+                     label_value(v.row.message)], 1.0)
+                for n in v.row.notes[:MAX_NOTES_SHOWN]:
+                    note.add_metric([v.agent, v.backend, command_label(label_value(n.command)),
+                                     str(n.exit), n.output], float(n.count))
+                for command, exit_key, count in v.failures:
+                    failures.add_metric(
+                        [v.agent, v.backend, command_label(label_value(command)), str(exit_key)],
+                        float(count))
+                raised.add_metric([v.agent, v.backend], float(v.notes_raised))
+            for (backend, route, outcome), n in sorted(v.records.items()):
+                records.add_metric([v.agent, backend, route, outcome], float(n))
+            for reason, n in sorted(v.rejected.items()):
+                rejected.add_metric([v.agent, reason], float(n))
+            if v.last_record_ts is not None:
+                last.add_metric([v.agent, v.backend], v.last_record_ts)
+            for reason, n in sorted(v.reader_errors.items()):
+                reader_errors.add_metric([v.agent, v.backend, reason], float(n))
+            if v.reader_ignored:
+                reader_ignored.add_metric([v.agent, v.backend], float(v.reader_ignored))
+            if v.last_shell_ts is not None:
+                last_shell.add_metric([v.agent, v.backend], v.last_shell_ts)
+            for outcome, n in sorted(v.events.items()):
+                k8s_events.add_metric([v.agent, outcome], float(n))
+        yield from (state, note, row_info, failures, records, rejected, raised, last,
+                    reader_errors, reader_ignored, last_shell, k8s_events, turns, verdict,
+                    in_a_row, probes, preview_errors, preview_state)
+
+
+def status_json(sidecar: "Sidecar") -> bytes:
+    """The ``GET /status`` body: ``{"rows": [...]}`` as :meth:`Row.to_json` gives each row, every
+    unprintable character escaped (:func:`repeat_failure.terminal.json_bytes`: the same JSON values, safe
+    in a terminal), one line ending in a newline (so ``curl .../status`` does not run into the
+    next prompt or command output, as ``/healthz``'s ``ok`` does not)."""
+    return json_bytes(orjson.dumps({"rows": [row.to_json() for row in sidecar.rows()]})) + b"\n"
+
+
+def _handler(sidecar: "Sidecar") -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "repeat-failure"
+        timeout = 10  # seconds a client may take to send its request: no slowloris threads
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                body, ctype = generate_latest(sidecar.registry), CONTENT_TYPE_LATEST
+            elif path == "/status":
+                body, ctype = status_json(sidecar), "application/json"
+            elif path == "/healthz":
+                healthy, text = sidecar.health()
+                if not healthy:  # the kubelet's liveness probe: restart a sidecar stuck failing
+                    self._send(503, (text + "\n").encode(), "text/plain; charset=utf-8")
+                    return
+                body, ctype = b"ok\n", "text/plain; charset=utf-8"
+            elif path == "/readyz":
+                body, ctype = b"ok\n", "text/plain; charset=utf-8"
+            else:
+                self.send_error(404, "not found: try /metrics, /status or /healthz")
+                return
+            self._send(200, body, ctype)
+
+        def _send(self, code: int, body: bytes, ctype: str) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            pass  # scrapes every 15 s would drown the note log lines
+
+    return Handler
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # the default 5 drops connections when many scrapers arrive at once
+
+
+class Server:
+    """The HTTP endpoint, served from a daemon thread.
+
+    ``listen`` is ``HOST:PORT`` (port 0 picks a free port; :attr:`port` tells which).
+    Raises ``ValueError`` for a malformed ``listen``, ``OSError`` if the port is taken.
+    """
+
+    def __init__(self, sidecar: "Sidecar", listen: str) -> None:
+        address = parse_listen(listen, "0.0.0.0:9466")
+        sidecar.registry.register(MetricsCollector(sidecar))
+        try:
+            self._httpd = _Server(address, _handler(sidecar))
+        except OSError as exc:
+            raise OSError(exc.errno, f"cannot listen on {listen}: {exc.strerror}") from None
+        self._httpd.daemon_threads = True
+        self._httpd.handle_error = lambda request, address: None  # a client hung up: not ours
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="exporter",
+                                        daemon=True)
+
+    @property
+    def port(self) -> int:
+        """The TCP port actually bound."""
+        return self._httpd.server_address[1]
+
+    def start(self) -> "Server":
+        """Start serving in the background; returns self."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        self._httpd.shutdown()
+        self._httpd.server_close()

@@ -1,0 +1,285 @@
+"""The neutral route's files on the shared volume: render, remove, and the launch environment.
+
+``hooks/bash_env.sh`` (the hook), ``hooks/bash_env.slow.bash`` (its exit path, which writes the
+record) and, for a chained original ``BASH_ENV``, ``hooks/bash_env.chain.bash`` and
+``hooks/bash_env.trap.bash`` are templates. The sidecar renders them into
+``<shared-dir>/hook/<agent>.sh``, ``hook/<agent>.slow.bash`` and ``hook/<agent>.trap.bash`` with the
+record path, agent, backend and (optionally) the agent's original ``BASH_ENV`` baked in, so the
+agent's shells need only ``BASH_ENV`` in their environment. The files stay when the sidecar exits
+and are removed only when the check is turned off (spec C14): a hook file left behind after that
+does nothing because it no longer exists.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import orjson
+
+from repeat_failure.config import AGENT_NAME_RE, BACKEND_NAME_RE
+
+ROUTE = "bash_env"
+HOOK_DIR = "hook"
+RECORDS_DIR = "records"
+STATE_DIR = "state"
+#: records/ is shared by the agent's user and the sidecar only: setgid so new files take the
+#: directory's group; the hook creates record files 0660 (umask 007 inside its EXIT trap).
+RECORDS_DIR_MODE = 0o2770
+
+# Rendered paths are baked unquoted into the trap string, which is itself single-quoted; a
+# path with characters the shell would interpret is refused rather than escaped.
+_SAFE_PATH = re.compile(r"^/[A-Za-z0-9._/@+-]*$")
+
+
+class HookError(ValueError):
+    """The hook cannot be rendered for these names or paths; the message says which."""
+
+
+def _template_dir() -> Path:
+    """Where the hook templates are: ``hooks/`` in a source checkout, ``repeat_failure.hooks`` when
+    installed (pyproject maps the top-level ``hooks/`` folder to that package)."""
+    checkout = Path(__file__).resolve().parents[2] / "hooks"
+    if (checkout / "bash_env.sh").is_file():
+        return checkout
+    from importlib.resources import files
+
+    return Path(str(files("repeat_failure.hooks")))
+
+
+def hook_path(shared_dir: str | os.PathLike[str], agent: str) -> Path:
+    """``<shared-dir>/hook/<agent>.sh``: the file ``BASH_ENV`` names."""
+    return Path(shared_dir) / HOOK_DIR / f"{agent}.sh"
+
+
+def slow_path(shared_dir: str | os.PathLike[str], agent: str) -> Path:
+    """``<shared-dir>/hook/<agent>.slow.bash``: the hook's rarely used slow path."""
+    return Path(shared_dir) / HOOK_DIR / f"{agent}.slow.bash"
+
+
+def trap_path(shared_dir: str | os.PathLike[str], agent: str) -> Path:
+    """``<shared-dir>/hook/<agent>.trap.bash``: what a chained hook's ``trap`` function sources
+    while the original ``BASH_ENV`` runs (written only when a chain is rendered)."""
+    return Path(shared_dir) / HOOK_DIR / f"{agent}.trap.bash"
+
+
+def records_path(shared_dir: str | os.PathLike[str], agent: str) -> Path:
+    """``<shared-dir>/records/<agent>.jsonl``: where the hook appends raw records."""
+    return Path(shared_dir) / RECORDS_DIR / f"{agent}.jsonl"
+
+
+def check_names(shared_dir: str | os.PathLike[str], agent: str, backend: str,
+                chain: str | None = None) -> None:
+    """Raise :class:`HookError` unless the hook can be rendered for these names and paths: the
+    agent and backend names match their patterns, and the shared dir and the chained
+    ``BASH_ENV`` (if any) are absolute paths of letters, digits and ``._/@+-``. What
+    :func:`render_text` checks first; the sidecar calls it at start, so a bad path is an exit
+    2, not a pass failing every time."""
+    _check(Path(shared_dir), agent, backend, chain)
+
+
+def _check(shared_dir: Path, agent: str, backend: str, chain: str | None) -> None:
+    if not AGENT_NAME_RE.fullmatch(agent):
+        raise HookError(f"agent name {agent!r} is not allowed (must match {AGENT_NAME_RE.pattern})")
+    if not BACKEND_NAME_RE.fullmatch(backend):
+        raise HookError(f"backend name {backend!r} is not allowed (must match {BACKEND_NAME_RE.pattern})")
+    if not _SAFE_PATH.fullmatch(str(shared_dir)):
+        raise HookError(f"shared dir {str(shared_dir)!r} must be an absolute path of letters, "
+                        "digits and ._/@+- only")
+    if chain is not None and not _SAFE_PATH.fullmatch(chain):
+        raise HookError(f"chained BASH_ENV {chain!r} must be an absolute path of letters, "
+                        "digits and ._/@+- only")
+
+
+def render_text(shared_dir: str | os.PathLike[str], agent: str, backend: str,
+                chain: str | None = None) -> tuple[str, str]:
+    """Return the text of (hook file, slow-path file) for one agent.
+
+    ``chain`` is the agent's original ``BASH_ENV`` (a path inside the agent's container); the
+    rendered hook sources it in every shell, after installing its own EXIT trap, so the original
+    keeps its effect and an error in it (say, an unset variable under ``set -u``) never stops the
+    record; an EXIT trap the original sets still runs, after the hook's and with the command's
+    ``$?`` (C-AC16). The chain forks nothing: while the original is sourced, ``trap`` is a
+    function that lets the builtin set the trap and then puts the hook's in front (the slow-path
+    file's chain section); only when ``trap`` was a function already, the original redefined it
+    or turned on POSIX mode is the EXIT trap read back with ``$(trap -p EXIT)``, a fork
+    (docs/neutral-route.md, "Chaining an existing BASH_ENV"). An original that sets its EXIT trap with ``builtin trap`` or ``command
+    trap`` bypasses the function, so that shell's command is not recorded (the "not receiving
+    data" state, C12, shows a route that records nothing). Raises :class:`HookError` for names
+    or paths that cannot be baked in safely.
+    """
+    shared = Path(shared_dir)
+    _check(shared, agent, backend, chain)
+    templates = _template_dir()
+    prefix = orjson.dumps({"agent": agent, "backend": backend, "route": ROUTE}).decode()[1:-1]
+    hook = (templates / "bash_env.sh").read_text(encoding="utf-8")
+    hook = hook.replace("@AGENT@", agent).replace("@SLOW@", str(slow_path(shared, agent)))
+    # Lint directives are for the template; every byte of the hook is parsed at every start.
+    hook = "".join(line for line in hook.splitlines(keepends=True)
+                   if not line.startswith("# shellcheck"))
+    if chain is not None:
+        # The `trap` function is defined where the hook sets its EXIT trap (the template's first
+        # command line, spliced in after the trap); sourcing the original and cleaning up after
+        # it are appended.
+        block = (templates / "bash_env.chain.bash").read_text(encoding="utf-8")
+        block = (block.replace("@CHAIN@", shlex.quote(chain))
+                      .replace("@TRAPF@", str(trap_path(shared, agent))))
+        lines = block.splitlines(keepends=True)
+        first = next(i for i, line in enumerate(lines) if not line.startswith("#"))
+        ours = re.search(r"builtin trap '[^']*' EXIT;", hook)
+        if ours is None:  # the template is ours; this only fires if someone breaks it
+            raise HookError("hooks/bash_env.sh has no EXIT trap to chain after")
+        hook = hook.replace(ours.group(0), f"{ours.group(0)} {lines[first].rstrip()};", 1)
+        hook += "".join(line for line in lines[:first] + lines[first + 1:]
+                        if not line.startswith("# shellcheck"))  # bash parses comments too
+    slow = (templates / "bash_env.slow.bash").read_text(encoding="utf-8")
+    # The prefix sits once in single quotes, once in a double-quoted string (quotes escaped).
+    slow = (slow.replace("@PREFIX_SQ@", prefix)  # names and ROUTE hold no quote (_check)
+                .replace("@PREFIX@", prefix.replace('"', '\\"'))
+                .replace("@RECORDS@", str(records_path(shared, agent))))
+    return hook, slow
+
+
+def render_trap_text(shared_dir: str | os.PathLike[str], agent: str) -> str:
+    """The text of a chained hook's ``trap`` helper (:func:`trap_path`), from
+    ``hooks/bash_env.trap.bash`` with the hook's own EXIT trap string baked in twice: as it is
+    (``@OURS@``), and as it goes in front of the original's EXIT trap (``@OURS_C@``): there the
+    group ends in ``&& builtin :`` and passes on the status of the exit-path file, which returns
+    the command's, so the original's trap sees that ``$?`` without a fork (``(exit N)`` forks),
+    and a failing status on the left of ``&&`` cannot trip errexit. Raises :class:`HookError` as :func:`render_text` does."""
+    hook, _ = render_text(shared_dir, agent, "bash")
+    ours = re.search(r"builtin trap '([^']*)' EXIT;", hook)
+    tail = " || builtin :; } >/dev/null 2>&1 || builtin :"
+    if ours is None or not ours.group(1).endswith(tail):
+        raise HookError("hooks/bash_env.sh has no EXIT trap to chain after")  # a broken template
+    chained = ours.group(1).removesuffix(tail) + "; } >/dev/null 2>&1 && builtin :"
+    text = "".join(line for line in (_template_dir() / "bash_env.trap.bash")
+                   .read_text(encoding="utf-8").splitlines(keepends=True)
+                   if not line.startswith("# shellcheck"))
+    return (text.replace("@OURS_C@", shlex.quote(chained))
+                .replace("@OURS@", shlex.quote(ours.group(1))))
+
+
+def write_atomic(path: Path, data: bytes | bytearray, mode: int) -> None:
+    """Replace ``path`` with ``data`` (file mode ``mode``) through a temporary file and a rename,
+    so a reader sees the old file or the new one, never a part. Raises ``OSError`` (a full disk,
+    say) after removing the temporary file; the old file is then untouched."""
+    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     mode)
+        with os.fdopen(fd, "wb") as f:  # a buffered file retries short writes, raises ENOSPC
+            f.write(data)
+            os.fchmod(f.fileno(), mode)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+#: The shared directory's folders and their modes (:func:`prepare_shared_dir`).
+LAYOUT_MODES = {HOOK_DIR: 0o755, RECORDS_DIR: RECORDS_DIR_MODE, STATE_DIR: 0o700}
+
+
+def prepare_shared_dir(shared_dir: str | os.PathLike[str]) -> list[str]:
+    """Create ``hook/`` (0755), ``records/`` (2770) and ``state/`` (0700) under ``shared_dir``.
+
+    Something else in their place (a symlink planted by an agent, a file) is removed, never
+    followed, and replaced by the directory. A directory that belongs to another user, or whose
+    mode cannot be set (an agent renamed ours away and made its own: the shared volume's root is
+    writable by the agent), is moved aside to ``.<name>.foreign.<ns>`` and replaced by one of
+    ours. Returns the names moved aside. Raises ``OSError`` if any of that fails.
+    """
+    shared = Path(shared_dir)
+    shared.mkdir(parents=True, exist_ok=True)
+    moved = []
+    for name, mode in LAYOUT_MODES.items():
+        path = shared / name
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            path.unlink()
+        path.mkdir(exist_ok=True)
+        try:
+            if path.lstat().st_uid != os.geteuid():
+                raise PermissionError(f"{path} belongs to another user")
+            os.chmod(path, mode, follow_symlinks=False)
+        except PermissionError:
+            aside = f".{name}.foreign.{time.time_ns()}"
+            os.rename(path, shared / aside)
+            path.mkdir()
+            os.chmod(path, mode, follow_symlinks=False)
+            moved.append(aside)
+    return moved
+
+
+def _files(shared_dir: str | os.PathLike[str], agent: str) -> tuple[Path, Path, Path]:
+    return hook_path(shared_dir, agent), slow_path(shared_dir, agent), trap_path(shared_dir, agent)
+
+
+def render(shared_dir: str | os.PathLike[str], agent: str, backend: str,
+           chain: str | None = None) -> Path:
+    """Write the agent's hook and slow-path files, and with ``chain`` the trap helper
+    (:func:`trap_path`), atomically, mode 0644; return the hook path.
+
+    Creates the shared directory's folders as :func:`prepare_shared_dir` does. Raises
+    :class:`HookError` as :func:`render_text` does, ``OSError`` when the files cannot be written
+    (a directory planted at the hook path is removed first).
+    """
+    hook_text, slow_text = render_text(shared_dir, agent, backend, chain)
+    prepare_shared_dir(shared_dir)
+    for path in _files(shared_dir, agent):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+    write_atomic(slow_path(shared_dir, agent), slow_text.encode("utf-8"), 0o644)
+    if chain is not None:  # before the hook that sources it
+        write_atomic(trap_path(shared_dir, agent),
+                     render_trap_text(shared_dir, agent).encode("utf-8"), 0o644)
+    else:
+        trap_path(shared_dir, agent).unlink(missing_ok=True)
+    path = hook_path(shared_dir, agent)
+    write_atomic(path, hook_text.encode("utf-8"), 0o644)
+    return path
+
+
+def remove(shared_dir: str | os.PathLike[str], agent: str) -> bool:
+    """Remove the agent's hook files; True if a hook file was there. Never raises for a missing
+    file (the check being off is the normal case)."""
+    removed = False
+    for path in _files(shared_dir, agent):
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)  # not ours, but it must not stand where a hook was
+            else:
+                path.unlink()
+            removed = removed or path.suffix == ".sh"
+        except FileNotFoundError:
+            pass
+    return removed
+
+
+def launch_env(shared_dir: str | os.PathLike[str], agent: str,
+               environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables an agent process needs so its shells load the hook.
+
+    ``BASH_ENV`` (the agent's rendered hook), ``SHELL=/bin/bash`` (backends that pick their shell
+    from ``$SHELL`` get bash, C2), and ``SHLVL=1`` unless ``environ`` already has it >= 1: bash
+    reads bashrc instead of ``BASH_ENV`` for ``bash -c`` when stdin is a socket and the shell
+    level is below 2 (docs/neutral-route.md, "Bash facts the hook relies on"; seen with Claude
+    Code).
+    """
+    environ = os.environ if environ is None else environ
+    env = {"BASH_ENV": str(hook_path(shared_dir, agent)), "SHELL": "/bin/bash"}
+    try:
+        level = int(environ.get("SHLVL", "0"))
+    except ValueError:
+        level = 0
+    if level < 1:
+        env["SHLVL"] = "1"
+    return env
