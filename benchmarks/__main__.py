@@ -501,10 +501,10 @@ if sys.argv[1] == "base":
     parsed = doc["check_runs"]
 elif sys.argv[1] == "ours":
     import repeat_failure.fixloop.auth, jwt
-    from repeat_failure.fixloop.github import GitHub, _Shape
+    from repeat_failure.fixloop.github import GitHub, Shape
     GitHub("https://api.github.com", "t")
     t1 = time.perf_counter()
-    shape = _Shape("GET check-runs", 200)
+    shape = Shape("GET check-runs", 200)
     parsed = [GitHub._check_run(shape, run, "r") for run in doc["check_runs"]]
 else:
     import githubkit
