@@ -501,10 +501,10 @@ if sys.argv[1] == "base":
     parsed = doc["check_runs"]
 elif sys.argv[1] == "ours":
     import repeat_failure.fixloop.auth, jwt
-    from repeat_failure.fixloop.github import GitHub, _Shape
+    from repeat_failure.fixloop.github import GitHub, Shape
     GitHub("https://api.github.com", "t")
     t1 = time.perf_counter()
-    shape = _Shape("GET check-runs", 200)
+    shape = Shape("GET check-runs", 200)
     parsed = [GitHub._check_run(shape, run, "r") for run in doc["check_runs"]]
 else:
     import githubkit
@@ -657,7 +657,8 @@ def bench_replay(commands: int) -> dict:
     """``repeat-failure replay`` on a session of ``commands`` shell calls (_replay_session):
     seconds per 10,000 commands for the default setting and for a 3 x 3 sweep, and the ratio
     of the single run to bare ``orjson.loads`` of the same lines."""
-    from repeat_failure.sidecar.replay import Setting, find_sources, replay
+    from repeat_failure.sidecar.replay import Setting, replay
+    from repeat_failure.sidecar.replay_sources import find_sources
 
     body = _replay_session(commands)
     t = time.perf_counter()

@@ -11,8 +11,8 @@ from typing import Any, Iterator
 import pytest
 
 from fakegithub import RATE_RESET, T0, FakeGitHub
-from repeat_failure.fixloop.github import (REASONS, SUMMARY_MAX, Check, GitHub, GitHubError,
-                                    PullRequest)
+from repeat_failure.fixloop.github import SUMMARY_MAX, Check, GitHub, GitHubError, PullRequest
+from repeat_failure.fixloop.github_models import REASONS
 
 #: Built here: the shape of a GitHub token, never a real one.
 TOKEN = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"

@@ -8,7 +8,7 @@ import string
 
 import pytest
 
-from repeat_failure.sidecar import scrub as sc
+from repeat_failure.sidecar import scrub_names as names
 from repeat_failure.sidecar.scrub import REDACTED, scrub
 
 _rng = random.Random(1234)
@@ -523,35 +523,35 @@ def test_issue16_shapes_that_leaked(text: str, expected: str) -> None:
 
 
 @pytest.mark.parametrize("name, kind", [
-    ("GITHUB_TOKEN", sc.SECRET), ("PGPASSWORD", sc.SECRET), ("SSHPASS", sc.SECRET),
-    ("mySecretString", sc.SECRET), ("todo_secret_do_not_commit", sc.SECRET),
-    ("auth.adminPassword", sc.SECRET), ("DB_PASSWORD_PROD", sc.SECRET), ("api-key", sc.SECRET),
-    ("TOKEN_TTL", sc.NOT_SECRET), ("PASSWORD_MIN_LENGTH", sc.NOT_SECRET),
-    ("SECRET_BACKEND", sc.NOT_SECRET), ("AUTH_MODE", sc.NOT_SECRET),
-    ("BASIC_AUTH_ENABLED", sc.NOT_SECRET), ("KEY_ID", sc.NOT_SECRET),
-    ("auth.existingSecret", sc.NOT_SECRET), ("GITHUB_TOKEN_FILE", sc.NOT_SECRET),
-    ("MAX_TOKENS", sc.NOT_SECRET), ("BYPASS", sc.NOT_SECRET), ("PWD", sc.NOT_SECRET),
-    ("key", sc.NOT_SECRET), ("auth.adminUser", sc.NOT_SECRET),
-    ("TWITTER_CONSUMER_KEY", sc.SECRET), ("SUMO_ACCESS_ID", sc.VENDOR),
-    ("MessageBirdClientID", sc.VENDOR), ("SENTRY_RELEASE", sc.NOT_SECRET),
-    ("DATADOG_SITE", sc.NOT_SECRET), ("build_dir", sc.NOT_SECRET),
+    ("GITHUB_TOKEN", names.SECRET), ("PGPASSWORD", names.SECRET), ("SSHPASS", names.SECRET),
+    ("mySecretString", names.SECRET), ("todo_secret_do_not_commit", names.SECRET),
+    ("auth.adminPassword", names.SECRET), ("DB_PASSWORD_PROD", names.SECRET), ("api-key", names.SECRET),
+    ("TOKEN_TTL", names.NOT_SECRET), ("PASSWORD_MIN_LENGTH", names.NOT_SECRET),
+    ("SECRET_BACKEND", names.NOT_SECRET), ("AUTH_MODE", names.NOT_SECRET),
+    ("BASIC_AUTH_ENABLED", names.NOT_SECRET), ("KEY_ID", names.NOT_SECRET),
+    ("auth.existingSecret", names.NOT_SECRET), ("GITHUB_TOKEN_FILE", names.NOT_SECRET),
+    ("MAX_TOKENS", names.NOT_SECRET), ("BYPASS", names.NOT_SECRET), ("PWD", names.NOT_SECRET),
+    ("key", names.NOT_SECRET), ("auth.adminUser", names.NOT_SECRET),
+    ("TWITTER_CONSUMER_KEY", names.SECRET), ("SUMO_ACCESS_ID", names.VENDOR),
+    ("MessageBirdClientID", names.VENDOR), ("SENTRY_RELEASE", names.NOT_SECRET),
+    ("DATADOG_SITE", names.NOT_SECRET), ("build_dir", names.NOT_SECRET),
 ])
 def test_name_kind(name: str, kind: int) -> None:
-    """What a name says about its value (repeat_failure.sidecar.scrub.name_kind)."""
-    assert sc.name_kind(name) == kind
+    """What a name says about its value (repeat_failure.sidecar.scrub_names.name_kind)."""
+    assert names.name_kind(name) == kind
 
 
 @pytest.mark.parametrize("kind, value, secret", [
-    (sc.SECRET, "hunter2", True), (sc.SECRET, "'two words'", True), (sc.SECRET, "true", False),
-    (sc.SECRET, "''", False), (sc.SECRET, "$GH_TOKEN", False), (sc.SECRET, "${NPM_TOKEN}", False),
-    (sc.SECRET, "[REDACTED]", False), (sc.SECRET, "$(cat f)", False),
-    (sc.SECRET, "$(echo v)", True),
-    (sc.VENDOR, "su9OL59biWiJu7", True), (sc.VENDOR, "datadoghq.eu", False),
-    (sc.VENDOR, "v1.2.3", False), (sc.NOT_SECRET, "hunter2", False),
+    (names.SECRET, "hunter2", True), (names.SECRET, "'two words'", True), (names.SECRET, "true", False),
+    (names.SECRET, "''", False), (names.SECRET, "$GH_TOKEN", False), (names.SECRET, "${NPM_TOKEN}", False),
+    (names.SECRET, "[REDACTED]", False), (names.SECRET, "$(cat f)", False),
+    (names.SECRET, "$(echo v)", True),
+    (names.VENDOR, "su9OL59biWiJu7", True), (names.VENDOR, "datadoghq.eu", False),
+    (names.VENDOR, "v1.2.3", False), (names.NOT_SECRET, "hunter2", False),
 ])
 def test_value_is_secret(kind: int, value: str, secret: bool) -> None:
-    """Which values of a name of each kind are redacted (repeat_failure.sidecar.scrub.value_is_secret)."""
-    assert sc.value_is_secret(kind, value) is secret
+    """Which values of a name of each kind are redacted (repeat_failure.sidecar.scrub_names.value_is_secret)."""
+    assert names.value_is_secret(kind, value) is secret
 
 
 @pytest.mark.parametrize("text,expected", [

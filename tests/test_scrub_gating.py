@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from repeat_failure.sidecar import normalize as norm
 from repeat_failure.sidecar import scrub as sc
+from repeat_failure.sidecar import scrub_names, scrub_rules
 from repeat_failure.backends import wrapper_stripper
 from repeat_failure.sidecar.exclude import Exclusions
 
@@ -30,7 +31,7 @@ def ungated_scrub(text: str, cut: bool = False) -> str:
     """scrub() with no needs groups: every rule runs, in order (the cut rules too for a cut
     text)."""
     text = re.sub(r"\\\r?\n", "", text)
-    for rule in sc._RULES + (sc._CUT_RULES if cut else ()):
+    for rule in scrub_rules.RULES + (scrub_rules.CUT_RULES if cut else ()):
         text = sc.apply_rule(rule[0], rule[1], text)
     if cut:
         text = re.sub(r"\S+\Z", sc.REDACTED, text)
@@ -42,7 +43,7 @@ def _unicode_variants(text: str, rng: random.Random) -> str:
                    and rng.random() < 0.5 else c for c in text)
 
 
-ALL_RULES = sc._RULES + sc._CUT_RULES
+ALL_RULES = scrub_rules.RULES + scrub_rules.CUT_RULES
 
 
 @pytest.mark.parametrize("index", range(len(ALL_RULES)))
@@ -61,7 +62,7 @@ def test_needs_groups_hold_wherever_the_rule_redacts(index: int) -> None:
         assert sc.scrub(text, cut=True) == ungated_scrub(text, cut=True), (index, text)
         if sc.apply_rule(pattern, replacement, text) == text:
             return
-        hay = {sc._TEXT: text, sc._FOLD: sc._fold(text)}
+        hay = {scrub_rules.TEXT: text, scrub_rules.FOLD: scrub_names.fold(text)}
         for needles, where in groups:
             assert any(n in hay[where] for n in needles), (index, text, needles)
 
@@ -84,8 +85,8 @@ def test_fold_maps_every_ignorecase_letter() -> None:
         char = chr(code)
         if letters.fullmatch(char):
             (letter,) = [a for a in string.ascii_lowercase if re.fullmatch("(?i)" + a, char)]
-            assert sc._fold(char) == letter, hex(code)
-    assert sc._fold("A\u017f\u0131\u0130\u212a") == "asiik"
+            assert scrub_names.fold(char) == letter, hex(code)
+    assert scrub_names.fold("A\u017f\u0131\u0130\u212a") == "asiik"
 
 
 def _corpus(seed: int, count: int) -> list[str]:

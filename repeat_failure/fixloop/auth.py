@@ -1,6 +1,6 @@
 """Where the fixloop's GitHub credentials come from: a token file, or a GitHub App.
 
-Two :class:`repeat_failure.fixloop.github.TokenSource` implementations:
+Two :class:`repeat_failure.fixloop.github_transport.TokenSource` implementations:
 
 * :class:`FileToken`: one token read from ``token_file`` (a mounted Secret) or
   ``GITHUB_TOKEN`` (:func:`repeat_failure.fixloop.app.read_token`). After a 401 it reads the file
@@ -52,7 +52,8 @@ from typing import Any
 
 from repeat_failure.config import ConfigError, read_regular_file
 from repeat_failure.fixloop.config import FixloopConfig, GitHubApp
-from repeat_failure.fixloop.github import GitHub, GitHubError, TokenSource
+from repeat_failure.fixloop.github import GitHub, GitHubError
+from repeat_failure.fixloop.github_transport import TokenSource
 
 log = logging.getLogger("repeat_failure")
 

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from repeat_failure.fixloop.github import REASONS
+from repeat_failure.fixloop.github_models import REASONS
 
 if TYPE_CHECKING:
     from repeat_failure.fixloop.sweep import Sweeper

@@ -42,86 +42,33 @@ for people is docs/fixloop.md. Per pass (:meth:`Sweeper.run_once`):
 
 Nothing here raises for what the forge answers: API errors are counted by reason and the PR (or
 repository) is retried next pass.
+
+Here: the ladder (:class:`Sweeper`, rules 1-2 and 4-9) and its counters (:class:`SweepStats`).
+Rule 3, a head's CI state, is :mod:`repeat_failure.fixloop.ci_state`; the comments the ladder
+posts are :mod:`repeat_failure.fixloop.comments`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import logging
-import re
 import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 
-from repeat_failure.fixloop.config import ESCALATION_HEADING, FixloopConfig
+from repeat_failure.fixloop.ci_state import GREEN, NO_CHECKS, PENDING, RED, CiState, ci_state
+from repeat_failure.fixloop.comments import (MAX_LISTED, code, escalation_comment, excerpt,
+                                             handoff_note)
+from repeat_failure.fixloop.config import FixloopConfig
 from repeat_failure.fixloop.github import Check, GitHub, GitHubError, PullRequest
 from repeat_failure.fixloop.ledger import Entry, Ledger, pr_key
 from repeat_failure.fixloop.notify import Notifier
-from repeat_failure.sidecar.scrub import scrub
 
 log = logging.getLogger("repeat_failure")
 
-PENDING, RED, GREEN, NO_CHECKS = "pending", "red", "green", "no_checks"
-#: Characters of failure evidence kept per failing check (scrubbed), and in all.
-MAX_EXCERPT_PER_CHECK = 1500
-MAX_EXCERPT = 6000
-#: Characters of a check name kept; failing checks listed in a comment at most.
-MAX_NAME = 100
-MAX_LISTED = 30
-#: A comment longer than this is cut (GitHub refuses bodies over 65,536 characters).
-MAX_COMMENT = 60000
 FIRST, HANDOFF = "first", "handoff"
 UNPARK_GREEN, UNPARK_BREAKAGE, UNPARK_LABEL = "green", "breakage_cleared", "label_removed"
-
-
-@dataclass(frozen=True)
-class CiState:
-    """A PR head's CI as one pass saw it: ``state`` (pending, red, green, no_checks), the failing
-    checks (``failing``, in name order), ``settled_at`` (epoch seconds the last check finished;
-    ``None`` unless red or green)."""
-
-    state: str
-    failing: tuple[Check, ...] = ()
-    settled_at: float | None = None
-    red_at: float | None = None  # when the last failing check finished (re-runs restart it)
-    #: While pending: the checks not finished (or without a verdict), in name order.
-    waiting: tuple[Check, ...] = ()
-
-
-def _name(raw: str) -> str:
-    """A check's name as kept and shown: scrubbed, at most :data:`MAX_NAME` characters. A name
-    that scrubbing or cutting changed gets a short digest of the raw name, so two different
-    checks never merge into one (``token=abc`` and ``token=xyz`` both scrub alike)."""
-    shown = scrub(raw)
-    if shown == raw and len(raw) <= MAX_NAME:
-        return raw
-    digest = hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
-    return f"{shown[:MAX_NAME - 11]}… #{digest}"
-
-
-def ci_state(checks: list[Check]) -> CiState:
-    """Fold a head's checks into one :class:`CiState` (rule 3 of the module docstring)."""
-    if not checks:
-        return CiState(NO_CHECKS)
-    # Check names reach comments, kicks, logs and the ledger: scrubbed once, here.
-    checks = [dataclasses.replace(c, name=_name(c.name)) for c in checks]
-    waiting = tuple(sorted((c for c in checks if c.status == PENDING), key=lambda c: c.name))
-    if waiting:
-        return CiState(PENDING, waiting=waiting)
-    # Two suites may both have a check of one name (two workflows' ``build`` jobs): each is
-    # its own check, and a name is listed once among the failing.
-    failing = tuple({c.name: c for c in sorted((c for c in checks if c.status == RED),
-                                               key=lambda c: c.name, reverse=True)}.values())
-    failing = tuple(sorted(failing, key=lambda c: c.name))
-    times = [c.completed_at for c in checks if c.completed_at is not None]
-    settled = max(times) if times else None
-    red_times = [c.completed_at for c in failing if c.completed_at is not None]
-    return CiState(RED if failing else GREEN, failing, settled,
-                   max(red_times) if red_times else None)
 
 
 @dataclass
@@ -450,7 +397,7 @@ class Sweeper:
         elif entry.over_incident and not over & self._maybe_shared.get(pr.repo, set()):
             self._unpark(pr, entry, UNPARK_BREAKAGE, now,
                          comment="The shared CI breakage this PR was escalated over has "
-                                 f"cleared ({', '.join(_code(n) for n in sorted(over))} no "
+                                 f"cleared ({', '.join(code(n) for n in sorted(over))} no "
                                  f"longer red on other open PRs). Removed "
                                  f"`{self.config.label}`; the PR's attempt count starts again "
                                  "from zero.")
@@ -591,135 +538,3 @@ class Sweeper:
         self.stats.escalated = dict(escalated)
         self.stats.shared_checks = {repo: len(self._shared_before.get(repo, set()))
                                     for repo in listed}
-
-
-# -- comment bodies -------------------------------------------------------------------------------
-
-def excerpt(failing: list[Check]) -> str:
-    """The failure evidence of ``failing`` checks: each check's summary (check-run output or
-    status description), scrubbed, at most :data:`MAX_EXCERPT_PER_CHECK` characters each and
-    :data:`MAX_EXCERPT` in all; ``""`` when no check says anything."""
-    parts = []
-    for check in failing:
-        text = scrub(check.summary.strip())
-        if not text:
-            continue
-        if len(text) > MAX_EXCERPT_PER_CHECK:
-            text = text[:MAX_EXCERPT_PER_CHECK - 1] + "…"
-        parts.append(f"== {check.name} ==\n{text}")
-    joined = "\n\n".join(parts)
-    return joined if len(joined) <= MAX_EXCERPT else joined[:MAX_EXCERPT - 1] + "…"
-
-
-def _fence(text: str) -> str:
-    """``text`` in a fenced block no line of it can close (a longer fence than any run of
-    backticks in it)."""
-    longest = max((len(run) for run in text.split("\n") for run in _backtick_runs(run)),
-                  default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}text\n{text}\n{fence}"
-
-
-def _backtick_runs(line: str) -> list[str]:
-    runs, current = [], ""
-    for ch in line:
-        if ch == "`":
-            current += ch
-        elif current:
-            runs.append(current)
-            current = ""
-    if current:
-        runs.append(current)
-    return runs
-
-
-def _code(text: str) -> str:
-    """``text`` as an inline code span (no backtick or line break inside it can end the span,
-    so an ``@mention`` or HTML in a check name stays inert)."""
-    clean = " ".join(text.replace("`", "'").split())
-    return f"`{clean}`" if clean else "`(unnamed)`"
-
-
-_SAFE_URL = re.compile(r"\Ahttps?://[A-Za-z0-9._~:/?#\[\]@!$&'*+,;=%-]+\Z")
-
-
-def _link(url: str) -> str:
-    """`` ([details](url))`` for a plain http(s) URL the scrubber leaves alone (a URL holding a
-    token-shaped query value, or characters that could end the link, gets no link)."""
-    if not url or not _SAFE_URL.match(url) or scrub(url) != url:
-        return ""
-    return f" ([details]({url.replace(')', '%29').replace('(', '%28')}))"
-
-
-def _checks_list(failing: list[Check]) -> str:
-    lines = [f"- {_code(c.name)}: {_code(c.conclusion or 'failed')}{_link(c.url)}"
-             for c in failing[:MAX_LISTED]]
-    if len(failing) > MAX_LISTED:
-        lines.append(f"- … and {len(failing) - MAX_LISTED} more")
-    return "\n".join(lines) or "- (no check named)"
-
-
-def _cut_comment(body: str) -> str:
-    """``body`` cut to :data:`MAX_COMMENT` characters (GitHub refuses longer ones)."""
-    return body if len(body) <= MAX_COMMENT else body[:MAX_COMMENT - 40] + "\n\n… (cut)"
-
-
-def _evidence(entry: Entry) -> str:
-    if not entry.excerpt:
-        return "No failure evidence was available from the checks."
-    return ("<details><summary>Failure evidence (check output, scrubbed)</summary>\n\n"
-            f"{_fence(entry.excerpt)}\n\n</details>")
-
-
-def escalation_comment(config: FixloopConfig, pr: PullRequest, entry: Entry,
-                       failing: list[Check]) -> str:
-    """The first escalation's comment (Markdown): the heading, why, the failing checks, the
-    kicks actually delivered, the evidence, how to hand the PR back."""
-    return _cut_comment("\n".join([
-        f"## {ESCALATION_HEADING}",
-        "",
-        f"CI has been red on {len(entry.trees)} distinct head trees of this pull request "
-        f"(the limit is {config.threshold}), so automated fix attempts stop here: the "
-        f"`{config.label}` label is applied and fix dispatch skips this PR.",
-        "",
-        f"**Failing checks** at `{pr.head_sha[:12]}`:",
-        _checks_list(failing),
-        "",
-        f"**Re-engagements delivered:** {entry.kicks_delivered} (kicks to the owning agent "
-        f"for an unchanged red head; at most {config.max_reengagements} per head).",
-        "",
-        _evidence(entry),
-        "",
-        f"Remove the `{config.label}` label to hand the PR back to the agents with a fresh "
-        "budget.",
-    ]))
-
-
-def handoff_note(config: FixloopConfig, pr: PullRequest, entry: Entry,
-                 failing: list[Check]) -> str:
-    """A second escalation's comment, after a reviewer's pass: the structured hand-off (what
-    was tried since, the head the reviewer left, counted from that pass, no further automated
-    pass coming)."""
-    when = (datetime.fromtimestamp(entry.reviewed_at, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-            if entry.reviewed_at is not None else "an earlier pass")
-    trees = "\n".join(f"  - `{t[:12]}`" for t in entry.trees)
-    return _cut_comment("\n".join([
-        f"## {ESCALATION_HEADING}",
-        "",
-        "**Hand-off: no further automated pass is coming.** This pull request was escalated "
-        "before, and a reviewer's pass handed it back; CI is red again.",
-        "",
-        f"- The reviewer's pass ({when}) left the branch at `{(entry.reviewer_sha or '')[:12]}`.",
-        f"- Counted from that pass, CI has been red on {len(entry.trees)} distinct head trees "
-        f"(the limit is {config.threshold}):",
-        trees,
-        f"- Re-engagements delivered since: {entry.kicks_delivered}.",
-        "",
-        f"**Failing checks** at `{pr.head_sha[:12]}`:",
-        _checks_list(failing),
-        "",
-        _evidence(entry),
-        "",
-        f"The `{config.label}` label is applied again. A person needs to take this PR from "
-        "here.",
-    ]))

@@ -16,15 +16,15 @@ Rules (DESIGN.md "Pipeline", spec C6, C10, C11, C-AC2, C-AC3, C-AC8):
   never counts.
 
 Monitor only (C10): the detector returns events; nothing here touches the agent.
+
+The store the rules work on (per-command failure times, their saved form) is
+:mod:`repeat_failure.sidecar.detector_store`.
 """
 
 from __future__ import annotations
 
-import base64
 import bisect
 import math
-import sys
-from array import array
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,10 +32,10 @@ from typing import Any, Union
 
 import orjson
 
+from repeat_failure.sidecar.detector_store import (FAILED, CommandState, ExitKey, Times, exit_key,
+                                                 parse_key, saved_item, unpack_outputs)
 from repeat_failure.sidecar.normalize import UNKNOWN, command_label, output_kind
 
-ExitKey = Union[int, str]
-FAILED = "failed"
 #: Distinct commands tracked per agent; beyond it the command that failed least recently goes.
 MAX_COMMANDS = 10_000
 #: Bytes of normalized command text tracked per agent, all commands together (as counted by
@@ -109,129 +109,6 @@ class NoteCleared:
 Event = Union[NoteRaised, NoteCleared]
 
 
-class _Times(array):
-    """The failure times of one (command, exit) key: an ``array('d')`` of epoch seconds, sorted,
-    and beside it ``outs``, each failure's output digest (:func:`repeat_failure.sidecar.normalize.output_digest`,
-    an ``array('I')``, 0 where unknown), or ``None`` while no failure of the key has a known
-    output (the neutral route's case: no memory spent). Deleting from the times deletes the
-    same digests (``del times[i]`` / ``del times[:n]``), so the two never disagree; add a
-    failure with :meth:`put`."""
-
-    __slots__ = ("outs",)
-
-    def __new__(cls, times=(), outs=None):
-        self = super().__new__(cls, "d", times)
-        self.outs = None
-        if outs is not None and any(outs):
-            self.outs = array("I", outs)
-        return self
-
-    def __init__(self, times=(), outs=None) -> None:  # array takes its arguments in __new__
-        pass
-
-    def __delitem__(self, index) -> None:
-        super().__delitem__(index)
-        if self.outs is not None:
-            del self.outs[index]
-
-    def put(self, pos: int, ts: float, digest: int = 0) -> None:
-        """Insert a failure at ``ts`` with output ``digest`` (0: unknown) at index ``pos``."""
-        self.insert(pos, ts)
-        if digest and self.outs is None:
-            self.outs = array("I", bytes(4 * (len(self) - 1)))
-        if self.outs is not None:
-            self.outs.insert(pos, digest)
-
-    def set_digest(self, pos: int, digest: int) -> None:
-        """Set the output digest of the failure at index ``pos``."""
-        if self.outs is None:
-            if not digest:
-                return
-            self.outs = array("I", bytes(4 * len(self)))
-        self.outs[pos] = digest
-
-    def digests(self, start: int) -> list[int]:
-        """The output digests of the failures from index ``start`` on (0 where unknown)."""
-        n = len(self) - start
-        return list(self.outs[start:]) if self.outs is not None else [0] * max(0, n)
-
-
-class _Command:
-    """What the detector keeps per distinct command. There may be ``MAX_COMMANDS`` of them, so
-    it is compact (issue 6: RSS after 1,000,000 records over 10,000 commands):
-
-    * the failure times per exit key, in the order the keys first failed (what a dict would
-      keep): the first key inline (``key``, ``times``), any further ones in ``more`` (a dict,
-      ``None`` while there is one key, the usual case). Times are epoch seconds, sorted, in an
-      ``array('d')``: 8 bytes a failure, no float object kept alive per failure. A key is
-      never kept with no times;
-    * ``qualified``: the keys that reached the threshold (a set), ``None`` when none (no empty
-      set per command);
-    * ``raised``: whether the command's note is raised.
-    """
-
-    __slots__ = ("key", "times", "more", "qualified", "raised")
-
-    def __init__(self, raised: bool = False) -> None:
-        self.key: ExitKey | None = None
-        self.times: _Times | None = None
-        self.more: dict[ExitKey, _Times] | None = None
-        self.qualified: set[ExitKey] | None = None
-        self.raised = raised
-
-    def items(self) -> list[tuple[ExitKey, array]]:
-        """(exit key, times) for every key with failures, in first-failed order."""
-        if self.times is None:
-            return []
-        if self.more is None:
-            return [(self.key, self.times)]
-        return [(self.key, self.times), *self.more.items()]
-
-    def keys(self) -> list[ExitKey]:
-        """The exit keys with failures, in first-failed order."""
-        return [key for key, _ in self.items()]
-
-    def count(self) -> int:
-        """The failure times held, all keys together."""
-        if self.times is None:
-            return 0
-        if self.more is None:
-            return len(self.times)
-        return len(self.times) + sum(map(len, self.more.values()))
-
-    def get(self, key: ExitKey) -> array | None:
-        """The failure times of ``key``, or ``None`` when it has none."""
-        if self.times is not None and self.key == key:
-            return self.times
-        return self.more.get(key) if self.more is not None else None
-
-    def add(self, key: ExitKey, times: array) -> None:
-        """Start tracking ``key`` (one without failures so far) with ``times`` (non-empty)."""
-        if self.times is None:
-            self.key, self.times = key, times
-        elif self.more is None:
-            self.more = {key: times}
-        else:
-            self.more[key] = times
-
-    def forget_until(self, ts: float) -> None:
-        """Drop the failures at or before ``ts``, and keys left without any."""
-        if self.times is None:
-            return
-        if self.more is None:
-            times = self.times
-            del times[: bisect.bisect_right(times, ts)]
-            if not times:
-                self.key = self.times = None
-            return
-        kept = self.items()
-        self.key = self.times = self.more = None
-        for key, times in kept:
-            del times[: bisect.bisect_right(times, ts)]
-            if times:
-                self.add(key, times)
-
-
 def text_bytes(command: str) -> int:
     """What ``command`` counts against :data:`MAX_COMMAND_BYTES`: the larger of its size in the
     state file (UTF-8, JSON-escaped: a control character takes 6 bytes there) and its size in
@@ -247,11 +124,6 @@ def text_bytes(command: str) -> int:
     return max(size, len(command) * (1 if widest < 0x100 else 2 if widest < 0x10000 else 4))
 
 
-def exit_key(exit_status: int | None) -> ExitKey:
-    """The detector key for a record's exit: the number, or ``"failed"`` when there is none."""
-    return FAILED if exit_status is None else exit_status
-
-
 class Detector:
     """Sliding-window repeat detector for one agent.
 
@@ -262,7 +134,7 @@ class Detector:
         self.threshold = threshold
         self.window_s = window_s
         # Ordered by most recent failure last, so eviction takes the first entry in O(1).
-        self._commands: OrderedDict[str, _Command] = OrderedDict()
+        self._commands: OrderedDict[str, CommandState] = OrderedDict()
         self._text_bytes = 0  # text_bytes() of every key of _commands
         self._failures = 0  # failure times held, all commands and keys together
 
@@ -330,7 +202,7 @@ class Detector:
             while self._commands and (len(self._commands) >= MAX_COMMANDS
                                       or self._text_bytes + size > MAX_COMMAND_BYTES):
                 events.extend(self._evict_one())
-            state = self._commands[command] = _Command()
+            state = self._commands[command] = CommandState()
             self._text_bytes += size
         else:
             self._commands.move_to_end(command)
@@ -338,7 +210,7 @@ class Detector:
         times = state.get(key)
         self._failures += 1
         if times is None:
-            times = _Times((ts,), (output,))
+            times = Times((ts,), (output,))
             state.add(key, times)
             pos = 0
         else:
@@ -385,7 +257,7 @@ class Detector:
             return None
         return self._note(command, state, now)
 
-    def _make_room(self, state: _Command, times: array, pos: int, events: list[Event]) -> int:
+    def _make_room(self, state: CommandState, times: array, pos: int, events: list[Event]) -> int:
         """Bring the failure times held back to ``MAX_FAILURES`` after one was added to
         ``times`` (at ``pos``) of ``state``, the most recently failed command; returns where
         that failure now is (``-1``: it was dropped itself, being the oldest).
@@ -419,7 +291,7 @@ class Detector:
         return any(times[start + n - 1] - times[start] < self.window_s
                    for start in range(first, last + 1))
 
-    def _settle(self, command: str, state: _Command, reason: str) -> list[Event]:
+    def _settle(self, command: str, state: CommandState, reason: str) -> list[Event]:
         """Clear the command's note if no key still qualifies; forget a command with no
         failures left."""
         events: list[Event] = []
@@ -456,7 +328,7 @@ class Detector:
         freed = 0
         while self._commands and freed < nbytes:
             command, state = next(iter(self._commands.items()))
-            freed += len(orjson.dumps(_item(command, state))) + 1
+            freed += len(orjson.dumps(saved_item(command, state))) + 1
             events.extend(self._evict_one())
         return events
 
@@ -486,9 +358,9 @@ class Detector:
 
     # -- views ---------------------------------------------------------------------------------
 
-    def _note(self, command: str, state: _Command, now: float) -> Note | None:
+    def _note(self, command: str, state: CommandState, now: float) -> Note | None:
         horizon = now - self.window_s
-        best: tuple[float, ExitKey, _Times, int] | None = None
+        best: tuple[float, ExitKey, Times, int] | None = None
         for key in state.qualified or ():
             held = state.get(key)
             if not held:
@@ -530,7 +402,7 @@ class Detector:
         """A JSON-ready snapshot (commands are already scrubbed and normalized)."""
         return {
             "version": STATE_VERSION,
-            "commands": [_item(command, state) for command, state in self._commands.items()],
+            "commands": [saved_item(command, state) for command, state in self._commands.items()],
         }
 
     def iter_json(self, chunk_bytes: int = 1 << 16) -> Iterator[bytes]:
@@ -546,7 +418,7 @@ class Detector:
         parts = [b'{"version":%d,"commands":[' % STATE_VERSION]
         size = 0
         for i, (command, state) in enumerate(self._commands.items()):
-            part = orjson.dumps(_item(command, state))
+            part = orjson.dumps(saved_item(command, state))
             parts.append(b"," + part if i else part)
             size += len(part) + 1
             if size >= chunk_bytes:
@@ -568,7 +440,7 @@ class Detector:
         """
         if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
             raise StateError(f"not a version {STATE_VERSION} detector state")
-        kept: list[tuple[str, _Command]] = []  # newest first
+        kept: list[tuple[str, CommandState]] = []  # newest first
         seen: set[str] = set()
         total = 0
         failures = 0
@@ -576,9 +448,9 @@ class Detector:
         full = False
         try:
             for item in reversed(data["commands"]):
-                state = _Command(raised=bool(item["raised"]))
+                state = CommandState(raised=bool(item["raised"]))
                 saved = item["failures"]
-                unpacked = _unpack_outputs(item.get("outputs"), [len(t) for t in saved.values()])
+                unpacked = unpack_outputs(item.get("outputs"), [len(t) for t in saved.values()])
                 for index, (key_text, times) in enumerate(saved.items()):
                     # Absent (a state saved before issue 19) or malformed: unknown.
                     digests = unpacked[index] if unpacked is not None else [0] * len(times)
@@ -586,9 +458,9 @@ class Detector:
                     if not all(math.isfinite(t) for t, _ in pairs):
                         raise StateError("a failure time is not finite")
                     if pairs:
-                        key = _parse_key(key_text)
+                        key = parse_key(key_text)
                         pairs = pairs[-MAX_FAILURES_PER_KEY:]
-                        kept_times = _Times([t for t, _ in pairs], [d for _, d in pairs])
+                        kept_times = Times([t for t, _ in pairs], [d for _, d in pairs])
                         if state.get(key) is not None:
                             # "1" and "01" name one key: the last one wins, in its place
                             if state.key == key:
@@ -597,7 +469,7 @@ class Detector:
                                 state.more[key] = kept_times
                         else:
                             state.add(key, kept_times)
-                state.qualified = ({_parse_key(k) for k in item["qualified"]}
+                state.qualified = ({parse_key(k) for k in item["qualified"]}
                                    & set(state.keys())) or None
                 command = item["command"]
                 if not isinstance(command, str) or not command:
@@ -621,64 +493,3 @@ class Detector:
         self._text_bytes = total
         self._failures = failures
         return left_out
-
-
-def _item(command: str, state: _Command) -> dict[str, Any]:
-    """One command of :meth:`Detector.to_dict`: ``command``, ``raised``, ``qualified`` (sorted
-    key texts), ``failures`` (key text -> list of epoch seconds) and, when some failure's
-    output is known, ``outputs`` (their digests, 0 where unknown, packed in the order of
-    ``failures``: :func:`_pack_outputs`; issue 19)."""
-    item = {
-        "command": command,
-        "raised": state.raised,
-        "qualified": sorted(str(k) for k in state.qualified or ()),
-        "failures": {str(k): list(v) for k, v in state.items()},
-    }
-    if any(v.outs is not None for _, v in state.items()):
-        item["outputs"] = _pack_outputs(state.items())
-    return item
-
-
-def _pack_outputs(items: list[tuple[ExitKey, _Times]]) -> str:
-    """Every failure's output digest, in the order of ``failures`` (key by key, time order),
-    as base64 of 4-byte big-endian numbers (0: unknown): about 5.3 characters a failure, so
-    the largest state the bounds allow stays within its load limit (tests/test_memory.py)."""
-    packed = bytearray()
-    for _, times in items:
-        outs = times.outs if times.outs is not None else array("I", bytes(4 * len(times)))
-        if sys.byteorder == "little":
-            outs = array("I", outs)
-            outs.byteswap()
-        packed += outs.tobytes()
-    return base64.b64encode(bytes(packed)).decode("ascii")
-
-
-def _unpack_outputs(text: Any, counts: list[int]) -> list[list[int]] | None:
-    """:func:`_pack_outputs` read back, split by the failure ``counts`` of the keys; None when
-    ``text`` is not such a packing for those counts (the outputs are then unknown)."""
-    if not isinstance(text, str):
-        return None
-    try:
-        raw = base64.b64decode(text, validate=True)
-    except ValueError:
-        return None
-    if len(raw) != 4 * sum(counts):
-        return None
-    values = array("I")
-    values.frombytes(raw)
-    if sys.byteorder == "little":
-        values.byteswap()
-    out, start = [], 0
-    for n in counts:
-        out.append(list(values[start:start + n]))
-        start += n
-    return out
-
-
-def _parse_key(text: str) -> ExitKey:
-    if text == FAILED:
-        return FAILED
-    value = int(text)
-    if not 0 <= value <= 255:
-        raise ValueError("exit outside 0-255")
-    return value

@@ -33,9 +33,10 @@ Bounds and safety:
 
 * ONE deadline, ``timeout_s`` after the call, covers everything: name resolution, connect, TLS,
   the entry's headers and body, each redirect and each asset. Every blocking socket call is
-  given only the time left (:class:`_DeadlineSocket`), so a server that trickles bytes (also
-  in the status line or headers) cannot stretch the probe; name resolution runs on a helper
-  thread that is abandoned (it ends with the resolver's own timeout) when the deadline passes.
+  given only the time left (:mod:`repeat_failure.turns.probe_sockets`), so a server that
+  trickles bytes (also in the status line or headers) cannot stretch the probe; name resolution
+  runs on a helper thread that is abandoned (it ends with the resolver's own timeout) when the
+  deadline passes.
 * No retries. Redirects (301/302/303/307/308) are followed by this module, at most 5 and only
   within the entry's origin (scheme, host, port). Assets are fetched only when same-origin;
   cross-origin ones are counted as skipped and never requested, so the sidecar cannot be made a
@@ -49,23 +50,29 @@ Bounds and safety:
 
 HTTP is spoken by :mod:`http.client` (one connection per request, ``Connection: close``); https
 verifies certificates and host names unless ``verify=False``.
+
+Here: the outcomes, :func:`probe` (one probe's requests and their classification) and
+:class:`PreviewProber` (the thread that runs probes off the pipeline). Which URLs are checked,
+fetched and how they resolve is :mod:`repeat_failure.turns.probe_urls`; the connections bounded
+by the deadline are :mod:`repeat_failure.turns.probe_sockets`.
 """
 
 from __future__ import annotations
 
 import http.client
-import ipaddress
 import math
 import socket
 import ssl
 import threading
 import time
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from typing import Any, NamedTuple
-from urllib.parse import SplitResult, quote, urljoin, urlsplit
+from urllib.parse import SplitResult, urljoin, urlsplit
 
 from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.turns.probe_sockets import Connection, resolve, tls_context
+from repeat_failure.turns.probe_urls import (clean_ref, origin_of, parse_assets, request_target,
+                                            resolve_backslashes, validate_preview_url)
 
 #: ``ProbeResult.outcome`` values.
 OK, PREVIEW_ERROR, SERVER_DOWN = "ok", "preview_error", "server_down"
@@ -92,12 +99,6 @@ MAX_DETAIL_PATH = 160
 USER_AGENT = "repeat-failure-preview-probe/1"
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _READ_CHUNK = 64 * 1024
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-#: Characters left as they are when a path or query is percent-encoded the way a browser's URL
-#: parser does: printable ASCII except space, ``"``, ``<``, ``>``, `````, ``{``, ``}``; an
-#: existing ``%XX`` stays (``%`` is safe), non-ASCII becomes UTF-8 ``%XX``.
-_URL_SAFE = "!#$%&'()*+,-./:;=?@[\\]^_|~"
-_ASCII_WS = " \t\n\r\f"
 
 
 @dataclass(frozen=True)
@@ -120,63 +121,6 @@ class ProbeResult:
     detail: str
     assets_checked: int
     elapsed_s: float
-
-
-class _Origin(NamedTuple):
-    scheme: str
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.scheme}://{host}:{self.port}"
-
-
-def validate_preview_url(url: str) -> str:
-    """Check a preview origin URL from the configuration and return it unchanged.
-
-    Accepted: an absolute ``http://`` or ``https://`` URL with a host (name or IP literal), an
-    optional port in 1..65535, path and query. Raises :class:`ValueError` with a message naming
-    the problem (never echoing a credential or the fragment) when ``url`` is not a string or is
-    empty, holds whitespace or control characters, cannot be parsed, has another scheme, has
-    userinfo (``user:password@``; credentials must not be in the config), has no host or a bad
-    port, or has a fragment (``#...``; a fragment is never sent to the server). Seed ARD-0038 §3
-    (the probe surface is the preview origin).
-    """
-    if not isinstance(url, str):
-        raise ValueError(f"preview URL must be a string, not {type(url).__name__}")
-    if not url:
-        raise ValueError("preview URL is empty")
-    if any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in url):
-        raise ValueError("preview URL contains whitespace or control characters")
-    try:
-        parts = urlsplit(url)
-    except ValueError as exc:
-        raise ValueError(f"preview URL cannot be parsed: {exc}") from None
-    scheme = parts.scheme.lower()
-    if scheme not in _DEFAULT_PORTS:
-        scheme_text = parts.scheme if len(parts.scheme) <= 32 else parts.scheme[:29] + "..."
-        shown = f"scheme {scheme_text!r}" if parts.scheme else "no scheme"
-        raise ValueError(f"preview URL must be http:// or https:// ({shown})")
-    if "@" in parts.netloc:
-        raise ValueError("preview URL must not contain credentials (user:password@host); "
-                         "credentials do not belong in the configuration")
-    if not parts.hostname:
-        raise ValueError("preview URL has no host")
-    try:
-        port = parts.port
-    except ValueError:
-        port = 0
-    if port == 0:
-        raise ValueError("preview URL has a bad port (must be a number in 1..65535)")
-    try:
-        parts.hostname.encode("idna")
-    except UnicodeError:
-        raise ValueError("preview URL has an invalid host name") from None
-    if "#" in url:
-        raise ValueError("preview URL must not have a fragment (#...): it is never sent to "
-                         "the server")
-    return url
 
 
 def probe(url: str, timeout_s: float = DEFAULT_TIMEOUT_S, *, verify: bool = True) -> ProbeResult:
@@ -205,255 +149,7 @@ def probe(url: str, timeout_s: float = DEFAULT_TIMEOUT_S, *, verify: bool = True
                        time.monotonic() - start)
 
 
-# --- sockets bounded by the probe's deadline ---------------------------------------------------
-
-def _remaining(deadline: float) -> float:
-    """Seconds left until ``deadline`` (monotonic); raises :class:`TimeoutError` when none."""
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise TimeoutError("probe deadline reached")
-    return left
-
-
-class _DeadlineMixin:
-    """Before every blocking call, the socket's timeout is set to the time left until the
-    probe's deadline, so no sequence of calls (a trickling server) can outlast it."""
-
-    deadline: float | None = None
-
-    def _arm(self) -> None:
-        if self.deadline is not None:
-            self.settimeout(_remaining(self.deadline))  # type: ignore[attr-defined]
-
-    def recv(self, *args: Any, **kwargs: Any) -> Any:
-        self._arm()
-        return super().recv(*args, **kwargs)  # type: ignore[misc]
-
-    def recv_into(self, *args: Any, **kwargs: Any) -> Any:
-        self._arm()
-        return super().recv_into(*args, **kwargs)  # type: ignore[misc]
-
-    def send(self, *args: Any, **kwargs: Any) -> Any:
-        self._arm()
-        return super().send(*args, **kwargs)  # type: ignore[misc]
-
-    def sendall(self, *args: Any, **kwargs: Any) -> Any:
-        self._arm()
-        return super().sendall(*args, **kwargs)  # type: ignore[misc]
-
-
-class _DeadlineSocket(_DeadlineMixin, socket.socket):
-    """A TCP socket bounded by the probe's deadline."""
-
-
-class _DeadlineSSLSocket(_DeadlineMixin, ssl.SSLSocket):
-    """A TLS socket bounded by the probe's deadline (the handshake is bounded by the plain
-    socket's timeout, set to the time left just before it; CPython applies it as a deadline)."""
-
-
-_TLS_LOCK = threading.Lock()
-_TLS_CONTEXTS: dict[bool, ssl.SSLContext] = {}
-
-
-def _tls_context(verify: bool) -> ssl.SSLContext:
-    """The shared client context (one per ``verify``; contexts are safe to share)."""
-    with _TLS_LOCK:
-        ctx = _TLS_CONTEXTS.get(verify)
-        if ctx is None:
-            ctx = ssl.create_default_context()
-            if not verify:
-                ctx.check_hostname = False
-                ctx.verify_mode = ssl.CERT_NONE
-            ctx.set_alpn_protocols(["http/1.1"])
-            ctx.sslsocket_class = _DeadlineSSLSocket
-            _TLS_CONTEXTS[verify] = ctx
-        return ctx
-
-
-def _resolve(host: str, port: int, deadline: float) -> list[tuple[Any, ...]]:
-    """``getaddrinfo`` for a TCP connection, bounded by ``deadline``: an IP literal directly, a
-    name on a daemon helper thread that is left to finish on its own when time runs out."""
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        pass
-    else:
-        return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
-                                  flags=socket.AI_NUMERICHOST)
-    box: dict[str, Any] = {}
-
-    def lookup() -> None:
-        try:
-            box["addrs"] = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except (OSError, UnicodeError) as exc:
-            box["error"] = exc
-
-    helper = threading.Thread(target=lookup, name="preview-probe-resolve", daemon=True)
-    helper.start()
-    helper.join(_remaining(deadline))
-    if helper.is_alive():
-        raise TimeoutError("name resolution did not finish before the deadline")
-    if "error" in box:
-        raise box["error"]
-    return box["addrs"]
-
-
-class _Connection(http.client.HTTPConnection):
-    """One http.client connection whose socket is connected to pre-resolved addresses and
-    bounded by the probe's deadline; TLS when ``tls`` is a context."""
-
-    def __init__(self, origin: _Origin, addrs: list[tuple[Any, ...]], deadline: float,
-                 tls: ssl.SSLContext | None) -> None:
-        super().__init__(origin.host, origin.port)
-        self.default_port = _DEFAULT_PORTS[origin.scheme]  # Host: without a default port
-        self._addrs = addrs
-        self._deadline = deadline
-        self._tls = tls
-
-    def connect(self) -> None:
-        error: OSError | None = None
-        for family, socktype, proto, _name, address in self._addrs:
-            sock = _DeadlineSocket(family, socktype, proto)
-            try:
-                sock.settimeout(_remaining(self._deadline))
-                sock.connect(address)
-            except TimeoutError:
-                sock.close()
-                raise
-            except OSError as exc:
-                sock.close()
-                error = exc
-                continue
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock.deadline = self._deadline
-            if self._tls is not None:
-                try:
-                    sock.settimeout(_remaining(self._deadline))
-                    tls_sock = self._tls.wrap_socket(sock, server_hostname=self.host)
-                except BaseException:
-                    sock.close()
-                    raise
-                tls_sock.deadline = self._deadline
-                self.sock = tls_sock
-            else:
-                self.sock = sock
-            return
-        raise error if error is not None else OSError("no address to connect to")
-
-
-# --- the entry document's assets ---------------------------------------------------------------
-
-def _clean_ref(value: str | None) -> str:
-    """An attribute value as a browser's URL parser takes it: leading/trailing ASCII whitespace
-    stripped, tabs and newlines removed."""
-    if value is None:
-        return ""
-    return value.strip(_ASCII_WS).replace("\t", "").replace("\n", "").replace("\r", "")
-
-
-class _AssetParser(HTMLParser):
-    """Collects the entry assets of one document in tree order, each resolved to an absolute
-    URL string against the base URL in effect where it appears (the document URL until the
-    first ``<base href>``, whose frozen URL then applies; a later base is ignored, as is a base
-    whose URL is ``data:``/``javascript:`` or unparsable). Elements inside ``<template>`` and
-    ``<noscript>`` (raw text for a browser with scripting) are inert and not collected."""
-
-    _INERT = ("template", "noscript")
-
-    def __init__(self, document_url: str) -> None:
-        super().__init__(convert_charrefs=True)
-        self._document_url = document_url
-        self._base: str | None = None
-        self._inert = 0
-        self.refs: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in self._INERT:
-            self._inert += 1
-            return
-        if self._inert:
-            return
-        first: dict[str, str | None] = {}
-        for name, value in attrs:  # a repeated attribute: the first one counts
-            first.setdefault(name, value)
-        if tag == "base" and "href" in first and self._base is None:
-            self._base = self._freeze_base(_clean_ref(first["href"]))
-        elif tag == "script" and "src" in first:
-            self._add(first["src"])
-        elif tag == "link" and "href" in first:
-            rel = (first.get("rel") or "").lower().split()
-            if "stylesheet" in rel or "modulepreload" in rel:
-                self._add(first["href"])
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in self._INERT and self._inert:
-            self._inert -= 1
-
-    def parse_marked_section(self, i: int, report: int = 1) -> int:
-        # html.parser raises AssertionError on "<![foo" ; the HTML standard reads it as a bogus
-        # comment running to the next ">".
-        try:
-            return super().parse_marked_section(i, report)
-        except AssertionError:
-            end = self.rawdata.find(">", i + 3)
-            return -1 if end < 0 else end + 1
-
-    def _freeze_base(self, href: str) -> str:
-        try:
-            frozen = urljoin(self._document_url, _backslashes(href))
-            scheme = urlsplit(frozen).scheme.lower()
-        except ValueError:
-            return self._document_url
-        return self._document_url if scheme in ("data", "javascript") else frozen
-
-    def _add(self, value: str | None) -> None:
-        ref = _clean_ref(value)
-        if not ref:  # an empty src/href is never fetched
-            return
-        try:
-            self.refs.append(urljoin(self._base or self._document_url, _backslashes(ref)))
-        except ValueError:
-            self.refs.append(ref)  # unparsable: classified as not fetchable
-
-
-def _backslashes(ref: str) -> str:
-    """``\\`` before the query reads as ``/`` in http(s) URLs (WHATWG URL standard)."""
-    head, sep, tail = ref.partition("?")
-    return head.replace("\\", "/") + sep + tail
-
-
-def _parse_assets(text: str, document_url: str) -> list[str]:
-    """The entry assets' absolute URLs in document order (duplicates kept)."""
-    parser = _AssetParser(document_url)
-    try:
-        parser.feed(text)
-        parser.close()
-    except AssertionError:  # a corner of html.parser we do not know of: keep what was found
-        pass
-    return parser.refs
-
-
 # --- one probe ---------------------------------------------------------------------------------
-
-def _origin_of(parts: SplitResult) -> _Origin | None:
-    """(scheme, host, port) of an http(s) URL, default port filled in; ``None`` otherwise."""
-    scheme = parts.scheme.lower()
-    if scheme not in _DEFAULT_PORTS or not parts.hostname:
-        return None
-    try:
-        port = parts.port
-    except ValueError:
-        return None
-    return _Origin(scheme, parts.hostname, port or _DEFAULT_PORTS[scheme])
-
-
-def _target(parts: SplitResult) -> str:
-    """The request target (path and query, percent-encoded like a browser does)."""
-    target = quote(parts.path or "/", safe=_URL_SAFE)
-    if parts.query:
-        target += "?" + quote(parts.query, safe=_URL_SAFE)
-    return target
-
 
 def _shown(target: str) -> str:
     """A path for ``detail``: scrubbed first (a cut token would no longer be recognised), then
@@ -494,7 +190,7 @@ class _Fetched(NamedTuple):
 
     status: int
     response: http.client.HTTPResponse | None
-    conn: _Connection | None
+    conn: Connection | None
     parts: SplitResult
     redirects: int
     stopped: str | None  # "off_origin:<origin>", "no_location", "too_many"
@@ -506,11 +202,11 @@ class _Run:
     def __init__(self, parts: SplitResult, deadline: float, timeout_s: float,
                  verify: bool) -> None:
         self.parts = parts
-        self.origin = _origin_of(parts)
+        self.origin = origin_of(parts)
         assert self.origin is not None  # validate_preview_url checked it
         self.deadline = deadline
         self.timeout_s = timeout_s
-        self.tls = _tls_context(verify) if self.origin.scheme == "https" else None
+        self.tls = tls_context(verify) if self.origin.scheme == "https" else None
         self.addrs: list[tuple[Any, ...]] | None = None
 
     def go(self) -> tuple[str, str | None, int | None, str, int]:
@@ -518,7 +214,7 @@ class _Run:
         origin = self.origin
         assert origin is not None
         try:
-            self.addrs = _resolve(origin.host, origin.port, self.deadline)
+            self.addrs = resolve(origin.host, origin.port, self.deadline)
         except TimeoutError:
             return (SERVER_DOWN, TIMEOUT, None,
                     f"host {origin.host} not resolved within {self.timeout_s:g} s", 0)
@@ -545,13 +241,13 @@ class _Run:
         if not body.strip():
             kind = "an empty body" if not body else f"a whitespace-only body ({len(body)} bytes)"
             return PREVIEW_ERROR, ENTRY_EMPTY, 200, f"entry answered 200 with {kind}", 0
-        refs = _parse_assets(_decode(body, got.response), got.parts.geturl())
+        refs = parse_assets(_decode(body, got.response), got.parts.geturl())
         return self._check_assets(refs, len(body), cut)
 
     def _status_detail(self, got: _Fetched) -> str:
         where = ""
         if got.redirects:
-            where = (f" at {_shown(_target(got.parts))} after "
+            where = (f" at {_shown(request_target(got.parts))} after "
                      f"{_plural(got.redirects, 'redirect')}")
         if got.stopped is None:
             return f"entry answered {got.status}{where}"
@@ -568,9 +264,9 @@ class _Run:
         """GET ``parts`` following same-origin redirects (at most :data:`MAX_REDIRECTS`)."""
         redirects = 0
         while True:
-            conn = _Connection(self.origin, self.addrs, self.deadline, self.tls)  # type: ignore
+            conn = Connection(self.origin, self.addrs, self.deadline, self.tls)  # type: ignore
             try:
-                conn.request("GET", _target(parts), headers={
+                conn.request("GET", request_target(parts), headers={
                     "User-Agent": USER_AGENT, "Accept": accept, "Connection": "close"})
                 response = conn.getresponse()
             except BaseException:
@@ -582,15 +278,15 @@ class _Run:
                     return _Fetched(status, response, conn, parts, redirects, None)
                 conn.close()
                 return _Fetched(status, None, None, parts, redirects, None)
-            location = _clean_ref(response.getheader("Location"))
+            location = clean_ref(response.getheader("Location"))
             conn.close()
             if not location:
                 return _Fetched(status, None, None, parts, redirects, "no_location")
             if redirects == MAX_REDIRECTS:
                 return _Fetched(status, None, None, parts, redirects, "too_many")
             try:
-                following = urlsplit(urljoin(parts.geturl(), _backslashes(location)))
-                origin = _origin_of(following)
+                following = urlsplit(urljoin(parts.geturl(), resolve_backslashes(location)))
+                origin = origin_of(following)
             except ValueError:
                 following, origin = parts, None
             if origin != self.origin:
@@ -629,7 +325,7 @@ class _Run:
         checked = 0
         for parts in todo:
             checked += 1
-            shown = _shown(_target(parts))
+            shown = _shown(request_target(parts))
             try:
                 got = self._fetch(parts, keep_open=False, accept="*/*")
             except TimeoutError:
@@ -677,14 +373,14 @@ class _Run:
             except ValueError:
                 not_http += 1
                 continue
-            origin = _origin_of(parts)  # None: data:, blob:, javascript:, any other scheme
+            origin = origin_of(parts)  # None: data:, blob:, javascript:, any other scheme
             if origin is None:
                 not_http += 1
             elif origin != self.origin:
                 cross += 1
             else:
                 parts = parts._replace(fragment="")
-                key = _target(parts)
+                key = request_target(parts)
                 if key not in seen:
                     seen.add(key)
                     same.append(parts)
@@ -699,8 +395,6 @@ def _decode(body: bytes, response: http.client.HTTPResponse) -> str:
         return body.decode(charset, errors="replace")
     except (LookupError, UnicodeError, ValueError):  # unknown, or a codec like idna that fails
         return body.decode("utf-8", errors="replace")
-
-
 
 
 class PreviewProber:

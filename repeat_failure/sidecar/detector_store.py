@@ -1,0 +1,218 @@
+"""The detector's store (:mod:`repeat_failure.sidecar.detector`): how one agent's failures are
+held per command, compact because there may be ``MAX_COMMANDS`` commands (issue 6: RSS after
+1,000,000 records over 10,000 commands), and how one command is written to and read from the
+saved state.
+
+* :class:`Times`: one (command, exit) key's failure times, an ``array('d')`` of epoch seconds,
+  sorted, with each failure's output digest beside it;
+* :class:`CommandState`: a command's keys with their times, which keys qualified, whether its
+  note is raised;
+* :func:`saved_item`, :func:`pack_outputs`, :func:`unpack_outputs`, :func:`parse_key`: a
+  command's entry in the state file, and back.
+
+No rule lives here: what counts, qualifies, raises or clears a note is the detector's.
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import sys
+from array import array
+from typing import Any, Union
+
+#: A failure's key beside its command: the exit number, or :data:`FAILED` when the route gives
+#: none.
+ExitKey = Union[int, str]
+FAILED = "failed"
+
+
+def exit_key(exit_status: int | None) -> ExitKey:
+    """The detector key for a record's exit: the number, or ``"failed"`` when there is none."""
+    return FAILED if exit_status is None else exit_status
+
+
+class Times(array):
+    """The failure times of one (command, exit) key: an ``array('d')`` of epoch seconds, sorted,
+    and beside it ``outs``, each failure's output digest (:func:`repeat_failure.sidecar.normalize.output_digest`,
+    an ``array('I')``, 0 where unknown), or ``None`` while no failure of the key has a known
+    output (the neutral route's case: no memory spent). Deleting from the times deletes the
+    same digests (``del times[i]`` / ``del times[:n]``), so the two never disagree; add a
+    failure with :meth:`put`."""
+
+    __slots__ = ("outs",)
+
+    def __new__(cls, times=(), outs=None):
+        self = super().__new__(cls, "d", times)
+        self.outs = None
+        if outs is not None and any(outs):
+            self.outs = array("I", outs)
+        return self
+
+    def __init__(self, times=(), outs=None) -> None:  # array takes its arguments in __new__
+        pass
+
+    def __delitem__(self, index) -> None:
+        super().__delitem__(index)
+        if self.outs is not None:
+            del self.outs[index]
+
+    def put(self, pos: int, ts: float, digest: int = 0) -> None:
+        """Insert a failure at ``ts`` with output ``digest`` (0: unknown) at index ``pos``."""
+        self.insert(pos, ts)
+        if digest and self.outs is None:
+            self.outs = array("I", bytes(4 * (len(self) - 1)))
+        if self.outs is not None:
+            self.outs.insert(pos, digest)
+
+    def set_digest(self, pos: int, digest: int) -> None:
+        """Set the output digest of the failure at index ``pos``."""
+        if self.outs is None:
+            if not digest:
+                return
+            self.outs = array("I", bytes(4 * len(self)))
+        self.outs[pos] = digest
+
+    def digests(self, start: int) -> list[int]:
+        """The output digests of the failures from index ``start`` on (0 where unknown)."""
+        n = len(self) - start
+        return list(self.outs[start:]) if self.outs is not None else [0] * max(0, n)
+
+
+class CommandState:
+    """What the detector keeps per distinct command. There may be ``MAX_COMMANDS`` of them, so
+    it is compact (issue 6: RSS after 1,000,000 records over 10,000 commands):
+
+    * the failure times per exit key, in the order the keys first failed (what a dict would
+      keep): the first key inline (``key``, ``times``), any further ones in ``more`` (a dict,
+      ``None`` while there is one key, the usual case). Times are epoch seconds, sorted, in an
+      ``array('d')``: 8 bytes a failure, no float object kept alive per failure. A key is
+      never kept with no times;
+    * ``qualified``: the keys that reached the threshold (a set), ``None`` when none (no empty
+      set per command);
+    * ``raised``: whether the command's note is raised.
+    """
+
+    __slots__ = ("key", "times", "more", "qualified", "raised")
+
+    def __init__(self, raised: bool = False) -> None:
+        self.key: ExitKey | None = None
+        self.times: Times | None = None
+        self.more: dict[ExitKey, Times] | None = None
+        self.qualified: set[ExitKey] | None = None
+        self.raised = raised
+
+    def items(self) -> list[tuple[ExitKey, array]]:
+        """(exit key, times) for every key with failures, in first-failed order."""
+        if self.times is None:
+            return []
+        if self.more is None:
+            return [(self.key, self.times)]
+        return [(self.key, self.times), *self.more.items()]
+
+    def keys(self) -> list[ExitKey]:
+        """The exit keys with failures, in first-failed order."""
+        return [key for key, _ in self.items()]
+
+    def count(self) -> int:
+        """The failure times held, all keys together."""
+        if self.times is None:
+            return 0
+        if self.more is None:
+            return len(self.times)
+        return len(self.times) + sum(map(len, self.more.values()))
+
+    def get(self, key: ExitKey) -> array | None:
+        """The failure times of ``key``, or ``None`` when it has none."""
+        if self.times is not None and self.key == key:
+            return self.times
+        return self.more.get(key) if self.more is not None else None
+
+    def add(self, key: ExitKey, times: array) -> None:
+        """Start tracking ``key`` (one without failures so far) with ``times`` (non-empty)."""
+        if self.times is None:
+            self.key, self.times = key, times
+        elif self.more is None:
+            self.more = {key: times}
+        else:
+            self.more[key] = times
+
+    def forget_until(self, ts: float) -> None:
+        """Drop the failures at or before ``ts``, and keys left without any."""
+        if self.times is None:
+            return
+        if self.more is None:
+            times = self.times
+            del times[: bisect.bisect_right(times, ts)]
+            if not times:
+                self.key = self.times = None
+            return
+        kept = self.items()
+        self.key = self.times = self.more = None
+        for key, times in kept:
+            del times[: bisect.bisect_right(times, ts)]
+            if times:
+                self.add(key, times)
+
+
+def saved_item(command: str, state: CommandState) -> dict[str, Any]:
+    """One command of :meth:`repeat_failure.sidecar.detector.Detector.to_dict`: ``command``, ``raised``, ``qualified`` (sorted
+    key texts), ``failures`` (key text -> list of epoch seconds) and, when some failure's
+    output is known, ``outputs`` (their digests, 0 where unknown, packed in the order of
+    ``failures``: :func:`pack_outputs`; issue 19)."""
+    item = {
+        "command": command,
+        "raised": state.raised,
+        "qualified": sorted(str(k) for k in state.qualified or ()),
+        "failures": {str(k): list(v) for k, v in state.items()},
+    }
+    if any(v.outs is not None for _, v in state.items()):
+        item["outputs"] = pack_outputs(state.items())
+    return item
+
+
+def pack_outputs(items: list[tuple[ExitKey, Times]]) -> str:
+    """Every failure's output digest, in the order of ``failures`` (key by key, time order),
+    as base64 of 4-byte big-endian numbers (0: unknown): about 5.3 characters a failure, so
+    the largest state the bounds allow stays within its load limit (tests/test_memory.py)."""
+    packed = bytearray()
+    for _, times in items:
+        outs = times.outs if times.outs is not None else array("I", bytes(4 * len(times)))
+        if sys.byteorder == "little":
+            outs = array("I", outs)
+            outs.byteswap()
+        packed += outs.tobytes()
+    return base64.b64encode(bytes(packed)).decode("ascii")
+
+
+def unpack_outputs(text: Any, counts: list[int]) -> list[list[int]] | None:
+    """:func:`pack_outputs` read back, split by the failure ``counts`` of the keys; None when
+    ``text`` is not such a packing for those counts (the outputs are then unknown)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except ValueError:
+        return None
+    if len(raw) != 4 * sum(counts):
+        return None
+    values = array("I")
+    values.frombytes(raw)
+    if sys.byteorder == "little":
+        values.byteswap()
+    out, start = [], 0
+    for n in counts:
+        out.append(list(values[start:start + n]))
+        start += n
+    return out
+
+
+def parse_key(text: str) -> ExitKey:
+    """An exit key from its text in the saved state: ``"failed"`` or a number 0-255; raises
+    :class:`ValueError` for any other text."""
+    if text == FAILED:
+        return FAILED
+    value = int(text)
+    if not 0 <= value <= 255:
+        raise ValueError("exit outside 0-255")
+    return value
