@@ -1,6 +1,4 @@
-# shellcheck shell=bash disable=SC2154 # __rf_m is set by the hook (notes at the end)
-if [[ $# == 2 && $2 == EXIT && $1 == [!-0-9\{]* && -z ${__rf_m-} && $BASHPID == "$$" ]]; then builtin trap -- @OURS_C@"; $1" EXIT; builtin return 0; fi
-# shellcheck disable=SC2168,SC2064 # sourced by the `trap` function; the arguments are the caller's
+# shellcheck shell=bash disable=SC2154,SC2168,SC2064 # sourced by the `trap` function with the caller's arguments, or by the hook with __rf_m set (notes at the end)
 if [[ -z ${__rf_m-} ]]; then builtin local __rf_y=0; builtin trap "$@" || __rf_y=$?; [[ $BASHPID == "$$" ]] || builtin return "$__rf_y"; fi
 __rf_e=
 __rf_a=
@@ -44,21 +42,17 @@ else
   fi
 fi
 if [[ -n $__rf_e ]]; then
-  if [[ $__rf_a == @OURS_C@* ]]; then
-    __rf_a=${__rf_a#@OURS_C@}
-  elif [[ $__rf_a == @OURS@* ]]; then
-    __rf_a=${__rf_a#@OURS@}
-  fi
+  [[ $__rf_a != @OURS@* ]] || __rf_a=${__rf_a#@OURS@}
   __rf_a=${__rf_a#"${__rf_a%%[!;[:space:]]*}"}
   if [[ -n $__rf_a ]]; then
-    builtin trap -- @OURS_C@"; $__rf_a" EXIT
+    builtin trap -- @OURS@"; $__rf_a" EXIT
   else
     builtin trap -- @OURS@ EXIT
   fi
 fi
 builtin unset __rf_e __rf_a __rf_o __rf_i
 if [[ -n ${__rf_m-} ]]; then
-  [[ ${__rf_w-} != 2 ]] || builtin unset -f trap
+  [[ -n ${__rf_w-} ]] || builtin unset -f trap
   builtin unset __rf_w __rf_m
 fi
 builtin return "${__rf_y-0}"

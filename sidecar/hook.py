@@ -37,6 +37,10 @@ RECORDS_DIR_MODE = 0o2770
 _SAFE_PATH = re.compile(r"^/[A-Za-z0-9._/@+-]*$")
 
 
+#: The rendered unchained hook: one line, `{ if TEST; then COMMANDS; fi; } 2>/dev/null || :`.
+_MAIN = re.compile(r"\{ if (?P<test>\[\[ .* \]\]); then (?P<then>.*); fi; \} 2>/dev/null \|\| :\n")
+
+
 class HookError(ValueError):
     """The hook cannot be rendered for these names or paths; the message says which."""
 
@@ -50,6 +54,16 @@ def _template_dir() -> Path:
     from importlib.resources import files
 
     return Path(str(files("sidecar.hooks")))
+
+
+def _code(template: Path) -> str:
+    """The text of ``template`` without its comment lines (notes, lint directives) and blank
+    lines: bash parses every byte it reaches, comments included (several hundred instructions a
+    byte, counted with callgrind), so the rendered files hold only code. The templates hold no
+    multi-line string or here-document, so a line whose first non-blank character is ``#`` is a
+    comment."""
+    return "".join(line for line in template.read_text(encoding="utf-8").splitlines(keepends=True)
+                   if line.strip() and not line.lstrip().startswith("#"))
 
 
 def hook_path(shared_dir: str | os.PathLike[str], agent: str) -> Path:
@@ -117,27 +131,23 @@ def render_text(shared_dir: str | os.PathLike[str], agent: str, backend: str,
     _check(shared, agent, backend, chain)
     templates = _template_dir()
     prefix = orjson.dumps({"agent": agent, "backend": backend, "route": ROUTE}).decode()[1:-1]
-    hook = (templates / "bash_env.sh").read_text(encoding="utf-8")
+    hook = _code(templates / "bash_env.sh")
     hook = hook.replace("@AGENT@", agent).replace("@SLOW@", str(slow_path(shared, agent)))
-    # Lint directives are for the template; every byte of the hook is parsed at every start.
-    hook = "".join(line for line in hook.splitlines(keepends=True)
-                   if not line.startswith("# shellcheck"))
     if chain is not None:
         # The `trap` function is defined where the hook sets its EXIT trap (the template's first
         # command line, spliced in after the trap); sourcing the original and cleaning up after
         # it are appended.
-        block = (templates / "bash_env.chain.bash").read_text(encoding="utf-8")
-        block = (block.replace("@CHAIN@", shlex.quote(chain))
-                      .replace("@TRAPF@", str(trap_path(shared, agent))))
-        lines = block.splitlines(keepends=True)
-        first = next(i for i, line in enumerate(lines) if not line.startswith("#"))
-        ours = re.search(r"builtin trap '[^']*' EXIT;", hook)
-        if ours is None:  # the template is ours; this only fires if someone breaks it
-            raise HookError("hooks/bash_env.sh has no EXIT trap to chain after")
-        hook = hook.replace(ours.group(0), f"{ours.group(0)} {lines[first].rstrip()};", 1)
-        hook += "".join(line for line in lines[:first] + lines[first + 1:]
-                        if not line.startswith("# shellcheck"))  # bash parses comments too
-    slow = (templates / "bash_env.slow.bash").read_text(encoding="utf-8")
+        # The chained hook is its own template around the unchained hook's test and commands.
+        main = _MAIN.fullmatch(hook)
+        if main is None:  # the template is ours; this only fires if someone breaks it
+            raise HookError("hooks/bash_env.sh is not one `{ if TEST; then COMMANDS; fi; }` line")
+        ours = _exit_trap(hook)
+        fill = {"IF": main["test"], "THEN": main["then"], "CHAIN": shlex.quote(chain),
+                "TRAPF": str(trap_path(shared, agent)), "OURS": shlex.quote(ours)}
+        # One pass, so a path holding an @NAME@ of its own is never filled in again.
+        hook = re.sub(r"@(IF|THEN|CHAIN|TRAPF|OURS)@", lambda m: fill[m[1]],
+                      _code(templates / "bash_env.chain.bash"))
+    slow = _code(templates / "bash_env.slow.bash")
     # The prefix sits once in single quotes, once in a double-quoted string (quotes escaped).
     slow = (slow.replace("@PREFIX_SQ@", prefix)  # names and ROUTE hold no quote (_check)
                 .replace("@PREFIX@", prefix.replace('"', '\\"'))
@@ -153,16 +163,18 @@ def render_trap_text(shared_dir: str | os.PathLike[str], agent: str) -> str:
     the command's, so the original's trap sees that ``$?`` without a fork (``(exit N)`` forks),
     and a failing status on the left of ``&&`` cannot trip errexit. Raises :class:`HookError` as :func:`render_text` does."""
     hook, _ = render_text(shared_dir, agent, "bash")
-    ours = re.search(r"builtin trap '([^']*)' EXIT;", hook)
-    tail = " || builtin :; } >/dev/null 2>&1 || builtin :"
-    if ours is None or not ours.group(1).endswith(tail):
-        raise HookError("hooks/bash_env.sh has no EXIT trap to chain after")  # a broken template
-    chained = ours.group(1).removesuffix(tail) + "; } >/dev/null 2>&1 && builtin :"
-    text = "".join(line for line in (_template_dir() / "bash_env.trap.bash")
-                   .read_text(encoding="utf-8").splitlines(keepends=True)
-                   if not line.startswith("# shellcheck"))
-    return (text.replace("@OURS_C@", shlex.quote(chained))
-                .replace("@OURS@", shlex.quote(ours.group(1))))
+    return (_code(_template_dir() / "bash_env.trap.bash")
+            .replace("@OURS@", shlex.quote(_exit_trap(hook))))
+
+
+def _exit_trap(hook: str) -> str:
+    """The EXIT trap an unchained hook (its text) sets: ``{ builtin . SLOW && builtin :; }
+    &>/dev/null``. Raises :class:`HookError` if the template lost it (only a broken template)."""
+    ours = re.search(r"builtin trap '(\{ builtin \. [^ ']+ && builtin :; \} &>/dev/null)' EXIT;",
+                     hook)
+    if ours is None:
+        raise HookError("hooks/bash_env.sh has no EXIT trap to chain after")
+    return ours.group(1)
 
 
 def write_atomic(path: Path, data: bytes | bytearray, mode: int) -> None:

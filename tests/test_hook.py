@@ -923,16 +923,20 @@ def test_chained_original_in_posix_mode(tmp_path, clean_env):
     assert _records(records) == [("exit 5", 5)]
 
 
-def test_chained_without_its_helper_file(tmp_path, clean_env):
-    """C-AC14 for the chain: with the helper file gone (the hook still there) the original's
-    `trap` calls go to the builtin: the command runs as with the original alone; its EXIT trap
-    replaced the hook's, so no record."""
-    records, env_on, env_orig = _chain(tmp_path, clean_env, "trap 'echo orig $?' EXIT\n")
+@pytest.mark.parametrize("form,recorded", [("trap 'echo orig $?' EXIT", True),
+                                           ("trap -- 'echo orig $?' INT EXIT", False)],
+                         ids=["common-form", "other-form"])
+def test_chained_without_its_helper_file(tmp_path, clean_env, form, recorded):
+    """C-AC14 for the chain: with the helper file gone (the hook still there) the command runs as
+    with the original alone. The common form `trap ACTION EXIT` is chained by the `trap`
+    function itself, so the record is still written; any other form goes to the builtin, whose
+    EXIT trap replaces the hook's, so that shell writes no record."""
+    records, env_on, env_orig = _chain(tmp_path, clean_env, form + "\n")
     hook_mod.trap_path(tmp_path / "shared", "a1").unlink()
     for opts in ("-c", "-ec", "-uc"):
         on, orig = run(["bash", opts, "exit 6"], env_on), run(["bash", opts, "exit 6"], env_orig)
         assert outcome(on) == outcome(orig) == (6, b"orig 6\n", b"")
-    assert _records(records) == []
+    assert _records(records) == ([("exit 6", 6)] * 3 if recorded else [])
 
 
 def test_chained_helper_rendered_and_removed(tmp_path):
