@@ -3,7 +3,7 @@ __rf_x=$? __rf_t=${EPOCHREALTIME-} __rf_r=${BASH_EXECUTION_STRING-}
 builtin trap - DEBUG RETURN
 builtin umask 007
 __rf_t=${__rf_t/,/.} __rf_c=${__rf_r//\\/\\\\} __rf_c=${__rf_c//\"/\\\"} __rf_l='{"v":1,"ts":'$__rf_t',@PREFIX_SQ@,"exit":'$__rf_x',"cmd":"'"$__rf_c"'"}'
-if [[ -n $__rf_t && $__rf_r != *[[:cntrl:]]* ]] && ((${#__rf_l} < 1024)); then [[ -L @RECORDS@ ]] || builtin printf '%s\n' "$__rf_l" >>@RECORDS@; builtin return "$__rf_x"; fi
+if [[ -n $__rf_t && $__rf_r != *[[:cntrl:]]* && ${#__rf_l} != ????* ]]; then [[ -L @RECORDS@ ]] || builtin printf '%s\n' "$__rf_l" >>@RECORDS@; builtin return "$__rf_x"; fi
 # Slow path: a control character, a line of 1,024 characters or more, or no EPOCHREALTIME (bash
 # < 5: whole seconds). From here lengths and cuts count bytes.
 LC_ALL=C
