@@ -1,7 +1,7 @@
 # The hook chained to an original BASH_ENV (C-AC16): bash_env.sh's test (@IF@) and commands
 # (@THEN@), then the original, with `trap` a function meanwhile (@TRAPF@; notes there).
 # shellcheck shell=bash disable=SC2015,SC2064 # `__rf_w=1` cannot fail; the arguments are the caller's
-{ if @IF@; then @THEN@; builtin export -f trap && __rf_w=1 || trap() { if [[ $#${2-} == 2EXIT && $1 == [!-0-9\{]* && $BASHPID == "$$" ]]; then builtin trap -- @OURS@"; $1" EXIT; elif [[ -r @TRAPF@ ]]; then builtin . @TRAPF@ "$@"; else builtin trap "$@"; fi; }; else __rf_w=0; fi; } 2>/dev/null || :
-if [[ -r @CHAIN@ ]]; then builtin . @CHAIN@; fi
-[[ -n ${__rf_w-} || -o posix ]] || { builtin unset -f trap; builtin return 0; }
+{ if @IF@; then @THEN@; builtin export -f trap && __rf_w=1 || trap() { if [[ $#${2-}:${1-} == 2EXIT:[!-0-9\{]* && $BASHPID == "$$" ]]; then builtin trap -- @OURS@"; $1" EXIT; elif [[ -r @TRAPF@ ]]; then builtin . @TRAPF@ "$@"; else builtin trap "$@"; fi; }; else __rf_w=0; fi; } 2>/dev/null || :
+[[ ! -r @CHAIN@ ]] || builtin . @CHAIN@
+[[ -n ${__rf_w-} || -o posix ]] || { builtin unset -f trap; builtin return; }
 if [[ ${__rf_w-} == 0 ]]; then builtin unset -v __rf_w; else { __rf_m=1; builtin . @TRAPF@; } 2>/dev/null || builtin :; fi
