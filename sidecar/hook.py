@@ -119,13 +119,15 @@ def render_text(shared_dir: str | os.PathLike[str], agent: str, backend: str,
     keeps its effect and an error in it (say, an unset variable under ``set -u``) never stops the
     record; an EXIT trap the original sets still runs, after the hook's and with the command's
     ``$?`` (C-AC16). The chain forks nothing: while the original is sourced, ``trap`` is a
-    function that lets the builtin set the trap and then puts the hook's in front (the slow-path
-    file's chain section); only when ``trap`` was a function already, the original redefined it
-    or turned on POSIX mode is the EXIT trap read back with ``$(trap -p EXIT)``, a fork
-    (docs/neutral-route.md, "Chaining an existing BASH_ENV"). An original that sets its EXIT trap with ``builtin trap`` or ``command
-    trap`` bypasses the function, so that shell's command is not recorded (the "not receiving
-    data" state, C12, shows a route that records nothing). Raises :class:`HookError` for names
-    or paths that cannot be baked in safely.
+    function that sets the common ``trap ACTION EXIT`` as "the hook's; ACTION" itself and sends
+    every other form to the trap helper (:func:`trap_path`), which lets the builtin do it and then
+    puts the hook's trap in front; only when ``trap`` was a function already or the original
+    turned on POSIX mode is the EXIT trap read back with ``$(trap -p EXIT)``, a fork
+    (docs/neutral-route.md, "Chaining an existing BASH_ENV"). An original that sets its EXIT trap
+    with ``builtin trap`` or ``command trap`` bypasses the function, so that shell's command is
+    not recorded (the "not receiving data" state, C12, shows a route that records nothing). The
+    rendered files hold no comment line (:func:`_code`). Raises :class:`HookError` for names or
+    paths that cannot be baked in safely.
     """
     shared = Path(shared_dir)
     _check(shared, agent, backend, chain)
@@ -134,9 +136,6 @@ def render_text(shared_dir: str | os.PathLike[str], agent: str, backend: str,
     hook = _code(templates / "bash_env.sh")
     hook = hook.replace("@AGENT@", agent).replace("@SLOW@", str(slow_path(shared, agent)))
     if chain is not None:
-        # The `trap` function is defined where the hook sets its EXIT trap (the template's first
-        # command line, spliced in after the trap); sourcing the original and cleaning up after
-        # it are appended.
         # The chained hook is its own template around the unchained hook's test and commands.
         main = _MAIN.fullmatch(hook)
         if main is None:  # the template is ours; this only fires if someone breaks it
@@ -157,19 +156,21 @@ def render_text(shared_dir: str | os.PathLike[str], agent: str, backend: str,
 
 def render_trap_text(shared_dir: str | os.PathLike[str], agent: str) -> str:
     """The text of a chained hook's ``trap`` helper (:func:`trap_path`), from
-    ``hooks/bash_env.trap.bash`` with the hook's own EXIT trap string baked in twice: as it is
-    (``@OURS@``), and as it goes in front of the original's EXIT trap (``@OURS_C@``): there the
-    group ends in ``&& builtin :`` and passes on the status of the exit-path file, which returns
-    the command's, so the original's trap sees that ``$?`` without a fork (``(exit N)`` forks),
-    and a failing status on the left of ``&&`` cannot trip errexit. Raises :class:`HookError` as :func:`render_text` does."""
+    ``hooks/bash_env.trap.bash`` with the hook's own EXIT trap string baked in (``@OURS@``,
+    :func:`_exit_trap`): the helper compares the EXIT trap with it and puts it in front of the
+    original's. Raises :class:`HookError` as :func:`render_text` does."""
     hook, _ = render_text(shared_dir, agent, "bash")
     return (_code(_template_dir() / "bash_env.trap.bash")
             .replace("@OURS@", shlex.quote(_exit_trap(hook))))
 
 
 def _exit_trap(hook: str) -> str:
-    """The EXIT trap an unchained hook (its text) sets: ``{ builtin . SLOW && builtin :; }
-    &>/dev/null``. Raises :class:`HookError` if the template lost it (only a broken template)."""
+    """The EXIT trap an unchained hook (its text) sets, OURS: ``{ builtin . SLOW && builtin :; }
+    &>/dev/null``, alone or as OURS in "OURS; ORIG" in front of a chained original's EXIT trap
+    ORIG. The exit-path file returns the command's status, so ORIG sees that ``$?`` without a fork
+    (``(exit N)`` forks); the file is sourced on the left of ``&&``, where errexit cannot fire, and
+    ``builtin :`` runs inside the group, hidden from xtrace. Raises :class:`HookError` if the
+    template lost it (only a broken template)."""
     ours = re.search(r"builtin trap '(\{ builtin \. [^ ']+ && builtin :; \} &>/dev/null)' EXIT;",
                      hook)
     if ours is None:
