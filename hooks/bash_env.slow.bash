@@ -1,14 +1,10 @@
-# shellcheck shell=bash disable=SC2154 # __rf_x is set by the hook's EXIT trap (notes at the end)
+# shellcheck shell=bash
+__rf_x=$? __rf_t=${EPOCHREALTIME-} __rf_r=${BASH_EXECUTION_STRING-}
 builtin trap - DEBUG RETURN
 builtin umask 007
-__rf_t=${EPOCHREALTIME-}
-__rf_t=${__rf_t/,/.}
-__rf_r=${BASH_EXECUTION_STRING-}
-__rf_c=${__rf_r//\\/\\\\}
-__rf_c=${__rf_c//\"/\\\"}
-__rf_l='{"v":1,"ts":'$__rf_t',@PREFIX_SQ@,"exit":'$__rf_x',"cmd":"'"$__rf_c"'"}'
-if [[ -n $__rf_t && $__rf_r != *[[:cntrl:]]* ]] && ((${#__rf_l} < 1024)); then [[ -L @RECORDS@ ]] || builtin printf '%s\n' "$__rf_l" >>@RECORDS@; builtin return "$__rf_x"; fi
-# Slow path: a control character, a line of 1,024 characters or more, or no EPOCHREALTIME (bash
+__rf_t=${__rf_t/,/.} __rf_c=${__rf_r//\\/\\\\} __rf_c=${__rf_c//\"/\\\"} __rf_l='{"v":1,"ts":'$__rf_t',@PREFIX_SQ@,"exit":'$__rf_x',"cmd":"'"$__rf_c"'"}'
+if [[ -n $__rf_t && $__rf_r != *[[:cntrl:]]* && ${#__rf_l} != ????* ]]; then [[ -L @RECORDS@ ]] || builtin printf '%s\n' "$__rf_l" >>@RECORDS@; builtin return "$__rf_x"; fi
+# Slow path: a control character, a line of 1,000 characters or more, or no EPOCHREALTIME (bash
 # < 5: whole seconds). From here lengths and cuts count bytes.
 LC_ALL=C
 [[ -n $__rf_t ]] || builtin printf -v __rf_t %\(%s\)T -1
@@ -62,21 +58,24 @@ __rf_l="$__rf_h$__rf_k,\"cmd\":\"$__rf_c\"}"
 builtin return "$__rf_x"
 
 # repeat-failure neutral route: the hook's exit path. The hook (hook/<agent>.sh) sets an EXIT trap
-# that saves $? in __rf_x and sources this file with stdout and stderr on /dev/null, on the left
-# of `||` (errexit cannot fire); the file returns __rf_x, which a chained hook's trap passes on to
-# the original's EXIT trap (hooks/bash_env.trap.bash). Bash parses a sourced file only up to the
-# `return` it runs, so the common record is written by the lines at the top, the slow path
-# follows, and these notes come last: a comment costs parse time too. Keeping the code here
-# rather than in the trap string keeps what every bash start reads short. Measured
-# with callgrind (instructions of `bash -c true`, the figure to compare), bash spends several
-# hundred instructions per byte it parses; this layout cut the hook's instructions by a quarter
-# (its wall time less: the system calls stayed), and the chained hook's trap text with it.
+# that sources this file inside a group with stdout and stderr on /dev/null, on the left of `&&`
+# (errexit cannot fire), so a DEBUG trap the command set prints nothing there either; its first
+# command saves $? (sourcing keeps it) in __rf_x, and the file returns __rf_x, which a chained
+# hook's trap passes on to the original's EXIT trap (hooks/bash_env.trap.bash). Bash parses a
+# sourced file only up to the `return` it runs, so the common record is written by the lines at the
+# top and the slow path follows; the render drops every comment line, these notes included (a
+# comment costs parse time too). Keeping the code here rather than in the trap string keeps what
+# every bash start reads short. Measured with callgrind (instructions of `bash -c true`, the figure
+# to compare), bash spends several hundred instructions per byte it parses and tens of thousands
+# on each command however small, so the fast path puts its assignments together (one simple
+# command assigns left to right, each seeing the ones before) and tests with one `[[ ]]`.
 #
 # The fast path works in the caller's locale (setting LC_ALL costs a setlocale, and a chained
 # original's EXIT trap runs after this one): ${#__rf_l} then counts characters, and a line of
-# fewer than 1,024 characters is at most 4,095 bytes (4 bytes a character at most). A longer
-# line, a control character in the command (the rest of the line, numbers and the agent and
-# backend names the sidecar validates, never holds one) or no EPOCHREALTIME takes the slow path.
+# fewer than 1,000 characters (a length of at most three digits, a pattern test: no arithmetic
+# code to load) is at most 3,996 bytes (4 bytes a character at most). A longer line, a control
+# character in the command (the rest of the line, numbers and the agent and backend names the
+# sidecar validates, never holds one) or no EPOCHREALTIME takes the slow path.
 #
 # The hook's contract (docs/neutral-route.md, spec C1, C8 and C-AC14):
 #   * bash sources the hook before every non-interactive command (bash -c / -lc, scripts) with

@@ -1,6 +1,4 @@
-# shellcheck shell=bash disable=SC2154 # __rf_m is set by the hook (notes at the end)
-if [[ $# == 2 && $2 == EXIT && $1 == [!-0-9\{]* && -z ${__rf_m-} && $BASHPID == "$$" ]]; then builtin trap -- @OURS_C@"; $1" EXIT; builtin return 0; fi
-# shellcheck disable=SC2168,SC2064 # sourced by the `trap` function; the arguments are the caller's
+# shellcheck shell=bash disable=SC2154,SC2168,SC2064 # sourced by the `trap` function with the caller's arguments, or by the hook with __rf_m set (notes at the end)
 if [[ -z ${__rf_m-} ]]; then builtin local __rf_y=0; builtin trap "$@" || __rf_y=$?; [[ $BASHPID == "$$" ]] || builtin return "$__rf_y"; fi
 __rf_e=
 __rf_a=
@@ -44,55 +42,64 @@ else
   fi
 fi
 if [[ -n $__rf_e ]]; then
-  if [[ $__rf_a == @OURS_C@* ]]; then
-    __rf_a=${__rf_a#@OURS_C@}
-  elif [[ $__rf_a == @OURS@* ]]; then
-    __rf_a=${__rf_a#@OURS@}
-  fi
+  [[ $__rf_a != @OURS@* ]] || __rf_a=${__rf_a#@OURS@}
   __rf_a=${__rf_a#"${__rf_a%%[!;[:space:]]*}"}
   if [[ -n $__rf_a ]]; then
-    builtin trap -- @OURS_C@"; $__rf_a" EXIT
+    builtin trap -- @OURS@"; $__rf_a" EXIT
   else
     builtin trap -- @OURS@ EXIT
   fi
 fi
 builtin unset __rf_e __rf_a __rf_o __rf_i
 if [[ -n ${__rf_m-} ]]; then
-  [[ ${__rf_w-} != 2 ]] || builtin unset -f trap
+  [[ -n ${__rf_w-} ]] || builtin unset -f trap
   builtin unset __rf_w __rf_m
 fi
 builtin return "${__rf_y-0}"
 
 # repeat-failure neutral route, chained (C-AC16): the hook's EXIT trap in front of the original's.
-# These notes come after the code: bash parses a sourced file only up to the `return` it runs.
+# The render drops every comment line (bash parses comments too); these notes stay here.
 #
-# A chained hook (hook/<agent>.sh rendered with the agent's original BASH_ENV) sets its own EXIT
-# trap, defines `trap` as a function and sources the original, so an error in the original (an
-# unset variable under set -u, say) never stops the record. The function sources this file with the
-# trap's arguments. Its first command takes the common form, `trap ACTION EXIT`, in the shell that
-# records: it sets "OURS_C; ACTION" at once (an ACTION starting with `-`, a digit or `{`, which may
-# be an option, a signal number or the hook's own trap read back, takes the general path).
-# Otherwise the builtin does what was asked (its messages and status are the caller's) and, in that
-# shell (not in a subshell or a command substitution, whose EXIT trap is their own), an EXIT trap
-# just set gets the hook's put in front. After the original, the function and the __rf_* names are
-# removed before the command runs. Reading `trap -p EXIT` back instead would fork in every agent
-# shell (docs/neutral-route.md); that is done only when the function could not be used (__rf_m set,
-# no arguments): `trap` was a function already (one exported into the environment) or the original
-# turned on POSIX mode, where special builtins are found before functions.
+# A chained hook (hook/<agent>.sh, rendered from bash_env.chain.bash around bash_env.sh's test and
+# commands) sets its own EXIT trap, defines `trap` as a function and sources the original, so an
+# error in the original (an unset variable under set -u, say) never stops the record. The function
+# takes the common form itself, `trap ACTION EXIT` in the shell that records: it sets
+# "OURS; ACTION" at once (an ACTION starting with `-`, a digit or `{`, which may be an option, a
+# signal number or the hook's own trap read back, takes the general path). Every other call
+# sources this file with the trap's arguments (or, with this file gone, calls the builtin): the
+# builtin does what was asked (its messages and status are the caller's) and, in that shell (not in
+# a subshell or a command substitution, whose EXIT trap is their own), an EXIT trap just set gets
+# the hook's put in front. After the original, the function and the __rf_* names are removed
+# before the command runs. Reading `trap -p EXIT` back instead would fork in every agent shell
+# (docs/neutral-route.md); that is done only when the function could not be used (the hook sources
+# this file with __rf_m set and no arguments of its own): `trap` was a function already (one
+# exported into the environment, __rf_w=1) or the original turned on POSIX mode, where special
+# builtins are found before functions.
+#
+# The hook's state, in __rf_w: unset in the shell that records with the hook's `trap` function
+# defined; 1 there when `trap` was a function already (`builtin export -f trap` succeeds only for a
+# function, and one from the environment is exported already, so it changes nothing; it prints
+# nothing to stdout, unlike `declare -F`, whose stdout would need a redirection: eight system
+# calls); 0 in a shell that does not record. The common case, unset and no POSIX mode, removes the
+# function and `return`s from the hook, so bash never parses the rarer clean-up after it.
 #
 # Known limits: an original that calls `builtin trap` or `command trap` bypasses the function, so
 # its EXIT trap replaces the hook's as a command's own EXIT trap does, and that shell is not
 # recorded (C12's "not receiving data" shows a route gone quiet); an original that defines its own
-# function named `trap` loses it when the hook removes the one it defined.
+# function named `trap` loses it when the hook removes the one it defined; an original that lists
+# the traps (`trap`, `trap -p`) sees the hook's; under `set -x` the hook's own steps around the
+# original are traced.
 #
-# The EXIT trap left is OURS alone or "OURS_C; ORIG": OURS the hook's trap (rendered in), OURS_C
-# the same group ending `&& builtin :`, ORIG what the original set. The hook's exit path returns
-# the command's status, so ORIG sees the command's $? without `(exit N)`, which forks and, failing
-# under set -e, would end the trap before ORIG ran; a failing status on the left of `&&` cannot
-# trip errexit. ORIG runs after the record is written, with the umask 007 the record file needs
-# (and LC_ALL=C when the record took the slow path). An ORIG that starts with the trap it found
-# (the "append to the EXIT trap" idiom) has that part dropped, so the record is written once.
-# Ignoring EXIT ('') or resetting it ('-', or naming it alone) leaves OURS alone.
+# The EXIT trap left is OURS alone or "OURS; ORIG": OURS the hook's trap (rendered in), ORIG what
+# the original set. OURS is `{ builtin . SLOW && builtin :; } &>/dev/null`: the exit-path file
+# returns the command's status, so ORIG sees the command's $? without `(exit N)`, which forks and,
+# failing under set -e, would end the trap before ORIG ran; the file is sourced on the left of `&&`,
+# where errexit cannot fire, and a group that fails that way does not stop the shell either (bash
+# manual, `set -e`), so ORIG still runs; `builtin :` runs inside the group, hidden from xtrace. ORIG
+# runs after the record is written, with the umask 007 the record file needs (and LC_ALL=C when the
+# record took the slow path). An ORIG that starts with the trap it found (the "append to the EXIT
+# trap" idiom) has that part dropped, so the record is written once. Ignoring EXIT ('') or
+# resetting it ('-', or naming it alone) leaves OURS alone.
 #
 # The general part reads "$@" as bash 5.2's trap builtin does (builtins/trap.def): options (-l, -p,
 # --help, a bad one) only print; after an optional `--`, a first argument of digits naming a signal

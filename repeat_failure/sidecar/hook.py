@@ -37,6 +37,10 @@ RECORDS_DIR_MODE = 0o2770
 _SAFE_PATH = re.compile(r"^/[A-Za-z0-9._/@+-]*$")
 
 
+#: The rendered unchained hook: one line, `{ if TEST; then COMMANDS; fi; } 2>/dev/null || :`.
+_MAIN = re.compile(r"\{ if (?P<test>\[\[ .* \]\]); then (?P<then>.*); fi; \} 2>/dev/null \|\| :\n")
+
+
 class HookError(ValueError):
     """The hook cannot be rendered for these names or paths; the message says which."""
 
@@ -50,6 +54,16 @@ def _template_dir() -> Path:
     from importlib.resources import files
 
     return Path(str(files("repeat_failure.hooks")))
+
+
+def _code(template: Path) -> str:
+    """The text of ``template`` without its comment lines (notes, lint directives) and blank
+    lines: bash parses every byte it reaches, comments included (several hundred instructions a
+    byte, counted with callgrind), so the rendered files hold only code. The templates hold no
+    multi-line string or here-document, so a line whose first non-blank character is ``#`` is a
+    comment."""
+    return "".join(line for line in template.read_text(encoding="utf-8").splitlines(keepends=True)
+                   if line.strip() and not line.lstrip().startswith("#"))
 
 
 def hook_path(shared_dir: str | os.PathLike[str], agent: str) -> Path:
@@ -105,39 +119,34 @@ def render_text(shared_dir: str | os.PathLike[str], agent: str, backend: str,
     keeps its effect and an error in it (say, an unset variable under ``set -u``) never stops the
     record; an EXIT trap the original sets still runs, after the hook's and with the command's
     ``$?`` (C-AC16). The chain forks nothing: while the original is sourced, ``trap`` is a
-    function that lets the builtin set the trap and then puts the hook's in front (the slow-path
-    file's chain section); only when ``trap`` was a function already, the original redefined it
-    or turned on POSIX mode is the EXIT trap read back with ``$(trap -p EXIT)``, a fork
-    (docs/neutral-route.md, "Chaining an existing BASH_ENV"). An original that sets its EXIT trap with ``builtin trap`` or ``command
-    trap`` bypasses the function, so that shell's command is not recorded (the "not receiving
-    data" state, C12, shows a route that records nothing). Raises :class:`HookError` for names
-    or paths that cannot be baked in safely.
+    function that sets the common ``trap ACTION EXIT`` as "the hook's; ACTION" itself and sends
+    every other form to the trap helper (:func:`trap_path`), which lets the builtin do it and then
+    puts the hook's trap in front; only when ``trap`` was a function already or the original
+    turned on POSIX mode is the EXIT trap read back with ``$(trap -p EXIT)``, a fork
+    (docs/neutral-route.md, "Chaining an existing BASH_ENV"). An original that sets its EXIT trap
+    with ``builtin trap`` or ``command trap`` bypasses the function, so that shell's command is
+    not recorded (the "not receiving data" state, C12, shows a route that records nothing). The
+    rendered files hold no comment line (:func:`_code`). Raises :class:`HookError` for names or
+    paths that cannot be baked in safely.
     """
     shared = Path(shared_dir)
     _check(shared, agent, backend, chain)
     templates = _template_dir()
     prefix = orjson.dumps({"agent": agent, "backend": backend, "route": ROUTE}).decode()[1:-1]
-    hook = (templates / "bash_env.sh").read_text(encoding="utf-8")
+    hook = _code(templates / "bash_env.sh")
     hook = hook.replace("@AGENT@", agent).replace("@SLOW@", str(slow_path(shared, agent)))
-    # Lint directives are for the template; every byte of the hook is parsed at every start.
-    hook = "".join(line for line in hook.splitlines(keepends=True)
-                   if not line.startswith("# shellcheck"))
     if chain is not None:
-        # The `trap` function is defined where the hook sets its EXIT trap (the template's first
-        # command line, spliced in after the trap); sourcing the original and cleaning up after
-        # it are appended.
-        block = (templates / "bash_env.chain.bash").read_text(encoding="utf-8")
-        block = (block.replace("@CHAIN@", shlex.quote(chain))
-                      .replace("@TRAPF@", str(trap_path(shared, agent))))
-        lines = block.splitlines(keepends=True)
-        first = next(i for i, line in enumerate(lines) if not line.startswith("#"))
-        ours = re.search(r"builtin trap '[^']*' EXIT;", hook)
-        if ours is None:  # the template is ours; this only fires if someone breaks it
-            raise HookError("hooks/bash_env.sh has no EXIT trap to chain after")
-        hook = hook.replace(ours.group(0), f"{ours.group(0)} {lines[first].rstrip()};", 1)
-        hook += "".join(line for line in lines[:first] + lines[first + 1:]
-                        if not line.startswith("# shellcheck"))  # bash parses comments too
-    slow = (templates / "bash_env.slow.bash").read_text(encoding="utf-8")
+        # The chained hook is its own template around the unchained hook's test and commands.
+        main = _MAIN.fullmatch(hook)
+        if main is None:  # the template is ours; this only fires if someone breaks it
+            raise HookError("hooks/bash_env.sh is not one `{ if TEST; then COMMANDS; fi; }` line")
+        ours = _exit_trap(hook)
+        fill = {"IF": main["test"], "THEN": main["then"], "CHAIN": shlex.quote(chain),
+                "TRAPF": str(trap_path(shared, agent)), "OURS": shlex.quote(ours)}
+        # One pass, so a path holding an @NAME@ of its own is never filled in again.
+        hook = re.sub(r"@(IF|THEN|CHAIN|TRAPF|OURS)@", lambda m: fill[m[1]],
+                      _code(templates / "bash_env.chain.bash"))
+    slow = _code(templates / "bash_env.slow.bash")
     # The prefix sits once in single quotes, once in a double-quoted string (quotes escaped).
     slow = (slow.replace("@PREFIX_SQ@", prefix)  # names and ROUTE hold no quote (_check)
                 .replace("@PREFIX@", prefix.replace('"', '\\"'))
@@ -147,22 +156,26 @@ def render_text(shared_dir: str | os.PathLike[str], agent: str, backend: str,
 
 def render_trap_text(shared_dir: str | os.PathLike[str], agent: str) -> str:
     """The text of a chained hook's ``trap`` helper (:func:`trap_path`), from
-    ``hooks/bash_env.trap.bash`` with the hook's own EXIT trap string baked in twice: as it is
-    (``@OURS@``), and as it goes in front of the original's EXIT trap (``@OURS_C@``): there the
-    group ends in ``&& builtin :`` and passes on the status of the exit-path file, which returns
-    the command's, so the original's trap sees that ``$?`` without a fork (``(exit N)`` forks),
-    and a failing status on the left of ``&&`` cannot trip errexit. Raises :class:`HookError` as :func:`render_text` does."""
+    ``hooks/bash_env.trap.bash`` with the hook's own EXIT trap string baked in (``@OURS@``,
+    :func:`_exit_trap`): the helper compares the EXIT trap with it and puts it in front of the
+    original's. Raises :class:`HookError` as :func:`render_text` does."""
     hook, _ = render_text(shared_dir, agent, "bash")
-    ours = re.search(r"builtin trap '([^']*)' EXIT;", hook)
-    tail = " || builtin :; } >/dev/null 2>&1 || builtin :"
-    if ours is None or not ours.group(1).endswith(tail):
-        raise HookError("hooks/bash_env.sh has no EXIT trap to chain after")  # a broken template
-    chained = ours.group(1).removesuffix(tail) + "; } >/dev/null 2>&1 && builtin :"
-    text = "".join(line for line in (_template_dir() / "bash_env.trap.bash")
-                   .read_text(encoding="utf-8").splitlines(keepends=True)
-                   if not line.startswith("# shellcheck"))
-    return (text.replace("@OURS_C@", shlex.quote(chained))
-                .replace("@OURS@", shlex.quote(ours.group(1))))
+    return (_code(_template_dir() / "bash_env.trap.bash")
+            .replace("@OURS@", shlex.quote(_exit_trap(hook))))
+
+
+def _exit_trap(hook: str) -> str:
+    """The EXIT trap an unchained hook (its text) sets, OURS: ``{ builtin . SLOW && builtin :; }
+    &>/dev/null``, alone or as OURS in "OURS; ORIG" in front of a chained original's EXIT trap
+    ORIG. The exit-path file returns the command's status, so ORIG sees that ``$?`` without a fork
+    (``(exit N)`` forks); the file is sourced on the left of ``&&``, where errexit cannot fire, and
+    ``builtin :`` runs inside the group, hidden from xtrace. Raises :class:`HookError` if the
+    template lost it (only a broken template)."""
+    ours = re.search(r"builtin trap '(\{ builtin \. [^ ']+ && builtin :; \} &>/dev/null)' EXIT;",
+                     hook)
+    if ours is None:
+        raise HookError("hooks/bash_env.sh has no EXIT trap to chain after")
+    return ours.group(1)
 
 
 def write_atomic(path: Path, data: bytes | bytearray, mode: int) -> None:
