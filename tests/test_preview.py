@@ -179,7 +179,7 @@ def test_a_preview_error_makes_an_event_with_its_own_reason(tmp_path, server):
 
     url = f"http://127.0.0.1:{server.server_port}/blank/"
     sidecar = _sidecar(tmp_path, url)
-    repeat_failure.kube.events = Publisher()
+    sidecar.events = Publisher()
     _run(sidecar)
     assert sent == [("a1", "claude", f"Preview error (entry_empty) at {url}: entry answered 200 "
                      "with an empty body", PREVIEW_REASON)]
