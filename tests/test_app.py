@@ -16,7 +16,8 @@ import pytest
 from prometheus_client import generate_latest
 
 from repeat_failure.sidecar import hook
-from repeat_failure.sidecar.app import Sidecar, configure_logging
+from repeat_failure.jsonlog import configure_logging
+from repeat_failure.sidecar.app import Sidecar
 from repeat_failure.config import AgentSpec
 from repeat_failure.sidecar.exporter import MetricsCollector, status_json
 

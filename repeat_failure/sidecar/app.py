@@ -16,7 +16,6 @@ injectable ``clock`` so tests drive windows without sleeping.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -47,7 +46,6 @@ from repeat_failure.sidecar.pipeline import failure_output, record_command, sess
 from repeat_failure.turns.probe import OK as PROBE_OK, PREVIEW_ERROR, PreviewProber, ProbeResult
 from repeat_failure.sidecar.scrub import scrub
 from repeat_failure.sessions.tail import SessionTail
-from repeat_failure.terminal import json_text
 from repeat_failure.turns.verdict import OK, VERDICTS, Turn, TurnTracker
 
 log = logging.getLogger("repeat_failure")
@@ -1078,34 +1076,3 @@ def _unlink(path: Path) -> None:
         path.unlink()
     except FileNotFoundError:
         pass
-
-
-class JsonFormatter(logging.Formatter):
-    """One JSON object per log line: ts, level, msg and the record's ``extra`` fields.
-
-    Everything passed in ``extra`` is already scrubbed by the pipeline; the formatter adds
-    nothing raw, and writes every unprintable character (a control or bidi character of a
-    command) as its JSON escape (:func:`repeat_failure.terminal.json_text`)."""
-
-    _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
-
-    def format(self, record: logging.LogRecord) -> str:
-        data = {"ts": round(record.created, 6), "level": record.levelname.lower(),
-                "msg": record.getMessage()}
-        for key, value in vars(record).items():
-            if key not in self._STANDARD:
-                data[key] = value
-        if record.exc_info:
-            data["exc"] = self.formatException(record.exc_info)
-        return json_text(json.dumps(data, ensure_ascii=False, default=str))
-
-
-def configure_logging(stream=None) -> None:
-    """Send the ``repeat_failure`` logger's records to ``stream`` (default stderr) as JSON lines."""
-    import sys
-
-    handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JsonFormatter())
-    log.handlers[:] = [handler]
-    log.setLevel(logging.INFO)
-    log.propagate = False
