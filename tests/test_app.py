@@ -896,7 +896,7 @@ def test_a_collection_failing_every_pass_fails_healthz_and_is_counted(tmp_path: 
     healthy again and sets last_collect_timestamp_seconds."""
     import http.client
 
-    from repeat_failure.sidecar.app import UNHEALTHY_AFTER_S
+    from repeat_failure.sidecar.loop import UNHEALTHY_AFTER_S
     from repeat_failure.sidecar.exporter import Server
 
     mono, wall = _Steady(), Clock()

@@ -3,9 +3,9 @@ reads (:class:`AgentView`).
 
 Every other part of the sidecar works on an :class:`AgentState`: the record pipeline
 (:mod:`repeat_failure.sidecar.records`) counts into it, the state file
-(:mod:`repeat_failure.sidecar.state`) saves and restores it, and
-:class:`repeat_failure.sidecar.app.Sidecar` holds one per agent and reads the agent's session
-log into it. It holds no lock of its own:
+(:mod:`repeat_failure.sidecar.state`) saves and restores it, the session feed
+(:mod:`repeat_failure.sidecar.session_feed`) reads the agent's session log into it, and
+:class:`repeat_failure.sidecar.app.Sidecar` holds one per agent. It holds no lock of its own:
 the sidecar's lock guards it.
 """
 
