@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from repeat_failure import __version__
 
 from repeat_failure.sidecar import hook
-from repeat_failure.sidecar.app import configure_logging
+from repeat_failure.jsonlog import configure_logging
 from repeat_failure.config import (AGENT_NAME_RE, AgentSpec, Config, ConfigError, check_backend,
                             check_preview_url, load_config)
 

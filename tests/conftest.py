@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from repeat_failure.sidecar import hook as hook_mod
-from repeat_failure.sidecar.app import configure_logging
+from repeat_failure.jsonlog import configure_logging
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -16,7 +16,8 @@ import pytest
 from prometheus_client import generate_latest
 
 from repeat_failure.sidecar import hook
-from repeat_failure.sidecar.app import Sidecar, configure_logging
+from repeat_failure.jsonlog import configure_logging
+from repeat_failure.sidecar.app import Sidecar
 from repeat_failure.config import AgentSpec
 from repeat_failure.sidecar.exporter import MetricsCollector, status_json
 
@@ -895,7 +896,7 @@ def test_a_collection_failing_every_pass_fails_healthz_and_is_counted(tmp_path: 
     healthy again and sets last_collect_timestamp_seconds."""
     import http.client
 
-    from repeat_failure.sidecar.app import UNHEALTHY_AFTER_S
+    from repeat_failure.sidecar.loop import UNHEALTHY_AFTER_S
     from repeat_failure.sidecar.exporter import Server
 
     mono, wall = _Steady(), Clock()

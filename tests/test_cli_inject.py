@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from repeat_failure.sidecar import hook
-from repeat_failure.sidecar.app import Sidecar, configure_logging
+from repeat_failure.jsonlog import configure_logging
+from repeat_failure.sidecar.app import Sidecar
 from repeat_failure.cli import build_parser
 from repeat_failure.config import AgentSpec
 from test_injector import PKI, load  # tests/ is on sys.path (pytest's rootdir insertion)

@@ -43,7 +43,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from repeat_failure.sidecar import hook
-from repeat_failure.sidecar.app import configure_logging
+from repeat_failure.jsonlog import configure_logging
 from repeat_failure.config import AGENT_NAME_RE, ConfigError
 from repeat_failure.kube.injector import (
     AGENT_RE, CHAIN_PATH_RE, MAX_BODY_BYTES, AdmissionError, ConfigSource, InjectorConfig, InjectorServer,

@@ -21,8 +21,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import repeat_failure.sidecar.app as app_mod
-from repeat_failure.sidecar.app import MAX_STATE_BYTES, Sidecar
+import repeat_failure.sidecar.agent as agent_mod
+import repeat_failure.sidecar.state as state_mod
+from repeat_failure.sidecar.app import Sidecar
+from repeat_failure.sidecar.state import MAX_STATE_BYTES
 from repeat_failure.config import _SCHEMA, AgentSpec, ConfigError, _surely_valid, parse_config
 from repeat_failure.sidecar.detector import (MAX_COMMAND_BYTES, MAX_COMMANDS, Detector, NoteCleared,
                               NoteRaised)
@@ -222,7 +224,7 @@ def test_state_file_over_max_state_bytes_is_ignored_unparsed(tmp_path: Path, log
         parsed.append(len(data))
         return loads(data)
 
-    monkeypatch.setattr(app_mod.orjson, "loads", spy)
+    monkeypatch.setattr(state_mod.orjson, "loads", spy)
     state = tmp_path / "shared" / "state" / "a1.json"
     state.parent.mkdir(parents=True)
     raw = _state_file(["make test"], T0)
@@ -370,7 +372,7 @@ def _largest_state(tmp_path: Path) -> Sidecar:
     and MAX_RUNNING running shell calls of the longest plain id; MAX_SESSIONS open turns and
     session activities; MAX_FILES session files."""
     from repeat_failure.sessions.activity import MAX_RUNNING, MAX_SESSIONS as ACTIVITY_SESSIONS
-    from repeat_failure.sidecar.app import MAX_DELIVERED_CALLS
+    from repeat_failure.sidecar.agent import MAX_DELIVERED_CALLS
     from repeat_failure.sidecar.detector import MAX_FAILURES
     from repeat_failure.sessions.tail import MAX_FILES, _File
     from repeat_failure.turns.verdict import MAX_ERROR_CHARS, MAX_SESSIONS, MAX_TURN_ID_CHARS, TurnCounts
@@ -429,7 +431,7 @@ def test_the_largest_state_the_bounds_allow_is_saved_and_loads_whole(tmp_path: P
                     tmp_path / "config.yaml", clock=lambda: T0 + 10)
     det = again.agents["a1"].detector
     assert (len(det._commands), det.failure_count) == (MAX_COMMANDS, MAX_FAILURES)
-    assert len(again.agents["a1"].delivered_calls) == app_mod.MAX_DELIVERED_CALLS
+    assert len(again.agents["a1"].delivered_calls) == agent_mod.MAX_DELIVERED_CALLS
     assert "state file" not in log_stream.getvalue()
 
 
@@ -438,7 +440,7 @@ def test_a_state_over_the_load_limit_forgets_its_oldest_commands_to_fit(
     """The last resort: were a state still over MAX_STATE_BYTES, the least recently failed
     commands are forgotten (their notes cleared as evicted) until the file fits, so it loads."""
     sc = _largest_state(tmp_path)
-    monkeypatch.setattr(app_mod, "MAX_STATE_BYTES", 6_000_000)
+    monkeypatch.setattr(state_mod, "MAX_STATE_BYTES", 6_000_000)
     sc._save_state(sc.agents["a1"])
     size = sc._state_path("a1").stat().st_size
     assert 5_900_000 < size <= 6_000_000, size
