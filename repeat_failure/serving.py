@@ -381,8 +381,11 @@ class Server(ThreadingHTTPServer):
         return self.server_address[1]
 
     def start(self) -> "Server":
-        """Start the deadline thread and serve in a daemon thread; returns self."""
-        self.deadlines.start()
+        """Serve in a daemon thread (and start the deadline thread when a deadline is set);
+        returns self."""
+        if (self.handshake_timeout_s, self.request_timeout_s, self.idle_timeout_s) != (
+                None, None, None):
+            self.deadlines.start()
         self._thread.start()
         return self
 
