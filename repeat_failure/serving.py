@@ -216,7 +216,9 @@ class HeadReader:
         line = self._stream.readline(cap)
         self._left -= len(line)
         if self._left < 0:
-            raise http.client.LineTooLong(f"request line and headers over {self._limit} bytes")
+            exc = http.client.LineTooLong("request line and headers")
+            exc.args = (f"request line and headers over {self._limit} bytes",)  # its str()
+            raise exc
         return line
 
 
@@ -260,6 +262,14 @@ class Handler(BaseHTTPRequestHandler):
             self.requestline = self.request_version = self.command = ""  # by http.server)
             self.close_connection = True
             self.send_error(431, str(exc))
+        finally:
+            self.rfile = self._stream
+
+    def parse_request(self) -> bool:
+        """http.server's parse (through the head limit), then the plain stream again: the
+        ``do_*`` methods read bodies from ``self.rfile``."""
+        try:
+            return super().parse_request()
         finally:
             self.rfile = self._stream
 
