@@ -1,4 +1,4 @@
-"""The one HTTP serving layer of the three servers (issue 21): the sidecar's exporter
+"""The one HTTP serving layer of the three servers: the sidecar's exporter
 (:mod:`repeat_failure.sidecar.exporter`), the injector webhook (:mod:`repeat_failure.kube.injector`)
 and the fix-loop service (:mod:`repeat_failure.fixloop.app`).
 

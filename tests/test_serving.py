@@ -1,4 +1,4 @@
-"""The shared HTTP layer (repeat_failure.serving, issue 21) on its own: the connection cap, the
+"""The shared HTTP layer (repeat_failure.serving) on its own: the connection cap, the
 head and body limits (431, 411, 400, 413), the handshake/request/idle deadlines with small
 values, JSON error bodies, one-write keep-alive responses, TLS with certificate reload, and a
 clean stop."""

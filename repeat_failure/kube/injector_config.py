@@ -1,4 +1,4 @@
-"""The injector's names and config (split from :mod:`repeat_failure.kube.injector`, issue 21).
+"""The injector's names and config (split from :mod:`repeat_failure.kube.injector`).
 
 The names the injector shares with the chart and the sidecar (annotations, labels, volumes,
 paths, the metrics port; ``docs/kubernetes.md``), and the injector's YAML config

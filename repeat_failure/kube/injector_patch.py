@@ -1,4 +1,4 @@
-"""The injector's admission decision (split from :mod:`repeat_failure.kube.injector`, issue 21).
+"""The injector's admission decision (split from :mod:`repeat_failure.kube.injector`).
 
 :func:`decide` / :func:`admission_response`: pure functions from an ``AdmissionReview``
 (``admission.k8s.io/v1``, as the API server sends it for a Pod ``CREATE``) and an
