@@ -296,3 +296,38 @@ def test_file_stamp(tmp_path: Path):
     path.write_bytes(b"abc")
     st = path.stat()
     assert serving.file_stamp(path) == ((st.st_ino, st.st_mtime_ns, 3),)
+
+
+def test_exporter_serves_through_the_layer():
+    """The sidecar's exporter: HTTP/1.0, at most 64 connections, 32 KiB heads, backlog 128,
+    10 s per socket operation, quiet about hang-ups; an unknown path is a JSON 404."""
+    from prometheus_client import CollectorRegistry
+
+    from repeat_failure.sidecar import exporter
+
+    class Stub:  # the exporter reads nothing of the sidecar for a 404
+        registry = CollectorRegistry()
+
+    server = exporter.Server(Stub(), "127.0.0.1:0").start()
+    try:
+        httpd = server._httpd
+        assert (httpd.max_connections, httpd.max_head_bytes, httpd.request_queue_size,
+                httpd.quiet, httpd.RequestHandlerClass.timeout,
+                httpd.RequestHandlerClass.protocol_version, httpd.request_timeout_s) == (
+            64, 32 << 10, 128, True, 10, "HTTP/1.0", None)
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            sock.sendall(b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n")
+            status, headers, body = split(read_until_closed(sock))
+        assert status == "HTTP/1.0 404 not found: try /metrics, /status or /healthz"
+        assert json.loads(body) == {"error": "not found: try /metrics, /status or /healthz",
+                                    "status": 404}
+    finally:
+        server.stop()
+
+
+def test_fixloop_limits():
+    """The fix-loop service's endpoint limits (docs/fixloop.md): 64 connections, 32 KiB heads,
+    socketserver's backlog of 5 as before."""
+    from repeat_failure.fixloop import app
+
+    assert (app.MAX_CONNECTIONS, app.MAX_HEAD_BYTES, app.BACKLOG) == (64, 32 << 10, 5)
