@@ -16,11 +16,11 @@ import logging
 import os
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
 
+from repeat_failure import serving
 from repeat_failure.config import ConfigError, parse_listen, read_regular_file
 from repeat_failure.fixloop.auth import AppTokens, FileToken, token_source
 from repeat_failure.fixloop.config import DEFAULT_TOKEN_FILE, FixloopConfig
@@ -31,6 +31,15 @@ from repeat_failure.fixloop.notify import Notifier
 from repeat_failure.fixloop.sweep import Sweeper
 
 log = logging.getLogger("repeat_failure")
+
+#: Connections the HTTP endpoint serves at once (one thread each; more are closed at accept and
+#: counted in a log line at most once a minute): Prometheus and the kubelet's probes use one
+#: each, so 64 is generous (docs/fixloop.md).
+MAX_CONNECTIONS = 64
+#: Bytes of request line and headers together; more is answered 431.
+MAX_HEAD_BYTES = 32 << 10
+#: Listen backlog: socketserver's default, as before the shared layer.
+BACKLOG = 5
 
 #: The Kubernetes Event reason of an escalation (with ``events: true``).
 EVENT_REASON = "FixLoopEscalated"
@@ -95,7 +104,7 @@ class FixloopApp:
         self.ready = threading.Event()
         self.last_outcome: str | None = None
         self._thread: threading.Thread | None = None
-        self._httpd: ThreadingHTTPServer | None = None
+        self._httpd: serving.Server | None = None
 
     def _event(self, repo: str, number: int, message: str) -> None:
         if self.events is not None:
@@ -171,7 +180,7 @@ class FixloopApp:
         address = parse_listen(listen, "0.0.0.0:9467")
         app = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(serving.Handler):
             server_version = "repeat-failure-fixloop"
             timeout = 10
 
@@ -195,26 +204,18 @@ class FixloopApp:
                 else:
                     self.send_error(404, "not found: try /metrics, /healthz or /readyz")
                     return
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-                pass
+                self.send_body(status, body, ctype)
 
         try:
-            self._httpd = ThreadingHTTPServer(address, Handler)
+            self._httpd = serving.Server(address, Handler, name="fixloop-http",
+                                         max_connections=MAX_CONNECTIONS,
+                                         max_head_bytes=MAX_HEAD_BYTES, backlog=BACKLOG)
         except OSError as exc:
             raise OSError(exc.errno, f"cannot listen on {listen}: {exc.strerror}") from None
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, name="fixloop-http",
-                         daemon=True).start()
-        return self._httpd.server_address[1]
+        self._httpd.start()
+        return self._httpd.port
 
     def stop_serving(self) -> None:
         """Stop the HTTP endpoint."""
         if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
+            self._httpd.stop()

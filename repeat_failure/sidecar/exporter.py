@@ -12,9 +12,7 @@ on them.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 
 import orjson
@@ -22,6 +20,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from repeat_failure import serving
 from repeat_failure.sidecar.checkstate import MAX_NOTES_SHOWN, STATES
 from repeat_failure.config import parse_listen
 from repeat_failure.sidecar.normalize import command_label
@@ -190,8 +189,20 @@ def status_json(sidecar: "Sidecar") -> bytes:
     return json_bytes(orjson.dumps({"rows": [row.to_json() for row in sidecar.rows()]})) + b"\n"
 
 
-def _handler(sidecar: "Sidecar") -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+#: Connections served at once by the exporter (one thread each; more are closed at accept and
+#: counted in a log line at most once a minute): Prometheus scrapes with one, the kubelet's
+#: probes with one more, so 64 is generous (docs/metrics.md, "The endpoint").
+MAX_CONNECTIONS = 64
+#: Bytes of request line and headers together; more is answered 431 (a scrape sends well under
+#: 1 KiB).
+MAX_HEAD_BYTES = 32 << 10
+#: Listen backlog: the default 5 drops connections when many scrapers arrive at once.
+BACKLOG = 128
+_TEXT = "text/plain; charset=utf-8"
+
+
+def _handler(sidecar: "Sidecar") -> type[serving.Handler]:
+    class Handler(serving.Handler):
         server_version = "repeat-failure"
         timeout = 10  # seconds a client may take to send its request: no slowloris threads
 
@@ -204,35 +215,23 @@ def _handler(sidecar: "Sidecar") -> type[BaseHTTPRequestHandler]:
             elif path == "/healthz":
                 healthy, text = sidecar.health()
                 if not healthy:  # the kubelet's liveness probe: restart a sidecar stuck failing
-                    self._send(503, (text + "\n").encode(), "text/plain; charset=utf-8")
+                    self.send_body(503, (text + "\n").encode(), _TEXT)
                     return
-                body, ctype = b"ok\n", "text/plain; charset=utf-8"
+                body, ctype = b"ok\n", _TEXT
             elif path == "/readyz":
-                body, ctype = b"ok\n", "text/plain; charset=utf-8"
+                body, ctype = b"ok\n", _TEXT
             else:
                 self.send_error(404, "not found: try /metrics, /status or /healthz")
                 return
-            self._send(200, body, ctype)
-
-        def _send(self, code: int, body: bytes, ctype: str) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-            pass  # scrapes every 15 s would drown the note log lines
+            self.send_body(200, body, ctype)
 
     return Handler
 
 
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 128  # the default 5 drops connections when many scrapers arrive at once
-
-
 class Server:
-    """The HTTP endpoint, served from a daemon thread.
+    """The HTTP endpoint (HTTP/1.0: one request per connection), served from a daemon thread
+    on :mod:`repeat_failure.serving`: at most :data:`MAX_CONNECTIONS` connections, request
+    heads up to :data:`MAX_HEAD_BYTES` (431 beyond), 10 s per socket operation, errors as JSON.
 
     ``listen`` is ``HOST:PORT`` (port 0 picks a free port; :attr:`port` tells which).
     Raises ``ValueError`` for a malformed ``listen``, ``OSError`` if the port is taken.
@@ -242,25 +241,23 @@ class Server:
         address = parse_listen(listen, "0.0.0.0:9466")
         sidecar.registry.register(MetricsCollector(sidecar))
         try:
-            self._httpd = _Server(address, _handler(sidecar))
+            self._httpd = serving.Server(address, _handler(sidecar), name="exporter",
+                                         max_connections=MAX_CONNECTIONS,
+                                         max_head_bytes=MAX_HEAD_BYTES, backlog=BACKLOG,
+                                         quiet=True)  # a client hung up: not ours to log
         except OSError as exc:
             raise OSError(exc.errno, f"cannot listen on {listen}: {exc.strerror}") from None
-        self._httpd.daemon_threads = True
-        self._httpd.handle_error = lambda request, address: None  # a client hung up: not ours
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="exporter",
-                                        daemon=True)
 
     @property
     def port(self) -> int:
         """The TCP port actually bound."""
-        return self._httpd.server_address[1]
+        return self._httpd.port
 
     def start(self) -> "Server":
         """Start serving in the background; returns self."""
-        self._thread.start()
+        self._httpd.start()
         return self
 
     def stop(self) -> None:
         """Stop serving and close the socket."""
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._httpd.stop()

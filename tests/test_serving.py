@@ -1,0 +1,333 @@
+"""The shared HTTP layer (repeat_failure.serving) on its own: the connection cap, the
+head and body limits (431, 411, 400, 413), the handshake/request/idle deadlines with small
+values, JSON error bodies, one-write keep-alive responses, TLS with certificate reload, and a
+clean stop."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from repeat_failure import serving
+from test_injector import PKI  # tests/ is on sys.path (pytest's rootdir insertion)
+
+
+class Echo(serving.Handler):
+    """GET /ok → ``ok``; GET elsewhere → 404 through send_error; POST → the body back."""
+
+    protocol_version = "HTTP/1.1"
+    timeout = 5
+
+    def do_GET(self) -> None:  # noqa: N802
+        if self.path == "/ok":
+            self.send_body(200, b"ok\n", serving.TEXT_TYPE)
+        else:
+            self.send_error(404, "not found: try /ok")
+
+    def do_POST(self) -> None:  # noqa: N802
+        length = self.content_length()
+        if length is not None:
+            self.send_body(200, self.rfile.read(length), "application/octet-stream")
+
+
+@pytest.fixture
+def make():
+    """Build and start servers on 127.0.0.1 (free port); stop them all afterwards."""
+    servers: list[serving.Server] = []
+
+    def build(**limits) -> serving.Server:
+        limits.setdefault("max_connections", 8)
+        limits.setdefault("max_head_bytes", 1024)
+        server = serving.Server(("127.0.0.1", 0), Echo, name="test-http", **limits).start()
+        servers.append(server)
+        return server
+
+    yield build
+    for server in servers:
+        server.stop()
+
+
+def connect(server: serving.Server) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", server.port), timeout=5)
+
+
+def read_until_closed(sock: socket.socket) -> bytes:
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data
+
+
+def split(answer: bytes) -> tuple[str, dict[str, str], bytes]:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    return lines[0], dict(line.split(": ", 1) for line in lines[1:]), body
+
+
+def wait_until(predicate, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.01)
+
+
+def test_limits_are_constructor_arguments_and_attributes(make):
+    """Each limit given is readable under its own name."""
+    server = make(max_connections=3, max_head_bytes=2048, max_body_bytes=99,
+                  handshake_timeout_s=1.5, request_timeout_s=2.5, idle_timeout_s=3.5)
+    assert (server.max_connections, server.max_head_bytes, server.max_body_bytes,
+            server.handshake_timeout_s, server.request_timeout_s, server.idle_timeout_s,
+            server.request_queue_size, server.tls) == (3, 2048, 99, 1.5, 2.5, 3.5, 128, None)
+    with pytest.raises(ValueError, match="^max_connections must be at least 1, got 0$"):
+        serving.Server(("127.0.0.1", 0), Echo, name="x", max_connections=0, max_head_bytes=1)
+
+
+def test_keep_alive_and_json_errors(make):
+    """Two requests on one kept-alive connection; an error is JSON and closes it."""
+    server = make()
+    with connect(server) as sock:
+        sock.sendall(b"GET /ok HTTP/1.1\r\nHost: x\r\n\r\n" * 2)
+        data = b""
+        while data.count(b"ok\n") < 2 and (chunk := sock.recv(65536)):
+            data += chunk
+        assert data.count(b"HTTP/1.1 200 OK\r\n") == 2
+        sock.sendall(b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n")
+        status, headers, body = split(read_until_closed(sock))
+    assert status == "HTTP/1.1 404 not found: try /ok"
+    assert headers["Content-Type"] == "application/json"
+    assert headers["Connection"] == "close"
+    assert json.loads(body) == {"error": "not found: try /ok", "status": 404}
+    assert headers["Content-Length"] == str(len(body))
+
+
+def test_head_limit_answers_431(make):
+    """Request line and headers over max_head_bytes together: 431, in JSON."""
+    server = make(max_head_bytes=1024)
+    with connect(server) as sock:
+        sock.sendall(b"GET /ok HTTP/1.1\r\n" + b"".join(
+            b"X-%d: %s\r\n" % (i, b"a" * 100) for i in range(12)) + b"\r\n")
+        status, _, body = split(read_until_closed(sock))
+    assert status.startswith("HTTP/1.1 431 ")
+    assert json.loads(body) == {"error": "Line too long", "status": 431,
+                                "detail": "request line and headers over 1024 bytes"}
+    with connect(server) as sock:
+        sock.sendall(b"GET /" + b"a" * 2000 + b" HTTP/1.1\r\n\r\n")
+        status, _, body = split(read_until_closed(sock))
+    assert status.startswith("HTTP/1.1 431 ")
+    assert json.loads(body) == {"error": "request line and headers over 1024 bytes",
+                                "status": 431}
+    with connect(server) as sock:  # just under the limit is served
+        sock.sendall(b"GET /ok HTTP/1.1\r\nX: " + b"a" * 900 + b"\r\n\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")
+
+
+@pytest.mark.parametrize("headers, status, error", [
+    (b"Content-Length: 11\r\n", 413, "request body over 10 bytes"),
+    (b"", 411, "Content-Length required"),
+    (b"Transfer-Encoding: chunked\r\n", 411, "send the body with a Content-Length"),
+    (b"Content-Length: -1\r\n", 400, "bad Content-Length"),
+    (b"Content-Length: ten\r\n", 400, "bad Content-Length"),
+])
+def test_body_checks(make, headers, status, error):
+    """content_length(): 413 over max_body_bytes (unread), 411, 400; each JSON, each closing."""
+    server = make(max_body_bytes=10)
+    with connect(server) as sock:
+        sock.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\n" + headers + b"\r\n")
+        line, heads, body = split(read_until_closed(sock))
+    assert line.startswith(f"HTTP/1.1 {status} ")
+    assert heads["Connection"] == "close"
+    assert json.loads(body) == {"error": error, "status": status}
+
+
+def test_body_at_the_limit_is_read(make):
+    server = make(max_body_bytes=10)
+    with connect(server) as sock:
+        sock.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n0123456789")
+        data = b""
+        while not data.endswith(b"0123456789") and (chunk := sock.recv(65536)):
+            data += chunk
+    assert data.startswith(b"HTTP/1.1 200 ")
+
+
+def test_connection_cap(make):
+    """max_connections are served; one more is closed at accept and counted; a freed slot is
+    used again."""
+    server = make(max_connections=2)
+    first, second = connect(server), connect(server)
+    wait_until(lambda: server.active == 2)
+    with connect(server) as third:
+        assert read_until_closed(third) == b""
+    assert server.refused.total == 1
+    first.close()
+    wait_until(lambda: server.active == 1)
+    with connect(server) as fourth:
+        fourth.sendall(b"GET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert fourth.recv(65536).startswith(b"HTTP/1.1 200 ")
+    second.close()
+    assert server.refused.total == 1
+
+
+def test_idle_deadline(make):
+    """A connection that sends nothing is closed after idle_timeout_s (not counted)."""
+    server = make(idle_timeout_s=0.3, request_timeout_s=5)
+    with connect(server) as sock:
+        started = time.monotonic()
+        assert read_until_closed(sock) == b""
+        elapsed = time.monotonic() - started
+    assert 0.25 <= elapsed < 3
+    assert server.timed_out.total == 0
+
+
+def test_request_deadline_bounds_a_trickle(make):
+    """A client trickling its request is closed request_timeout_s after its first byte, even
+    though each byte comes well within the socket timeout."""
+    server = make(idle_timeout_s=5, request_timeout_s=0.4)
+    with connect(server) as sock:
+        started = time.monotonic()
+        closed = False
+        for byte in b"GET /ok HTTP/1.1\r\nX-Slow: " + b"a" * 100:
+            try:
+                sock.sendall(bytes([byte]))
+            except OSError:
+                closed = True
+                break
+            time.sleep(0.05)
+            if time.monotonic() - started > 3:
+                break
+        if not closed:
+            assert read_until_closed(sock) == b""
+        elapsed = time.monotonic() - started
+    assert elapsed < 3
+    wait_until(lambda: server.timed_out.total == 1)
+
+
+@pytest.fixture
+def pki(tmp_path: Path) -> PKI:
+    return PKI(tmp_path)
+
+
+def test_tls_and_certificate_reload(make, pki):
+    """HTTPS with the certificate of the files; a rotated pair is served to new connections,
+    a pair that does not load leaves the previous one in force."""
+    first = pki.issue()
+    server = make(tls=serving.TLSFiles(pki.cert_file, pki.key_file, check_interval_s=0),
+                  handshake_timeout_s=5)
+
+    def peer() -> bytes:
+        with pki.client_context().wrap_socket(connect(server),
+                                              server_hostname="127.0.0.1") as tls:
+            der = tls.getpeercert(binary_form=True)
+            tls.sendall(b"GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert read_until_closed(tls).endswith(b"\r\n\r\nok\n")
+            return der
+
+    assert peer() == first
+    second = pki.issue()
+    assert second != first and peer() == second
+    pki.key_file.write_text("not a key\n")
+    assert peer() == second
+
+
+def test_tls_handshake_deadline(make, pki):
+    """A client that connects and never starts its handshake is closed after
+    handshake_timeout_s, and counted."""
+    pki.issue()
+    server = make(tls=serving.TLSFiles(pki.cert_file, pki.key_file),
+                  handshake_timeout_s=0.3)
+    with connect(server) as plain:
+        started = time.monotonic()
+        assert read_until_closed(plain) == b""
+        assert 0.25 <= time.monotonic() - started < 3
+    wait_until(lambda: server.timed_out.total == 1)
+    with pki.client_context().wrap_socket(connect(server), server_hostname="127.0.0.1") as tls:
+        tls.sendall(b"GET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert tls.recv(65536).startswith(b"HTTP/1.1 200 ")
+
+
+def test_plain_client_on_tls_gets_no_answer(make, pki):
+    pki.issue()
+    server = make(tls=serving.TLSFiles(pki.cert_file, pki.key_file), handshake_timeout_s=2)
+    with connect(server) as plain:
+        plain.sendall(b"GET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
+        try:
+            data = read_until_closed(plain)
+        except ConnectionResetError:
+            data = b""
+    assert b"ok" not in data
+
+
+def test_stop_closes_the_port():
+    """stop() ends serving and closes the listening socket (a later connect is refused)."""
+    server = serving.Server(("127.0.0.1", 0), Echo, name="test-http", max_connections=2,
+                            max_head_bytes=1024, idle_timeout_s=1).start()
+    port = server.port
+    with connect(server) as sock:
+        sock.sendall(b"GET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")
+    server.stop()
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=2)
+
+
+def test_send_body_is_one_write(make, monkeypatch):
+    """Head and body leave in one write (no delayed-ACK stall on a kept-alive connection)."""
+    writes: list[bytes] = []
+    original = serving.Handler.flush_headers
+
+    def flush(self) -> None:
+        writes.append(b"".join(self._headers_buffer))
+        original(self)
+
+    monkeypatch.setattr(serving.Handler, "flush_headers", flush)
+    server = make()
+    with connect(server) as sock:
+        sock.sendall(b"GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        answer = read_until_closed(sock)
+    assert writes == [answer] and answer.endswith(b"\r\n\r\nok\n")
+
+
+def test_file_stamp(tmp_path: Path):
+    path = tmp_path / "f"
+    assert serving.file_stamp(path) is None
+    path.write_bytes(b"abc")
+    st = path.stat()
+    assert serving.file_stamp(path) == ((st.st_ino, st.st_mtime_ns, 3),)
+
+
+def test_exporter_serves_through_the_layer():
+    """The sidecar's exporter: HTTP/1.0, at most 64 connections, 32 KiB heads, backlog 128,
+    10 s per socket operation, quiet about hang-ups; an unknown path is a JSON 404."""
+    from prometheus_client import CollectorRegistry
+
+    from repeat_failure.sidecar import exporter
+
+    class Stub:  # the exporter reads nothing of the sidecar for a 404
+        registry = CollectorRegistry()
+
+    server = exporter.Server(Stub(), "127.0.0.1:0").start()
+    try:
+        httpd = server._httpd
+        assert (httpd.max_connections, httpd.max_head_bytes, httpd.request_queue_size,
+                httpd.quiet, httpd.RequestHandlerClass.timeout,
+                httpd.RequestHandlerClass.protocol_version, httpd.request_timeout_s) == (
+            64, 32 << 10, 128, True, 10, "HTTP/1.0", None)
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            sock.sendall(b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n")
+            status, headers, body = split(read_until_closed(sock))
+        assert status == "HTTP/1.0 404 not found: try /metrics, /status or /healthz"
+        assert json.loads(body) == {"error": "not found: try /metrics, /status or /healthz",
+                                    "status": 404}
+    finally:
+        server.stop()
+
+
+def test_fixloop_limits():
+    """The fix-loop service's endpoint limits (docs/fixloop.md): 64 connections, 32 KiB heads,
+    socketserver's backlog of 5 as before."""
+    from repeat_failure.fixloop import app
+
+    assert (app.MAX_CONNECTIONS, app.MAX_HEAD_BYTES, app.BACKLOG) == (64, 32 << 10, 5)
