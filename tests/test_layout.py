@@ -30,3 +30,10 @@ def test_pipeline_stages_are_modules_in_the_sidecar_program_in_order():
     assert stages == PIPELINE
     for name in named:
         assert (PACKAGE / "sidecar" / f"{name}.py").is_file(), name
+
+
+def test_no_module_over_600_lines():
+    """Every module of the package reads in one sitting: at most 600 lines (issue 21)."""
+    long = {str(p.relative_to(REPO)): n for p in sorted(PACKAGE.rglob("*.py"))
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600}
+    assert long == {}

@@ -29,9 +29,8 @@ from typing import Any
 
 from repeat_failure import serving
 from repeat_failure.config import parse_listen
-from repeat_failure.kube.injector_config import *  # noqa: F403 (the names, re-exported)
-from repeat_failure.kube.injector_config import (
-    ADMISSION_API_VERSION, ConfigSource, InjectorConfig, load_injector_config,
+from repeat_failure.kube.injector_config import (  # AGENT_RE, CHAIN_PATH_RE: re-exported
+    ADMISSION_API_VERSION, AGENT_RE, CHAIN_PATH_RE, ConfigSource, InjectorConfig, load_injector_config,
     parse_injector_config,
 )
 from repeat_failure.kube.injector_patch import (
