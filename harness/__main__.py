@@ -10,6 +10,11 @@ copy of the committed evidence), which the tests read when that variable is set;
 asked for produced a record of the failing command (a backend the coverage table marks not
 covered may record nothing); 1 otherwise, the reason printed per backend.
 
+``--release VERSION`` (with one ``--backend``) runs that release instead of the pin and
+``--oldest`` adds, per backend, the oldest release its coverage row verifies (``also=``); their
+evidence goes to ``versions/<backend>/<version>/`` of the same directory (issue 26: CI re-runs
+the oldest and the newest verified release).
+
 ``python -m harness drift [--backend NAME ...]``: the newest release of every backend against the
 pins (:mod:`harness.drift`).
 """
@@ -20,6 +25,7 @@ import argparse
 import logging
 import sys
 import time
+from dataclasses import replace
 
 from harness import evidence as evidence_dirs
 from harness.backends import BACKENDS
@@ -51,6 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--covered", action="store_true",
                      help="only the backends the coverage table marks covered (what CI re-runs),"
                           " except those that look up host names whatever their settings")
+    run.add_argument("--release", metavar="VERSION",
+                     help="run this release instead of the pin (one --backend only); its "
+                          "evidence goes to versions/<backend>/<VERSION>/ of the evidence "
+                          "directory")
+    run.add_argument("--oldest", action="store_true",
+                     help="also run the oldest release each backend's coverage row verifies "
+                          "(also=...), into versions/<backend>/<version>/ (what CI re-runs "
+                          "beside the pins)")
     run.add_argument("--update", action="store_true",
                      help="rewrite the committed evidence (harness/evidence/) instead of writing "
                           "the fresh directory outside the checkout")
@@ -67,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
 
         return drift_main(args.backend)
     names = args.backend or list(BACKENDS)
+    if args.release is not None and len(names) != 1:
+        parser.error("--release needs exactly one --backend")
     if args.covered:
         # A backend without a row in the table, or whose row is not covered, is left out.
         names = [n for n in names if n in COVERAGE and COVERAGE[n].covered]
@@ -84,12 +100,21 @@ def main(argv: list[str] | None = None) -> int:
         out = evidence_dirs.fresh_target()
         evidence_dirs.prepare_fresh(out)
     print(f"writing evidence to {out}", flush=True)
+    # (backend, release or None for the pin): the pins, and with --oldest the oldest verified
+    # release of each backend that keeps earlier ones.
+    jobs: list[tuple[str, str | None]] = [(n, args.release) for n in names]
+    if args.oldest:
+        jobs += [(n, COVERAGE[n].also_verified[-1]) for n in names
+                 if n in COVERAGE and COVERAGE[n].also_verified and args.release is None]
     failed = 0
-    for index, name in enumerate(names, 1):
+    for index, (name, release) in enumerate(jobs, 1):
         started = time.monotonic()
+        backend = BACKENDS[name] if release is None else replace(BACKENDS[name], version=release)
+        where_dir = out if release is None else evidence_dirs.release_dir(out, name, release)
+        where_dir.mkdir(parents=True, exist_ok=True)
 
         def progress(text: str) -> None:
-            print(f"[{index}/{len(names)} {time.monotonic() - started:5.1f}s] {text}", flush=True)
+            print(f"[{index}/{len(jobs)} {time.monotonic() - started:5.1f}s] {text}", flush=True)
 
         row = COVERAGE.get(name)
         expected = row is not None and row.covered
@@ -97,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         # backend is a finding. A backend the table marks not covered is run once.
         for attempt in (1, 2):
             try:
-                evidence = run_backend(BACKENDS[name], out, progress)
+                evidence = run_backend(backend, where_dir, progress)
             except HarnessError as exc:
                 print(f"{name}: BLOCKED: {exc}", file=sys.stderr)
                 evidence = None
@@ -111,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         note = evidence["runs"][-1].get("note", "")
         version = evidence["version_output"].splitlines()[0] if evidence["version_output"] else "?"
-        where = out / f"{name}.json"
+        where = where_dir / f"{name}.json"
         if ok:
             if not note and name in LOOP_GUARDED:
                 note = (f"(none, as expected: its own loop guard stopped the repeated call after "

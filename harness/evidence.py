@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -89,7 +90,7 @@ def prepare_fresh(target: Path) -> None:
                              f"refusing to replace it: name an empty or new directory in "
                              f"{FRESH_ENV}")
         shutil.rmtree(target)
-    shutil.copytree(COMMITTED, target, ignore=shutil.ignore_patterns(VERSIONS))
+    shutil.copytree(COMMITTED, target)
     (target / FRESH_MARK).write_text("written by python -m harness run; replaced by the next\n")
 
 
@@ -101,13 +102,17 @@ def load(backend: str, root: Path | None = None) -> dict[str, Any]:
 def versions(backend: str, root: Path | None = None) -> list[tuple[str, Path]]:
     """Every verified release of ``backend`` with its evidence root: ``(version, root)``, the pin
     first (``root`` or :func:`primary`, when it has ``<backend>.json``), then the earlier
-    releases kept under ``harness/evidence/versions/<backend>/``, newest first. Each root holds
+    releases kept under ``versions/<backend>/`` of ``root`` when it has one (a fresh run that
+    re-ran them, ``python -m harness run --oldest``), else of :data:`COMMITTED`, newest first.
+    Each root holds
     ``<backend>.json`` and ``<backend>/`` (the layout :func:`load` and the tests read)."""
     out = []
     pinned = root or primary()
     if (pinned / f"{backend}.json").is_file():
         out.append((load(backend, pinned)["version"], pinned))
     older = COMMITTED / VERSIONS / backend
+    if (pinned / VERSIONS / backend).is_dir():  # a fresh run re-ran the oldest (run --oldest)
+        older = pinned / VERSIONS / backend
     if older.is_dir():
         found = [(load(backend, d)["version"], d) for d in older.iterdir()
                  if (d / f"{backend}.json").is_file()]
@@ -137,6 +142,16 @@ def keep_as_previous(backend: str) -> Path | None:
     if (COMMITTED / backend).is_dir():
         shutil.copytree(COMMITTED / backend, dest / backend)
     return dest
+
+
+def release_dir(out: Path, backend: str, version: str) -> Path:
+    """Where a run of ``backend`` at a release other than its pin writes its evidence under the
+    evidence directory ``out``: ``out/versions/<backend>/<version>/`` (the layout
+    :func:`versions` reads). Raises :class:`ValueError` for a version that is not a plain
+    release name (letters, digits, ``.``, ``-``, ``+``), which must never name a path."""
+    if not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z.+-]{0,63}", version) or ".." in version:
+        raise ValueError(f"release {version!r}: not a release name (letters, digits, . - +)")
+    return out / VERSIONS / backend / version
 
 
 def expectations(evidence: dict[str, Any]) -> dict[str, Any]:

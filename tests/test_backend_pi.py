@@ -68,7 +68,7 @@ def test_the_pin_and_the_previous_pin_are_verified() -> None:
     under ``harness/evidence/versions/pi/``), each the real run of its own package."""
     assert [v.version for v in VERSIONS] == ["1.6.0", "0.73.1"]
     assert VERSIONS[0].root == evidence_dirs.primary()
-    assert VERSIONS[1].root == evidence_dirs.COMMITTED / "versions" / "pi" / "0.73.1"
+    assert VERSIONS[1].root == evidence_dirs.primary() / "versions" / "pi" / "0.73.1"
     for log in VERSIONS:
         evidence = log.evidence()
         assert (evidence["package"], evidence["version"]) == (FACTS[log.version]["package"],

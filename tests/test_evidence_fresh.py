@@ -65,7 +65,8 @@ def test_expectations_ignore_what_differs_every_run() -> None:
 
 def test_a_plain_harness_run_never_writes_the_committed_evidence(tmp_path, monkeypatch) -> None:
     """Only ``--update`` targets harness/evidence/; a fresh directory inside it is refused, and
-    the fresh directory starts as a copy of the committed tree without the version captures."""
+    the fresh directory starts as a copy of the committed tree, the earlier releases' captures
+    included (``run --oldest`` replaces the oldest one's there)."""
     monkeypatch.setenv(evidence_dirs.FRESH_ENV, str(COMMITTED / "sub"))
     with pytest.raises(ValueError, match="outside"):
         evidence_dirs.fresh_target()
@@ -73,7 +74,8 @@ def test_a_plain_harness_run_never_writes_the_committed_evidence(tmp_path, monke
     target = evidence_dirs.fresh_target()
     evidence_dirs.prepare_fresh(target)
     assert sorted(p.name for p in target.glob("*.json")) == sorted(f"{b}.json" for b in BACKENDS)
-    assert not (target / evidence_dirs.VERSIONS).exists()
+    assert sorted(p.relative_to(target).as_posix() for p in (target / "versions").glob("*/*")) \
+        == sorted(p.relative_to(COMMITTED).as_posix() for p in (COMMITTED / "versions").glob("*/*"))
     assert evidence_dirs.primary() == target
     monkeypatch.setenv(evidence_dirs.FRESH_ENV, str(tmp_path / "missing"))
     with pytest.raises(FileNotFoundError, match="no such evidence directory"):

@@ -213,3 +213,20 @@ def test_scrubbed_session_copies_and_transcripts_stay_json() -> None:
     plain = f"not json: export GITHUB_TOKEN={token}\n{{broken"
     assert scrub_json(plain) == scrub(plain)
     assert json.loads(scrub_json(json.dumps({"api_key": "k" * 20})))["api_key"] == "[REDACTED]"
+
+
+def test_a_release_other_than_the_pin_writes_under_versions(tmp_path) -> None:
+    """``run --release V`` (issue 26) writes ``versions/<backend>/<V>/`` of the evidence
+    directory, the layout :func:`harness.evidence.versions` reads; a version that could name a
+    path is refused, and ``--release`` needs exactly one backend."""
+    from harness import __main__ as harness_main
+    from harness import evidence as evidence_dirs
+
+    assert evidence_dirs.release_dir(tmp_path, "codex", "0.98.0") == \
+        tmp_path / "versions" / "codex" / "0.98.0"
+    for bad in ("../x", "a/b", "", ".hidden", "1..2"):
+        with pytest.raises(ValueError, match="not a release name"):
+            evidence_dirs.release_dir(tmp_path, "codex", bad)
+    with pytest.raises(SystemExit) as exc:
+        harness_main.main(["run", "--release", "0.98.0"])
+    assert exc.value.code == 2
