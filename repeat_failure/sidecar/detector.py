@@ -28,7 +28,10 @@ Rules (docs/requirements.md C6, C10, C11, C-AC2, C-AC3, C-AC8; "the same result"
 Monitor only (C10): the detector returns events; nothing here touches the agent.
 
 The store the rules work on (per-command failure times and output digests, their saved form)
-is :mod:`repeat_failure.sidecar.detector_store`.
+is :mod:`repeat_failure.sidecar.detector_store`; the notes and events it returns are
+:mod:`repeat_failure.sidecar.detector_notes`. Names re-exported here for callers: ``Note``,
+``NoteRaised``, ``NoteCleared``, ``Event``, ``ExitKey``, ``FAILED``, ``exit_key``,
+``text_bytes``.
 """
 
 from __future__ import annotations
@@ -37,20 +40,21 @@ import bisect
 import math
 from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import orjson
 
+from repeat_failure.sidecar.detector_notes import Event, Note, NoteCleared, NoteRaised
 from repeat_failure.sidecar.detector_store import (FAILED, PENDING, CommandState, ExitKey, Result,
-                                                   Times, exit_key, parse_key, parse_result,
-                                                   result_text, saved_item, unpack_outputs)
-from repeat_failure.sidecar.normalize import SAME, UNKNOWN, command_label, output_kind
+                                                   Times, exit_key, iter_state_json, parse_key,
+                                                   parse_result, result_text, saved_item,
+                                                   text_bytes, unpack_outputs)
+from repeat_failure.sidecar.normalize import SAME, UNKNOWN, output_kind
 
 #: Distinct commands tracked per agent; beyond it the command that failed least recently goes.
 MAX_COMMANDS = 10_000
 #: Bytes of normalized command text tracked per agent, all commands together (as counted by
-#: :func:`text_bytes`); beyond it, as beyond ``MAX_COMMANDS``, the commands that failed least
+#: :func:`~repeat_failure.sidecar.detector_store.text_bytes`); beyond it, as beyond ``MAX_COMMANDS``, the commands that failed least
 #: recently go. Without it memory grew with command length: 10,000 distinct commands of 3.9 KB
 #: held 39 MB of text and wrote a 39 MB state file.
 MAX_COMMAND_BYTES = 4 << 20
@@ -79,71 +83,6 @@ MAX_AWAITED = 1024
 
 class StateError(ValueError):
     """A saved detector state that cannot be loaded (torn, wrong shape, future version)."""
-
-
-@dataclass(frozen=True)
-class Note:
-    """A raised note as the dashboard shows it.
-
-    ``count`` is the failures of the shown result now in the window; ``minutes`` is the time
-    from the first to the last of them, rounded up, at least 1.
-    """
-
-    command: str
-    exit: ExitKey
-    count: int
-    minutes: int
-    first_ts: float
-    last_ts: float
-    #: Whether those failures had the same output every time (``same``: with output matching,
-    #: issue 26, every note whose output is known), ``changing`` output (only with
-    #: ``match_output: false``), or ``unknown`` (no route gave the output: the neutral route
-    #: alone). Issue 19; :func:`repeat_failure.sidecar.normalize.output_kind`. Not part of
-    #: :attr:`message` (spec C11).
-    output: str = UNKNOWN
-
-    @property
-    def message(self) -> str:
-        """``Repeating failure: <command> failed N times in M min (exit S)`` (spec C11); the
-        command cut to 200 characters."""
-        result = "(failed)" if self.exit == FAILED else f"(exit {self.exit})"
-        return (
-            f"Repeating failure: {command_label(self.command)} failed {self.count} times "
-            f"in {self.minutes} min {result}"
-        )
-
-
-@dataclass(frozen=True)
-class NoteRaised:
-    """Event: a note was raised (log it once, count it)."""
-
-    note: Note
-
-
-@dataclass(frozen=True)
-class NoteCleared:
-    """Event: a note cleared; ``reason`` is ``success``, ``expired`` or ``evicted``."""
-
-    command: str
-    reason: str
-
-
-Event = Union[NoteRaised, NoteCleared]
-
-
-def text_bytes(command: str) -> int:
-    """What ``command`` counts against :data:`MAX_COMMAND_BYTES`: the larger of its size in the
-    state file (UTF-8, JSON-escaped: a control character takes 6 bytes there) and its size in
-    memory (CPython keeps a str at 1, 2 or 4 bytes a character, by its widest one), so that
-    neither exceeds the bound."""
-    try:
-        size = len(orjson.dumps(command)) - 2  # without the quotes
-    except TypeError:  # a lone surrogate, which orjson refuses: the most any text can take
-        return 6 * len(command)
-    if command.isascii():
-        return size
-    widest = max(map(ord, command))
-    return max(size, len(command) * (1 if widest < 0x100 else 2 if widest < 0x10000 else 4))
 
 
 class Detector:
@@ -337,7 +276,7 @@ class Detector:
             return None
         return self._note(command, state, now)
 
-    def _make_room(self, state: CommandState, times: array, pos: int, events: list[Event]) -> int:
+    def _make_room(self, state: CommandState, times: Times, pos: int, events: list[Event]) -> int:
         """Bring the failure times held back to ``MAX_FAILURES`` after one was added to
         ``times`` (at ``pos``) of ``state``, the most recently failed command; returns where
         that failure now is (``-1``: it was dropped itself, being the oldest).
@@ -367,11 +306,6 @@ class Detector:
         last = len(times) - n if last is None else min(last, len(times) - n)
         return any(times[start + n - 1] - times[start] < self.window_s
                    for start in range(max(0, first), last + 1))
-
-    def _result(self, times: Times, pos: int) -> Result:
-        """The result of the failure at ``pos`` of an exit key's ``times``, the key left out
-        (the caller adds it): its digest, or ``None`` without output matching."""
-        return None if not self.match_output else times.digest(pos)  # type: ignore[return-value]
 
     def _qualifies_at(self, key: ExitKey, times: Times, pos: int) -> Result | None:
         """The result of the failure at ``pos`` (``-1``: dropped, nothing qualifies) when some
@@ -408,18 +342,6 @@ class Detector:
                     groups.setdefault(digest, []).append(t)
             found.update((key, d) for d, held in groups.items() if self._run(held))
         return found
-
-    def _held(self, state: CommandState, result: Result) -> bool:
-        """Whether ``state`` still holds a failure of ``result``."""
-        times = state.get(result[0])
-        if not times:
-            return False
-        digest = result[1]
-        if digest is None:
-            return True
-        if times.outs is None:
-            return digest == 0
-        return digest in times.outs
 
     def _in_mode(self, state: CommandState, results: set[Result]) -> set[Result] | None:
         """``results`` (qualified under the other ``match_output``, or saved by an older
@@ -516,7 +438,7 @@ class Detector:
             state.forget_until(horizon)
             self._failures += state.count()
             if state.qualified:
-                state.qualified = {r for r in state.qualified if self._held(state, r)} or None
+                state.qualified = {r for r in state.qualified if state.holds(r)} or None
             events += self._settle(command, state, "expired")
         return events
 
@@ -595,26 +517,12 @@ class Detector:
         }
 
     def iter_json(self, chunk_bytes: int = 1 << 16) -> Iterator[bytes]:
-        """:meth:`to_dict` as compact JSON, in pieces of about ``chunk_bytes`` bytes (the last
-        one shorter): joined, exactly the bytes of ``orjson.dumps(self.to_dict())``.
-
-        Built one command at a time, so that saving the state of ``MAX_COMMANDS`` commands
-        never holds all their dicts at once (a few MiB of small objects that would stay behind
-        as a fragmented heap), nor a second copy of the text (about 1 MiB for 10,000
-        commands) when the caller appends the pieces to its own buffer as they come. Raises
+        """:meth:`to_dict` as compact JSON, in pieces of about ``chunk_bytes`` bytes
+        (:func:`repeat_failure.sidecar.detector_store.iter_state_json`: joined, exactly the
+        bytes of ``orjson.dumps(self.to_dict())``, built one command at a time). Raises
         ``TypeError`` where ``orjson.dumps`` would. The commands must not change while the
         pieces are taken."""
-        parts = [b'{"version":%d,"commands":[' % STATE_VERSION]
-        size = 0
-        for i, (command, state) in enumerate(self._commands.items()):
-            part = orjson.dumps(saved_item(command, state))
-            parts.append(b"," + part if i else part)
-            size += len(part) + 1
-            if size >= chunk_bytes:
-                yield b"".join(parts)
-                parts, size = [], 0
-        parts.append(b"]}")
-        yield b"".join(parts)
+        return iter_state_json(STATE_VERSION, self._commands.items(), chunk_bytes)
 
     def load_dict(self, data: Any) -> int:
         """Replace the current state with a snapshot from :meth:`to_dict`; returns how many of
@@ -661,7 +569,7 @@ class Detector:
                 # "2" (by exit alone, or saved before issue 26) or "2@<digest>": in this
                 # detector's form, kept only while it still holds failures of that result.
                 results = self._in_mode(state, {parse_result(k) for k in item["qualified"]})
-                state.qualified = {r for r in results or () if self._held(state, r)} or None
+                state.qualified = {r for r in results or () if state.holds(r)} or None
                 command = item["command"]
                 if not isinstance(command, str) or not command:
                     raise StateError("a command is not a non-empty string")

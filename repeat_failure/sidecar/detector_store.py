@@ -19,7 +19,10 @@ import base64
 import bisect
 import sys
 from array import array
+from collections.abc import Iterable, Iterator
 from typing import Any, Union
+
+import orjson
 
 #: A failure's key beside its command: the exit number, or :data:`FAILED` when the route gives
 #: none.
@@ -33,6 +36,21 @@ PENDING = 0xFFFFFFFF
 #: A failure's result beside its command: its exit key and its output digest (0: unknown), or
 #: ``None`` for the digest when results are told apart by exit alone (``match_output: false``).
 Result = tuple[ExitKey, Union[int, None]]
+
+
+def text_bytes(command: str) -> int:
+    """What ``command`` counts against the detector's ``MAX_COMMAND_BYTES``: the larger of its size in the
+    state file (UTF-8, JSON-escaped: a control character takes 6 bytes there) and its size in
+    memory (CPython keeps a str at 1, 2 or 4 bytes a character, by its widest one), so that
+    neither exceeds the bound."""
+    try:
+        size = len(orjson.dumps(command)) - 2  # without the quotes
+    except TypeError:  # a lone surrogate, which orjson refuses: the most any text can take
+        return 6 * len(command)
+    if command.isascii():
+        return size
+    widest = max(map(ord, command))
+    return max(size, len(command) * (1 if widest < 0x100 else 2 if widest < 0x10000 else 4))
 
 
 def exit_key(exit_status: int | None) -> ExitKey:
@@ -151,6 +169,16 @@ class CommandState:
         if self.times is not None and self.key == key:
             return self.times
         return self.more.get(key) if self.more is not None else None
+
+    def holds(self, result: Result) -> bool:
+        """Whether a failure of ``result`` is held (an exit-only result: any of its key)."""
+        times = self.get(result[0])
+        if not times:
+            return False
+        digest = result[1]
+        if digest is None:
+            return True
+        return digest == 0 if times.outs is None else digest in times.outs
 
     def add(self, key: ExitKey, times: array) -> None:
         """Start tracking ``key`` (one without failures so far) with ``times`` (non-empty)."""
@@ -276,3 +304,27 @@ def parse_key(text: str) -> ExitKey:
     if not 0 <= value <= 255:
         raise ValueError("exit outside 0-255")
     return value
+
+
+def iter_state_json(version: int, commands: Iterable[tuple[str, CommandState]],
+                    chunk_bytes: int) -> Iterator[bytes]:
+    """The saved state ``{"version": version, "commands": [saved_item(...), ...]}`` of
+    ``commands`` (command, state) as compact JSON, in pieces of about ``chunk_bytes`` bytes (the
+    last one shorter): joined, exactly the bytes ``orjson.dumps`` gives for that dict.
+
+    Built one command at a time, so that saving the state of ``MAX_COMMANDS`` commands never
+    holds all their dicts at once (a few MiB of small objects that would stay behind as a
+    fragmented heap), nor a second copy of the text (about 1 MiB for 10,000 commands) when the
+    caller appends the pieces to its own buffer as they come. Raises ``TypeError`` where
+    ``orjson.dumps`` would."""
+    parts = [b'{"version":%d,"commands":[' % version]
+    size = 0
+    for i, (command, state) in enumerate(commands):
+        part = orjson.dumps(saved_item(command, state))
+        parts.append(b"," + part if i else part)
+        size += len(part) + 1
+        if size >= chunk_bytes:
+            yield b"".join(parts)
+            parts, size = [], 0
+    parts.append(b"]}")
+    yield b"".join(parts)
