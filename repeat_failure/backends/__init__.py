@@ -430,3 +430,4 @@ from repeat_failure.backends import kilo  # noqa: E402,F401
 from repeat_failure.backends import omp  # noqa: E402,F401
 from repeat_failure.backends import opencode  # noqa: E402,F401
 from repeat_failure.backends import pi  # noqa: E402,F401
+from repeat_failure.backends import qwen  # noqa: E402,F401

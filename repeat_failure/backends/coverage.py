@@ -139,7 +139,7 @@ _ROWS = (
     _covered("watsonx", "watsonx (through the Claude Code route)", "2.1.332", kind="inference",
              evidence_of="claude", also=("2.1.197",)),
     # Beyond Hive's list (issue 15, item 7): agent CLIs platform teams run, tried from npm.
-    _covered("qwen", "Qwen Code", "0.24.4", shell_activity=_NO_READER_YET, hive=False),
+    _covered("qwen", "Qwen Code", "0.24.4", hive=False),
     _covered("cline", "Cline CLI", "3.0.65", shell_activity=_NO_READER_YET, hive=False),
     _covered("continue", "Continue CLI (cn)", "1.5.47", shell_activity=_NO_READER_YET,
              hive=False),
