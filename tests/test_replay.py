@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.checks import LOOP_GUARDED
 from sessionlogs import EVIDENCE_DIR, evidence_of
 from repeat_failure.backends import SHELL_END, session_reader
 from repeat_failure.cli import main
@@ -33,6 +34,8 @@ HEADER = ("threshold  window_s  sessions  commands  failures  sessions_with_note
 #: Every backend whose session log the sidecar reads (the inference backends share Claude
 #: Code's reader and its captures).
 BACKENDS = sorted(b for b in formats() if b != "mini-swe-agent")
+#: Those whose real run has the five failures (a CLI's own loop guard stops the others short).
+FIVE = [b for b in BACKENDS if b not in LOOP_GUARDED]
 
 
 def when(ts: float) -> str:
@@ -70,10 +73,10 @@ def test_every_covered_backend_with_a_session_log_is_replayed() -> None:
     readers = {session_reader(b).backend for b, row in COVERAGE.items()
                if row.covered and session_reader(b) is not None}
     assert BACKENDS == sorted(readers) == ["claude", "codex", "copilot", "gemini", "kilo", "omp",
-                                            "opencode", "pi"]
+                                            "opencode", "pi", "qwen"]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", FIVE)
 def test_real_capture_gives_the_note_and_table(backend: str, tmp_path: Path, capsys) -> None:
     """The harness's real run (the stub asks for `ls /nonexistent` five times in one turn),
     replayed from the agent's home: five commands, five failures, one note raised at the fifth
@@ -94,7 +97,21 @@ def test_real_capture_gives_the_note_and_table(backend: str, tmp_path: Path, cap
         "         0        0\n")
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", sorted(set(BACKENDS) & set(LOOP_GUARDED)))
+def test_loop_guarded_capture_has_no_note(backend: str, tmp_path: Path, capsys) -> None:
+    """A CLI whose own loop guard stopped the run at the fifth identical call (Qwen Code 0.24.4:
+    four calls): its four failures are read, under the threshold, so no note (C-AC2)."""
+    home, rel = home_of(backend, tmp_path)
+    assert len(shell_end_times(backend, home)) == LOOP_GUARDED[backend] == 4
+    code, out, err = run(capsys, str(home))
+    assert (code, err) == (0, "")
+    assert out == (
+        f"{HEADER}\n"
+        "        5       600         1         4         4                   0      0     0"
+        "         0        0\n")
+
+
+@pytest.mark.parametrize("backend", FIVE)
 def test_real_capture_as_json(backend: str, tmp_path: Path, capsys) -> None:
     """--json gives the same as one document: the session, its note (times from the file),
     the summary row."""
