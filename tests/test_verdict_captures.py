@@ -71,9 +71,10 @@ SESSION_VERDICTS = checks.SESSION_VERDICTS
 #: turn left with its Bash call unanswered; pi 1.6.0's aborted reply (its ``errorMessage``).
 KILLED_ERROR = {"claude": EXITED_MID_TURN, "pi": "This operation was aborted"}
 #: The CLI's exit status on the empty reply: most exit 0 having done nothing; Kilo 7.7.7,
-#: Copilot CLI 1.0.102 and Qwen Code 0.24.4 exit 1.
+#: Copilot CLI 1.0.102, Qwen Code 0.24.4 and Cline CLI 3.0.65 exit 1.
 EMPTY_EXIT = {"claude": 0, "codex": 0, "gemini": 0, "pi": 0, "omp": 0, "opencode": 0, "kilo": 1,
-              "copilot": 1, "qwen": 1}
+              "copilot": 1, "qwen": 1, "cline": 1,
+              "continue": 0}
 
 
 def releases(backends) -> list:

@@ -10,7 +10,9 @@ a new name, as Vector's and mtail's tailers fingerprint files: it keeps its offs
 events their ``source``, also across a restart; before, a renamed file was read again from the
 start and its turns and failures counted twice, issue 17) and vanishing (forgotten). SQLite stores (:attr:`SessionLogReader.kind` ``"sqlite"``) are
 opened read-only and polled through :meth:`SessionLogReader.poll_db` when the database or its
-WAL changed.
+WAL changed. A JSON document a CLI rewrites whole (:attr:`SessionLogReader.kind` ``"json"``)
+is read whole, up to :data:`MAX_LINE` bytes, each time its size or time changed, and handed to
+:meth:`SessionLogReader.parse_document`, whose per-file state says what it already gave.
 
 Bounds: at most :data:`MAX_FILES` files are followed (the most recently modified), at most
 :data:`READ_BUDGET` bytes are read per poll (the rest next time), a line longer than
@@ -270,7 +272,7 @@ class SessionTail:
                 # end; a database is read once with its events dropped (the reader's state
                 # then points past them).
                 f.offset = st.st_size
-                f.discard = self.reader.kind == "sqlite"
+                f.discard = self.reader.kind in ("sqlite", "json")
             self._files[key] = f
         self._scanned_at = now
 
@@ -315,6 +317,8 @@ class SessionTail:
                 break
             if self.reader.kind == "sqlite":
                 self._poll_db(key, f, result, now)
+            elif self.reader.kind == "json":
+                budget -= self._poll_document(key, f, result, now)
             else:
                 budget -= self._poll_jsonl(key, f, result, budget, now)
         return result
@@ -418,6 +422,47 @@ class SessionTail:
                       extra={"backend": self.reader.backend, "error": exc.__class__.__name__})
         return None
 
+    def _poll_document(self, key: str, f: _File, result: PollResult, now: float) -> int:
+        """Read a whole JSON document again when its ``(mtime_ns, size)`` changed; hand it to
+        the reader. A document that is not JSON (also one caught mid-write) is counted
+        ``not_json`` once for that version of the file; one over :data:`MAX_LINE` bytes is
+        ``oversized``. Returns the bytes read."""
+        try:
+            fd = os.open(f.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return 0
+        except OSError:
+            result.errors[UNREADABLE] += 1
+            return 0
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                result.errors[UNREADABLE] += 1
+                return 0
+            stamp = (st.st_mtime_ns, st.st_size)
+            if stamp == f.stamp:
+                return 0
+            f.stamp = stamp
+            if st.st_size > MAX_LINE:
+                result.errors[OVERSIZED] += 1
+                return 0
+            data = os.pread(fd, st.st_size, 0)
+        finally:
+            os.close(fd)
+        f.dev, f.ino = st.st_dev, st.st_ino
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            result.errors[NOT_JSON] += 1
+            return len(data)
+        events = self._call_reader(result, self.reader.parse_document, doc, f.state)
+        if events is not None:
+            if f.discard:
+                f.discard = False
+            else:
+                result.events.extend(_stamped(events, now, f.source or key))
+        return len(data)
+
     def _poll_db(self, key: str, f: _File, result: PollResult, now: float) -> None:
         stamp = tuple(_stamp(Path(f"{f.path}{s}")) for s in ("", "-wal"))
         if stamp == f.stamp:
@@ -456,7 +501,7 @@ class SessionTail:
                 entry["skipping"] = True
             if f.source and f.source != key:
                 entry["source"] = f.source
-            if self.reader.kind == "sqlite":
+            if self.reader.kind in ("sqlite", "json"):
                 entry["db"] = f.state
             out[key] = entry
         return out
