@@ -118,8 +118,8 @@ class ContinueReader(SessionLogReader):
     Rules, each seen in Continue CLI 1.5.47's real files (the shell run, the ``ok`` and
     ``empty`` verdict runs):
 
-    - ``sessions.json`` (a list) gives ``[]``; a session document must be an object with a
-      ``history`` list;
+    - ``sessions.json`` (a list; the glob leaves it out, but a path given to ``replay`` may name
+      it) gives ``[]``; a session document must be an object with a ``history`` list;
     - a ``user`` history item → ``turn_start`` (``turn_id`` = ``<sessionId>#<index>``: the
       history has no ids, so an item is known by its place);
     - an ``assistant`` item: ``text`` when its ``content`` has text; each ``toolCallStates``
@@ -136,11 +136,12 @@ class ContinueReader(SessionLogReader):
 
     backend: ClassVar[str] = "continue"
     kind: ClassVar[str] = "json"
-    globs: ClassVar[tuple[str, ...]] = ("$CONTINUE_GLOBAL_DIR/sessions/*.json",)
+    #: Session files are named by their UUID (``*-*.json``), which leaves ``sessions.json`` out.
+    globs: ClassVar[tuple[str, ...]] = ("$CONTINUE_GLOBAL_DIR/sessions/*-*.json",)
     env_defaults: ClassVar[dict[str, str]] = {"CONTINUE_GLOBAL_DIR": ".continue"}
     route_records: ClassVar[bool] = False
     signal: ClassVar[str] = (
-        "~/.continue/sessions/*.json: a history item's Bash toolCallStates entry starts a call "
+        "~/.continue/sessions/*-*.json: a history item's Bash toolCallStates entry starts a call "
         "and ends it once done or errored ('Error (exit code N)' in its output); written when "
         "the turn's steps finish, not while a command runs")
     #: Continue CLI 1.5.47's file-writing tools.
