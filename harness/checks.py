@@ -59,6 +59,9 @@ SESSION_VERDICTS: dict[str, dict[str, str | None]] = {
     # Continue CLI 1.5.47 writes only the prompt for an empty reply and no file at all for a
     # provider error or a killed run.
     "continue": {"ok": OK, "empty": None, "error": None, "killed": None},
+    # Droid 0.215.0 ends every turn with agent_turn_outcome (reason model_request_rejected for
+    # the provider's error); SIGTERM killed only the running command: it answered and exited 0.
+    "droid": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": OK},
 }
 #: Where an earlier verified release's log says otherwise than :data:`SESSION_VERDICTS` (which
 #: holds for the pin and what comes after it): ``(backend, version)`` -> the scenarios that

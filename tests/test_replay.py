@@ -78,7 +78,8 @@ def test_every_covered_backend_with_a_session_log_is_replayed() -> None:
     readers = {session_reader(b).backend for b, row in COVERAGE.items()
                if row.covered and session_reader(b) is not None}
     assert BACKENDS == sorted(readers) == ["claude", "cline", "codex", "continue", "copilot",
-                                            "gemini", "kilo", "omp", "opencode", "pi", "qwen"]
+                                            "droid", "gemini", "kilo", "omp", "opencode", "pi",
+                                            "qwen"]
 
 
 @pytest.mark.parametrize("backend", FIVE)
@@ -315,7 +316,7 @@ def test_progress_shows_on_a_terminal_only() -> None:
 
 
 def test_the_documented_table_is_what_the_real_captures_give(tmp_path: Path, capsys) -> None:
-    """docs/operations.md "Replay before enabling" shows the table of a replay of the eleven
+    """docs/operations.md "Replay before enabling" shows the table of a replay of the twelve
     backends' real runs: it is exactly what the replay prints for them."""
     doc = (Path(__file__).resolve().parent.parent / "docs" / "operations.md").read_text()
     section = doc.split("## Replay before enabling\n", 1)[1].split("\n## ", 1)[0]

@@ -77,7 +77,7 @@ EMPTY_ERROR = {"copilot": "No response was returned. Send your message again to 
                "cline": "Model returned empty response"}
 EMPTY_EXIT = {"claude": 0, "codex": 0, "gemini": 0, "pi": 0, "omp": 0, "opencode": 0, "kilo": 1,
               "copilot": 1, "qwen": 1, "cline": 1,
-              "continue": 0}
+              "continue": 0, "droid": 0}
 
 
 def releases(backends) -> list:

@@ -438,6 +438,7 @@ from repeat_failure.backends import cline  # noqa: E402,F401
 from repeat_failure.backends import codex  # noqa: E402,F401
 from repeat_failure.backends import continue_cli  # noqa: E402,F401
 from repeat_failure.backends import copilot  # noqa: E402,F401
+from repeat_failure.backends import droid  # noqa: E402,F401
 from repeat_failure.backends import gemini  # noqa: E402,F401
 from repeat_failure.backends import kilo  # noqa: E402,F401
 from repeat_failure.backends import omp  # noqa: E402,F401

@@ -136,15 +136,9 @@ _ROWS = (
     _covered("qwen", "Qwen Code", "0.24.4", hive=False),
     _covered("cline", "Cline CLI", "3.0.65", hive=False),
     _covered("continue", "Continue CLI (cn)", "1.5.47", hive=False),
-    _not_covered("droid", "Factory Droid", reason=(
-        "droid 0.215.0 runs each command as bash -c '<fixed supervisor script>' "
-        "factory-execute-supervisor <owner pid> /bin/bash <cmd>: the command is an argument, "
-        "never in BASH_EXECUTION_STRING, and the inner /bin/bash -c <cmd> is a nested shell, so "
-        "the route records the supervisor script (right exit status, the same text for every "
-        "command; harness/evidence/droid.json)"),
-        follow_up="new issue: record the inner shell of Droid's factory-execute-supervisor (its "
-                  "$0) in the hook, or a session-log route from ~/.factory/sessions/*/*.jsonl",
-        hive=False),
+    # Droid's Execute runs the command in a nested shell of its supervisor script; the hook
+    # records that inner command (hooks/bash_env.slow.bash, issue 26 item 2).
+    _covered("droid", "Factory Droid", "0.215.0", hive=False),
     _not_covered("crush", "Charm Crush", reason=(
         "npm install @charmland/crush@0.96.1 fails: its postinstall downloads the binary from "
         "github.com (\"Error: Installation failed: Request failed: getaddrinfo ENOTFOUND "
