@@ -6,6 +6,7 @@ __rf_t=${__rf_t/,/.} __rf_c=${__rf_r//\\/\\\\} __rf_c=${__rf_c//\"/\\\"} __rf_l=
 if [[ -n $__rf_t && $__rf_r != *[[:cntrl:]]* && ${#__rf_l} != ????* ]]; then [[ -L @RECORDS@ ]] || builtin printf '%s\n' "$__rf_l" >>@RECORDS@; builtin return "$__rf_x"; fi
 # Slow path: a control character, a line of 1,000 characters or more, or no EPOCHREALTIME (bash
 # < 5: whole seconds). From here lengths and cuts count bytes.
+# shellcheck disable=SC2016 # the single quotes match Droid's script text, not an expansion
 [[ $0 != factory-execute-supervisor || $__rf_r != *'"$command_shell" -c "$command$quoted_args"'* ]] || __rf_r=${command-}${quoted_args-}
 LC_ALL=C
 [[ -n $__rf_t ]] || builtin printf -v __rf_t %\(%s\)T -1

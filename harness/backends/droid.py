@@ -14,7 +14,7 @@ factory-execute-supervisor <owner pid> /bin/bash <cmd>``: a fixed script that wa
 and runs ``"$command_shell" -c "$command$quoted_args"``. The command is an argument, never in
 the outer shell's ``BASH_EXECUTION_STRING``, and the inner ``/bin/bash -c <cmd>`` is nested
 (silent), so the hook's exit path records that shell's ``$command$quoted_args`` with the status
-the script exits with (``hooks/bash_env.slow.bash``; issue 26 item 2). Session log, read by
+the script exits with (``hooks/bash_env.slow.bash``). Session log, read by
 ``repeat_failure/backends/droid.py``: ``~/.factory/sessions/<cwd-slug>/<uuid>.jsonl``.
 """
 

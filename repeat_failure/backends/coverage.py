@@ -137,7 +137,7 @@ _ROWS = (
     _covered("cline", "Cline CLI", "3.0.65", hive=False),
     _covered("continue", "Continue CLI (cn)", "1.5.47", hive=False),
     # Droid's Execute runs the command in a nested shell of its supervisor script; the hook
-    # records that inner command (hooks/bash_env.slow.bash, issue 26 item 2).
+    # records that inner command (hooks/bash_env.slow.bash).
     _covered("droid", "Factory Droid", "0.215.0", hive=False),
     _not_covered("crush", "Charm Crush", reason=(
         "npm install @charmland/crush@0.96.1 fails: its postinstall downloads the binary from "
