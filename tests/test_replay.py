@@ -19,13 +19,14 @@ from pathlib import Path
 
 import pytest
 
+from harness.checks import GUARD_REFUSAL_LOGGED, LOOP_GUARDED
 from sessionlogs import EVIDENCE_DIR, evidence_of
 from repeat_failure.backends import SHELL_END, session_reader
 from repeat_failure.cli import main
 from repeat_failure.backends.coverage import COVERAGE
 from repeat_failure.sidecar.replay_report import Progress
 from repeat_failure.sidecar.replay_sources import formats
-from repeat_failure.sessions.tail import SessionTail
+from repeat_failure.sessions.tail import SessionTail, discover, expand_globs
 
 FIXTURES = Path(__file__).parent / "fixtures" / "trajectories"
 HEADER = ("threshold  window_s   match  sessions  commands  failures  sessions_with_note  notes  "
@@ -33,6 +34,8 @@ HEADER = ("threshold  window_s   match  sessions  commands  failures  sessions_w
 #: Every backend whose session log the sidecar reads (the inference backends share Claude
 #: Code's reader and its captures).
 BACKENDS = sorted(b for b in formats() if b != "mini-swe-agent")
+#: Those whose real run has the five failures (a CLI's own loop guard stops the others short).
+FIVE = [b for b in BACKENDS if b not in LOOP_GUARDED]
 
 
 def when(ts: float) -> str:
@@ -46,21 +49,26 @@ def run(capsys, *args: str) -> tuple[int, str, str]:
 
 
 def home_of(backend: str, tmp_path: Path) -> tuple[Path, str]:
-    """A home holding a copy of the backend's real five-failure session (and the relative
-    path of its session file)."""
-    (rel,) = evidence_of(backend)["session_files"]
+    """A home holding a copy of the backend's real five-failure session (every file the
+    harness kept of it) and the relative path of the one session file its reader's globs
+    find (Cline keeps metadata beside its messages, Continue an index of its sessions)."""
     home = tmp_path / backend
-    (home / rel).parent.mkdir(parents=True)
-    for suffix in ("", "-wal", "-shm"):
-        src = Path(f"{EVIDENCE_DIR / backend / rel}{suffix}")
-        if src.exists():
-            shutil.copy(src, f"{home / rel}{suffix}")
-    return home, rel
+    for rel in evidence_of(backend)["session_files"]:
+        (home / rel).parent.mkdir(parents=True, exist_ok=True)
+        for suffix in ("", "-wal", "-shm"):
+            src = Path(f"{EVIDENCE_DIR / backend / rel}{suffix}")
+            if src.exists():
+                shutil.copy(src, f"{home / rel}{suffix}")
+    ((path, _),) = discover(expand_globs(session_reader(backend), home, env={}), home)
+    return home, path.relative_to(home).as_posix()
 
 
 def shell_end_times(backend: str, home: Path) -> list[float]:
-    """The times of the session's finished shell calls as the sidecar's tail reads them."""
-    tail = SessionTail(session_reader(backend), home, env={}, backfill_s=1e12)
+    """The times of the session's finished shell calls as the sidecar's tail reads them; a log
+    without times (Continue CLI's) gets its file's modification time, as replay says."""
+    ((path, st),) = discover(expand_globs(session_reader(backend), home, env={}), home)
+    tail = SessionTail(session_reader(backend), home, env={}, backfill_s=1e12,
+                       clock=lambda: st.st_mtime)
     return [e.ts for e in tail.poll(rescan=True).events if e.kind == SHELL_END and e.command]
 
 
@@ -69,11 +77,12 @@ def test_every_covered_backend_with_a_session_log_is_replayed() -> None:
     reader's own name) and mini-swe-agent: a new reader is replayed (and tested below) too."""
     readers = {session_reader(b).backend for b, row in COVERAGE.items()
                if row.covered and session_reader(b) is not None}
-    assert BACKENDS == sorted(readers) == ["claude", "codex", "copilot", "gemini", "kilo", "omp",
-                                            "opencode", "pi"]
+    assert BACKENDS == sorted(readers) == ["claude", "cline", "codex", "continue", "copilot",
+                                            "droid", "gemini", "kilo", "omp", "opencode", "pi",
+                                            "qwen"]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", FIVE)
 def test_real_capture_gives_the_note_and_table(backend: str, tmp_path: Path, capsys) -> None:
     """The harness's real run (the stub asks for `ls /nonexistent` five times in one turn),
     replayed from the agent's home: five commands, five failures, one note raised at the fifth
@@ -94,7 +103,24 @@ def test_real_capture_gives_the_note_and_table(backend: str, tmp_path: Path, cap
         "         0        0\n")
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", sorted(set(BACKENDS) & set(LOOP_GUARDED)))
+def test_loop_guarded_capture_has_no_note(backend: str, tmp_path: Path, capsys) -> None:
+    """A CLI whose own loop guard stopped the run at the fifth identical call (Qwen Code 0.24.4,
+    Cline CLI 3.0.65: four calls ran): the four failures are read, under the threshold, so no
+    note (C-AC2). Cline's log keeps the fifth call, refused, as a failure with no exit status:
+    a different result from exit 2, so it does not add up with them."""
+    home, rel = home_of(backend, tmp_path)
+    calls = LOOP_GUARDED[backend] + (backend in GUARD_REFUSAL_LOGGED)
+    assert len(shell_end_times(backend, home)) == calls == (5 if backend == "cline" else 4)
+    code, out, err = run(capsys, str(home))
+    assert (code, err) == (0, "")
+    assert out == (
+        f"{HEADER}\n"
+        f"        5       600         1         {calls}         {calls}                   0"
+        "      0     0         0        0\n")
+
+
+@pytest.mark.parametrize("backend", FIVE)
 def test_real_capture_as_json(backend: str, tmp_path: Path, capsys) -> None:
     """--json gives the same as one document: the session, its note (times from the file),
     the summary row."""
@@ -308,7 +334,7 @@ def test_progress_shows_on_a_terminal_only() -> None:
 
 
 def test_the_documented_table_is_what_the_real_captures_give(tmp_path: Path, capsys) -> None:
-    """docs/operations.md "Replay before enabling" shows the table of a replay of the eight
+    """docs/operations.md "Replay before enabling" shows the table of a replay of the twelve
     backends' real runs: it is exactly what the replay prints for them."""
     doc = (Path(__file__).resolve().parent.parent / "docs" / "operations.md").read_text()
     section = doc.split("## Replay before enabling\n", 1)[1].split("\n## ", 1)[0]

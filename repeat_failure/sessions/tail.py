@@ -10,7 +10,9 @@ a new name, as Vector's and mtail's tailers fingerprint files: it keeps its offs
 events their ``source``, also across a restart; before, a renamed file was read again from the
 start and its turns and failures counted twice, issue 17) and vanishing (forgotten). SQLite stores (:attr:`SessionLogReader.kind` ``"sqlite"``) are
 opened read-only and polled through :meth:`SessionLogReader.poll_db` when the database or its
-WAL changed.
+WAL changed. A JSON document a CLI rewrites whole (:attr:`SessionLogReader.kind` ``"json"``)
+is read whole, up to :data:`MAX_LINE` bytes, each time its size or time changed, and handed to
+:meth:`SessionLogReader.parse_document`, whose per-file state says what it already gave.
 
 Bounds: at most :data:`MAX_FILES` files are followed (the most recently modified), at most
 :data:`READ_BUDGET` bytes are read per poll (the rest next time), a line longer than
@@ -31,7 +33,6 @@ import re
 import sqlite3
 import stat
 import time
-import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -41,6 +42,9 @@ from typing import Any
 import orjson
 
 from repeat_failure.backends import ReaderFormatError, SessionEvent, SessionLogReader, UnusedLine
+from repeat_failure.sessions.stores import UNCHANGED as _UNCHANGED
+from repeat_failure.sessions.stores import open_db as _open_db
+from repeat_failure.sessions.stores import read_document
 from repeat_failure.sidecar.normalize import OUTPUT_EDGE_CHARS, cut_output
 
 log = logging.getLogger("repeat_failure")
@@ -270,7 +274,7 @@ class SessionTail:
                 # end; a database is read once with its events dropped (the reader's state
                 # then points past them).
                 f.offset = st.st_size
-                f.discard = self.reader.kind == "sqlite"
+                f.discard = self.reader.kind in ("sqlite", "json")
             self._files[key] = f
         self._scanned_at = now
 
@@ -315,6 +319,8 @@ class SessionTail:
                 break
             if self.reader.kind == "sqlite":
                 self._poll_db(key, f, result, now)
+            elif self.reader.kind == "json":
+                budget -= self._poll_document(key, f, result, now)
             else:
                 budget -= self._poll_jsonl(key, f, result, budget, now)
         return result
@@ -418,6 +424,24 @@ class SessionTail:
                       extra={"backend": self.reader.backend, "error": exc.__class__.__name__})
         return None
 
+    def _poll_document(self, key: str, f: _File, result: PollResult, now: float) -> int:
+        """Read a whole JSON document again when its ``(mtime_ns, size)`` changed
+        (:func:`repeat_failure.sessions.stores.read_document`) and hand it to the reader.
+        Returns the bytes read."""
+        got = read_document(f.path, f.stamp, MAX_LINE)
+        if got.error:
+            result.errors[got.error] += 1
+        f.stamp = got.stamp or f.stamp
+        if got.doc is _UNCHANGED or got.error:
+            return got.size
+        events = self._call_reader(result, self.reader.parse_document, got.doc, f.state)
+        if events is not None:
+            if f.discard:
+                f.discard = False
+            else:
+                result.events.extend(_stamped(events, now, f.source or key))
+        return got.size
+
     def _poll_db(self, key: str, f: _File, result: PollResult, now: float) -> None:
         stamp = tuple(_stamp(Path(f"{f.path}{s}")) for s in ("", "-wal"))
         if stamp == f.stamp:
@@ -456,7 +480,7 @@ class SessionTail:
                 entry["skipping"] = True
             if f.source and f.source != key:
                 entry["source"] = f.source
-            if self.reader.kind == "sqlite":
+            if self.reader.kind in ("sqlite", "json"):
                 entry["db"] = f.state
             out[key] = entry
         return out
@@ -515,50 +539,6 @@ def _fingerprint(f: _File, fd: int, size: int) -> None:
     if length > f.head_len:
         f.head_start, f.head_len = start, length
         f.head = _digest(os.pread(fd, length, start))
-
-
-def _open_db(path: Path) -> sqlite3.Connection:
-    """A read-only connection to the SQLite database at ``path`` (``mode=ro``,
-    ``query_only``; text that is not UTF-8 decoded with replacement, so one bad row cannot stop
-    a reader). The database and its ``-wal``, ``-shm`` and ``-journal`` files must be regular
-    files or absent: SQLite would block opening a FIFO. On a read-only mount a WAL database
-    whose CLI is not running (no ``-wal`` file, so no ``-shm`` either) cannot be opened that
-    way, since SQLite would have to create the ``-shm`` index; with no writer it is opened
-    ``immutable`` instead (only a WAL database: a rollback-journal database that cannot be
-    opened is locked or broken, and is retried later). Raises ``sqlite3.Error`` or
-    ``OSError``."""
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        try:
-            mode = os.lstat(f"{path}{suffix}").st_mode
-        except FileNotFoundError:
-            continue
-        if not stat.S_ISREG(mode):
-            raise OSError(f"{path}{suffix} is not a regular file")
-    uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, timeout=0.5, isolation_level=None,
-                           check_same_thread=False)
-    try:
-        conn.execute("PRAGMA query_only = 1")
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.OperationalError:
-        conn.close()
-        if os.path.exists(f"{path}-wal") or not _is_wal(path):
-            raise
-        conn = sqlite3.connect(f"{uri}&immutable=1", uri=True, isolation_level=None,
-                               check_same_thread=False)
-        conn.execute("PRAGMA query_only = 1")
-    conn.text_factory = lambda data: data.decode("utf-8", "replace")
-    return conn
-
-
-def _is_wal(path: Path) -> bool:
-    """True when the database file's header says WAL mode (bytes 18 and 19 are 2)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        header = os.pread(fd, 20, 0)
-    finally:
-        os.close(fd)
-    return header[18:20] == b"\x02\x02"
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

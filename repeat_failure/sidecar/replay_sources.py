@@ -216,6 +216,19 @@ def read_events(source: Source, skipped: Counter) -> list[SessionEvent]:
         finally:
             conn.close()
         return _timed(events, mtime)
+    if reader.kind == "json":
+        with _open_regular(source.path) as f:
+            mtime = os.fstat(f.fileno()).st_mtime
+            data = f.read(MAX_LINE + 1)
+        if len(data) > MAX_LINE:
+            skipped[OVERSIZED] += 1
+            return []
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            skipped[NOT_JSON] += 1
+            return []
+        return _timed(_call(reader.parse_document, skipped, doc, reader.history_state()), mtime)
     state = reader.new_file_state()
     out: list[SessionEvent] = []
     with _open_regular(source.path) as f:
