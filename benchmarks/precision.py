@@ -274,13 +274,17 @@ def roo_flags(file: str, calls: list[Call], limit: int = ROO_LIMIT) -> list[Flag
 
 def load_labels(path: Path) -> dict[tuple[str, str, int], dict[str, str]]:
     """The labels file (a JSON list of ``{"file", "command", "first", "label", "reason"}``)
-    keyed by (file, command, first). Raises ``ValueError`` naming the entry for a label that
-    is not one of :data:`LABELS`, a missing reason or a key given twice."""
+    keyed by (file, command, first). Raises ``ValueError`` naming the entry for a missing key
+    field, a label that is not one of :data:`LABELS`, a missing reason or a key given twice."""
     out: dict[tuple[str, str, int], dict[str, str]] = {}
     for i, entry in enumerate(orjson.loads(path.read_bytes())):
-        key = (entry["file"], entry["command"], int(entry["first"]))
+        try:
+            key = (str(entry["file"]), str(entry["command"]), int(entry["first"]))
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"{path}: entry {i}: needs file, command and first (an index)") \
+                from None
         if entry.get("label") not in LABELS or not entry.get("reason"):
-            raise ValueError(f"{path}: entry {i} ({key}): label must be one of "
+            raise ValueError(f"{path}: entry {i} {key}: label must be one of "
                              f"{', '.join(LABELS)}, with a reason")
         if key in out:
             raise ValueError(f"{path}: entry {i}: {key} is labelled twice")
