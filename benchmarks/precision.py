@@ -88,8 +88,9 @@ class Call:
 class Flag:
     """A note or flag of one method on one session: ``method`` (a :func:`setting_names` name),
     ``file`` (session file id: its path under the corpus root), ``command`` (as exported),
-    ``first`` (index of the first counted failure or repeated call), ``last`` (index of the
-    call at which it was raised)."""
+    ``first`` (index of the first counted failure or repeated call) and ``last`` (index of the
+    last call it covers: the note's last failure, the end of the repeated run, the refused
+    call), the span used to tell one loop from another."""
 
     method: str
     file: str
@@ -184,11 +185,11 @@ def product_flags(file: str, source: Source, events: Sequence[SessionEvent], cal
                   exclusions: Exclusions) -> list[Flag]:
     """The product's notes on one session for every :func:`product_settings` setting, each
     placed on the calls: ``first`` is the failing call of the same command at the note's
-    ``first_ts``, ``last`` the call at its ``raised_ts``."""
+    ``first_ts`` (its oldest failure still counted when the session ends or the note clears),
+    ``last`` the one at its ``last_ts``."""
     settings = product_settings()
     result = replay_session(source, events, [s for _, s in settings], exclusions, KEY)
     by_ts = {(c.command, c.ts): c.index for c in calls if c.shell}
-    at = {c.ts: c.index for c in calls if c.shell}
     out = []
     for name, setting in settings:
         for note in result.notes[setting]:
@@ -196,7 +197,8 @@ def product_flags(file: str, source: Source, events: Sequence[SessionEvent], cal
             if first is None:
                 raise LookupError(f"{file}: note on {note.command!r} at {note.first_ts} "
                                   "matches no call")
-            out.append(Flag(name, file, note.command, first, at.get(note.raised_ts, first)))
+            last = by_ts.get((note.command, note.last_ts), first)
+            out.append(Flag(name, file, note.command, first, max(first, last)))
     return out
 
 
@@ -216,8 +218,8 @@ def openhands_flags(file: str, calls: list[Call]) -> list[Flag]:
     replies: none applies to shell calls. Two actions are equal when they are the same tool
     with the same raw command; another tool's calls never equal anything (their arguments are
     not read). The detector is asked after every call, as OpenHands asks each step; a run
-    that stays stuck is one flag, at the call where it first was (OpenHands stops the agent
-    there: the replay goes on to find the next)."""
+    that stays stuck is one flag, raised at the call where it first was (OpenHands stops the
+    agent there: the replay goes on to find the next) and spanning the whole run."""
     out: list[Flag] = []
     obs = [(c.same, c.exit if c.exit is not None else c.failed) if c.shell else (None, c.index)
            for c in calls]
@@ -242,6 +244,8 @@ def openhands_flags(file: str, calls: list[Call]) -> list[Flag]:
         if stuck_since != hit[0]:
             stuck_since = hit[0]
             out.append(Flag("openhands", file, hit[1], hit[0], i))
+        elif out:
+            out[-1] = dataclasses.replace(out[-1], last=i)
     return out
 
 
@@ -314,11 +318,12 @@ def corpus_flags(root: Path) -> tuple[int, int, list[Flag]]:
 
 
 def _loops(flags: list[Flag], labels: dict) -> list[list[Flag]]:
-    """The real loops: loop-labelled flags grouped by session file and overlapping calls."""
+    """The real loops: loop-labelled flags grouped by session file and overlapping or
+    touching spans of calls (Roo Code's flags on one long run come every 4 calls)."""
     groups: list[list[Flag]] = []
     for f in sorted((f for f in flags if labels.get(f.key, {}).get("label") == "loop"),
                     key=lambda f: (f.file, f.first, f.last)):
-        if groups and groups[-1][0].file == f.file and f.first <= max(g.last for g in groups[-1]):
+        if groups and groups[-1][0].file == f.file and f.first <= max(g.last for g in groups[-1]) + 1:
             groups[-1].append(f)
         else:
             groups.append([f])

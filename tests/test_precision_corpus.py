@@ -7,6 +7,7 @@ exact figures on it."""
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 
 import orjson
@@ -45,9 +46,9 @@ def test_openhands_needs_four_equal_actions_with_equal_exit_codes():
         ("pytest", 0, 3)]
     other_exit = _calls([("pytest", 1)] * 3 + [("pytest", 2)])
     assert P.openhands_flags("f", other_exit) == []
-    # a run that stays stuck is one flag; a new run after a break is another
+    # a run that stays stuck is one flag spanning the run; a new run after a break is another
     long = _calls([("git status", 128)] * 7 + [("TOOL", None)] + [("git status", 128)] * 4)
-    assert [(f.first, f.last) for f in P.openhands_flags("f", long)] == [(0, 3), (8, 11)]
+    assert [(f.first, f.last) for f in P.openhands_flags("f", long)] == [(0, 6), (8, 11)]
 
 
 def test_openhands_alternating_pattern_of_six():
@@ -78,8 +79,9 @@ def test_score_counts_one_loop_per_overlapping_span_and_recall_over_all_methods(
 
 def test_labels_file_is_valid_and_every_reason_is_given():
     labels = P.load_labels(P.SUBSET / "labels.json")
-    assert len(labels) == 52
-    assert sum(e["label"] == "loop" for e in labels.values()) == 2
+    assert len(labels) == 83
+    assert Counter(e["label"] for e in labels.values()) == {"loop": 22, "iteration": 60,
+                                                            "waiting": 1}
     assert all(len(e["reason"]) > 20 for e in labels.values())
 
 
@@ -98,9 +100,9 @@ def test_figures_on_the_local_corpus():
     labels = P.load_labels(P.SUBSET / "labels.json")
     assert P.unlabelled(flags, labels) == []
     scores = P.score(flags, labels)
-    assert (sessions, shell_calls) == (515, 19406)
-    got = {m: (s["notes"], s["loops"]) for m, s in scores.items()}
-    assert got["t3-exit"] == (50, 1) and got["t5-exit"] == (13, 0)
-    assert got["openhands"] == (1, 1) and got["roo"] == (1, 1)
-    if "t3-output" in got:
-        assert got["t3-output"] == (3, 1) and got["t5-output"] == (0, 0)
+    assert (sessions, shell_calls) == (639, 24305)
+    got = {m: (s["notes"], s["loops"], s["waiting"]) for m, s in scores.items()}
+    assert got["t3-exit"] == (62, 2, 1) and got["t5-exit"] == (16, 1, 0)
+    assert got["openhands"] == (3, 3, 0) and got["roo"] == (21, 21, 0)
+    assert scores["t3-exit"]["real_loops"] == 2
+    assert scores["t3-exit"]["recall"] == 1.0 and scores["t5-exit"]["recall"] == 0.5
