@@ -1,10 +1,12 @@
 """Precision and recall of the check's notes on real agent sessions (issue 26 item 5).
 
-``python -m benchmarks --only precision`` replays the committed subset of real, public agent
-sessions (``tests/data/real_sessions/``, provenance in its ``PROVENANCE.md``), and with
-``--corpus DIR`` (or ``REPEAT_FAILURE_CORPUS=DIR``) also a local corpus laid out the same way
-(``DIR/<source>/...``; never committed, see that PROVENANCE file for where each source came
-from), and judges every session with:
+``python -m benchmarks --only precision`` replays real, public agent sessions: the small
+redistributable subset (``REPEAT_FAILURE_SUBSET=DIR``, else ``shared/real-sessions`` beside
+the checkout) and, with ``--corpus DIR`` (or ``REPEAT_FAILURE_CORPUS=DIR``), a local full corpus
+laid out the same way (``DIR/<source>/...``: each folder a home or a tree of trajectories).
+Neither is in this repository (public data fetched from GitHub is not committed here);
+``tests/data/real_sessions/PROVENANCE.md`` says where each file came from, at which commit,
+under which license, and the labels are committed beside it. Every session is judged with:
 
 * the product (:func:`repeat_failure.sidecar.replay.replay_session`, the sidecar's own
   readers, scrub, normalize, exclusions and detector) at thresholds 3 and 5, window 600 s,
@@ -48,9 +50,15 @@ from repeat_failure.sidecar.replay_report import Setting
 from repeat_failure.sidecar.replay_sources import Source, find_sources, read_events
 from repeat_failure.config import DEFAULT_EXCLUDE
 
-#: The committed subset and its labels.
-SUBSET = Path(__file__).resolve().parent.parent / "tests" / "data" / "real_sessions"
-#: The environment variable naming a local full corpus (same layout as :data:`SUBSET`).
+#: The labels file and the sessions' provenance (committed; the sessions themselves are not:
+#: see PROVENANCE.md there).
+LABELS_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "real_sessions"
+#: The environment variable naming the small redistributable subset of real sessions.
+SUBSET_ENV = "REPEAT_FAILURE_SUBSET"
+#: Where the subset is looked for without it: ``shared/real-sessions`` beside the checkout
+#: (the steering repo's ``shared/``, which developers and CI get beside their clone).
+SUBSET_DEFAULT = Path(__file__).resolve().parent.parent.parent / "shared" / "real-sessions"
+#: The environment variable naming a local full corpus (laid out as the subset).
 CORPUS_ENV = "REPEAT_FAILURE_CORPUS"
 #: The thresholds judged (the default, 5, and the lowest one operators are told to try).
 THRESHOLDS = (3, 5)
@@ -374,18 +382,36 @@ def table(name: str, sessions: int, shell_calls: int, scores: dict) -> str:
     return "\n".join(lines)
 
 
+def subset_root() -> Path | None:
+    """The subset's folder: :data:`SUBSET_ENV` when set (``FileNotFoundError`` when it is not
+    a folder), else :data:`SUBSET_DEFAULT` when it exists, else ``None``."""
+    if os.environ.get(SUBSET_ENV):
+        root = Path(os.environ[SUBSET_ENV])
+        if not root.is_dir():
+            raise FileNotFoundError(f"{SUBSET_ENV}={root}: no such directory")
+        return root
+    return SUBSET_DEFAULT if SUBSET_DEFAULT.is_dir() else None
+
+
 def bench_precision(corpus: Path | None = None) -> dict:
-    """The benchmark: the committed subset, and ``corpus`` when given (else
-    :data:`CORPUS_ENV`). Prints a table per corpus; returns flat figures
+    """The benchmark: the subset (:func:`subset_root`) when there is one, and ``corpus`` when
+    given (else :data:`CORPUS_ENV`). Prints a table per corpus; returns flat figures
     (``subset_t5-exit_precision``, …). Raises ``FileNotFoundError`` for a corpus that does
-    not exist."""
-    roots = [("subset", SUBSET)]
+    not exist, ``ValueError`` when neither is there."""
+    roots = []
+    subset = subset_root()
+    if subset is not None:
+        roots.append(("subset", subset))
     corpus = corpus or (Path(os.environ[CORPUS_ENV]) if os.environ.get(CORPUS_ENV) else None)
     if corpus is not None:
         if not corpus.is_dir():
             raise FileNotFoundError(f"{CORPUS_ENV}/--corpus {corpus}: no such directory")
         roots.append(("corpus", corpus))
-    labels = load_labels(SUBSET / "labels.json")
+    if not roots:
+        raise ValueError(f"no real sessions to judge: set {SUBSET_ENV} or {CORPUS_ENV} (or "
+                         f"--corpus), or put the subset in {SUBSET_DEFAULT}; "
+                         f"{LABELS_DIR / 'PROVENANCE.md'} says where they come from")
+    labels = load_labels(LABELS_DIR / "labels.json")
     figures: dict[str, Any] = {}
     for name, root in roots:
         sessions, shell_calls, flags = corpus_flags(root)

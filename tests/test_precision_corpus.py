@@ -1,8 +1,9 @@
 """The precision benchmark (:mod:`benchmarks.precision`, issue 26 item 5): the re-implemented
 OpenHands and Roo Code rules on call sequences built here (built by hand to pin the rules; not
-sessions), the labels file, the scoring, and, when a local corpus of real sessions is given
-(``REPEAT_FAILURE_CORPUS``, laid out as ``tests/data/real_sessions/PROVENANCE.md`` says), the
-exact figures on it."""
+sessions), the labels file, the scoring, and the exact figures on real sessions: the subset
+(``REPEAT_FAILURE_SUBSET`` or ``shared/real-sessions`` beside the checkout) and the full local
+corpus (``REPEAT_FAILURE_CORPUS``), when they are there (``tests/data/real_sessions/PROVENANCE.md``
+says what they hold and where each file came from; they are not in this repository)."""
 
 from __future__ import annotations
 
@@ -78,7 +79,7 @@ def test_score_counts_one_loop_per_overlapping_span_and_recall_over_all_methods(
 
 
 def test_labels_file_is_valid_and_every_reason_is_given():
-    labels = P.load_labels(P.SUBSET / "labels.json")
+    labels = P.load_labels(P.LABELS_DIR / "labels.json")
     assert len(labels) == 83
     assert Counter(e["label"] for e in labels.values()) == {"loop": 22, "iteration": 60,
                                                             "waiting": 1}
@@ -93,11 +94,28 @@ def test_labels_file_errors_name_the_entry(tmp_path):
         P.load_labels(bad)
 
 
+@pytest.mark.skipif(P.subset_root() is None,
+                    reason=f"no subset of real sessions ({P.SUBSET_ENV}, {P.SUBSET_DEFAULT})")
+def test_figures_on_the_subset():
+    sessions, shell_calls, flags = P.corpus_flags(P.subset_root())
+    labels = P.load_labels(P.LABELS_DIR / "labels.json")
+    assert P.unlabelled(flags, labels) == []
+    scores = P.score(flags, labels)
+    assert (sessions, shell_calls) == (4, 225)
+    got = {m: (s["notes"], s["loops"], s["iterations"]) for m, s in scores.items()}
+    # the approval-refusal loop (swift build) and the no-op-sed loop (sympy-15976), two
+    # test-fix-retest sessions (astropy-13236, pytest-7236)
+    assert got["t3-exit"] == (4, 2, 2) and got["t5-exit"] == (2, 1, 1)
+    assert got["openhands"] == (3, 3, 0) and got["roo"] == (21, 21, 0)
+    assert scores["t3-exit"]["real_loops"] == 2
+    assert scores["t3-exit"]["recall"] == 1.0 and scores["t5-exit"]["recall"] == 0.5
+
+
 @pytest.mark.skipif(not os.environ.get(P.CORPUS_ENV),
                     reason=f"{P.CORPUS_ENV} names no local corpus of real sessions")
 def test_figures_on_the_local_corpus():
     sessions, shell_calls, flags = P.corpus_flags(Path(os.environ[P.CORPUS_ENV]))
-    labels = P.load_labels(P.SUBSET / "labels.json")
+    labels = P.load_labels(P.LABELS_DIR / "labels.json")
     assert P.unlabelled(flags, labels) == []
     scores = P.score(flags, labels)
     assert (sessions, shell_calls) == (639, 24305)
