@@ -176,10 +176,11 @@ def matches() -> tuple[str, ...]:
 
 def product_settings() -> list[tuple[str, Setting]]:
     """(name, setting) for every product setting judged: ``t3-exit``, ``t5-output``, …"""
+    ways = matches()
     out = []
-    for match in matches():
+    for match in ways:
         for t in THRESHOLDS:
-            kw: dict[str, Any] = {"match": match} if match != "exit" or len(matches()) > 1 else {}
+            kw: dict[str, Any] = {"match": match} if len(ways) > 1 else {}
             out.append((f"t{t}-{match}", Setting(t, WINDOW_S, **kw)))
     return out
 
