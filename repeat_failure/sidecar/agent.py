@@ -122,11 +122,12 @@ class AgentState:
             return None
         return self.activity.next_change(no_data_after_s)
 
-    def forget(self, threshold: int, window_s: float, now: float) -> None:
+    def forget(self, threshold: int, window_s: float, now: float,
+               match_output: bool = True) -> None:
         """Forget what the check knew (it was turned off): a new empty detector with
-        ``threshold`` and ``window_s``, a C12 timer counting from ``now`` (epoch seconds), no
+        ``threshold``, ``window_s`` and ``match_output``, a C12 timer counting from ``now`` (epoch seconds), no
         open turn, no last verdict. The counters and the session-log offsets stay."""
-        self.detector = Detector(threshold, window_s)
+        self.detector = Detector(threshold, window_s, match_output)
         self.activity = Activity(not_before=now)
         self.turns = TurnTracker(self.turns.edit_tools)
         self.last_verdict, self.failed_in_a_row = None, 0
