@@ -10,8 +10,8 @@ under which license, and the labels are committed beside it. Every session is ju
 
 * the product (:func:`repeat_failure.sidecar.replay.replay_session`, the sidecar's own
   readers, scrub, normalize, exclusions and detector) at thresholds 3 and 5, window 600 s,
-  for each way of matching "the same result" the replay offers (exit only, and exit and
-  output once the detector has it);
+  with "the same result" as the same exit and output (``match_output``, the default) and as
+  the same exit alone (``match_output: false``, the rule before issue 26);
 * OpenHands' stuck detector, its rules re-implemented here (:func:`openhands_flags`);
 * Roo Code's tool repetition detector, likewise (:func:`roo_flags`).
 
@@ -46,7 +46,7 @@ from repeat_failure.sidecar.exclude import Exclusions
 from repeat_failure.sidecar.normalize import command_label
 from repeat_failure.sidecar.pipeline import record_command, session_record
 from repeat_failure.sidecar.replay import AGENT, replay_session
-from repeat_failure.sidecar.replay_report import Setting
+from repeat_failure.sidecar.replay_report import MATCHES, Setting
 from repeat_failure.sidecar.replay_sources import Source, find_sources, read_events
 from repeat_failure.config import DEFAULT_EXCLUDE
 
@@ -166,23 +166,13 @@ def session_calls(source: Source, exclusions: Exclusions) -> tuple[list[SessionE
     return events, calls
 
 
-def matches() -> tuple[str, ...]:
-    """The ways of matching "the same result" the product's replay offers: ``("exit",)``
-    before the detector compares outputs, ``("output", "exit")`` once :class:`Setting` takes
-    a ``match``."""
-    names = {f.name for f in dataclasses.fields(Setting)}
-    return ("output", "exit") if "match" in names else ("exit",)
-
-
 def product_settings() -> list[tuple[str, Setting]]:
-    """(name, setting) for every product setting judged: ``t3-exit``, ``t5-output``, …"""
-    ways = matches()
-    out = []
-    for match in ways:
-        for t in THRESHOLDS:
-            kw: dict[str, Any] = {"match": match} if len(ways) > 1 else {}
-            out.append((f"t{t}-{match}", Setting(t, WINDOW_S, **kw)))
-    return out
+    """(name, setting) for every product setting judged: each of :data:`THRESHOLDS` at
+    :data:`WINDOW_S` for each way of matching "the same result"
+    (:data:`~repeat_failure.sidecar.replay_report.MATCHES`: exit and output, exit alone),
+    named ``t3-output``, ``t5-exit``, …"""
+    return [(f"t{t}-{match}", Setting(t, WINDOW_S, match)) for match in MATCHES
+            for t in THRESHOLDS]
 
 
 def setting_names() -> list[str]:

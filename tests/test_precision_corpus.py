@@ -105,9 +105,11 @@ def test_figures_on_the_subset():
     got = {m: (s["notes"], s["loops"], s["iterations"]) for m, s in scores.items()}
     # the approval-refusal loop (swift build) and the no-op-sed loop (sympy-15976), two
     # test-fix-retest sessions (astropy-13236, pytest-7236)
+    assert got["t3-output"] == (3, 2, 1) and got["t5-output"] == (1, 1, 0)
     assert got["t3-exit"] == (4, 2, 2) and got["t5-exit"] == (2, 1, 1)
     assert got["openhands"] == (3, 3, 0) and got["roo"] == (21, 21, 0)
     assert scores["t3-exit"]["real_loops"] == 2
+    assert scores["t3-output"]["recall"] == 1.0 and scores["t5-output"]["recall"] == 0.5
     assert scores["t3-exit"]["recall"] == 1.0 and scores["t5-exit"]["recall"] == 0.5
 
 
@@ -120,6 +122,9 @@ def test_figures_on_the_local_corpus():
     scores = P.score(flags, labels)
     assert (sessions, shell_calls) == (639, 24305)
     got = {m: (s["notes"], s["loops"], s["waiting"]) for m, s in scores.items()}
+    # with output matching: the approval loop (both thresholds), the no-op-sed loop (3 only),
+    # a health poll, a push refused while the agent redacts, two same-output debugging runs
+    assert got["t3-output"] == (6, 2, 1) and got["t5-output"] == (1, 1, 0)
     assert got["t3-exit"] == (62, 2, 1) and got["t5-exit"] == (16, 1, 0)
     assert got["openhands"] == (3, 3, 0) and got["roo"] == (21, 21, 0)
     assert scores["t3-exit"]["real_loops"] == 2
