@@ -387,8 +387,9 @@ def subset_root() -> Path | None:
 def bench_precision(corpus: Path | None = None) -> dict:
     """The benchmark: the subset (:func:`subset_root`) when there is one, and ``corpus`` when
     given (else :data:`CORPUS_ENV`). Prints a table per corpus; returns flat figures
-    (``subset_t5-exit_precision``, …). Raises ``FileNotFoundError`` for a corpus that does
-    not exist, ``ValueError`` when neither is there."""
+    (``subset_t5-exit_precision``, …), or only ``sessions: "none found"`` (and says where
+    to put them) when neither is there, so a full ``python -m benchmarks`` run goes on.
+    Raises ``FileNotFoundError`` for a folder named that does not exist."""
     roots = []
     subset = subset_root()
     if subset is not None:
@@ -399,9 +400,10 @@ def bench_precision(corpus: Path | None = None) -> dict:
             raise FileNotFoundError(f"{CORPUS_ENV}/--corpus {corpus}: no such directory")
         roots.append(("corpus", corpus))
     if not roots:
-        raise ValueError(f"no real sessions to judge: set {SUBSET_ENV} or {CORPUS_ENV} (or "
-                         f"--corpus), or put the subset in {SUBSET_DEFAULT}; "
-                         f"{LABELS_DIR / 'PROVENANCE.md'} says where they come from")
+        print(f"precision: no real sessions to judge: set {SUBSET_ENV} or {CORPUS_ENV} (or "
+              f"--corpus), or put the subset in {SUBSET_DEFAULT}; "
+              f"{LABELS_DIR / 'PROVENANCE.md'} says where they come from")
+        return {"sessions": "none found"}
     labels = load_labels(LABELS_DIR / "labels.json")
     figures: dict[str, Any] = {}
     for name, root in roots:

@@ -94,6 +94,17 @@ def test_labels_file_errors_name_the_entry(tmp_path):
         P.load_labels(bad)
 
 
+def test_without_sessions_the_benchmark_says_where_to_put_them(monkeypatch, tmp_path, capsys):
+    monkeypatch.delenv(P.CORPUS_ENV, raising=False)
+    monkeypatch.delenv(P.SUBSET_ENV, raising=False)
+    monkeypatch.setattr(P, "SUBSET_DEFAULT", tmp_path / "absent")
+    assert P.bench_precision() == {"sessions": "none found"}
+    assert f"set {P.SUBSET_ENV} or {P.CORPUS_ENV}" in capsys.readouterr().out
+    monkeypatch.setenv(P.SUBSET_ENV, str(tmp_path / "nope"))
+    with pytest.raises(FileNotFoundError, match="REPEAT_FAILURE_SUBSET=.*nope: no such directory"):
+        P.bench_precision()
+
+
 @pytest.mark.skipif(P.subset_root() is None,
                     reason=f"no subset of real sessions ({P.SUBSET_ENV}, {P.SUBSET_DEFAULT})")
 def test_figures_on_the_subset():
