@@ -203,8 +203,8 @@ def product_flags(file: str, source: Source, events: Sequence[SessionEvent], cal
 
 def openhands_flags(file: str, calls: list[Call]) -> list[Flag]:
     """OpenHands' stuck detector (OpenHands/OpenHands ``openhands/controller/stuck.py``,
-    ``StuckDetector.is_stuck``, headless mode: all history) on the session's tool calls, its
-    rules as they apply to shell commands:
+    ``StuckDetector.is_stuck``, headless mode: all history; read at commit 331a1a43) on the
+    session's tool calls, its rules as they apply to shell commands:
 
     * scenario 1, "same action, same observation": the last 4 actions are equal and the last
       4 observations are equal, where two command observations are equal when their command
@@ -250,14 +250,18 @@ def openhands_flags(file: str, calls: list[Call]) -> list[Flag]:
 
 def roo_flags(file: str, calls: list[Call], limit: int = ROO_LIMIT) -> list[Flag]:
     """Roo Code's ``ToolRepetitionDetector.check`` (RooCodeInc/Roo-Code
-    ``src/core/tools/ToolRepetitionDetector.ts``) on the session's tool calls: a call whose
+    ``src/core/tools/ToolRepetitionDetector.ts`` at commit 37479466, and its spec's "block on
+    the 4th call for limit 3 (default)") on the session's tool calls: a call whose
     tool and parameters serialize the same as the previous call's adds one to a count, any
     other call sets the count to 0; when the count reaches ``limit`` (default 3, so the 4th
     identical call in a row) the call is refused ("mistake_limit_reached") and the count and
     the previous call are reset. Results are not looked at. Here the parameters are the raw
     command (another tool's calls never repeat: their arguments are not read). A flag is
-    placed on the first call of the identical run."""
+    placed on the first call of the identical run. A ``limit`` of 0 or less never refuses,
+    as there."""
     out: list[Flag] = []
+    if limit <= 0:
+        return out
     previous: int | None = None
     count = 0
     run_start = 0

@@ -36,6 +36,10 @@ def test_roo_refuses_the_fourth_identical_call_in_a_row_and_starts_over():
     assert [(f.command, f.first, f.last) for f in flags] == [("make", 4, 7), ("make", 8, 11)]
 
 
+def test_roo_limit_zero_never_refuses():
+    assert P.roo_flags("f", _calls([("ls", 1)] * 10), limit=0) == []
+
+
 def test_roo_compares_calls_not_results():
     calls = _calls([("pytest", 1), ("pytest", 0), ("pytest", 2), ("pytest", 1)])
     assert [(f.first, f.last) for f in P.roo_flags("f", calls)] == [(0, 3)]
