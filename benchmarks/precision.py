@@ -16,16 +16,16 @@ under which license, and the labels are committed beside it. Every session is ju
 * Roo Code's tool repetition detector, likewise (:func:`roo_flags`).
 
 Every note or flag is keyed by (session file id, command as exported, index of its first
-failure or repeated call) and looked up in the labels file (``labels.json`` beside the
-sessions): ``loop`` (a real loop: the agent repeats the same thing and gets the same result,
+failure or repeated call) and looked up in the labels file
+(``tests/data/real_sessions/labels.json``): ``loop`` (a real loop: the agent repeats the same thing and gets the same result,
 making no progress), ``iteration`` (test-fix-retest or exploring: the agent changes something
 between runs, or the output changes) or ``waiting`` (polling something that is expected to
 change on its own). Each label was given by reading the calls around it in the session.
 
 Precision of a setting: loops / its notes. Recall: the real loops it caught / every real loop
 any method caught at any setting (a loop is counted once per session and span of calls:
-notes of several methods on overlapping calls of one session are one loop). A note without a
-label is counted ``unlabelled`` and left out of precision.
+loop notes on overlapping or touching calls of one session are one loop). A note without a
+label is counted ``unlabelled``, printed, and left out of precision.
 """
 
 from __future__ import annotations
