@@ -49,7 +49,12 @@ machines are noisy; the ratios are what to compare between runs:
 * fix-loop sweep (issue 9): one pass over ``--prs`` open red PRs of a fake GitHub on 127.0.0.1
   (real HTTP, real client, real SQLite ledger): seconds for the first pass (tree lookups,
   ledger rows written) and a steady pass, GitHub requests per PR per steady pass (what the
-  rate limit is spent on), and the steady pass's ratio to only listing the PRs.
+  rate limit is spent on), and the steady pass's ratio to only listing the PRs;
+* precision (issue 26 item 5): notes, real loops, iterations, waiting, precision and recall of
+  the check at thresholds 3 and 5 (window 600 s, each way of matching "the same result") beside
+  OpenHands' stuck detector and Roo Code's repetition detector, on the labelled real sessions
+  (:mod:`benchmarks.precision`; ``--corpus DIR`` or ``REPEAT_FAILURE_CORPUS`` adds a local
+  corpus). Not a timing: ``--only precision`` runs it alone.
 """
 
 from __future__ import annotations
@@ -78,6 +83,7 @@ from repeat_failure.sidecar.collector import COLLECTING
 from repeat_failure.backends import session_reader
 from repeat_failure.config import AgentSpec
 from repeat_failure.sessions.tail import MAX_FILES, SessionTail
+from benchmarks.precision import bench_precision
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -838,6 +844,9 @@ def main() -> int:
     parser.add_argument("--prs", type=int, default=300, help="open PRs for the fix-loop pass")
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--json", type=Path, help="also write the results to this file")
+    parser.add_argument("--corpus", type=Path, default=None,
+                        help="a local corpus of real sessions for the precision benchmark "
+                             "(default: $REPEAT_FAILURE_CORPUS; see benchmarks/precision.py)")
     parser.add_argument("--only", action="append", metavar="NAME",
                         help="run only this benchmark (repeatable or comma-separated; `hook` "
                              "runs hook_true and hook_false)")
@@ -863,6 +872,7 @@ def main() -> int:
         "replay": lambda: bench_replay(10_000 if args.quick else 100_000),
         "replay_hostile": lambda: bench_replay_hostile(2_000 if args.quick else 4_000),
         "github_client": lambda: bench_github_client(3 if args.quick else 7),
+        "precision": lambda: bench_precision(args.corpus),
     }
     only = [name for name in runs if not args.only or
             any(name == want or name.startswith(want + "_")
