@@ -565,3 +565,17 @@ def test_state_keeps_digests_and_results() -> None:
             Detector(3, 600).load_dict({"version": 1, "commands": [
                 dict(saved["commands"][0], qualified=bad)]})
     assert "outputs" not in _fed([0, 0, 0]).to_dict()["commands"][0]
+
+
+def test_an_awaited_failure_stops_waiting_on_time_after_the_clock_stepped_back() -> None:
+    """The wall clock steps back an hour (NTP) between two awaited failures: the second's wait
+    ends first (15 s after it came) and ends then, though the first is still waiting;
+    :meth:`Detector.next_change` never stays in the past after :meth:`Detector.expire` (the
+    run loop would spin on it, a collection pass a millisecond, for the hour)."""
+    det = Detector(1, 600)
+    det.record("ls /a", 2, True, T0, T0, pending=True)  # waits until T0 + 15
+    det.record("ls /b", 2, True, T0 - 3600, T0 - 3600, pending=True)  # until T0 - 3585
+    now = T0 - 3600 + 20
+    (raised,) = det.expire(now)
+    assert (raised.note.command, raised.note.output) == ("ls /b", "unknown")
+    assert det.awaited_count == 1 and det.next_change() == T0 - 3000 > now  # "ls /b" leaves

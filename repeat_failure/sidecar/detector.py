@@ -365,12 +365,18 @@ class Detector:
 
     def _stop_waiting(self, limit: float, now: float, until: float | None = None) -> list[Event]:
         """Stop the wait of the ``limit`` oldest awaited failures, or of those whose wait ends
-        at or before ``until``: each counts with its output unknown, judged at ``now``."""
+        at or before ``until``: each counts with its output unknown, judged at ``now``. With
+        ``until`` every awaited failure is looked at, not only the first ones: the order they
+        came in is not the order their waits end when the wall clock stepped back between them
+        (the later one's wait ends first; stopping at the first wait still running left it
+        waiting past its end, and :meth:`next_change` in the past made the run loop spin)."""
         events: list[Event] = []
         done = 0
         for item, deadline in list(self._awaited.items()):
-            if done >= limit or (until is not None and deadline > until):
+            if done >= limit:
                 break
+            if until is not None and deadline > until:
+                continue
             done += 1
             del self._awaited[item]
             command, key, ts = item
