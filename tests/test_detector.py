@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
 from repeat_failure.sidecar.detector import (FAILED, MAX_AWAITED, Detector, NoteCleared,
@@ -525,11 +527,43 @@ def test_digests_stay_with_their_failures() -> None:
     assert outputs(det) == [7, 1 << 31]
 
 
-def test_an_awaited_output_is_saved_as_unknown() -> None:
-    """A restart forgets what was awaited: saved, an awaited failure's digest is 0."""
+def test_an_awaited_output_is_awaited_again_after_a_restart() -> None:
+    """Saved, an awaited failure keeps the awaited digest (0xFFFFFFFF); loaded with ``now`` it
+    awaits its output again for OUTPUT_WAIT_S from then, and counts with it when it comes;
+    loaded without ``now``, or by exit alone, its output is unknown."""
     det = _fed([7])
     det.record("make test", 2, True, 101.0, 101.0, pending=True)
-    assert det.to_dict()["commands"][0]["outputs"] == "AAAABwAAAAA="
+    saved = det.to_dict()
+    assert saved["commands"][0]["outputs"] == "AAAAB/////8="
+    again = Detector(2, 600)
+    again.load_dict(saved, now=200.0)
+    assert again.awaited() == [("make test", 2, 101.0)] and again.next_change() == 215.0
+    (raised,) = again.set_output("make test", 2, 101.0, 7, 201.0)
+    assert (raised.note.count, raised.note.output) == (2, "same") and again.awaited_count == 0
+    for loaded in (Detector(2, 600), Detector(2, 600, match_output=False)):
+        loaded.load_dict(saved, now=None if loaded.match_output else 200.0)
+        assert loaded.awaited_count == 0
+        assert list(loaded._commands["make test"].get(2).outs) == [7, 0]
+
+
+def test_a_hostile_state_cannot_hold_failures_awaited_for_ever() -> None:
+    """A state file whose digests are all the awaited value, past MAX_AWAITED, with a
+    qualified result naming it: MAX_AWAITED of them wait (then count as unknown), the others
+    are unknown at once, and the result naming the awaited digest is left out."""
+    n = MAX_AWAITED + 5
+    saved = {"version": 1, "commands": [{
+        "command": "ls", "raised": True, "qualified": ["2@ffffffff"],
+        "failures": {"2": [100.0 + i * 0.01 for i in range(n)]},
+        "outputs": base64.b64encode(b"\xff" * 4 * n).decode()}]}
+    det = Detector(5, 600)
+    det.load_dict(saved, now=150.0)
+    assert det.awaited_count == MAX_AWAITED and det._commands["ls"].qualified is None
+    assert list(det._commands["ls"].get(2).outs).count(0) == 5
+    # The waits end: raised as the first of them counts (with the 5 unknown already: 6),
+    # then all n failures of output unknown.
+    (raised,) = det.expire(165.0)
+    assert (raised.note.count, raised.note.output) == (6, "unknown") and det.awaited_count == 0
+    assert [(n_.count, n_.output) for n_ in det.notes(165.0)] == [(n, "unknown")]
 
 
 def test_state_keeps_digests_and_results() -> None:

@@ -530,9 +530,18 @@ class Detector:
         pieces are taken."""
         return iter_state_json(STATE_VERSION, self._commands.items(), chunk_bytes)
 
-    def load_dict(self, data: Any) -> int:
+    def load_dict(self, data: Any, now: float | None = None) -> int:
         """Replace the current state with a snapshot from :meth:`to_dict`; returns how many of
         its commands were left out to stay within the bounds.
+
+        A failure saved while it awaited its output (a restart in the wait) awaits it again,
+        from ``now`` (epoch seconds) for :data:`OUTPUT_WAIT_S`, oldest first within
+        :data:`MAX_AWAITED`; with ``now`` ``None``, by exit alone (``match_output`` off), or
+        past that bound, its output is unknown. Before, it loaded as unknown at once: the
+        session log's line read after the restart could no longer give it, and five failures
+        of a test-fix-retest cycle counted as one result ("unknown"), raising a note at the
+        next failure or config reload. A qualified result saved with the awaited digest is
+        left out (it names no output).
 
         The bounds of :meth:`record` apply: the most recently failed commands are restored,
         newest first, while they fit in ``MAX_COMMANDS`` commands, ``MAX_COMMAND_BYTES`` of
@@ -575,7 +584,11 @@ class Detector:
                 # "2" (by exit alone, or saved before issue 26) or "2@<digest>": in this
                 # detector's form, kept only while it still holds failures of that result.
                 results = self._in_mode(state, {parse_result(k) for k in item["qualified"]})
-                state.qualified = {r for r in results or () if state.holds(r)} or None
+                state.qualified = {r for r in results or ()
+                                   if r[1] != PENDING and state.holds(r)} or None
+                # A note with no result left is not raised (else a result qualifying later
+                # would find it raised and make no NoteRaised: no log line, no Event).
+                state.raised = state.raised and state.qualified is not None
                 command = item["command"]
                 if not isinstance(command, str) or not command:
                     raise StateError("a command is not a non-empty string")
@@ -597,4 +610,22 @@ class Detector:
         self._commands = OrderedDict(reversed(kept))
         self._text_bytes = total
         self._failures = failures
+        self._awaited = {}
+        waiting = sorted((times[i], command, key)
+                         for command, state in self._commands.items()
+                         for key, times in state.items() if times.outs is not None
+                         for i in range(len(times)) if times.outs[i] == PENDING)
+        for ts, command, key in waiting:
+            if now is not None and self.match_output and len(self._awaited) < MAX_AWAITED:
+                self._awaited[(command, key, ts)] = now + OUTPUT_WAIT_S
+                continue
+            times = self._commands[command].get(key)
+            for i in range(bisect.bisect_left(times, ts), bisect.bisect_right(times, ts)):
+                if times.digest(i) == PENDING:
+                    times.set_digest(i, 0)
         return left_out
+
+    def awaited(self) -> list[tuple[str, ExitKey, float]]:
+        """The failures awaiting their output, as (command, exit key, ts), in the order they
+        came (a time held twice is listed once)."""
+        return list(self._awaited)
