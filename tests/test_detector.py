@@ -613,3 +613,42 @@ def test_an_awaited_failure_stops_waiting_on_time_after_the_clock_stepped_back()
     (raised,) = det.expire(now)
     assert (raised.note.command, raised.note.output) == ("ls /b", "unknown")
     assert det.awaited_count == 1 and det.next_change() == T0 - 3000 > now  # "ls /b" leaves
+
+
+def _ac_feed(det: Detector, mode: str, command: str, ts: float, failed: bool = True,
+             exit_status: int = 2) -> list:
+    """One record in ``mode``: ``exit`` (match_output off, no output), ``known`` (the
+    session route: the output, digest 7, comes with the record) or ``awaited`` (the hook's
+    record awaits it and the session log's line gives it 0.2 s later)."""
+    if not failed or mode == "exit":
+        return det.record(command, exit_status, failed, ts, ts)
+    if mode == "known":
+        return det.record(command, exit_status, True, ts, ts, output=7)
+    events = det.record(command, exit_status, True, ts, ts, pending=True)
+    return events + (det.set_output(command, exit_status, ts, 7, ts + 0.2) or [])
+
+
+@pytest.mark.parametrize("mode", ["exit", "known", "awaited"])
+def test_c_ac2_c_ac3_c_ac8_hold_under_both_readings_of_the_same_result(mode: str) -> None:
+    """C6's reading (issue 26) keeps C-AC2, C-AC3 and C-AC8: by exit alone, with outputs
+    known at once, and with outputs that come after the hook's records."""
+    det = Detector(5, 600, match_output=mode != "exit")
+    feed_ = lambda cmd, ts, **kw: _ac_feed(det, mode, cmd, ts, **kw)  # noqa: E731
+    # C-AC2: 4 do not raise, the 5th within 10 min does; 5 over 11 min do not.
+    assert sum((feed_("ls /x", T0 + i * MIN) for i in range(4)), []) == []
+    (raised,) = feed_("ls /x", T0 + 4 * MIN)
+    assert (raised.note.count, raised.note.output) == (5, "unknown" if mode == "exit" else "same")
+    assert sum((feed_("ls /y", T0 + i * 11 * MIN / 4) for i in range(5)), []) == []
+    # C-AC3: alternating arguments, two notes.
+    events = sum((feed_(f"gh pr view {123 if i % 2 == 0 else 456}", T0 + i)
+                  for i in range(10)), [])
+    assert [e.note.command for e in events] == ["gh pr view 123", "gh pr view 456"]
+    # C-AC8: a success clears; 5 new failures raise again; gone a window after the last.
+    assert feed_("ls /x", T0 + 5 * MIN, failed=False) == [NoteCleared("ls /x", "success")]
+    assert sum((feed_("ls /x", T0 + 6 * MIN + i) for i in range(4)), []) == []
+    (again,) = feed_("ls /x", T0 + 6 * MIN + 4)
+    assert again.note.count == 5
+    last = T0 + 6 * MIN + 4
+    assert NoteCleared("ls /x", "expired") not in det.expire(last + 600 - 0.001)
+    assert NoteCleared("ls /x", "expired") in det.expire(last + 600)
+    assert det.awaited_count == 0
