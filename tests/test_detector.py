@@ -652,3 +652,23 @@ def test_c_ac2_c_ac3_c_ac8_hold_under_both_readings_of_the_same_result(mode: str
     assert NoteCleared("ls /x", "expired") not in det.expire(last + 600 - 0.001)
     assert NoteCleared("ls /x", "expired") in det.expire(last + 600)
     assert det.awaited_count == 0
+
+
+def test_a_note_raised_late_by_an_awaited_failure_counts_as_of_that_failure() -> None:
+    """Four failures at the start of the window and a fifth 590 s later whose output comes
+    14 s after it (or never: the wait ends 15 s after): the five spanned 590 s, so the note is
+    raised (C-AC2), and it says 5 failures in 10 min, as it would have said had the output
+    come at once. Before, it was raised as of when the wait ended, when the first four had
+    left the window: "failed 1 times"."""
+    for given in (True, False):
+        det = Detector(5, 600)
+        for i in range(4):
+            det.record("make test", 2, True, T0 + i, T0 + i, output=7 if given else 0)
+        det.record("make test", 2, True, T0 + 590, T0 + 590, pending=True)
+        if given:
+            (raised,) = det.set_output("make test", 2, T0 + 590, 7, T0 + 604)
+        else:
+            (raised,) = det.expire(T0 + 605)
+        assert (raised.note.count, raised.note.minutes, raised.note.output) == (
+            5, 10, "same" if given else "unknown")
+        assert raised.note.message == "Repeating failure: make test failed 5 times in 10 min (exit 2)"

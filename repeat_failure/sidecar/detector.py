@@ -222,7 +222,10 @@ class Detector:
     def _judge(self, command: str, state: CommandState, key: ExitKey, times: Times, pos: int,
                now: float, events: list[Event]) -> None:
         """Whether the failure at ``pos`` of ``key``'s ``times`` makes its result qualify; if
-        so, mark it and raise the command's note unless it is raised."""
+        so, mark it and raise the command's note unless it is raised. The note raised is as of
+        that failure's time when ``now`` is later (an awaited failure judged when its output
+        came or its wait ended): the failures it qualified with may have left the window since,
+        and the note would say fewer failures than the threshold."""
         result = self._qualifies_at(key, times, pos)
         if result is None:
             return
@@ -231,7 +234,7 @@ class Detector:
         state.qualified.add(result)
         if not state.raised:
             state.raised = True
-            note = self._note(command, state, now)
+            note = self._note(command, state, min(now, times[pos]))
             if note is not None:
                 events.append(NoteRaised(note))
 
