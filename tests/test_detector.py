@@ -496,17 +496,40 @@ def test_awaited_failures_are_bounded() -> None:
 
 def test_reconfigure_switches_between_output_and_exit_matching() -> None:
     """`match_output` changed at a config reload: by exit alone, changing outputs qualify at
-    once and awaited failures stop waiting; back to output matching, the note keeps the
-    result of its newest failure."""
+    once and awaited failures stop waiting; back to output matching, a note whose failures
+    had changing outputs no longer stands (they are several results, none at the threshold)
+    and clears, while one whose failures had the same output stays. Before, the changing one
+    stayed as the result of its newest failure: "failed 1 times"."""
     det = _fed([1, 2, 3])
     det.record("make test", 2, True, 103.0, 103.0, pending=True)
     assert det.notes(104.0) == []
     (raised,) = det.reconfigure(3, 600, 104.0, match_output=False)
     assert (raised.note.count, raised.note.output) == (4, "changing") and det.awaited_count == 0
     assert det._commands["make test"].qualified == {(2, None)}
-    assert det.reconfigure(3, 600, 105.0, match_output=True) == []
-    assert det._commands["make test"].qualified == {(2, 0)}  # the newest failure: unknown
-    assert [(n.count, n.output) for n in det.notes(105.0)] == [(1, "unknown")]
+    assert det.reconfigure(3, 600, 105.0, match_output=True) == [
+        NoteCleared("make test", "reconfigured")]
+    assert det.notes(105.0) == [] and det._commands["make test"].qualified is None
+    same = _fed([5, 5, 5], match_output=False)
+    assert same.reconfigure(3, 600, 105.0, match_output=True) == []
+    assert [(n.count, n.output) for n in same.notes(105.0)] == [(3, "same")]
+    assert same.reconfigure(3, 600, 106.0, match_output=False) == []
+    assert same.reconfigure(3, 600, 107.0, match_output=True) == []
+    assert [(n.count, n.output) for n in same.notes(107.0)] == [(3, "same")]
+
+
+def test_a_state_saved_by_exit_alone_loads_without_a_changing_note() -> None:
+    """A state saved by the rule before issue 26 (a note `"2"` over five changing outputs,
+    test-fix-retest) loads with output matching as no note: before, it showed "make test
+    failed 1 times", output `same`. A note over one output each time stays."""
+    for outputs, want in (([11, 12, 13, 14, 15], []), ([11] * 5, [(5, "same")])):
+        old = Detector(5, 600, match_output=False)
+        for i, digest in enumerate(outputs):
+            old.record("make test", 2, True, T0 + i, T0 + i, output=digest)
+        saved = old.to_dict()
+        assert saved["commands"][0]["qualified"] == ["2"]
+        new = Detector(5, 600)
+        new.load_dict(saved, now=T0 + 10)
+        assert [(n.count, n.output) for n in new.notes(T0 + 10)] == want
 
 
 def test_digests_stay_with_their_failures() -> None:

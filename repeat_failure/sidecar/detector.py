@@ -133,9 +133,10 @@ class Detector:
             self.match_output = match_output
             if not match_output:
                 events += self._stop_waiting(math.inf, now)
-            for state in self._commands.values():
+            for command, state in list(self._commands.items()):
                 if state.qualified:
                     state.qualified = self._in_mode(state, state.qualified)
+                    events += self._settle(command, state, "reconfigured")
         events += self.expire(now)
         for command, state in self._commands.items():
             qualified = self._qualifying(state)
@@ -349,8 +350,12 @@ class Detector:
     def _in_mode(self, state: CommandState, results: set[Result]) -> set[Result] | None:
         """``results`` (qualified under the other ``match_output``, or saved by an older
         version) in this detector's form: by exit alone the digest goes; with output matching
-        an exit-only result becomes the result of that exit's newest failure."""
+        an exit-only result becomes the one result its failures had (the same output each
+        time, or unknown each time), else the results that qualify by output (none when the
+        output changed: test-fix-retest, which output matching never counts as one result;
+        before, the note stayed as "failed 1 times", output `same`)."""
         out: set[Result] = set()
+        qualifying: set[Result] | None = None
         for key, digest in results:
             times = state.get(key)
             if not times:
@@ -358,10 +363,13 @@ class Detector:
             if not self.match_output:
                 out.add((key, None))
             elif digest is None:
-                newest = next((times.digest(i) for i in range(len(times) - 1, -1, -1)
-                               if times.digest(i) != PENDING), None)
-                if newest is not None:
-                    out.add((key, newest))
+                known = set(times.digests(0)) - {PENDING}
+                if len(known) == 1:
+                    out.add((key, known.pop()))
+                    continue
+                if qualifying is None:
+                    qualifying = self._qualifying(state)
+                out.update(r for r in qualifying if r[0] == key)
             else:
                 out.add((key, digest))
         return out or None
