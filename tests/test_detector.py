@@ -563,6 +563,12 @@ def test_an_awaited_output_is_awaited_again_after_a_restart() -> None:
     assert again.awaited() == [("make test", 2, 101.0)] and again.next_change() == 215.0
     (raised,) = again.set_output("make test", 2, 101.0, 7, 201.0)
     assert (raised.note.count, raised.note.output) == (2, "same") and again.awaited_count == 0
+    # Two exits of one command awaited at one time: sorted without comparing 2 with "failed".
+    both = Detector(2, 600)
+    both.record("make", 2, True, 101.0, 101.0, pending=True)
+    both.record("make", None, True, 101.0, 101.0, pending=True)
+    both.load_dict(both.to_dict(), now=200.0)
+    assert sorted(map(str, both.awaited())) == ["('make', 'failed', 101.0)", "('make', 2, 101.0)"]
     for loaded in (Detector(2, 600), Detector(2, 600, match_output=False)):
         loaded.load_dict(saved, now=None if loaded.match_output else 200.0)
         assert loaded.awaited_count == 0

@@ -622,10 +622,11 @@ class Detector:
         self._text_bytes = total
         self._failures = failures
         self._awaited = {}
-        waiting = sorted((times[i], command, key)
-                         for command, state in self._commands.items()
-                         for key, times in state.items() if times.outs is not None
-                         for i in range(len(times)) if times.outs[i] == PENDING)
+        waiting = sorted(((times[i], command, key)
+                          for command, state in self._commands.items()
+                          for key, times in state.items() if times.outs is not None
+                          for i in range(len(times)) if times.outs[i] == PENDING),
+                         key=lambda w: (w[0], w[1], str(w[2])))  # exit keys: int or "failed"
         for ts, command, key in waiting:
             if now is not None and self.match_output and len(self._awaited) < MAX_AWAITED:
                 self._awaited[(command, key, ts)] = now + OUTPUT_WAIT_S
