@@ -116,7 +116,7 @@ def test_loop_guarded_capture_has_no_note(backend: str, tmp_path: Path, capsys) 
     assert (code, err) == (0, "")
     assert out == (
         f"{HEADER}\n"
-        f"        5       600         1         {calls}         {calls}                   0"
+        f"        5       600  output         1         {calls}         {calls}                   0"
         "      0     0         0        0\n")
 
 
