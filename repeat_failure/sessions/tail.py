@@ -31,7 +31,6 @@ import re
 import sqlite3
 import stat
 import time
-import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -41,6 +40,8 @@ from typing import Any
 import orjson
 
 from repeat_failure.backends import ReaderFormatError, SessionEvent, SessionLogReader, UnusedLine
+from repeat_failure.sessions.stores import open_db as _open_db, stamp as _stamp
+from repeat_failure.sessions.unrecognized import ShellRecognition, Unrecognized
 from repeat_failure.sidecar.normalize import OUTPUT_EDGE_CHARS, cut_output
 
 log = logging.getLogger("repeat_failure")
@@ -161,17 +162,20 @@ class _File:
     head_start: int = 0
     head_len: int = 0
     discard: bool = False  # sqlite: drop the first poll's events (history before we ran)
+    shell: ShellRecognition = field(default_factory=ShellRecognition)  # issue 26
 
 
 @dataclass
 class PollResult:
     """What one :meth:`SessionTail.poll` found: ``events`` in file order (``ts`` always set),
-    ``errors`` counted by reason, and ``ignored``: lines of a type the reader does not know
-    (:class:`~repeat_failure.backends.UnusedLine`; not errors)."""
+    ``errors`` counted by reason, ``ignored``: lines of a type the reader does not know
+    (:class:`~repeat_failure.backends.UnusedLine`; not errors), and the files found
+    ``unrecognized`` by this poll (each file once)."""
 
     events: list[SessionEvent] = field(default_factory=list)
     errors: Counter = field(default_factory=Counter)
     ignored: int = 0
+    unrecognized: list[Unrecognized] = field(default_factory=list)
 
 
 class SessionTail:
@@ -263,6 +267,7 @@ class SessionTail:
                 f.head = str(saved.get("head", ""))
                 f.head_start, f.head_len = _nat(saved.get("head_start")), _nat(saved.get("head_len"))
                 f.skipping = saved.get("skipping") is True
+                f.shell = ShellRecognition.from_dict(saved.get("shell"))
                 if isinstance(saved.get("db"), dict):
                     f.state = saved["db"]
             elif now - st.st_mtime > self.backfill_s:
@@ -341,6 +346,7 @@ class SessionTail:
                 f.skipping = False
                 f.state = self.reader.new_file_state()
                 f.head, f.head_start, f.head_len = "", 0, 0
+                f.shell = ShellRecognition()
             f.dev, f.ino = st.st_dev, st.st_ino
             if f.head_len < FINGERPRINT_BYTES:
                 _fingerprint(f, fd, st.st_size)
@@ -395,8 +401,19 @@ class SessionTail:
             result.errors[NOT_JSON] += 1
             return
         events = self._call_reader(result, self.reader.parse_line, obj, f.state)
-        if events is not None:
-            result.events.extend(_stamped(events, now, key))
+        if events is None:
+            if f.shell.on_unread_line(obj, self.reader.shell_tools):
+                result.unrecognized.append(Unrecognized(key, f.path, f.shell.reason, now))
+        else:
+            self._recognize(key, f, _stamped(events, now, key), result)
+
+    def _recognize(self, key: str, f: _File, events: list[SessionEvent],
+                   result: PollResult) -> None:
+        """Add ``events`` (stamped) to ``result`` and to the file's shell-call tracker."""
+        result.events.extend(events)
+        flagged = f.shell.on_events(events, self.reader.shell_tools)
+        if flagged:
+            result.unrecognized.append(Unrecognized(key, f.path, flagged[0], flagged[1] or 0.0))
 
     def _call_reader(self, result: PollResult, method: Callable[..., list[SessionEvent]],
                      *args: Any) -> list[SessionEvent] | None:
@@ -437,14 +454,15 @@ class SessionTail:
         if f.discard:
             f.discard = False
             return
-        result.events.extend(_stamped(events, now, f.source or key))
+        self._recognize(f.source or key, f, _stamped(events, now, f.source or key), result)
 
     # -- state -------------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, dict]:
         """Where each followed file was read to, for the state file:
         ``{path: {"dev", "ino", "offset", "head", "head_start", "head_len"[, "skipping"][,
-        "source"][, "db"]}}`` (``source`` when a rename gave the file another key). Holds no text of the files (a SQLite
+        "source"][, "shell"][, "db"]}}`` (``source`` when a rename gave the file another key;
+        ``shell``: its :class:`ShellRecognition` counts). Holds no text of the files (a SQLite
         reader's state holds ids and watermarks only). A partial line at the end is re-read
         after a restart: the offset saved is the end of the last complete line."""
         out = {}
@@ -456,6 +474,8 @@ class SessionTail:
                 entry["skipping"] = True
             if f.source and f.source != key:
                 entry["source"] = f.source
+            if f.shell != ShellRecognition():
+                entry["shell"] = f.shell.to_dict()
             if self.reader.kind == "sqlite":
                 entry["db"] = f.state
             out[key] = entry
@@ -515,58 +535,6 @@ def _fingerprint(f: _File, fd: int, size: int) -> None:
     if length > f.head_len:
         f.head_start, f.head_len = start, length
         f.head = _digest(os.pread(fd, length, start))
-
-
-def _open_db(path: Path) -> sqlite3.Connection:
-    """A read-only connection to the SQLite database at ``path`` (``mode=ro``,
-    ``query_only``; text that is not UTF-8 decoded with replacement, so one bad row cannot stop
-    a reader). The database and its ``-wal``, ``-shm`` and ``-journal`` files must be regular
-    files or absent: SQLite would block opening a FIFO. On a read-only mount a WAL database
-    whose CLI is not running (no ``-wal`` file, so no ``-shm`` either) cannot be opened that
-    way, since SQLite would have to create the ``-shm`` index; with no writer it is opened
-    ``immutable`` instead (only a WAL database: a rollback-journal database that cannot be
-    opened is locked or broken, and is retried later). Raises ``sqlite3.Error`` or
-    ``OSError``."""
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        try:
-            mode = os.lstat(f"{path}{suffix}").st_mode
-        except FileNotFoundError:
-            continue
-        if not stat.S_ISREG(mode):
-            raise OSError(f"{path}{suffix} is not a regular file")
-    uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, timeout=0.5, isolation_level=None,
-                           check_same_thread=False)
-    try:
-        conn.execute("PRAGMA query_only = 1")
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.OperationalError:
-        conn.close()
-        if os.path.exists(f"{path}-wal") or not _is_wal(path):
-            raise
-        conn = sqlite3.connect(f"{uri}&immutable=1", uri=True, isolation_level=None,
-                               check_same_thread=False)
-        conn.execute("PRAGMA query_only = 1")
-    conn.text_factory = lambda data: data.decode("utf-8", "replace")
-    return conn
-
-
-def _is_wal(path: Path) -> bool:
-    """True when the database file's header says WAL mode (bytes 18 and 19 are 2)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        header = os.pread(fd, 20, 0)
-    finally:
-        os.close(fd)
-    return header[18:20] == b"\x02\x02"
-
-
-def _stamp(path: Path) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size)
 
 
 def _stamped(events: Iterable[SessionEvent], now: float, source: str) -> list[SessionEvent]:

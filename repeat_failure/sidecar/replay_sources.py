@@ -27,7 +27,8 @@ from repeat_failure.config import open_regular
 from repeat_failure.sidecar.replay_report import BadFile
 from repeat_failure.sidecar.scrub import scrub
 from repeat_failure.sessions.tail import MAX_LINE, NOT_JSON, OVERSIZED, READER_BUG, UNREADABLE
-from repeat_failure.sessions.tail import _open_db, _stamped, discover, expand_globs
+from repeat_failure.sessions.stores import open_db
+from repeat_failure.sessions.tail import _stamped, discover, expand_globs
 from repeat_failure.terminal import label_value
 
 #: A trajectory document larger than this is reported and skipped (one JSON document is read
@@ -144,7 +145,7 @@ def shown_path(path: Path | str) -> str:
 
 def error_text(exc: BaseException) -> str:
     """What went wrong, as printed: an ``OSError``'s ``strerror`` when it has one, else its
-    text, which may hold a path (``repeat_failure.sessions.tail._open_db`` names the file it refuses),
+    text, which may hold a path (``repeat_failure.sessions.stores.open_db`` names the file it refuses),
     so it is shown as paths are (:func:`shown_path`)."""
     text = getattr(exc, "strerror", None) or str(exc) or exc.__class__.__name__
     return shown_path(text)
@@ -204,7 +205,7 @@ def read_events(source: Source, skipped: Counter) -> list[SessionEvent]:
     assert reader is not None
     if reader.kind == "sqlite":
         mtime = os.stat(source.path).st_mtime
-        conn = _open_db(source.path)
+        conn = open_db(source.path)
         try:
             state = reader.history_state()
             events: list[SessionEvent] = []

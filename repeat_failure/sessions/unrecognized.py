@@ -1,0 +1,159 @@
+"""Session files whose shell calls the reader cannot read: never silent (issue 26, C12).
+
+A CLI release that changes how its session log writes a shell call does not make the reader
+fail loudly: Codex 0.98-0.114 end a shell call with a ``function_call_output`` line, which the
+reader of Codex 0.171.0 skips, so their rollouts read as turns with shell calls that start and
+never end, and no command at all. Nothing counted an error; the C12 safeguard, the session-log
+route and ``repeat-failure replay`` were blind there without a word. :class:`ShellRecognition`
+watches one session file for that and says so once.
+
+A file is **unrecognised** when no shell call of it has been recognised (no ``shell_end``) and
+it shows the shell tool being called all the same, at a turn's end (``turn_end``; for
+``repeat-failure replay``, also at the end of the file: :meth:`ShellRecognition.finish`):
+
+- ``unread_call``: a line the reader rejected (a :class:`~repeat_failure.backends.ReaderFormatError`
+  or an unknown line type) names a call of one of the reader's
+  :attr:`~repeat_failure.backends.SessionLogReader.shell_tools` (:func:`names_shell_call`), or
+  the reader gave a ``tool`` event named as a shell tool (a call it could not read as one);
+- ``no_end``: :data:`MIN_OPEN` or more shell calls started and none ended. One is not enough:
+  a CLI killed during its first call leaves exactly that (the harness's ``verdict/killed``
+  captures of Claude Code 2.1.332 end the turn with the call open).
+
+Without a turn's end the file is flagged once :data:`OPEN_LIMIT` such calls (unread or never
+ended) add up: a format whose turn lines changed too ends no turn. Once a shell call of the
+file is recognised, it is never flagged. The tracker keeps counts only, never text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from repeat_failure.backends import SHELL_END, SHELL_START, TOOL, TURN_END, SessionEvent
+
+UNREAD_CALL = "unread_call"
+NO_END = "no_end"
+#: Why a file is unrecognised (the ``reason`` label of
+#: ``hive_repeat_failure_session_files_unrecognized_total``).
+REASONS = (UNREAD_CALL, NO_END)
+#: Shell calls started and never ended, with none ended in the file, that flag it at a turn's end.
+MIN_OPEN = 2
+#: Calls unread or never ended that flag a file without a turn's end.
+OPEN_LIMIT = 8
+#: A rejected line is searched this deep and over at most this many values (lines run to 8 MiB).
+MAX_DEPTH = 12
+MAX_NODES = 20_000
+#: Keys of an object that is a tool *call* (its arguments, its id), as each CLI writes one:
+#: Claude Code ``{"type": "tool_use", "name", "input", "id"}``, Codex ``{"name", "arguments",
+#: "call_id"}``, Gemini CLI ``{"name", "args", "id"}``, Copilot CLI ``{"name", "arguments",
+#: "toolCallId"}``, pi ``{"name", "arguments", "id"}``. A tool *definition* (the tool lists
+#: Claude Code 2.1.332 logs in ``api-request-shape`` and ``attachment`` lines, pi's
+#: ``toolsAdded``) has a name and a schema, none of these.
+CALL_KEYS = frozenset({"input", "arguments", "args", "argv", "command", "cmd", "id", "call_id",
+                       "callId", "callID", "toolCallId", "tool_call_id", "tool_use_id"})
+
+
+def names_shell_call(obj: Any, names: frozenset[str]) -> bool:
+    """True when the decoded line ``obj`` holds an object that names one of ``names`` (a string
+    value equal to it) beside a key of :data:`CALL_KEYS`: a call of the shell tool. Walks at
+    most :data:`MAX_DEPTH` levels and :data:`MAX_NODES` values; never raises."""
+    if not names:
+        return False
+    stack: list[tuple[Any, int]] = [(obj, 0)]
+    seen = 0
+    while stack and seen < MAX_NODES:
+        value, depth = stack.pop()
+        seen += 1
+        if depth >= MAX_DEPTH:
+            continue
+        if isinstance(value, dict):
+            if not CALL_KEYS.isdisjoint(value.keys()) and any(
+                    isinstance(v, str) and v in names for v in value.values()):
+                return True
+            stack.extend((v, depth + 1) for v in value.values() if isinstance(v, (dict, list)))
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value if isinstance(v, (dict, list)))
+    return False
+
+
+@dataclass(frozen=True)
+class Unrecognized:
+    """A session file found unrecognised (:mod:`repeat_failure.sessions.unrecognized`):
+    its ``source`` (the events' key), ``path``, ``reason`` and the flagging event's ``ts``."""
+
+    source: str
+    path: Path
+    reason: str
+    ts: float
+
+
+@dataclass
+class ShellRecognition:
+    """One session file's shell calls as far as the reader could read them: ``open`` calls
+    started with none ended, ``unread`` calls it could not read, ``ended`` once a shell call
+    ended (the file is read), ``reason`` once flagged (:data:`REASONS`; ``""`` before).
+    JSON-serialisable through :meth:`to_dict` (the sidecar's state file keeps it per file)."""
+
+    open: int = 0
+    unread: int = 0
+    ended: bool = False
+    reason: str = ""
+
+    def _verdict(self, at_end: bool) -> str:
+        if self.ended or self.reason:
+            return ""
+        if at_end and (self.unread or self.open >= MIN_OPEN):
+            self.reason = UNREAD_CALL if self.unread else NO_END
+        elif self.unread + self.open >= OPEN_LIMIT:
+            self.reason = UNREAD_CALL if self.unread else NO_END
+        return self.reason
+
+    def on_events(self, events: Iterable[SessionEvent],
+                  names: frozenset[str]) -> tuple[str, float | None] | None:
+        """Take one line's (or poll's) events in order; ``(reason, ts)`` when they flag the
+        file (``ts``: the flagging event's), else None. ``names``: the reader's shell tools."""
+        for event in events:
+            if event.kind == SHELL_END:
+                self.ended = True
+            elif event.kind == SHELL_START:
+                self.open += 1
+            elif event.kind == TOOL and event.tool in names:
+                self.unread += 1
+            elif event.kind != TURN_END:
+                continue
+            if self._verdict(event.kind == TURN_END):
+                return self.reason, event.ts
+        return None
+
+    def on_unread_line(self, obj: Any, names: frozenset[str]) -> str:
+        """A line the reader rejected: counted when it names a shell call
+        (:func:`names_shell_call`). Returns the reason when that flags the file, else ``""``."""
+        if self.ended or self.reason or not names_shell_call(obj, names):
+            return ""
+        self.unread += 1
+        return self._verdict(False)
+
+    def finish(self) -> str:
+        """The file has ended (``repeat-failure replay``): its reason if it is unrecognised,
+        ``""`` otherwise."""
+        return self._verdict(True) or self.reason
+
+    def to_dict(self) -> dict[str, Any]:
+        """The counts, for the state file."""
+        return {"open": self.open, "unread": self.unread, "ended": self.ended,
+                "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ShellRecognition:
+        """:meth:`to_dict`'s output back; anything malformed gives a fresh tracker."""
+        out = cls()
+        if isinstance(data, dict):
+            for name in ("open", "unread"):
+                value = data.get(name)
+                if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                    setattr(out, name, value)
+            out.ended = data.get("ended") is True
+            out.reason = data.get("reason") if data.get("reason") in REASONS else ""
+        return out
