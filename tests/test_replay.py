@@ -105,12 +105,13 @@ def test_real_capture_as_json(backend: str, tmp_path: Path, capsys) -> None:
     assert json.loads(out) == {
         "settings": [{"threshold": 5, "window_s": 600.0}],
         "sessions": [{"path": str(home / rel), "backend": backend, "commands": 5,
-                      "failures": 5, "excluded": 0, "no_result": 0, "skipped": {},
+                      "failures": 5, "excluded": 0, "no_result": 0, "no_result_calls": [],
+                      "unrecognized": None, "skipped": {},
                       "notes": [{"threshold": 5, "window_s": 600.0,
                                  "command": "ls /nonexistent", "exit": 2, "count": 5,
                                  "minutes": 1, "first_ts": times[0], "last_ts": times[4],
                                  "raised_ts": times[4], "output": "same", "cleared": ""}]}],
-        "bad_files": [],
+        "bad_files": [], "no_result": 0, "unrecognized": 0,
         "summary": [{"threshold": 5, "window_s": 600.0, "sessions": 1, "commands": 5,
                      "failures": 5, "sessions_with_note": 1, "notes": 1,
                      "output": {"same": 1, "changing": 0, "unknown": 0}}]}
@@ -178,6 +179,9 @@ def test_trajectory_fixtures(tmp_path: Path, capsys) -> None:
     assert out == (
         f"skipped {runs}/broken__cut-4.traj.json: not a mini-swe-agent file: not_json: not a "
         "JSON document\n"
+        f"{runs}/iterating__total-2.traj.json (mini-swe-agent): 1 call without a result (the "
+        "log gives no exit status): not judged\n"
+        "  no result: python -m http.server 8000\n"
         f"{runs}/iterating__total-2.traj.json (mini-swe-agent): 11 commands, 5 failures, 1 "
         "without a result\n"
         "  note: pytest -q tests/test_total.py (exit 1): 5 failures in 3 min, output changing, "
@@ -188,6 +192,7 @@ def test_trajectory_fixtures(tmp_path: Path, capsys) -> None:
         f"{runs}/sweagent__repro-3.traj (mini-swe-agent): 5 commands, 5 failures\n"
         "  note: python reproduce.py (exit 1): 5 failures in 1 min, output same, raised "
         "2026-12-01 01:53:20Z\n"
+        "calls without a result: 1 in 1 session (not judged)\n"
         "\n"
         f"{HEADER}\n"
         "        5       600         3        24        16                   3      3     2"

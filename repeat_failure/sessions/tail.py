@@ -401,19 +401,17 @@ class SessionTail:
             result.errors[NOT_JSON] += 1
             return
         events = self._call_reader(result, self.reader.parse_line, obj, f.state)
-        if events is None:
-            if f.shell.on_unread_line(obj, self.reader.shell_tools):
-                result.unrecognized.append(Unrecognized(key, f.path, f.shell.reason, now))
-        else:
-            self._recognize(key, f, _stamped(events, now, key), result)
+        if events is not None:
+            events = _stamped(events, now, key)
+            result.events.extend(events)
+        self._flag(key, f, f.shell.on_line(line, obj, events, self.reader.shell_tools),
+                   result, now)
 
-    def _recognize(self, key: str, f: _File, events: list[SessionEvent],
-                   result: PollResult) -> None:
-        """Add ``events`` (stamped) to ``result`` and to the file's shell-call tracker."""
-        result.events.extend(events)
-        flagged = f.shell.on_events(events, self.reader.shell_tools)
+    def _flag(self, key: str, f: _File, flagged: tuple[str, float | None] | None,
+              result: PollResult, now: float) -> None:
+        """Report ``f`` unrecognised when its shell-call tracker just flagged it."""
         if flagged:
-            result.unrecognized.append(Unrecognized(key, f.path, flagged[0], flagged[1] or 0.0))
+            result.unrecognized.append(Unrecognized(key, f.path, flagged[0], flagged[1] or now))
 
     def _call_reader(self, result: PollResult, method: Callable[..., list[SessionEvent]],
                      *args: Any) -> list[SessionEvent] | None:
@@ -454,7 +452,10 @@ class SessionTail:
         if f.discard:
             f.discard = False
             return
-        self._recognize(f.source or key, f, _stamped(events, now, f.source or key), result)
+        events = _stamped(events, now, f.source or key)
+        result.events.extend(events)
+        self._flag(f.source or key, f, f.shell.on_events(events, self.reader.shell_tools),
+                   result, now)
 
     # -- state -------------------------------------------------------------------------------
 

@@ -14,14 +14,20 @@ it shows the shell tool being called all the same, at a turn's end (``turn_end``
 - ``unread_call``: a line the reader rejected (a :class:`~repeat_failure.backends.ReaderFormatError`
   or an unknown line type) names a call of one of the reader's
   :attr:`~repeat_failure.backends.SessionLogReader.shell_tools` (:func:`names_shell_call`), or
-  the reader gave a ``tool`` event named as a shell tool (a call it could not read as one);
+  the reader gave a ``tool`` event named as a shell tool (a call it could not read as one), or
+  a line it took but gave no shell event for names one while the file has no shell call started
+  either (a reader that skips a block type it does not know; once a shell call started, such a
+  line is the CLI's own second account of a call, like Copilot CLI 1.0.102's
+  ``assistant.message`` ``toolRequests`` before its ``tool.execution_start``);
 - ``no_end``: :data:`MIN_OPEN` or more shell calls started and none ended. One is not enough:
   a CLI killed during its first call leaves exactly that (the harness's ``verdict/killed``
   captures of Claude Code 2.1.332 end the turn with the call open).
 
 Without a turn's end the file is flagged once :data:`OPEN_LIMIT` such calls (unread or never
 ended) add up: a format whose turn lines changed too ends no turn. Once a shell call of the
-file is recognised, it is never flagged. The tracker keeps counts only, never text.
+file is recognised (a ``shell_end`` with its command, or after a recognised ``shell_start``:
+Claude Code's reader gives a result whose call it never saw a ``shell_end`` with no command,
+and with its ``tool_use`` blocks unread that is all a file would give), it is never flagged. The tracker keeps counts only, never text.
 """
 
 from __future__ import annotations
@@ -92,31 +98,53 @@ class Unrecognized:
 @dataclass
 class ShellRecognition:
     """One session file's shell calls as far as the reader could read them: ``open`` calls
-    started with none ended, ``unread`` calls it could not read, ``ended`` once a shell call
-    ended (the file is read), ``reason`` once flagged (:data:`REASONS`; ``""`` before).
+    started with none ended, ``unread`` calls it could not read, ``quiet`` lines it took that
+    name a shell call without giving one, ``ended`` once a shell call ended (the file is
+    read), ``reason`` once flagged (:data:`REASONS`; ``""`` before).
     JSON-serialisable through :meth:`to_dict` (the sidecar's state file keeps it per file)."""
 
     open: int = 0
     unread: int = 0
+    quiet: int = 0  # lines taken without a shell event that name a shell call
     ended: bool = False
     reason: str = ""
 
     def _verdict(self, at_end: bool) -> str:
         if self.ended or self.reason:
             return ""
-        if at_end and (self.unread or self.open >= MIN_OPEN):
-            self.reason = UNREAD_CALL if self.unread else NO_END
-        elif self.unread + self.open >= OPEN_LIMIT:
-            self.reason = UNREAD_CALL if self.unread else NO_END
+        unread = self.unread + (self.quiet if not self.open else 0)
+        if (at_end and (unread or self.open >= MIN_OPEN)) or unread + self.open >= OPEN_LIMIT:
+            self.reason = UNREAD_CALL if unread else NO_END
         return self.reason
+
+    def on_line(self, raw: bytes, obj: Any, events: list[SessionEvent] | None,
+                names: frozenset[str]) -> tuple[str, float | None] | None:
+        """Take one decoded line (``raw``: its bytes, ``obj``: decoded) and what the reader
+        made of it: its events (stamped), or None when it rejected the line. ``(reason, ts)``
+        when this flags the file (``ts`` None for a rejected line: the caller's clock), else
+        None. A line is searched (:func:`names_shell_call`) only when its bytes hold a shell
+        tool's name, and a line taken only while the file has no shell call yet."""
+        if self.ended or self.reason:
+            return None
+        shell = events is not None and any(e.kind in (SHELL_START, SHELL_END) for e in events)
+        if (not shell and (events is None or not self.open)
+                and any(name.encode() in raw for name in names)
+                and names_shell_call(obj, names)):
+            if events is None:
+                self.unread += 1
+            else:
+                self.quiet += 1
+            if events is None:
+                return (self.reason, None) if self._verdict(False) else None
+        return self.on_events(events or [], names)
 
     def on_events(self, events: Iterable[SessionEvent],
                   names: frozenset[str]) -> tuple[str, float | None] | None:
         """Take one line's (or poll's) events in order; ``(reason, ts)`` when they flag the
         file (``ts``: the flagging event's), else None. ``names``: the reader's shell tools."""
         for event in events:
-            if event.kind == SHELL_END:
-                self.ended = True
+            if event.kind == SHELL_END and (event.command or self.open):
+                self.ended = True  # a result with no command and no start is no call read
             elif event.kind == SHELL_START:
                 self.open += 1
             elif event.kind == TOOL and event.tool in names:
@@ -127,14 +155,6 @@ class ShellRecognition:
                 return self.reason, event.ts
         return None
 
-    def on_unread_line(self, obj: Any, names: frozenset[str]) -> str:
-        """A line the reader rejected: counted when it names a shell call
-        (:func:`names_shell_call`). Returns the reason when that flags the file, else ``""``."""
-        if self.ended or self.reason or not names_shell_call(obj, names):
-            return ""
-        self.unread += 1
-        return self._verdict(False)
-
     def finish(self) -> str:
         """The file has ended (``repeat-failure replay``): its reason if it is unrecognised,
         ``""`` otherwise."""
@@ -142,15 +162,15 @@ class ShellRecognition:
 
     def to_dict(self) -> dict[str, Any]:
         """The counts, for the state file."""
-        return {"open": self.open, "unread": self.unread, "ended": self.ended,
-                "reason": self.reason}
+        return {"open": self.open, "unread": self.unread, "quiet": self.quiet,
+                "ended": self.ended, "reason": self.reason}
 
     @classmethod
     def from_dict(cls, data: Any) -> ShellRecognition:
         """:meth:`to_dict`'s output back; anything malformed gives a fresh tracker."""
         out = cls()
         if isinstance(data, dict):
-            for name in ("open", "unread"):
+            for name in ("open", "unread", "quiet"):
                 value = data.get(name)
                 if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
                     setattr(out, name, value)

@@ -29,6 +29,7 @@ from repeat_failure.sidecar.scrub import scrub
 from repeat_failure.sessions.tail import MAX_LINE, NOT_JSON, OVERSIZED, READER_BUG, UNREADABLE
 from repeat_failure.sessions.stores import open_db
 from repeat_failure.sessions.tail import _stamped, discover, expand_globs
+from repeat_failure.sessions.unrecognized import ShellRecognition
 from repeat_failure.terminal import label_value
 
 #: A trajectory document larger than this is reported and skipped (one JSON document is read
@@ -168,8 +169,8 @@ def _open_regular(path: Path):
 
 
 def _call(reader_call: Callable[..., list[SessionEvent]], skipped: Counter,
-          *args: Any) -> list[SessionEvent]:
-    """The reader's events, or none after counting why not (as the sidecar's tail does:
+          *args: Any) -> list[SessionEvent] | None:
+    """The reader's events, or None after counting why not (as the sidecar's tail does:
     :meth:`repeat_failure.sessions.tail.SessionTail._call_reader`)."""
     try:
         return reader_call(*args)
@@ -181,15 +182,19 @@ def _call(reader_call: Callable[..., list[SessionEvent]], skipped: Counter,
         skipped[UNREADABLE] += 1
     except Exception:  # noqa: BLE001 - a reader bug must not stop the replay
         skipped[READER_BUG] += 1
-    return []
+    return None
 
 
-def read_events(source: Source, skipped: Counter) -> list[SessionEvent]:
+def read_events(source: Source, skipped: Counter,
+                shell: ShellRecognition | None = None) -> list[SessionEvent]:
     """Every event of one session file, in file order, with ``ts`` set (a line without a time
     gets the time of the line before it that had one, or the file's modification time) and
     ``call_id`` made per-file as the sidecar does. Lines and rows the reader cannot use are
-    counted in ``skipped`` by reason. Raises ``OSError`` when the file cannot be read,
-    :class:`ReaderFormatError` when a trajectory is not one."""
+    counted in ``skipped`` by reason; a session log's lines and events also go to ``shell``
+    when given, as the sidecar's tail gives them (:mod:`repeat_failure.sessions.unrecognized`:
+    the caller asks it :meth:`~repeat_failure.sessions.unrecognized.ShellRecognition.finish`).
+    Raises ``OSError`` when the file cannot be read, :class:`ReaderFormatError` when a
+    trajectory is not one."""
     if source.backend == trajectory.FORMAT:
         with _open_regular(source.path) as f:
             mtime = os.fstat(f.fileno()).st_mtime
@@ -216,7 +221,10 @@ def read_events(source: Source, skipped: Counter) -> list[SessionEvent]:
                 events += got
         finally:
             conn.close()
-        return _timed(events, mtime)
+        events = _timed(events, mtime)
+        if shell is not None:
+            shell.on_events(events, reader.shell_tools)
+        return events
     state = reader.new_file_state()
     out: list[SessionEvent] = []
     with _open_regular(source.path) as f:
@@ -228,10 +236,12 @@ def read_events(source: Source, skipped: Counter) -> list[SessionEvent]:
                 skipped[NOT_JSON] += 1
                 continue
             got = _call(reader.parse_line, skipped, obj, state)
-            if got:
-                stamped = _stamped(got, last, "f")
+            stamped = None if got is None else _stamped(got, last, "f")
+            if stamped:
                 last = stamped[-1].ts or last
                 out += stamped
+            if shell is not None:
+                shell.on_line(line, obj, stamped, reader.shell_tools)
     return out
 
 
