@@ -37,6 +37,10 @@ from repeat_failure.terminal import label_value
 MAX_TRAJECTORY_BYTES = 256 << 20
 #: Polls of a SQLite store per replay (each reads every new row; a store needs one or two).
 MAX_DB_POLLS = 16
+#: A directory that is not a home is searched for homes this many levels down
+#: (``/data/homes/<team>/<user>/``), over at most :data:`MAX_HOME_DIRS` directories.
+MAX_HOME_DEPTH = 4
+MAX_HOME_DIRS = 10_000
 
 
 # -- finding the files -----------------------------------------------------------------------
@@ -84,7 +88,8 @@ def find_sources(paths: Sequence[str], backend: str | None = None,
     """The session files named by ``paths``: a file is taken as it is (its format is
     ``backend`` when given, else a trajectory by its name, else the one reader whose globs its
     path ends like); a directory is searched as an agent's home, as the sidecar searches it
-    (the globs of ``backend``'s reader, or of every reader), and for trajectories
+    (the globs of ``backend``'s reader, or of every reader), or, when it is none, as a
+    directory of homes (:func:`_in_homes_below`), and for trajectories
     (``**/*.traj.json``, ``**/*.traj``) unless ``backend`` names another format. Paths that do
     not exist, or files whose format cannot be told, go to ``bad`` by name. Each file is listed
     once, in the order found (a directory's files sorted by path)."""
@@ -115,9 +120,7 @@ def find_sources(paths: Sequence[str], backend: str | None = None,
             bad.append(BadFile(shown_path(path), f"cannot be read: {error_text(exc)}"))
             continue
         if is_dir:
-            found: list[tuple[Path, str]] = []
-            for fmt, reader in chosen.items():
-                found += [(p, fmt) for p, _ in discover(expand_globs(reader, path), path)]
+            found = _in_home(path, chosen) or _in_homes_below(path, chosen)
             if backend in (None, trajectory.FORMAT):
                 found += [(p, trajectory.FORMAT) for p, _ in
                           discover([(path, g) for g in trajectory.GLOBS], path)]
@@ -136,6 +139,47 @@ def find_sources(paths: Sequence[str], backend: str | None = None,
                                    "not where a known CLI keeps its session log); pass "
                                    "--backend NAME"))
     return out
+
+
+def _in_home(home: Path, readers: dict[str, SessionLogReader]) -> list[tuple[Path, str]]:
+    """``(file, format)`` of the session files ``readers`` find in ``home`` searched as an
+    agent's home, as the sidecar searches it (:func:`repeat_failure.sessions.tail.discover`)."""
+    found: list[tuple[Path, str]] = []
+    for fmt, reader in readers.items():
+        found += [(p, fmt) for p, _ in discover(expand_globs(reader, home), home)]
+    return found
+
+
+def _in_homes_below(root: Path, readers: dict[str, SessionLogReader]) -> list[tuple[Path, str]]:
+    """The session files of the homes below ``root`` (a directory that is not one, like
+    ``/data/homes`` holding ``alice/.claude/…`` and ``bob/.codex/…``, issue 26): each
+    subdirectory is searched as a home (:func:`_in_home`); one that is a home is not searched
+    further down, one that is not is searched for homes below it, down to
+    :data:`MAX_HOME_DEPTH` levels under ``root`` and over at most :data:`MAX_HOME_DIRS`
+    directories, in name order. Hidden directories (a CLI's own ``.codex``, ``.git``) and
+    symlinks are not entered; a directory that cannot be listed is passed over."""
+    found: list[tuple[Path, str]] = []
+    level, listed = [root], 0
+    for _ in range(MAX_HOME_DEPTH):
+        below: list[Path] = []
+        for directory in level:
+            if listed >= MAX_HOME_DIRS:
+                return found
+            listed += 1
+            try:
+                with os.scandir(directory) as entries:
+                    subdirs = sorted(Path(e.path) for e in entries if not e.name.startswith(".")
+                                     and e.is_dir(follow_symlinks=False))
+            except OSError:
+                continue
+            for sub in subdirs:
+                home_files = _in_home(sub, readers)
+                if home_files:
+                    found += home_files
+                else:
+                    below.append(sub)
+        level = below
+    return found
 
 
 def shown_path(path: Path | str) -> str:
