@@ -48,8 +48,10 @@ REASONS = (UNREAD_CALL, NO_END)
 MIN_OPEN = 2
 #: Calls unread or never ended that flag a file without a turn's end.
 OPEN_LIMIT = 8
-#: A rejected line is searched this deep and over at most this many values (lines run to 8 MiB).
-MAX_DEPTH = 12
+#: A line is searched this deep (a call is 1 to 4 levels down in every CLI's log; the tool
+#: schemas some logs carry go much deeper) and over at most this many objects and lists
+#: (lines run to 8 MiB).
+MAX_DEPTH = 8
 MAX_NODES = 20_000
 #: Keys of an object that is a tool *call* (its arguments, its id), as each CLI writes one:
 #: Claude Code ``{"type": "tool_use", "name", "input", "id"}``, Codex ``{"name", "arguments",
@@ -67,20 +69,23 @@ def names_shell_call(obj: Any, names: frozenset[str]) -> bool:
     most :data:`MAX_DEPTH` levels and :data:`MAX_NODES` values; never raises."""
     if not names:
         return False
-    stack: list[tuple[Any, int]] = [(obj, 0)]
+    level: list[Any] = [obj]
     seen = 0
-    while stack and seen < MAX_NODES:
-        value, depth = stack.pop()
-        seen += 1
-        if depth >= MAX_DEPTH:
-            continue
-        if isinstance(value, dict):
-            if not CALL_KEYS.isdisjoint(value.keys()) and any(
-                    isinstance(v, str) and v in names for v in value.values()):
-                return True
-            stack.extend((v, depth + 1) for v in value.values() if isinstance(v, (dict, list)))
-        elif isinstance(value, list):
-            stack.extend((v, depth + 1) for v in value if isinstance(v, (dict, list)))
+    for _ in range(MAX_DEPTH):
+        below: list[Any] = []
+        for value in level:
+            if type(value) is dict:
+                children = value.values()
+                if not CALL_KEYS.isdisjoint(value) and not names.isdisjoint(
+                        v for v in children if type(v) is str):
+                    return True
+            else:
+                children = value
+            below += [v for v in children if type(v) is dict or type(v) is list]
+        seen += len(below)
+        if not below or seen > MAX_NODES:
+            return False
+        level = below
     return False
 
 
