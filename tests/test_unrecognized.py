@@ -302,3 +302,29 @@ def test_the_unmodified_capture_is_not_reported(backend: str, tmp_path: Path) ->
     result = SessionTail(session_reader(backend), home, backfill_s=1e12).poll()
     assert len([e for e in result.events if e.kind == SHELL_END and e.command]) == 5
     assert result.unrecognized == []
+
+
+def test_turning_the_check_off_and_on_reports_the_file_again(tmp_path: Path, caplog) -> None:
+    """With the check off the row and its state are gone (C14); turned on again, the agent's
+    rollout, still written in the rewritten shape (its lines appended once more: another turn),
+    is reported again at that turn's end: a second log line, the count at 2 (counters stay),
+    the row session_log_unrecognized."""
+    home = tmp_path / "home"
+    rel, turn_end = unknown_end_codex(home)
+    clock = [turn_end + 60]
+    caplog.set_level(logging.INFO, logger="repeat_failure")
+    sc = sidecar(tmp_path, "codex", home, clock)
+    sc.run_once()
+    config = tmp_path / "config.yaml"
+    config.write_text("repeat_failure:\n  enabled: false\n  collect_grace_s: 0.5\n")
+    sc.reload_config(force=True)
+    assert sc.rows() == [] and sc.agents["a1"].activity.unrecognized_ts is None
+    config.write_text("repeat_failure:\n  enabled: true\n  collect_grace_s: 0.5\n")
+    sc.reload_config(force=True)
+    with open(home / rel, "a") as f:
+        f.write((home / rel).read_text())
+    sc.run_once()
+    assert [r[3] for r in flagged_logs(caplog)] == ["no_end", "no_end"]
+    assert series(sc, UNRECOGNIZED)[1] == (
+        f'{UNRECOGNIZED}{{agent="a1",backend="codex",reason="no_end"}} 2.0')
+    assert sc.rows()[0].state == SESSION_LOG_UNRECOGNIZED

@@ -482,6 +482,12 @@ class SessionTail:
             out[key] = entry
         return out
 
+    def forget_reports(self) -> None:
+        """Forget which files were reported unrecognised (the check was turned off): one that
+        still is is reported again at its next turn's end (its counts are kept)."""
+        for f in self._files.values():
+            f.shell.reason = ""
+
     def load_dict(self, data: Any) -> None:
         """Resume from :meth:`to_dict`'s output; anything malformed is ignored (the files are
         then read as if first seen)."""

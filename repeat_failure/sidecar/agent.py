@@ -127,9 +127,12 @@ class AgentState:
     def forget(self, threshold: int, window_s: float, now: float) -> None:
         """Forget what the check knew (it was turned off): a new empty detector with
         ``threshold`` and ``window_s``, a C12 timer counting from ``now`` (epoch seconds), no
-        open turn, no last verdict. The counters and the session-log offsets stay."""
+        open turn, no last verdict, no session file reported unrecognised (one that still is is
+        reported again). The counters and the session-log offsets stay."""
         self.detector = Detector(threshold, window_s)
         self.activity = Activity(not_before=now)
+        if self.tail is not None:
+            self.tail.forget_reports()
         self.turns = TurnTracker(self.turns.edit_tools)
         self.last_verdict, self.failed_in_a_row = None, 0
 
