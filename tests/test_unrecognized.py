@@ -204,18 +204,18 @@ def test_claude_calls_written_in_an_unknown_block_are_unread_calls(tmp_path: Pat
 
 def test_no_real_capture_is_reported(tmp_path: Path, capsys) -> None:
     """Every real capture the harness kept (each CLI's main run and its read, running, midturn
-    and verdict runs, and the older releases kept: 80 session files, among them calls still
-    running, a CLI killed during its first call, turns with no shell call and sessions whose
-    lines list the shell tool among the tools offered) is read with no file reported."""
+    and verdict runs, and the older releases kept: 80 session files when this was written,
+    more as captures are added; among them calls still running, a CLI killed during its first
+    call, turns with no shell call and sessions whose lines list the shell tool among the
+    tools offered) is read with no file reported. Every folder holding a CLI's hidden folder
+    is given as a home."""
     evidence = Path(EVIDENCE_DIR)
-    homes = sorted({str(p.parent) for p in evidence.rglob("*")
-                    if p.is_dir() and p.name in {".claude", ".codex", ".copilot", ".gemini",
-                                                 ".local", ".pi", ".omp"}
-                    and not any(part.startswith(".") for part in p.parent.relative_to(
-                        evidence).parts)})
+    homes = sorted({str(p.parent) for p in evidence.rglob(".*")
+                    if p.is_dir() and not any(part.startswith(".") for part in
+                                              p.parent.relative_to(evidence).parts)})
     assert main(["replay", "--json", *homes]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert len(doc["sessions"]) == 80
+    assert len(doc["sessions"]) >= 80
     assert (doc["unrecognized"], [s["path"] for s in doc["sessions"] if s["unrecognized"]]) == (
         0, [])
 
