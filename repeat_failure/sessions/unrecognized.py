@@ -2,8 +2,8 @@
 
 A CLI release that changes how its session log writes a shell call does not make the reader
 fail loudly: Codex 0.98-0.114 end a shell call with a ``function_call_output`` line, which the
-reader of Codex 0.171.0 skips, so their rollouts read as turns with shell calls that start and
-never end, and no command at all. Nothing counted an error; the C12 safeguard, the session-log
+reader written for Codex 0.171.0 skipped, so their rollouts read as turns with shell calls that
+start and never end, and no command at all. Nothing counted an error; the C12 safeguard, the session-log
 route and ``repeat-failure replay`` were blind there without a word. :class:`ShellRecognition`
 watches one session file for that and says so once.
 
