@@ -318,16 +318,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
     docs/operations.md "Replay before enabling"."""
     from repeat_failure.config import Config
     from repeat_failure.sidecar.replay import MAX_SETTINGS, BadFile, Setting, replay
-    from repeat_failure.sidecar.replay_report import Progress, format_text
+    from repeat_failure.sidecar.replay_report import MATCH_EXIT, MATCH_OUTPUT, Progress, format_text
     from repeat_failure.sidecar.replay_sources import find_sources
     from repeat_failure.terminal import json_text
 
     config = load_config(args.config) if args.config else Config()
     thresholds = args.threshold or [config.threshold]
     windows = args.window or [config.window_s]
-    settings = sorted({Setting(t, w) for t in thresholds for w in windows})
+    matches = args.match or [MATCH_OUTPUT if config.match_output else MATCH_EXIT]
+    settings = sorted({Setting(t, w, m) for t in thresholds for w in windows for m in matches})
     if len(settings) > MAX_SETTINGS:
-        raise ValueError(f"replay: --threshold and --window make {len(settings)} combinations, "
+        raise ValueError(f"replay: --threshold, --window and --match make {len(settings)} "
+                         "combinations, "
                          f"more than the {MAX_SETTINGS} a sweep judges (one detector each per "
                          "session); give fewer values")
     bad: list[BadFile] = []
@@ -374,6 +376,20 @@ def _numbers(kind: type, low: float, high: float, what: str):
                     f"{part}: {what} must be {'above 0' if kind is float else f'at least {low:g}'}"
                     f" and at most {high:g} (as in the config)")
             out.append(value)
+        return out
+    return parse
+
+
+def _choices(allowed: tuple[str, ...], what: str):
+    """An argparse type: a comma-separated list of words, each one of ``allowed`` (``what``
+    names it in the error)."""
+    def parse(text: str) -> list[str]:
+        out = []
+        for part in text.split(","):
+            if part not in allowed:
+                raise argparse.ArgumentTypeError(
+                    f"{part!r}: {what} must be one of {', '.join(allowed)}")
+            out.append(part)
         return out
     return parse
 
@@ -514,8 +530,9 @@ def build_parser() -> argparse.ArgumentParser:
                           help="the files' format (default: told by each file's path, as the "
                                "sidecar finds them in a home)")
     replay_p.add_argument("--config", default=None,
-                          help="the sidecar's YAML config: its threshold, window_s and exclude "
-                               "(default: the built-in defaults, threshold 5, window 600 s)")
+                          help="the sidecar's YAML config: its threshold, window_s, match_output "
+                               "and exclude (default: the built-in defaults, threshold 5, window "
+                               "600 s, output matching)")
     replay_p.add_argument("--threshold", type=_numbers(int, 1, 10000, "a threshold"),
                           action="extend", metavar="N[,N...]",
                           help="failures that raise a note; repeat the flag or give a comma "
@@ -523,6 +540,11 @@ def build_parser() -> argparse.ArgumentParser:
     replay_p.add_argument("--window", type=_numbers(float, 0, 7 * 86400, "a window"),
                           action="extend", metavar="S[,S...]",
                           help="the window in seconds; repeat or comma list to sweep")
+    replay_p.add_argument("--match", type=_choices(("output", "exit"), "a match"),
+                          action="extend", metavar="M[,M...]",
+                          help="what the same result is: 'output' (the same exit and output "
+                               "where the log has it; the default, issue 26) or 'exit' (the exit "
+                               "alone: match_output: false); a comma list sweeps both")
     replay_p.add_argument("--json", action="store_true",
                           help="print the same as one JSON document")
     replay_p.set_defaults(func=cmd_replay)

@@ -33,6 +33,15 @@ def test_full_config() -> None:
                          (AgentSpec("a1", "claude", "/agent-home"),
                           AgentSpec("a2", "codex", "/h2", (("CODEX_HOME", ".codex-work"),)),
                           AgentSpec("a3", "pi")))
+    assert cfg.match_output is True  # issue 26: the same exit and output, by default
+
+
+def test_match_output_switches_to_exit_only_matching() -> None:
+    """Issue 26: `match_output: false` is the one key back to matching by exit alone."""
+    assert parse_config({"repeat_failure": {"match_output": False}}).match_output is False
+    with pytest.raises(ConfigError, match="repeat_failure.match_output: 'no' is not of type "
+                                          "'boolean'"):
+        parse_config({"repeat_failure": {"match_output": "no"}})
 
 
 @pytest.mark.parametrize("section, message", [

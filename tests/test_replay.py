@@ -28,8 +28,8 @@ from repeat_failure.sidecar.replay_sources import formats
 from repeat_failure.sessions.tail import SessionTail
 
 FIXTURES = Path(__file__).parent / "fixtures" / "trajectories"
-HEADER = ("threshold  window_s  sessions  commands  failures  sessions_with_note  notes  same  "
-          "changing  unknown")
+HEADER = ("threshold  window_s   match  sessions  commands  failures  sessions_with_note  notes  "
+          "same  changing  unknown")
 #: Every backend whose session log the sidecar reads (the inference backends share Claude
 #: Code's reader and its captures).
 BACKENDS = sorted(b for b in formats() if b != "mini-swe-agent")
@@ -90,7 +90,7 @@ def test_real_capture_gives_the_note_and_table(backend: str, tmp_path: Path, cap
         f"{when(times[4])}\n"
         "\n"
         f"{HEADER}\n"
-        "        5       600         1         5         5                   1      1     1"
+        "        5       600  output         1         5         5                   1      1     1"
         "         0        0\n")
 
 
@@ -103,16 +103,17 @@ def test_real_capture_as_json(backend: str, tmp_path: Path, capsys) -> None:
     code, out, _ = run(capsys, "--json", "--backend", backend, str(home / rel))
     assert code == 0
     assert json.loads(out) == {
-        "settings": [{"threshold": 5, "window_s": 600.0}],
+        "settings": [{"threshold": 5, "window_s": 600.0, "match": "output"}],
         "sessions": [{"path": str(home / rel), "backend": backend, "commands": 5,
                       "failures": 5, "excluded": 0, "no_result": 0, "no_result_calls": [],
                       "unrecognized": None, "skipped": {},
-                      "notes": [{"threshold": 5, "window_s": 600.0,
+                      "notes": [{"threshold": 5, "window_s": 600.0, "match": "output",
                                  "command": "ls /nonexistent", "exit": 2, "count": 5,
                                  "minutes": 1, "first_ts": times[0], "last_ts": times[4],
                                  "raised_ts": times[4], "output": "same", "cleared": ""}]}],
         "bad_files": [], "no_result": 0, "unrecognized": 0,
-        "summary": [{"threshold": 5, "window_s": 600.0, "sessions": 1, "commands": 5,
+        "summary": [{"threshold": 5, "window_s": 600.0, "match": "output", "sessions": 1,
+                     "commands": 5,
                      "failures": 5, "sessions_with_note": 1, "notes": 1,
                      "output": {"same": 1, "changing": 0, "unknown": 0}}]}
 
@@ -128,13 +129,13 @@ def test_sweep_on_a_real_capture(tmp_path: Path, capsys) -> None:
     assert code == 0
     assert out.split("\n\n")[1] == (
         f"{HEADER}\n"
-        "        5     0.001         1         5         5                   0      0     0"
+        "        5     0.001  output         1         5         5                   0      0     0"
         "         0        0\n"
-        "        5       600         1         5         5                   1      1     1"
+        "        5       600  output         1         5         5                   1      1     1"
         "         0        0\n"
-        "        6     0.001         1         5         5                   0      0     0"
+        "        6     0.001  output         1         5         5                   0      0     0"
         "         0        0\n"
-        "        6       600         1         5         5                   0      0     0"
+        "        6       600  output         1         5         5                   0      0     0"
         "         0        0\n")
     assert out.split("\n\n")[0] == (
         f"{home}/{rel} (codex): 5 commands, 5 failures\n"
@@ -155,7 +156,7 @@ def test_config_gives_threshold_window_and_exclusions(tmp_path: Path, capsys) ->
     code, out, _ = run(capsys, "--config", str(config), str(home))
     assert code == 0
     assert out == (f"{HEADER}\n"
-                   "        3        60         1         0         0                   0      0"
+                   "        3        60  output         1         0         0                   0      0"
                    "     0         0        0\n")
 
 
@@ -169,48 +170,64 @@ def trajectories(tmp_path: Path) -> Path:
 
 def test_trajectory_fixtures(tmp_path: Path, capsys) -> None:
     """mini-swe-agent 1 (a test re-run unchanged: the same output, durations and a module
-    address aside), mini-swe-agent 1.1 (test-fix-retest: the output changes; the note clears on
-    the passing run; a timed-out call has no result), SWE-agent (return codes in its
-    observations, no times: the file's), and a cut file reported by name and skipped (exit 1).
-    A reply with two bash blocks runs nothing (mini-swe-agent answers with a format error)."""
+    address aside), mini-swe-agent 1.1 (test-fix-retest: the output changes, so with output
+    matching, issue 26, no result adds up; by exit alone a `changing` note that clears on the
+    passing run; a timed-out call has no result), SWE-agent (return codes in its observations,
+    no times: the file's), and a cut file reported by name and skipped (exit 1). A reply with
+    two bash blocks runs nothing (mini-swe-agent answers with a format error)."""
     runs = trajectories(tmp_path)
     code, out, err = run(capsys, str(runs))
     assert (code, err) == (1, "")
+    skipped = (f"skipped {runs}/broken__cut-4.traj.json: not a mini-swe-agent file: not_json: "
+               "not a JSON document\n")
+    stuck = (f"{runs}/stuck__dates-1.traj.json (mini-swe-agent): 8 commands, 6 failures\n"
+             "  note: cd /testbed && python -m pytest tests/test_dates.py -x (exit 1): 6 failures "
+             "in 3 min, output same, raised 2026-12-01 04:42:00Z\n"
+             f"{runs}/sweagent__repro-3.traj (mini-swe-agent): 5 commands, 5 failures\n"
+             "  note: python reproduce.py (exit 1): 5 failures in 1 min, output same, raised "
+             "2026-12-01 01:53:20Z\n")
+    no_result = (f"{runs}/iterating__total-2.traj.json (mini-swe-agent): 1 call without a "
+                 "result (the log gives no exit status): not judged\n"
+                 "  no result: python -m http.server 8000\n")
+    total = "calls without a result: 1 in 1 session (not judged)\n"
     assert out == (
-        f"skipped {runs}/broken__cut-4.traj.json: not a mini-swe-agent file: not_json: not a "
-        "JSON document\n"
-        f"{runs}/iterating__total-2.traj.json (mini-swe-agent): 1 call without a result (the "
-        "log gives no exit status): not judged\n"
-        "  no result: python -m http.server 8000\n"
+        skipped + no_result + stuck + total + "\n"
+        f"{HEADER}\n"
+        "        5       600  output         3        24        16                   2      2     2"
+        "         0        0\n")
+    code, out, err = run(capsys, "--match", "exit", str(runs))
+    assert (code, err) == (1, "")
+    assert out == (
+        skipped + no_result +
         f"{runs}/iterating__total-2.traj.json (mini-swe-agent): 11 commands, 5 failures, 1 "
         "without a result\n"
         "  note: pytest -q tests/test_total.py (exit 1): 5 failures in 3 min, output changing, "
-        "raised 2026-12-01 05:42:41Z, cleared (success)\n"
-        f"{runs}/stuck__dates-1.traj.json (mini-swe-agent): 8 commands, 6 failures\n"
-        "  note: cd /testbed && python -m pytest tests/test_dates.py -x (exit 1): 6 failures in "
-        "3 min, output same, raised 2026-12-01 04:42:00Z\n"
-        f"{runs}/sweagent__repro-3.traj (mini-swe-agent): 5 commands, 5 failures\n"
-        "  note: python reproduce.py (exit 1): 5 failures in 1 min, output same, raised "
-        "2026-12-01 01:53:20Z\n"
-        "calls without a result: 1 in 1 session (not judged)\n"
-        "\n"
-        f"{HEADER}\n"
-        "        5       600         3        24        16                   3      3     2"
+        "raised 2026-12-01 05:42:41Z, cleared (success)\n" + stuck + total + "\n"
+        f"{HEADER.replace('   match', '  match')}\n"
+        "        5       600   exit         3        24        16                   3      3     2"
         "         1        0\n")
 
 
 def test_trajectory_sweep(tmp_path: Path, capsys) -> None:
     """A sweep over the fixtures: threshold 6 leaves only the six-failure loop; a 100 s
     window leaves none of the test loops (30 s and 40 s apart: 5 span 120 s and 160 s) but the
-    SWE-agent run, whose failures share one time."""
+    SWE-agent run, whose failures share one time; by exit alone the test-fix-retest run adds a
+    `changing` note at threshold 5 and window 600 s (issue 26)."""
     runs = trajectories(tmp_path)
-    code, out, _ = run(capsys, "--json", "--threshold", "5,6", "--window", "100,600", str(runs))
+    code, out, _ = run(capsys, "--json", "--threshold", "5,6", "--window", "100,600",
+                       "--match", "output,exit", str(runs))
     assert code == 1
-    summary = [(r["threshold"], r["window_s"], r["sessions_with_note"], r["notes"],
+    summary = [(r["threshold"], r["window_s"], r["match"], r["sessions_with_note"], r["notes"],
                 r["output"]["same"], r["output"]["changing"])
                for r in json.loads(out)["summary"]]
-    assert summary == [(5, 100.0, 1, 1, 1, 0), (5, 600.0, 3, 3, 2, 1),
-                       (6, 100.0, 0, 0, 0, 0), (6, 600.0, 1, 1, 1, 0)]
+    assert summary == [(5, 100.0, "exit", 1, 1, 1, 0), (5, 100.0, "output", 1, 1, 1, 0),
+                       (5, 600.0, "exit", 3, 3, 2, 1), (5, 600.0, "output", 2, 2, 2, 0),
+                       (6, 100.0, "exit", 0, 0, 0, 0), (6, 100.0, "output", 0, 0, 0, 0),
+                       (6, 600.0, "exit", 1, 1, 1, 0), (6, 600.0, "output", 1, 1, 1, 0)]
+    with pytest.raises(SystemExit) as exc:
+        main(["replay", "--match", "output,line", str(runs)])
+    assert exc.value.code == 2
+    assert "'line': a match must be one of output, exit" in capsys.readouterr().err
 
 
 def test_bad_files_are_reported_and_skipped(tmp_path: Path, capsys) -> None:
@@ -234,7 +251,8 @@ def test_bad_files_are_reported_and_skipped(tmp_path: Path, capsys) -> None:
         "keeps its session log); pass --backend NAME",
         f"skipped {junk}: not a claude session log (not_json 1, not_object 1)",
         f"skipped {listed}: not a mini-swe-agent file: unknown_shape: not a JSON object"]
-    assert out.splitlines()[-1].split() == ["5", "600", "1", "5", "5", "1", "1", "1", "0", "0"]
+    assert out.splitlines()[-1].split() == ["5", "600", "output", "1", "5", "5", "1", "1", "1",
+                                            "0", "0"]
 
 
 def test_unknown_backend_is_a_usage_error(capsys) -> None:
@@ -316,7 +334,7 @@ def test_nothing_found_says_so(tmp_path: Path, capsys) -> None:
     code, out, err = run(capsys, str(tmp_path / "empty"))
     assert code == 1
     assert out == (f"{HEADER}\n"
-                   "        5       600         0         0         0                   0      0"
+                   "        5       600  output         0         0         0                   0      0"
                    "     0         0        0\n")
     assert err == ("repeat-failure replay: no session file or trajectory found under the paths "
                    "given (a directory is searched as an agent's home, or for homes up to 4 "

@@ -20,8 +20,8 @@ from sessionlogs import EVIDENCE_DIR, evidence_of
 from repeat_failure.cli import main
 
 FIXTURE = Path(__file__).parent / "fixtures" / "swe-agent-history" / "sweagent__both-5.traj"
-HEADER = ("threshold  window_s  sessions  commands  failures  sessions_with_note  notes  same  "
-          "changing  unknown")
+HEADER = ("threshold  window_s   match  sessions  commands  failures  sessions_with_note  notes  "
+          "same  changing  unknown")
 #: The fixture's file time (a SWE-agent trajectory has no times: the file's is used).
 MTIME = 1796090000
 
@@ -108,7 +108,7 @@ def test_swe_agent_history_beside_a_messages_list_of_lists(tmp_path: Path, capsy
         "calls without a result: 3 in 1 session (not judged)\n"
         "\n"
         f"{HEADER}\n"
-        "        1       600         1         2         1                   1      1     1"
+        "        1       600  output         1         2         1                   1      1     1"
         "         0        0\n")
     code, out, _ = run(capsys, "--json", str(dest))
     (session,) = json.loads(out)["sessions"]

@@ -124,12 +124,13 @@ class AgentState:
             return None
         return self.activity.next_change(no_data_after_s)
 
-    def forget(self, threshold: int, window_s: float, now: float) -> None:
+    def forget(self, threshold: int, window_s: float, now: float,
+               match_output: bool = True) -> None:
         """Forget what the check knew (it was turned off): a new empty detector with
-        ``threshold`` and ``window_s``, a C12 timer counting from ``now`` (epoch seconds), no
+        ``threshold``, ``window_s`` and ``match_output``, a C12 timer counting from ``now`` (epoch seconds), no
         open turn, no last verdict, no session file reported unrecognised (one that still is is
         reported again). The counters and the session-log offsets stay."""
-        self.detector = Detector(threshold, window_s)
+        self.detector = Detector(threshold, window_s, match_output)
         self.activity = Activity(not_before=now)
         if self.tail is not None:
             self.tail.forget_reports()

@@ -171,7 +171,7 @@ def cut_output(output: str) -> str:
 def output_digest(output: str, key: bytes, now: float | None = None) -> int:
     """A 32-bit keyed digest (BLAKE2b keyed with ``key``, the agent's random key) of
     ``output`` scrubbed (:func:`repeat_failure.sidecar.scrub.scrub`) and normalized (:func:`normalize_output`),
-    never 0 (0 stands for "no output known"). Only the first and last
+    never 0 (0 stands for "no output known") nor 0xFFFFFFFF (an output awaited). Only the first and last
     :data:`OUTPUT_EDGE_CHARS` characters are read, with the length of the whole
     (:func:`cut_output`). Two failures
     with equal digests had the same output after normalization (a chance collision once in
@@ -182,7 +182,8 @@ def output_digest(output: str, key: bytes, now: float | None = None) -> int:
     text = normalize_output(scrub(cut_output(output)), now)
     value = int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), key=key,
                                            digest_size=4).digest(), "big")
-    return value or 1
+    # 0 stands for "unknown" and 0xFFFFFFFF for "awaited" (detector_store.PENDING).
+    return min(value, 0xFFFFFFFE) or 1
 
 
 def output_kind(digests: "list[int] | tuple[int, ...]") -> str:

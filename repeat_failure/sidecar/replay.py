@@ -57,7 +57,7 @@ class _Judge:
     """One setting's detector over one session, and the notes it raised."""
 
     def __init__(self, setting: Setting) -> None:
-        self.detector = Detector(setting.threshold, setting.window_s)
+        self.detector = Detector(setting.threshold, setting.window_s, setting.match_output)
         self.window_s = setting.window_s
         self.open: dict[str, ReplayNote] = {}
         self.done: list[ReplayNote] = []

@@ -30,11 +30,24 @@ UNRECOGNIZED_TEXT = {
 
 @dataclass(frozen=True, order=True)
 class Setting:
-    """One (threshold, window) combination a replay judges: ``threshold`` failures (N, 1 to
-    10,000 as in the config), ``window_s`` seconds (> 0, at most 7 days)."""
+    """One (threshold, window, match) combination a replay judges: ``threshold`` failures (N, 1
+    to 10,000 as in the config), ``window_s`` seconds (> 0, at most 7 days), ``match``
+    :data:`MATCH_OUTPUT` (the same result is the same exit and output, the config's default,
+    issue 26) or :data:`MATCH_EXIT` (the exit alone, ``match_output: false``)."""
 
     threshold: int
     window_s: float
+    match: str = "output"
+
+    @property
+    def match_output(self) -> bool:
+        """Whether a failure's output is part of its result (the detector's ``match_output``)."""
+        return self.match == MATCH_OUTPUT
+
+
+#: :attr:`Setting.match` values: output matching (the default) and exit-only matching.
+MATCH_OUTPUT, MATCH_EXIT = "output", "exit"
+MATCHES = (MATCH_OUTPUT, MATCH_EXIT)
 
 
 @dataclass
@@ -94,7 +107,8 @@ class SessionResult:
                 "no_result": self.no_result, "no_result_calls": list(self.no_result_calls),
                 "unrecognized": self.unrecognized or None,
                 "skipped": dict(sorted(self.skipped.items())),
-                "notes": [{"threshold": s.threshold, "window_s": s.window_s, **n.to_json()}
+                "notes": [{"threshold": s.threshold, "window_s": s.window_s, "match": s.match,
+                           **n.to_json()}
                           for s in sorted(self.notes) for n in self.notes[s]]}
 
 
@@ -124,7 +138,7 @@ class SummaryRow:
     def to_json(self) -> dict[str, Any]:
         """The row as ``--json`` gives it."""
         return {"threshold": self.setting.threshold, "window_s": self.setting.window_s,
-                "sessions": self.sessions, "commands": self.commands,
+                "match": self.setting.match, "sessions": self.sessions, "commands": self.commands,
                 "failures": self.failures, "sessions_with_note": self.sessions_with_note,
                 "notes": self.notes, "output": {SAME: self.same, CHANGING: self.changing,
                                                 UNKNOWN: self.unknown}}
@@ -169,8 +183,8 @@ class ReplayResult:
 
     def to_json(self) -> dict[str, Any]:
         """The one JSON document ``--json`` prints."""
-        return {"settings": [{"threshold": s.threshold, "window_s": s.window_s}
-                             for s in self.settings],
+        return {"settings": [{"threshold": s.threshold, "window_s": s.window_s,
+                              "match": s.match} for s in self.settings],
                 "sessions": [s.to_json() for s in self.sessions],
                 "bad_files": [{"path": b.path, "reason": b.reason} for b in self.bad],
                 "no_result": self.no_result[0],
@@ -186,7 +200,8 @@ def _when(ts: float) -> str:
 
 
 def _setting_text(s: Setting) -> str:
-    return f"threshold {s.threshold}, window {s.window_s:g} s"
+    return (f"threshold {s.threshold}, window {s.window_s:g} s"
+            + (", by exit alone" if s.match == MATCH_EXIT else ""))
 
 
 def format_text(result: ReplayResult) -> str:
@@ -245,9 +260,10 @@ def format_text(result: ReplayResult) -> str:
         lines.append(f"session logs not recognised: {n} (their commands are not judged)")
     if lines:
         lines.append("")
-    header = ("threshold", "window_s", "sessions", "commands", "failures",
+    header = ("threshold", "window_s", "match", "sessions", "commands", "failures",
               "sessions_with_note", "notes", "same", "changing", "unknown")
-    rows = [header] + [(str(r.setting.threshold), f"{r.setting.window_s:g}", str(r.sessions),
+    rows = [header] + [(str(r.setting.threshold), f"{r.setting.window_s:g}", r.setting.match,
+                        str(r.sessions),
                         str(r.commands), str(r.failures), str(r.sessions_with_note),
                         str(r.notes), str(r.same), str(r.changing), str(r.unknown))
                        for r in result.summary()]
