@@ -2,10 +2,10 @@
 
 A CLI release that changes how its session log writes a shell call does not make the reader
 fail loudly: Codex 0.98-0.114 end a shell call with a ``function_call_output`` line, which the
-reader written for Codex 0.171.0 skipped, so their rollouts read as turns with shell calls that
-start and never end, and no command at all. Nothing counted an error; the C12 safeguard, the session-log
-route and ``repeat-failure replay`` were blind there without a word. :class:`ShellRecognition`
-watches one session file for that and says so once.
+reader written for Codex 0.171.0 skipped, so their rollouts read as turns with shell calls
+that start and never end, and no command at all. Nothing counted an error; the C12 safeguard,
+the session-log route and ``repeat-failure replay`` were blind there without a word.
+:class:`ShellRecognition` watches one session file for that and says so once.
 
 A file is **unrecognised** when no shell call of it has been recognised (no ``shell_end``) and
 it shows the shell tool being called all the same, at a turn's end (``turn_end``; for
@@ -27,7 +27,8 @@ Without a turn's end the file is flagged once :data:`OPEN_LIMIT` such calls (unr
 ended) add up: a format whose turn lines changed too ends no turn. Once a shell call of the
 file is recognised (a ``shell_end`` with its command, or after a recognised ``shell_start``:
 Claude Code's reader gives a result whose call it never saw a ``shell_end`` with no command,
-and with its ``tool_use`` blocks unread that is all a file would give), it is never flagged. The tracker keeps counts only, never text.
+and with its ``tool_use`` blocks unread that is all a file would give), it is never flagged.
+The tracker keeps counts only, never text.
 """
 
 from __future__ import annotations

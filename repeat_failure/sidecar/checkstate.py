@@ -2,7 +2,8 @@
 
 A row has the agent's check state and, separately, its note: a row can be
 ``not_receiving_data`` and still carry a note. States: ``on``; ``not_available`` (the backend is
-not covered, :mod:`repeat_failure.backends.coverage`); ``not_receiving_data`` (C12: fed by the session readers);
+not covered, :mod:`repeat_failure.backends.coverage`); ``not_receiving_data`` (C12: fed by the
+session readers);
 ``session_log_unrecognized`` (C12, issue 26: the agent's session log shows its shell tool
 called but the reader recognises no shell call in it, so the safeguard, and for a backend
 recorded from its session log the check itself, cannot see its commands:

@@ -188,8 +188,8 @@ class MetricsCollector(Collector):
             for outcome, n in sorted(v.events.items()):
                 k8s_events.add_metric([v.agent, outcome], float(n))
         yield from (state, note, row_info, failures, records, rejected, raised, last,
-                    reader_errors, reader_ignored, unrecognized, last_shell, k8s_events, turns, verdict,
-                    in_a_row, probes, preview_errors, preview_state)
+                    reader_errors, reader_ignored, unrecognized, last_shell, k8s_events, turns,
+                    verdict, in_a_row, probes, preview_errors, preview_state)
 
 
 def status_json(sidecar: "Sidecar") -> bytes:

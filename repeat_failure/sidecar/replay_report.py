@@ -217,10 +217,10 @@ def format_text(result: ReplayResult) -> str:
     for b in result.bad:
         lines.append(f"skipped {b.path}: {b.reason}")
     for s in result.unrecognized:
+        why = UNRECOGNIZED_TEXT.get(s.unrecognized, s.unrecognized)
         lines.append(f"unrecognized {s.path} ({s.backend}): the shell tool is called but no "
-                     f"shell call was recognised ({UNRECOGNIZED_TEXT.get(s.unrecognized, s.unrecognized)}"
-                     "): its commands are not judged; a CLI release whose session log this "
-                     "version does not read?")
+                     f"shell call was recognised ({why}): its commands are not judged; a CLI "
+                     "release whose session log this version does not read?")
     for s in result.sessions:
         if not s.no_result:
             continue
