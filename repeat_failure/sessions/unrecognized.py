@@ -49,10 +49,12 @@ REASONS = (UNREAD_CALL, NO_END)
 MIN_OPEN = 2
 #: Calls unread or never ended that flag a file without a turn's end.
 OPEN_LIMIT = 8
-#: A line is searched this deep (a call is 1 to 4 levels down in every CLI's log; the tool
-#: schemas some logs carry go much deeper) and over at most this many objects and lists
-#: (lines run to 8 MiB).
-MAX_DEPTH = 8
+#: A line is searched this many levels down, the line itself the first (a call is an object 1
+#: to 3 levels below the line in every CLI's log, e.g. Claude Code's ``message.content[i]``;
+#: the tool schemas some logs carry go much deeper) and over at most this many objects and
+#: lists (lines run to 8 MiB). In a Claude Code 2.1.332 session without shell calls, whose
+#: tool-list lines are all searched, that is 10 % of the tail's CPU time.
+MAX_DEPTH = 6
 MAX_NODES = 20_000
 #: Keys of an object that is a tool *call* (its arguments, its id), as each CLI writes one:
 #: Claude Code ``{"type": "tool_use", "name", "input", "id"}``, Codex ``{"name", "arguments",
@@ -129,12 +131,13 @@ class ShellRecognition:
         made of it: its events (stamped), or None when it rejected the line. ``(reason, ts)``
         when this flags the file (``ts`` None for a rejected line: the caller's clock), else
         None. A line is searched (:func:`names_shell_call`) only when its bytes hold a shell
-        tool's name, and a line taken only while the file has no shell call yet."""
+        tool's name as a JSON string (``"bash"``: prose that mentions bash is not searched),
+        and a line taken only while the file has no shell call yet."""
         if self.ended or self.reason:
             return None
         shell = events is not None and any(e.kind in (SHELL_START, SHELL_END) for e in events)
         if (not shell and (events is None or not self.open)
-                and any(name.encode() in raw for name in names)
+                and any(b'"%s"' % name.encode() in raw for name in names)
                 and names_shell_call(obj, names)):
             if events is None:
                 self.unread += 1
