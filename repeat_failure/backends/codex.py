@@ -179,6 +179,7 @@ class CodexReader(JsonLinesReader):
     """
 
     backend = "codex"
+    shell_tools = _SHELL_FUNCTIONS
     #: Tools that write or edit files (Codex's one edit tool, a freeform patch).
     edit_tools: frozenset[str] = frozenset({"apply_patch"})
     globs = ("$CODEX_HOME/sessions/*/*/*/rollout-*.jsonl",)
