@@ -16,6 +16,7 @@ verdict scenarios run ``codex exec --json`` (the transcript, one JSON event a li
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from harness.runner import Backend
@@ -81,11 +82,44 @@ def _prepare(home: Path, work: Path, url: str) -> dict[str, str]:
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True, exist_ok=True)
     (codex_home / "config.toml").write_text(_config(url))
-    return {KEY_VAR: "stub-key-not-a-secret", "CODEX_HOME": str(codex_home)}
+    # Codex 0.98.0 refreshes its model list from the built-in OpenAI provider
+    # (``https://api.openai.com/v1/models?client_version=...``) whatever ``model_provider``
+    # says; ``OPENAI_BASE_URL`` points that provider at the stub too (checked with strace).
+    return {KEY_VAR: "stub-key-not-a-secret", "CODEX_HOME": str(codex_home),
+            "OPENAI_BASE_URL": f"{url}/v1"}
+
+
+#: The first release whose ``codex exec`` knows ``--strict-config`` (0.131.0; 0.130.0 and older reject the flag
+#: as an unexpected argument, and ignore config keys they do not know).
+STRICT_CONFIG_SINCE = (0, 131, 0)
+
+
+def release_of(binary: str) -> tuple[int, ...]:
+    """The installed release of the ``codex`` at ``binary`` (``node_modules/.bin/codex``, a link
+    to ``@openai/codex/bin/codex.js``) as a tuple of ints, read from the package's
+    ``package.json``. Raises ``OSError`` when that file is missing, ``ValueError`` when it
+    holds no ``major.minor.patch`` version."""
+    package = Path(binary).resolve().parent.parent / "package.json"
+    version = json.loads(package.read_text())["version"]
+    return tuple(int(part) for part in version.split("-", 1)[0].split("."))
+
+
+#: Before 0.96.0 the tool Codex offers for a shell depends on the model: its built-in entries for
+#: OpenAI's models (``"shell_type": "shell_command"``) get ``shell_command`` (``command`` a
+#: string), an unknown model such as the stub's gets the generic ``shell`` (``command`` an argv
+#: list). Releases before 0.96.0 run with this built-in model, so their captures hold what
+#: users of OpenAI's models have; from 0.96.0 every model gets ``exec_command``.
+SHELL_COMMAND_MODEL = "gpt-5.1-codex-max"
+UNIFIED_EXEC_SINCE = (0, 96, 0)
 
 
 def _argv(binary: str, prompt: str) -> list[str]:
-    return [binary, "exec", "--strict-config", "--dangerously-bypass-approvals-and-sandbox",
+    release = release_of(binary)
+    strict = ["--strict-config"] if release >= STRICT_CONFIG_SINCE else []
+    # ``-c``, not ``--model``: the file-tool scenario's ``--model`` (FILE_TOOL_MODEL) comes on
+    # top, and clap refuses a second ``--model``.
+    model = ["-c", f'model="{SHELL_COMMAND_MODEL}"'] if release < UNIFIED_EXEC_SINCE else []
+    return [binary, "exec", *strict, *model, "--dangerously-bypass-approvals-and-sandbox",
             "--skip-git-repo-check", "--color", "never", prompt]
 
 
