@@ -12,6 +12,20 @@ than silently ignored, so a renamed "off" switch cannot slip by. Codex ignores `
 tool shell is ``/bin/bash`` (a snapshot wrapper ending ``exec '/bin/bash' -c '<cmd>'``, or plain
 ``/bin/bash -lc <cmd>``). Session logs: ``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``. The
 verdict scenarios run ``codex exec --json`` (the transcript, one JSON event a line, on stdout).
+
+Earlier releases (``python -m harness run --backend codex --release V``, issue 26): the invocation
+is chosen by the installed release (:func:`release_of`), each rule found by trying releases:
+
+* ``--strict-config`` only from 0.131.0 (:data:`STRICT_CONFIG_SINCE`): 0.130.0 and older stop
+  with "unexpected argument '--strict-config'" (and ignore config keys they do not know, so the
+  same ``config.toml`` serves every release);
+* before 0.96.0 the model :data:`SHELL_COMMAND_MODEL` (``-c model=...``), so the capture has the
+  ``shell_command`` tool OpenAI's models got there, not the generic ``shell`` of the stub's
+  unknown model (:data:`UNIFIED_EXEC_SINCE`);
+* ``OPENAI_BASE_URL`` is the stub for every release: 0.98.0 (at least) fetches
+  ``https://api.openai.com/v1/models`` from its built-in OpenAI provider whatever
+  ``model_provider`` says. With it, strace of whole harness runs of 0.64.0 and 0.96.0 showed
+  connections to 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -79,6 +93,8 @@ log_user_prompt = false
 
 
 def _prepare(home: Path, work: Path, url: str) -> dict[str, str]:
+    """Write ``~/.codex/config.toml`` under ``home`` for the stub at ``url``; returns the
+    environment every Codex release needs (the dummy key, ``CODEX_HOME``, ``OPENAI_BASE_URL``)."""
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True, exist_ok=True)
     (codex_home / "config.toml").write_text(_config(url))
@@ -89,8 +105,8 @@ def _prepare(home: Path, work: Path, url: str) -> dict[str, str]:
             "OPENAI_BASE_URL": f"{url}/v1"}
 
 
-#: The first release whose ``codex exec`` knows ``--strict-config`` (0.131.0; 0.130.0 and older reject the flag
-#: as an unexpected argument, and ignore config keys they do not know).
+#: The first release whose ``codex exec`` knows ``--strict-config`` (0.131.0; 0.130.0 and older
+#: reject the flag as an unexpected argument, and ignore config keys they do not know).
 STRICT_CONFIG_SINCE = (0, 131, 0)
 
 
@@ -114,6 +130,8 @@ UNIFIED_EXEC_SINCE = (0, 96, 0)
 
 
 def _argv(binary: str, prompt: str) -> list[str]:
+    """``codex exec`` of ``prompt`` with the flags the release at ``binary`` takes (the module
+    docstring); raises what :func:`release_of` raises."""
     release = release_of(binary)
     strict = ["--strict-config"] if release >= STRICT_CONFIG_SINCE else []
     # ``-c``, not ``--model``: the file-tool scenario's ``--model`` (FILE_TOOL_MODEL) comes on

@@ -26,9 +26,9 @@ the ``exec`` line) gives ``""`` rather than the wrapper's head, which is the sam
 command and would merge them all into one "repeating" command.
 
 The session log (:class:`CodexReader`): ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl``
-(``CODEX_HOME`` defaults to ``~/.codex``). Every line of the Codex 0.171.0 rollout in
-``harness/evidence/codex/`` is ``{"timestamp": ISO-8601, "type": ..., "payload": {...}}``; the
-lines the reader uses:
+(``CODEX_HOME`` defaults to ``~/.codex``). Every line of every rollout kept with the evidence
+is ``{"timestamp": ISO-8601, "type": ..., "payload": {...}}``; the lines the reader uses, in
+0.171.0 (``harness/evidence/codex/``):
 
 * ``event_msg`` ``task_started`` / ``task_complete`` (with ``turn_id``): the turn's bounds;
 * ``response_item`` ``function_call`` named ``exec_command`` (``arguments`` a JSON string
@@ -41,6 +41,14 @@ lines the reader uses:
 * ``response_item`` ``message`` with role ``assistant``: model text;
 * ``event_msg`` ``task_complete`` with ``error`` (``{"message": <the provider's error body>}``):
   the provider refused and the turn ended on that error (once Codex's retries are spent).
+
+Earlier releases (issue 26; captures under ``harness/evidence/versions/codex/``) write less:
+before 0.148.0 no ``item_completed`` (the call's ``function_call_output`` text states the
+exit: ``Process exited with code N``), before 0.145.0 no ``error`` on ``task_complete``, before
+0.100.0 no ``task_started`` / ``task_complete`` (the ``user_message`` prompt starts a turn),
+and before 0.96.0 the shell function is ``shell_command`` (``Exit code: N``) or ``shell`` (JSON
+``metadata.exit_code``). Before 0.99.0 Codex takes no shell snapshot; 0.99.0 to 0.148.0 write
+a shorter snapshot script than 0.171.0 (no ``__codex_snapshot_command``), dropped the same way.
 
 An empty reply is a turn with neither text nor a tool call: ``task_started``, ``task_complete``.
 
