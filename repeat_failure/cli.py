@@ -196,8 +196,9 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         return 0
     config = load_config(args.file)
     print(f"{args.file}: valid (check {'on' if config.enabled else 'off'}, threshold "
-          f"{config.threshold}, window {config.window_s:g} s, not receiving data after "
-          f"{config.no_data_after_s:g} s)")
+          f"{config.threshold}, window {config.window_s:g} s, "
+          f"{'exit and output' if config.match_output else 'exit alone'} matched, not "
+          f"receiving data after {config.no_data_after_s:g} s)")
     for agent in config.agents:
         where = f"home {agent.home}" if agent.home else "no home (no session log read)"
         preview = f", preview {agent.preview_url}" if agent.preview_url else ""
