@@ -66,8 +66,14 @@ SESSION_VERDICTS: dict[str, dict[str, str | None]] = {
 #: Where an earlier verified release's log says otherwise than :data:`SESSION_VERDICTS` (which
 #: holds for the pin and what comes after it): ``(backend, version)`` -> the scenarios that
 #: differ. pi 0.73.1 wrote nothing after a killed run's running call, so that turn has no end.
+#: Codex before 0.100.0 writes no task_started / task_complete, so no turn ends in its rollout;
+#: from 0.100.0 to 0.144.x a refused request ends the turn with a task_complete that carries no
+#: error (0.145.0 adds ``error``), which reads as an empty reply (issue 26).
 EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
     ("pi", "0.73.1"): {"killed": None},
+    ("codex", "0.100.0"): {"error": AGENT_NO_OUTPUT},
+    ("codex", "0.96.0"): {"ok": None, "empty": None, "error": None, "killed": None},
+    ("codex", "0.64.0"): {"ok": None, "empty": None, "error": None, "killed": None},
 }
 ASPECTS = ("route", "readers", "verdicts")
 #: CLIs whose own loop guard ends the turn before a fifth identical tool call (Qwen Code 0.24.4,

@@ -196,8 +196,9 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         return 0
     config = load_config(args.file)
     print(f"{args.file}: valid (check {'on' if config.enabled else 'off'}, threshold "
-          f"{config.threshold}, window {config.window_s:g} s, not receiving data after "
-          f"{config.no_data_after_s:g} s)")
+          f"{config.threshold}, window {config.window_s:g} s, "
+          f"{'exit and output' if config.match_output else 'exit alone'} matched, not "
+          f"receiving data after {config.no_data_after_s:g} s)")
     for agent in config.agents:
         where = f"home {agent.home}" if agent.home else "no home (no session log read)"
         preview = f", preview {agent.preview_url}" if agent.preview_url else ""
@@ -303,12 +304,15 @@ def cmd_fixloop(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    """Replay agent session logs (or homes, searched as the sidecar searches an agent's home)
-    and mini-swe-agent / SWE-agent trajectories (*.traj.json, *.traj) through the sidecar's own
+    """Replay agent session logs (or homes, searched as the sidecar searches an agent's home; a
+    directory that is not one is searched home by home, up to 4 levels below it) and
+    mini-swe-agent / SWE-agent trajectories (*.traj.json, *.traj) through the sidecar's own
     readers, scrub, normalize, exclude and detector, at each record's own time, and print the
     notes the check would have raised (per session: command as exported, exit, count, minutes,
     whether the output was the same each time, when) and a summary table (sessions, commands,
-    failures, sessions with a note, notes; one row per --threshold/--window combination). The
+    failures, sessions with a note, notes; one row per --threshold/--window combination),
+    with the calls whose log gives no result and the session logs in which the shell tool is
+    called but no shell call is recognised (issue 26) said before the table. The
     check ships off (spec C14): this shows what it would say before it is turned on. Files
     that cannot be read are reported by name and skipped. Exit 0 when every path was read, 1
     when some file was skipped or none was found, 2 for bad usage or an invalid config. Issue 19;
@@ -350,7 +354,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         sys.stdout.write(format_text(result))
     if not sources and not result.bad:
         print("repeat-failure replay: no session file or trajectory found under the paths "
-              "given (a directory is searched as an agent's home: docs/operations.md)",
+              "given (a directory is searched as an agent's home, or for homes up to 4 levels "
+              "below it: docs/operations.md)",
               file=sys.stderr)
         return 1
     return 1 if result.bad else 0
@@ -521,7 +526,7 @@ def build_parser() -> argparse.ArgumentParser:
                               description=cmd_replay.__doc__)
     replay_p.add_argument("paths", nargs="+", metavar="PATH",
                           help="a session file, a trajectory, or a directory (an agent's home, "
-                               "or a tree of trajectories)")
+                               "a directory of homes, or a tree of trajectories)")
     replay_p.add_argument("--backend", choices=formats(), default=None,
                           help="the files' format (default: told by each file's path, as the "
                                "sidecar finds them in a home)")

@@ -103,7 +103,8 @@ def test_check_config_exit_codes(tmp_path, capsys) -> None:
                     "    - {name: a2, backend: bash}\n")
     assert main(["check-config", str(good)]) == 0
     assert capsys.readouterr().out == (
-        f"{good}: valid (check on, threshold 3, window 600 s, not receiving data after 900 s)\n"
+        f"{good}: valid (check on, threshold 3, window 600 s, exit and output matched, not "
+        "receiving data after 900 s)\n"
         "  agent a1: backend claude, home /agent-home\n"
         "  agent a2: backend bash, no home (no session log read)\n")
     bad = tmp_path / "bad.yaml"

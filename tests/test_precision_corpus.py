@@ -138,8 +138,10 @@ def test_figures_on_the_local_corpus():
     assert (sessions, shell_calls) == (639, 24305)
     got = {m: (s["notes"], s["loops"], s["waiting"]) for m, s in scores.items()}
     # with output matching: the approval loop (both thresholds), the no-op-sed loop (3 only),
-    # a health poll, a push refused while the agent redacts, two same-output debugging runs
-    assert got["t3-output"] == (6, 2, 1) and got["t5-output"] == (1, 1, 0)
+    # a health poll, a push refused while the agent redacts, two same-output debugging runs,
+    # and SymPy's runner run 3 times on purpose (the same failures once its random seed and
+    # PYTHONHASHSEED lines are normalized)
+    assert got["t3-output"] == (7, 2, 1) and got["t5-output"] == (1, 1, 0)
     assert got["t3-exit"] == (62, 2, 1) and got["t5-exit"] == (16, 1, 0)
     assert got["openhands"] == (3, 3, 0) and got["roo"] == (21, 21, 0)
     assert scores["t3-exit"]["real_loops"] == 2

@@ -116,7 +116,7 @@ def test_loop_guarded_capture_has_no_note(backend: str, tmp_path: Path, capsys) 
     assert (code, err) == (0, "")
     assert out == (
         f"{HEADER}\n"
-        f"        5       600         1         {calls}         {calls}                   0"
+        f"        5       600  output         1         {calls}         {calls}                   0"
         "      0     0         0        0\n")
 
 
@@ -131,12 +131,13 @@ def test_real_capture_as_json(backend: str, tmp_path: Path, capsys) -> None:
     assert json.loads(out) == {
         "settings": [{"threshold": 5, "window_s": 600.0, "match": "output"}],
         "sessions": [{"path": str(home / rel), "backend": backend, "commands": 5,
-                      "failures": 5, "excluded": 0, "no_result": 0, "skipped": {},
+                      "failures": 5, "excluded": 0, "no_result": 0, "no_result_calls": [],
+                      "unrecognized": None, "skipped": {},
                       "notes": [{"threshold": 5, "window_s": 600.0, "match": "output",
                                  "command": "ls /nonexistent", "exit": 2, "count": 5,
                                  "minutes": 1, "first_ts": times[0], "last_ts": times[4],
                                  "raised_ts": times[4], "output": "same", "cleared": ""}]}],
-        "bad_files": [],
+        "bad_files": [], "no_result": 0, "unrecognized": 0,
         "summary": [{"threshold": 5, "window_s": 600.0, "match": "output", "sessions": 1,
                      "commands": 5,
                      "failures": 5, "sessions_with_note": 1, "notes": 1,
@@ -211,19 +212,23 @@ def test_trajectory_fixtures(tmp_path: Path, capsys) -> None:
              f"{runs}/sweagent__repro-3.traj (mini-swe-agent): 5 commands, 5 failures\n"
              "  note: python reproduce.py (exit 1): 5 failures in 1 min, output same, raised "
              "2026-12-01 01:53:20Z\n")
+    no_result = (f"{runs}/iterating__total-2.traj.json (mini-swe-agent): 1 call without a "
+                 "result (the log gives no exit status): not judged\n"
+                 "  no result: python -m http.server 8000\n")
+    total = "calls without a result: 1 in 1 session (not judged)\n"
     assert out == (
-        skipped + stuck + "\n"
+        skipped + no_result + stuck + total + "\n"
         f"{HEADER}\n"
         "        5       600  output         3        24        16                   2      2     2"
         "         0        0\n")
     code, out, err = run(capsys, "--match", "exit", str(runs))
     assert (code, err) == (1, "")
     assert out == (
-        skipped +
+        skipped + no_result +
         f"{runs}/iterating__total-2.traj.json (mini-swe-agent): 11 commands, 5 failures, 1 "
         "without a result\n"
         "  note: pytest -q tests/test_total.py (exit 1): 5 failures in 3 min, output changing, "
-        "raised 2026-12-01 05:42:41Z, cleared (success)\n" + stuck + "\n"
+        "raised 2026-12-01 05:42:41Z, cleared (success)\n" + stuck + total + "\n"
         f"{HEADER.replace('   match', '  match')}\n"
         "        5       600   exit         3        24        16                   3      3     2"
         "         1        0\n")
@@ -334,15 +339,16 @@ def test_progress_shows_on_a_terminal_only() -> None:
 
 
 def test_the_documented_table_is_what_the_real_captures_give(tmp_path: Path, capsys) -> None:
-    """docs/operations.md "Replay before enabling" shows the table of a replay of the twelve
-    backends' real runs: it is exactly what the replay prints for them."""
+    """docs/operations.md "Replay before enabling" shows the table of a replay of the committed
+    harness/evidence/ (the twelve backends' real runs and the older releases kept, found home
+    by home): it is exactly what the replay prints for them."""
     doc = (Path(__file__).resolve().parent.parent / "docs" / "operations.md").read_text()
     section = doc.split("## Replay before enabling\n", 1)[1].split("\n## ", 1)[0]
     table = section.split("  ```\n  threshold", 1)[1].split("  ```", 1)[0]
     documented = ["threshold" + table.splitlines()[0]] + [
         line[2:] for line in table.splitlines()[1:] if line.strip()]
-    homes = [str(home_of(b, tmp_path)[0]) for b in BACKENDS]
-    code, out, _ = run(capsys, *homes)
+    code, out, _ = run(capsys, str(Path(__file__).resolve().parent.parent / "harness" /
+                                   "evidence"))
     assert code == 0
     assert out.split("\n\n")[-1].splitlines() == documented
 
@@ -357,4 +363,5 @@ def test_nothing_found_says_so(tmp_path: Path, capsys) -> None:
                    "        5       600  output         0         0         0                   0      0"
                    "     0         0        0\n")
     assert err == ("repeat-failure replay: no session file or trajectory found under the paths "
-                   "given (a directory is searched as an agent's home: docs/operations.md)\n")
+                   "given (a directory is searched as an agent's home, or for homes up to 4 "
+                   "levels below it: docs/operations.md)\n")

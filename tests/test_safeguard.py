@@ -60,6 +60,11 @@ def cases_with(scenario: str) -> list:
                  .get("scenario_sessions") or {}).get(scenario))]
 
 
+#: Verified releases whose session log never ends a turn: Codex before 0.100.0 writes no
+#: task_complete (its reader starts a turn at each prompt; issue 26).
+NO_TURN_END = {("codex", "0.96.0"), ("codex", "0.64.0")}
+
+
 def evidence(backend: str, root: Path = EVIDENCE) -> dict:
     return json.loads((root / f"{backend}.json").read_text())
 
@@ -171,6 +176,9 @@ def test_only_reads_for_15_min_is_on(backend: str, root: Path, tmp_path: Path) -
     session is the ``read`` run, cut before its final answer where the log is JSON Lines, so
     the turn is still in progress."""
     reader = session_reader(backend)
+    skipped = (evidence(backend, root).get("scenarios") or {}).get("read", {}).get("skipped")
+    if skipped:  # e.g. Codex before 0.130: no file tool for the harness's file-tool model
+        pytest.skip(f"{backend}: the harness ran no file-tool turn: {skipped}")
     home = make_home(tmp_path, backend, "read", cut_before_turn_end=True, root=root)
     events = events_of(backend, home)
     kinds = {e.kind for e in events}
@@ -206,7 +214,8 @@ def test_one_command_running_for_20_min_is_on(backend: str, root: Path, tmp_path
                                           if c.values[0] not in LOOP_GUARDED])
 def test_finished_turn_is_idle(backend: str, root: Path, tmp_path: Path) -> None:
     """The whole repeated-failure session, turn ended, no records: the agent is idle, so its
-    row is "on" however long after (the timer waits for the next turn with shell activity)."""
+    row is "on" however long after (the timer waits for the next turn with shell activity).
+    A release whose log has no turn end (:data:`NO_TURN_END`) keeps the turn open instead."""
     home = make_home(tmp_path, backend, "shell", root=root)
     events = events_of(backend, home)
     assert len([e for e in events if e.kind == SHELL_END]) == 5
@@ -214,6 +223,14 @@ def test_finished_turn_is_idle(backend: str, root: Path, tmp_path: Path) -> None
     sc = sidecar(tmp_path, backend, home, clock)
     sc.run_once()
     activity = sc.agents["a1"].activity
+    version = evidence(backend, root)["version"]
+    assert any(e.kind == TURN_END for e in events) is ((backend, version) not in NO_TURN_END)
+    if (backend, version) in NO_TURN_END:
+        # Codex before 0.100.0 logs no turn end (issue 26): the turn with unrecorded shell
+        # calls stays open, so the row says so once the timer has run.
+        assert activity.turn_open is True and activity.unmatched_since is not None
+        assert state_at(sc, clock[0] + 2 * NO_DATA_S, clock) == NOT_RECEIVING_DATA
+        return
     assert activity.turn_open is False and activity.unmatched_since is not None
     assert state_at(sc, clock[0] + 2 * NO_DATA_S, clock) == ON
 

@@ -127,6 +127,10 @@ def test_repeat_failure_verdict_on_real_transcripts(backend, root, name):
     done = run_verdict(str(path))
     assert (done.returncode, done.stderr, done.stdout) == (EXIT_CODES[alone], f"{alone}\n", "")
     status = cli_exit(backend, name, root)
+    if name == "killed" and status == 0:
+        # Codex 0.64.0 to 0.148.0 exit 0 after SIGTERM (0.171.0: 143): with no failing status
+        # the transcript's own verdict stands.
+        with_exit = alone
     done = run_verdict("--exit-status", str(status), "--json", str(path))
     assert (done.returncode, done.stderr) == (EXIT_CODES[with_exit], f"{with_exit}\n")
     report = json.loads(done.stdout)

@@ -174,6 +174,13 @@ class SessionLogReader:
       events with these names touched the dev surface: :mod:`repeat_failure.turns.verdict`, the preview
       probe). Shell commands that write files are not counted: what a command does is not
       known from its text.
+    - ``shell_tools``: the names the backend's log gives its shell tool (``Bash``,
+      ``exec_command``, ``run_shell_command``, ``bash``). A session file that names a call of
+      one of them where the reader could not read a shell call, or whose shell calls start and
+      never end, while no shell call of it was recognised, is reported as unrecognised
+      (:mod:`repeat_failure.sessions.unrecognized`, issue 26): the next log format a CLI
+      release brings is never read as "no commands" in silence. Empty: only the calls that
+      never end are looked for.
     """
 
     backend: ClassVar[str] = ""
@@ -183,6 +190,7 @@ class SessionLogReader:
     route_records: ClassVar[bool] = False
     signal: ClassVar[str] = ""
     edit_tools: ClassVar[frozenset[str]] = frozenset()
+    shell_tools: ClassVar[frozenset[str]] = frozenset()
 
     def new_file_state(self) -> dict[str, Any]:
         """Fresh per-file state (what :meth:`parse_line` keeps between the lines of one file,

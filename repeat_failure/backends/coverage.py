@@ -103,7 +103,10 @@ _ROWS = (
     _covered("bash", "bash -c (pseudo-backend: any program that runs commands with bash -c)",
              "5.2.15", kind="pseudo"),
     _covered("claude", "Claude Code", "2.1.332", also=("2.1.197",)),
-    _covered("codex", "OpenAI Codex CLI", "0.171.0"),
+    # Codex: the first release of each session-log format since December 2025 (issue 26;
+    # repeat_failure/backends/codex.py CodexReader), newest first; 0.64.0 is the oldest.
+    _covered("codex", "OpenAI Codex CLI", "0.171.0",
+             also=("0.148.0", "0.145.0", "0.100.0", "0.96.0", "0.64.0")),
     _covered("gemini", "Gemini CLI", "0.61.0"),
     _covered("copilot", "GitHub Copilot CLI", "1.0.102"),
     _covered("opencode", "opencode", "1.18.33"),

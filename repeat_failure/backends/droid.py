@@ -39,7 +39,6 @@ from repeat_failure.backends import (
     command_arg,
     log_timestamp,
     register_reader,
-    remember,
     remember_call,
     require_object,
     str_or_empty,

@@ -45,6 +45,7 @@ from repeat_failure.backends import ReaderFormatError, SessionEvent, SessionLogR
 from repeat_failure.sessions.stores import UNCHANGED as _UNCHANGED
 from repeat_failure.sessions.stores import open_db as _open_db
 from repeat_failure.sessions.stores import read_document
+from repeat_failure.sessions.unrecognized import ShellRecognition, Unrecognized
 from repeat_failure.sidecar.normalize import OUTPUT_EDGE_CHARS, cut_output
 
 log = logging.getLogger("repeat_failure")
@@ -165,17 +166,20 @@ class _File:
     head_start: int = 0
     head_len: int = 0
     discard: bool = False  # sqlite: drop the first poll's events (history before we ran)
+    shell: ShellRecognition = field(default_factory=ShellRecognition)  # issue 26
 
 
 @dataclass
 class PollResult:
     """What one :meth:`SessionTail.poll` found: ``events`` in file order (``ts`` always set),
-    ``errors`` counted by reason, and ``ignored``: lines of a type the reader does not know
-    (:class:`~repeat_failure.backends.UnusedLine`; not errors)."""
+    ``errors`` counted by reason, ``ignored``: lines of a type the reader does not know
+    (:class:`~repeat_failure.backends.UnusedLine`; not errors), and the files found
+    ``unrecognized`` by this poll (each file once)."""
 
     events: list[SessionEvent] = field(default_factory=list)
     errors: Counter = field(default_factory=Counter)
     ignored: int = 0
+    unrecognized: list[Unrecognized] = field(default_factory=list)
 
 
 class SessionTail:
@@ -267,6 +271,7 @@ class SessionTail:
                 f.head = str(saved.get("head", ""))
                 f.head_start, f.head_len = _nat(saved.get("head_start")), _nat(saved.get("head_len"))
                 f.skipping = saved.get("skipping") is True
+                f.shell = ShellRecognition.from_dict(saved.get("shell"))
                 if isinstance(saved.get("db"), dict):
                     f.state = saved["db"]
             elif now - st.st_mtime > self.backfill_s:
@@ -347,6 +352,7 @@ class SessionTail:
                 f.skipping = False
                 f.state = self.reader.new_file_state()
                 f.head, f.head_start, f.head_len = "", 0, 0
+                f.shell = ShellRecognition()
             f.dev, f.ino = st.st_dev, st.st_ino
             if f.head_len < FINGERPRINT_BYTES:
                 _fingerprint(f, fd, st.st_size)
@@ -402,7 +408,16 @@ class SessionTail:
             return
         events = self._call_reader(result, self.reader.parse_line, obj, f.state)
         if events is not None:
-            result.events.extend(_stamped(events, now, key))
+            events = _stamped(events, now, key)
+            result.events.extend(events)
+        self._flag(key, f, f.shell.on_line(line, obj, events, self.reader.shell_tools),
+                   result, now)
+
+    def _flag(self, key: str, f: _File, flagged: tuple[str, float | None] | None,
+              result: PollResult, now: float) -> None:
+        """Report ``f`` unrecognised when its shell-call tracker just flagged it."""
+        if flagged:
+            result.unrecognized.append(Unrecognized(key, f.path, flagged[0], flagged[1] or now))
 
     def _call_reader(self, result: PollResult, method: Callable[..., list[SessionEvent]],
                      *args: Any) -> list[SessionEvent] | None:
@@ -461,14 +476,18 @@ class SessionTail:
         if f.discard:
             f.discard = False
             return
-        result.events.extend(_stamped(events, now, f.source or key))
+        events = _stamped(events, now, f.source or key)
+        result.events.extend(events)
+        self._flag(f.source or key, f, f.shell.on_events(events, self.reader.shell_tools),
+                   result, now)
 
     # -- state -------------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, dict]:
         """Where each followed file was read to, for the state file:
         ``{path: {"dev", "ino", "offset", "head", "head_start", "head_len"[, "skipping"][,
-        "source"][, "db"]}}`` (``source`` when a rename gave the file another key). Holds no text of the files (a SQLite
+        "source"][, "shell"][, "db"]}}`` (``source`` when a rename gave the file another key;
+        ``shell``: its :class:`ShellRecognition` counts). Holds no text of the files (a SQLite
         reader's state holds ids and watermarks only). A partial line at the end is re-read
         after a restart: the offset saved is the end of the last complete line."""
         out = {}
@@ -480,10 +499,18 @@ class SessionTail:
                 entry["skipping"] = True
             if f.source and f.source != key:
                 entry["source"] = f.source
+            if f.shell != ShellRecognition():
+                entry["shell"] = f.shell.to_dict()
             if self.reader.kind in ("sqlite", "json"):
                 entry["db"] = f.state
             out[key] = entry
         return out
+
+    def forget_reports(self) -> None:
+        """Forget which files were reported unrecognised (the check was turned off): one that
+        still is is reported again at its next turn's end (its counts are kept)."""
+        for f in self._files.values():
+            f.shell.reason = ""
 
     def load_dict(self, data: Any) -> None:
         """Resume from :meth:`to_dict`'s output; anything malformed is ignored (the files are
