@@ -28,7 +28,8 @@ Rules (docs/requirements.md C6, C10, C11, C-AC2, C-AC3, C-AC8; "the same result"
 Monitor only (C10): the detector returns events; nothing here touches the agent.
 
 The store the rules work on (per-command failure times and output digests, their saved form)
-is :mod:`repeat_failure.sidecar.detector_store`; the notes and events it returns are
+is :mod:`repeat_failure.sidecar.detector_store`; when a result qualifies,
+:mod:`repeat_failure.sidecar.detector_results`; the notes and events it returns are
 :mod:`repeat_failure.sidecar.detector_notes`. Names re-exported here for callers: ``Note``,
 ``NoteRaised``, ``NoteCleared``, ``Event``, ``ExitKey``, ``FAILED``, ``exit_key``,
 ``text_bytes``.
@@ -45,6 +46,7 @@ from typing import Any
 import orjson
 
 from repeat_failure.sidecar.detector_notes import Event, Note, NoteCleared, NoteRaised
+from repeat_failure.sidecar.detector_results import in_mode, qualifies_at, qualifying
 from repeat_failure.sidecar.detector_store import (FAILED, PENDING, CommandState, ExitKey, Result,
                                                    Times, exit_key, iter_state_json, parse_key,
                                                    parse_result, result_text, saved_item,
@@ -135,11 +137,11 @@ class Detector:
                 events += self._stop_waiting(math.inf, now)
             for command, state in list(self._commands.items()):
                 if state.qualified:
-                    state.qualified = self._in_mode(state, state.qualified)
+                    state.qualified = in_mode(self, state, state.qualified)
                     events += self._settle(command, state, "reconfigured")
         events += self.expire(now)
         for command, state in self._commands.items():
-            qualified = self._qualifying(state)
+            qualified = qualifying(self, state)
             if qualified:
                 if state.qualified is None:
                     state.qualified = set()
@@ -227,7 +229,7 @@ class Detector:
         that failure's time when ``now`` is later (an awaited failure judged when its output
         came or its wait ended): the failures it qualified with may have left the window since,
         and the note would say fewer failures than the threshold."""
-        result = self._qualifies_at(key, times, pos)
+        result = qualifies_at(self, key, times, pos)
         if result is None:
             return
         if state.qualified is None:
@@ -303,77 +305,6 @@ class Detector:
         self._failures -= 1
         return pos - 1
 
-    def _run(self, times: Any, first: int = 0, last: int | None = None) -> bool:
-        """Whether ``threshold`` consecutive ``times`` (sorted) starting between index ``first``
-        and ``last`` (default: any) span less than the window."""
-        n = self.threshold
-        last = len(times) - n if last is None else min(last, len(times) - n)
-        return any(times[start + n - 1] - times[start] < self.window_s
-                   for start in range(max(0, first), last + 1))
-
-    def _qualifies_at(self, key: ExitKey, times: Times, pos: int) -> Result | None:
-        """The result of the failure at ``pos`` (``-1``: dropped, nothing qualifies) when some
-        run of ``threshold`` failures of that result including it spans less than the window;
-        else ``None``. An awaited failure qualifies nothing."""
-        if pos < 0:
-            return None
-        n = self.threshold
-        if not self.match_output or times.outs is None:
-            ok = self._run(times, pos - n + 1, pos)
-            return (key, None if not self.match_output else 0) if ok else None
-        digest = times.digest(pos)
-        if digest == PENDING:
-            return None
-        ts = times[pos]
-        lo = bisect.bisect_left(times, ts - self.window_s)
-        hi = bisect.bisect_right(times, ts + self.window_s)
-        outs = times.outs
-        same = [times[i] for i in range(lo, hi) if outs[i] == digest]
-        return (key, digest) if self._run(same) else None
-
-    def _qualifying(self, state: CommandState) -> set[Result]:
-        """Every result of ``state`` with some run of ``threshold`` failures spanning less than
-        the window."""
-        found: set[Result] = set()
-        for key, times in state.items():
-            if not self.match_output or times.outs is None:
-                if self._run(times):
-                    found.add((key, None if not self.match_output else 0))
-                continue
-            groups: dict[int, list[float]] = {}
-            for t, digest in zip(times, times.outs):
-                if digest != PENDING:
-                    groups.setdefault(digest, []).append(t)
-            found.update((key, d) for d, held in groups.items() if self._run(held))
-        return found
-
-    def _in_mode(self, state: CommandState, results: set[Result]) -> set[Result] | None:
-        """``results`` (qualified under the other ``match_output``, or saved by an older
-        version) in this detector's form: by exit alone the digest goes; with output matching
-        an exit-only result becomes the one result its failures had (the same output each
-        time, or unknown each time), else the results that qualify by output (none when the
-        output changed: test-fix-retest, which output matching never counts as one result;
-        before, the note stayed as "failed 1 times", output `same`)."""
-        out: set[Result] = set()
-        qualifying: set[Result] | None = None
-        for key, digest in results:
-            times = state.get(key)
-            if not times:
-                continue
-            if not self.match_output:
-                out.add((key, None))
-            elif digest is None:
-                known = set(times.digests(0)) - {PENDING}
-                if len(known) == 1:
-                    out.add((key, known.pop()))
-                    continue
-                if qualifying is None:
-                    qualifying = self._qualifying(state)
-                out.update(r for r in qualifying if r[0] == key)
-            else:
-                out.add((key, digest))
-        return out or None
-
     def _stop_waiting(self, limit: float, now: float, until: float | None = None) -> list[Event]:
         """Stop the wait of the ``limit`` oldest awaited failures, or of those whose wait ends
         at or before ``until``: each counts with its output unknown, judged at ``now``. With
@@ -420,7 +351,7 @@ class Detector:
         self._failures -= state.count()
         state.forget_until(ts)
         self._failures += state.count()
-        state.qualified = self._qualifying(state) or None
+        state.qualified = qualifying(self, state) or None
         return self._settle(command, state, "success")
 
     def _evict_one(self) -> list[Event]:
@@ -594,7 +525,7 @@ class Detector:
                             state.add(key, kept_times)
                 # "2" (by exit alone, or saved before issue 26) or "2@<digest>": in this
                 # detector's form, kept only while it still holds failures of that result.
-                results = self._in_mode(state, {parse_result(k) for k in item["qualified"]})
+                results = in_mode(self, state, {parse_result(k) for k in item["qualified"]})
                 state.qualified = {r for r in results or ()
                                    if r[1] != PENDING and state.holds(r)} or None
                 # A note with no result left is not raised (else a result qualifying later
