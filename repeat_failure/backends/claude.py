@@ -72,15 +72,36 @@ from repeat_failure.backends import (
 #: prefixes and ``{ \builtin unalias -- 'which'; \builtin unset -f -- 'which'; } >/dev/null
 #: 2>&1 || true`` blocks, also for ``unsetenv``), then the tail that ``eval``s the quoted
 #: command with stdin from /dev/null and writes ``pwd -P`` to a ``/tmp/claude-XXXX-cwd`` file.
+#: Earlier releases (2.0.56, the oldest verified) write ``source <snapshot> && eval <quoted>
+#: \< /dev/null && pwd -P >| <file>``: no ``2>/dev/null || true`` after the ``source``, no
+#: setup segments, and the redirection passed to ``eval`` as the words ``<`` and ``/dev/null``
+#: (``eval`` joins them into the command line it runs) instead of applied to ``eval``.
 #: Matched by :func:`_unwrap` in one pass: a single regex with a repeated ``[^\n]*? \|\| true
 #: && `` group backtracks exponentially on a record that starts like the wrapper and has no
 #: tail (a cut record of a command with many ``|| true &&``: 20 of them took 7 s).
-_HEAD = re.compile(r"source \S+ 2>/dev/null \|\| true && ")
+_HEAD = re.compile(r"source \S+(?: 2>/dev/null \|\| true)? && ")
 _SETUP_END = " || true && "
 _EVAL = "eval "
-_TAIL = " < /dev/null && pwd -P >| "
+_TAILS = (" < /dev/null && pwd -P >| ", " \\< /dev/null && pwd -P >| ")
 _CWD_FILE = re.compile(r"\S+")
-_HELPERS = (re.compile(r"\Aenv\Z"), re.compile(r"\ASNAPSHOT_FILE=\S+\n"))
+#: The helper shells: the ``env`` probe, and the script that writes the shell snapshot, which
+#: starts ``SNAPSHOT_FILE=<path>`` and a newline, or (2.1.0's real record, where the CLI's
+#: substitution of the ripgrep path spliced script text in after the path) ``SNAPSHOT_FILE=<path>``
+#: and text that appends to ``"$SNAPSHOT_FILE"``.
+_HELPERS = (re.compile(r"\Aenv\Z"), re.compile(r"\ASNAPSHOT_FILE=\S+\n"),
+            re.compile(r'\ASNAPSHOT_FILE=\S+(?=.*>> "\$SNAPSHOT_FILE")', re.S))
+
+
+def _tail(command: str) -> tuple[int, int]:
+    """Where the wrapper's tail starts in ``command`` and where its cwd file name starts: the
+    last occurrence of either tail form (:data:`_TAILS`) followed by a file name and nothing
+    else; ``(-1, -1)`` when there is none."""
+    best = (-1, -1)
+    for form in _TAILS:
+        at = command.rfind(form)
+        if at > best[0] and _CWD_FILE.fullmatch(command, at + len(form)):
+            best = (at, at + len(form))
+    return best
 
 
 def _unwrap(command: str) -> str | None:
@@ -88,13 +109,12 @@ def _unwrap(command: str) -> str | None:
     one. The command starts at the first ``eval `` right after the head or after a
     `` || true && `` with no newline before it (a setup segment is one line and never holds
     an ``eval``); it ends at the last tail, which must be followed by a file name (no
-    whitespace) and nothing else. Time linear in ``len(command)``. Source: both verified
+    whitespace) and nothing else. Time linear in ``len(command)``. Source: the verified
     releases' real wrappers (``harness/evidence/claude.json``,
-    ``harness/evidence/versions/claude/2.1.197/``)."""
+    ``harness/evidence/versions/claude/<version>/``)."""
     head = _HEAD.match(command)
-    tail = command.rfind(_TAIL)
-    if head is None or tail < head.end() or not _CWD_FILE.fullmatch(command,
-                                                                  tail + len(_TAIL)):
+    tail, _ = _tail(command)
+    if head is None or tail < head.end():
         return None
     start, newline = head.end(), command.find("\n", head.end())
     end = min(tail, len(command) if newline < 0 else newline)
@@ -154,6 +174,11 @@ _INTERRUPTED = "[Request interrupted by user"
 _GOES_ON = frozenset({"tool_use", "pause_turn"})
 #: The error of a turn the CLI left with a tool call unanswered (its exit record came first).
 EXITED_MID_TURN = "the CLI exited mid-turn: a tool call never got its result"
+#: The prompt of the warmup subagents Claude Code 2.0.x-2.1.x starts with each session (their
+#: own ``agent-<id>.jsonl`` files, every line ``isSidechain``; real files of 2.0.56 to 2.1.0): the
+#: CLI runs none of the tool calls a warmup reply asks for and answers each with the error
+#: result ``Warmup`` (2.1.0's real file), so those calls are no shell activity.
+_WARMUP = "Warmup"
 #: Calls started and not yet finished that a file's state remembers (oldest forgotten first).
 MAX_OPEN_CALLS = 256
 
@@ -281,6 +306,9 @@ class ClaudeSessionReader(JsonLinesReader):
             raise ReaderFormatError("unknown_shape")
         if not isinstance(text, str):
             raise ReaderFormatError("unknown_shape")
+        if line.get("isSidechain") is True and line.get("parentUuid") is None \
+                and text == _WARMUP:
+            state["warmup"] = True
         if line.get("isSidechain") is True or line.get("isMeta") is True \
                 or line.get("isCompactSummary") is True:
             return []
@@ -297,6 +325,8 @@ class ClaudeSessionReader(JsonLinesReader):
 
     def _results(self, line: dict[str, Any], results: list[dict[str, Any]], ts: float | None,
                  state: dict[str, Any]) -> list[SessionEvent]:
+        if line.get("isSidechain") is True and state.get("warmup") is True:
+            return []  # a warmup subagent's tool calls are never run
         calls = open_calls(state)
         turn_id = str_or_empty(line.get("promptId")) or str_or_empty(state.get("turn_id"))
         events = []
@@ -340,6 +370,8 @@ class ClaudeSessionReader(JsonLinesReader):
         if not isinstance(content, list) or not (stop is None or isinstance(stop, str)):
             raise ReaderFormatError("unknown_shape")
         sidechain = line.get("isSidechain") is True
+        if sidechain and state.get("warmup") is True:
+            return []  # a warmup subagent's reply: nothing it asks for is run
         turn_id = "" if sidechain else str_or_empty(state.get("turn_id"))
         if line.get("isApiErrorMessage") is True and not sidechain:
             state["open"] = False

@@ -67,6 +67,11 @@ _BG_TAIL = "\n)\n__code=$?\nexit $__code"
 _PWD_TAIL = re.compile(r"\n\}\n__code=\$\?; pwd > " + _QUOTED + r"; exit \$__code\Z", re.S)
 
 
+# The earlier wrapper's tail (0.19.1): `` }; __code=$?; pgrep -g 0 ><file> 2>&1; exit $__code;``
+# (the file is ``shell_pgrep_<12 hex>.tmp`` in the temporary directory, unquoted).
+_PGREP_TAIL = re.compile(r" \}; __code=\$\?; pgrep -g 0 >[^\n]+? 2>&1; exit \$__code;\Z")
+
+
 def _drop_added_space(command: str) -> str:
     # The CLI trims the command, then adds a space after a trailing backslash.
     return command[:-1] if command.endswith("\\ ") else command
@@ -83,6 +88,21 @@ def _strip_bgpids(text: str) -> str | None:
     return _drop_added_space(inner)
 
 
+def _strip_pgrep(text: str) -> str | None:
+    """The command inside the earlier wrapper (Gemini CLI 0.19.1, its ``tools/shell.js``):
+    ``{ <command>; }; __code=$?; pgrep -g 0 ><tmpdir>/shell_pgrep_<hex>.tmp 2>&1; exit
+    $__code;``, the command trimmed and followed by ``;`` unless it ends with ``&``; ``None``
+    when ``text`` is not in that form. A record cut to fit its line (no tail) keeps its start
+    as the command."""
+    if not text.startswith("{ "):
+        return None
+    tail = _PGREP_TAIL.search(text, 2)
+    if tail is not None:
+        inner = text[2:tail.start()]
+        return inner[:-1] if inner.endswith(";") else inner
+    return None
+
+
 def _strip_pwd(text: str) -> str | None:
     if not text.startswith("{\n"):
         return None
@@ -97,7 +117,7 @@ def strip(command: str) -> str:
     try:
         guard = _GUARD.match(command)
         rest = command[guard.end():] if guard else command
-        for form in (_strip_bgpids, _strip_pwd):
+        for form in (_strip_bgpids, _strip_pgrep, _strip_pwd):
             inner = form(rest)
             if inner is not None:
                 return inner
