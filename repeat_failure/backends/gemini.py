@@ -67,9 +67,16 @@ _BG_TAIL = "\n)\n__code=$?\nexit $__code"
 _PWD_TAIL = re.compile(r"\n\}\n__code=\$\?; pwd > " + _QUOTED + r"; exit \$__code\Z", re.S)
 
 
-# The earlier wrapper's tail (0.19.1): `` }; __code=$?; pgrep -g 0 ><file> 2>&1; exit $__code;``
-# (the file is ``shell_pgrep_<12 hex>.tmp`` in the temporary directory, unquoted).
-_PGREP_TAIL = re.compile(r" \}; __code=\$\?; pgrep -g 0 >[^\n]+? 2>&1; exit \$__code;\Z")
+# The earlier wrappers, which write the process group's PIDs to a ``shell_pgrep_<hex>.tmp`` file
+# in the temporary directory (each release's ``tools/shell.js`` or bundle; the harness's runs):
+# ``{ <command>; }; __code=$?; pgrep -g 0 ><file> 2>&1; exit $__code;`` (0.19.1 to 0.38.2; the
+# command gets ``;`` unless it ends with ``&``), ``(\n<command>\n); __code=$?; pgrep ...`` (0.39.0)
+# and ``(\n<command>\n)\n__code=$?; pgrep ...`` with the file quoted (0.40.0 on).
+_PGREP_END = r"__code=\$\?; pgrep -g 0 >" + _QUOTED + r" 2>&1; exit \$__code;\Z"
+_PGREP_BRACE_TAIL = re.compile(r" \}; " + _PGREP_END, re.S)
+_PGREP_PAREN_TAIL = re.compile(r"\n\)(?:; |\n)" + _PGREP_END, re.S)
+# ``trap '' HUP;`` and a space, put before the ``shopt`` guard by 0.44.0 (its BASH_HUP_GUARD).
+_HUP_GUARD = "trap '' HUP; "
 
 
 def _drop_added_space(command: str) -> str:
@@ -89,17 +96,17 @@ def _strip_bgpids(text: str) -> str | None:
 
 
 def _strip_pgrep(text: str) -> str | None:
-    """The command inside the earlier wrapper (Gemini CLI 0.19.1, its ``tools/shell.js``):
-    ``{ <command>; }; __code=$?; pgrep -g 0 ><tmpdir>/shell_pgrep_<hex>.tmp 2>&1; exit
-    $__code;``, the command trimmed and followed by ``;`` unless it ends with ``&``; ``None``
-    when ``text`` is not in that form. A record cut to fit its line (no tail) keeps its start
-    as the command."""
-    if not text.startswith("{ "):
-        return None
-    tail = _PGREP_TAIL.search(text, 2)
-    if tail is not None:
+    """The command inside one of the earlier ``pgrep`` wrappers (above); ``None`` when ``text``
+    is in neither form or has lost its tail."""
+    if text.startswith("{ "):
+        tail = _PGREP_BRACE_TAIL.search(text, 2)
+        if tail is None:
+            return None
         inner = text[2:tail.start()]
         return inner[:-1] if inner.endswith(";") else inner
+    if text.startswith("(\n"):
+        tail = _PGREP_PAREN_TAIL.search(text, 2)
+        return None if tail is None else _drop_added_space(text[2:tail.start()])
     return None
 
 
@@ -115,8 +122,9 @@ def _strip_pwd(text: str) -> str | None:
 def strip(command: str) -> str:
     """The command Gemini CLI's agent (or user) asked for, from the recorded ``bash -c`` text."""
     try:
-        guard = _GUARD.match(command)
-        rest = command[guard.end():] if guard else command
+        rest = command.removeprefix(_HUP_GUARD)
+        guard = _GUARD.match(rest)
+        rest = rest[guard.end():] if guard else rest
         for form in (_strip_bgpids, _strip_pgrep, _strip_pwd):
             inner = form(rest)
             if inner is not None:
