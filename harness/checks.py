@@ -54,8 +54,15 @@ SESSION_VERDICTS: dict[str, dict[str, str | None]] = {
 #: Where an earlier verified release's log says otherwise than :data:`SESSION_VERDICTS` (which
 #: holds for the pin and what comes after it): ``(backend, version)`` -> the scenarios that
 #: differ. pi 0.73.1 wrote nothing after a killed run's running call, so that turn has no end.
+#: Claude Code before 2.1.69 writes no exit record (no ``last-prompt``, no ``cost-state``), so
+#: neither the empty reply's turn nor the killed one has an end in its log.
 EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
     ("pi", "0.73.1"): {"killed": None},
+    ("claude", "2.0.56"): {"empty": None, "killed": None},
+    # Gemini CLI before 0.5x neither rolls a failed turn back nor logs its error: the prompt is
+    # the last line of an API error's or an empty reply's turn (0.39.0 to 0.41.x log the CLI's
+    # own "System: Please continue." after an empty reply, which is no new turn).
+    ("gemini", "0.39.0"): {"empty": None, "error": None},
 }
 ASPECTS = ("route", "readers", "verdicts")
 #: CLIs whose own loop guard ends the turn before a fifth identical tool call (Qwen Code 0.24.4,

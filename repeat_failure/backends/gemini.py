@@ -171,6 +171,19 @@ def _parts(content: Any) -> list[Any]:
     raise ReaderFormatError("unknown_shape")
 
 
+#: The texts Gemini CLI sends on its own within a turn, logged as ``user`` messages (0.39.0's
+#: ``sendMessageStream``, seen in its real file after an empty reply: the text with the user's
+#: prompt as ``displayContent``): the retry after an invalid (empty) reply, and the next-speaker
+#: check's "the model should go on".
+_CONTINUATIONS = frozenset({"System: Please continue.", "Please continue."})
+
+
+def _continuation(parts: list[Any]) -> bool:
+    """Whether a ``user`` message's parts are exactly one of :data:`_CONTINUATIONS`."""
+    return len(parts) == 1 and isinstance(parts[0], dict) \
+        and parts[0].get("text") in _CONTINUATIONS
+
+
 def _has_text(parts: list[Any]) -> bool:
     return any(isinstance(p, dict) and isinstance(p.get("text"), str) and p["text"].strip()
                for p in parts)
@@ -253,7 +266,9 @@ class GeminiReader(JsonLinesReader):
       CLI's own ``<session_context>`` setup message) give ``[]``.
     - A ``user`` message whose parts are text → ``turn_start`` (``turn_id`` = the message
       ``id``); a ``user`` message carrying ``functionResponse`` parts is the tool results sent
-      back to the model → ``[]``. Once per message id.
+      back to the model → ``[]``; one that is the CLI's own "go on" text
+      (:data:`_CONTINUATIONS`, 0.39.0's real file) is still the open turn → ``[]``. Once per
+      message id.
     - A ``gemini`` message: ``text`` once per message id when its ``content`` has text; each
       entry of ``toolCalls`` (``id``, ``name``, ``args``, ``status``, ``result``,
       ``timestamp``) gives, once per call id however often the message is rewritten:
@@ -325,6 +340,8 @@ class GeminiReader(JsonLinesReader):
                 return []
             if message_id in state["prompts"]:
                 return []  # the same prompt written again
+            if _continuation(parts):
+                return []  # the CLI asking the model to go on: still the open turn
             _remember(state["prompts"], message_id)
             state["turn"] = message_id
             state["open"] = True
