@@ -59,6 +59,8 @@ SESSION_VERDICTS: dict[str, dict[str, str | None]] = {
 EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
     ("pi", "0.73.1"): {"killed": None},
     ("claude", "2.0.56"): {"empty": None, "killed": None},
+    ("claude", "2.0.57"): {"empty": None, "killed": None},
+    ("claude", "2.0.77"): {"empty": None, "killed": None},
     # Gemini CLI before 0.5x neither rolls a failed turn back nor logs its error: the prompt is
     # the last line of an API error's or an empty reply's turn (0.39.0 to 0.41.x log the CLI's
     # own "System: Please continue." after an empty reply, which is no new turn).

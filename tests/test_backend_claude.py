@@ -72,13 +72,15 @@ class Release(NamedTuple):
     (``{snapshot}``: the shell snapshot's path, ``{command}``: the quoted command, ``{cwd}``:
     the ``/tmp/claude-XXXX-cwd`` file), the ``helpers`` a session's helper shells start with,
     the ``exit_record`` line type its killed run's session ends with (``None``: the release
-    writes none, so the killed turn has no end in the log) and whether it writes warmup
-    subagent files."""
+    writes none, so the killed turn has no end in the log), whether it writes warmup
+    subagent files and whether its prompt lines carry a ``promptId`` (from 2.1.73 on; before,
+    the reader takes the prompt line's ``uuid`` as the turn)."""
 
     wrapper: str
     helpers: frozenset[str]
     exit_record: str | None
     warmups: bool
+    prompt_id: bool = True
 
 
 _SETOPT = "{{ shopt -u extglob || setopt NO_EXTENDED_GLOB; }} 2>/dev/null || true && "
@@ -96,8 +98,14 @@ RELEASES = {
     "2.1.197": Release("source {snapshot} 2>/dev/null || true && shopt -u extglob 2>/dev/null "
                        "|| true && eval {command} < /dev/null && pwd -P >| {cwd}",
                        frozenset({"env", "SNAPSHOT_FILE"}), "last-prompt", False),
+    "2.0.77": Release("source {snapshot} && shopt -u extglob 2>/dev/null || true && "
+                      "eval {command} \\< /dev/null && pwd -P >| {cwd}",
+                      frozenset({"SNAPSHOT_FILE"}), None, True, False),
+    "2.0.57": Release("source {snapshot} && " + _SETOPT
+                      + "eval {command} \\< /dev/null && pwd -P >| {cwd}",
+                      frozenset({"SNAPSHOT_FILE"}), None, True, False),
     "2.0.56": Release("source {snapshot} && eval {command} \\< /dev/null && pwd -P >| {cwd}",
-                      frozenset({"SNAPSHOT_FILE"}), None, True),
+                      frozenset({"SNAPSHOT_FILE"}), None, True, False),
 }
 
 
@@ -321,9 +329,9 @@ def test_shell_calls_carry_id_command_exit_and_turn(log: SessionLog) -> None:
     call_ids = [b["id"] for i in _indexes(lines, "call") for b in _blocks(lines[i], "tool_use")]
     assert len(call_ids) == 5 and len(set(call_ids)) == 5
     (prompt,) = _indexes(lines, "prompt")
-    # 2.0.x writes no promptId: the prompt line's uuid is the turn
+    # before 2.1.73 no promptId: the prompt line's uuid is the turn
     turn = lines[prompt].get("promptId", lines[prompt]["uuid"])
-    assert ("promptId" in lines[prompt]) is (log.version != "2.0.56")
+    assert ("promptId" in lines[prompt]) is RELEASES[log.version].prompt_id
     events = log.read(lines)
     starts = [(e.call_id, e.command, e.tool) for e in events if e.kind == SHELL_START]
     ends = [(e.call_id, e.command, e.exit, e.failed, e.tool) for e in events
