@@ -68,6 +68,7 @@ EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
     # the last line of an API error's or an empty reply's turn (0.39.0 to 0.41.x log the CLI's
     # own "System: Please continue." after an empty reply, which is no new turn).
     ("gemini", "0.39.0"): {"empty": None, "error": None},
+    ("gemini", "0.40.0"): {"empty": None, "error": None},
 }
 ASPECTS = ("route", "readers", "verdicts")
 #: CLIs whose own loop guard ends the turn before a fifth identical tool call (Qwen Code 0.24.4,
