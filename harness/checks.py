@@ -69,6 +69,7 @@ EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
     # own "System: Please continue." after an empty reply, which is no new turn).
     ("gemini", "0.39.0"): {"empty": None, "error": None},
     ("gemini", "0.40.0"): {"empty": None, "error": None},
+    ("gemini", "0.44.0"): {"empty": None, "error": None},
 }
 ASPECTS = ("route", "readers", "verdicts")
 #: CLIs whose own loop guard ends the turn before a fifth identical tool call (Qwen Code 0.24.4,
