@@ -524,12 +524,13 @@ def test_2_1_332_writes_last_prompt_mid_turn_and_it_ends_nothing() -> None:
 
 
 @pytest.mark.parametrize("version,ends", [("2.1.197", True), ("2.1.100", True),
-                                          ("2.1.198", False), ("2.1.332", False),
+                                          ("2.1.267", True), ("2.1.268", False),
+                                          ("2.1.332", False),
                                           ("2.2", False), (None, True)])
 def test_last_prompt_is_the_exit_only_for_releases_that_write_it_at_exit(log: SessionLog,
                                                                          version, ends) -> None:
     """The real prompt line of each release, its ``version`` set as given, then a
-    ``last-prompt`` line: an end (the empty reply's only end) for a release up to 2.1.197 or a
+    ``last-prompt`` line: an end (the empty reply's only end) for a release up to 2.1.267 or a
     line naming none; nothing for a later or unparsable release, whose exit record is
     ``cost-state``; ``cost-state`` ends the open turn whatever the release."""
     prompt = _line(log, "prompt")

@@ -160,8 +160,9 @@ _QUIET_TYPES = frozenset({
 _QUIET_TYPES |= {"atis-latch", "api-request-shape", "api-request-blob", "api-request",
                  "tools-used"}
 #: The newest release whose ``last-prompt`` is written only as the CLI exits
-#: (:func:`_last_prompt_at_exit`).
-LAST_PROMPT_AT_EXIT_UNTIL = (2, 1, 197)
+#: (:func:`_last_prompt_at_exit`): 2.1.267, found by bisecting the releases (2.1.268 writes it
+#: mid-turn; the oldest that writes it at all is 2.1.69).
+LAST_PROMPT_AT_EXIT_UNTIL = (2, 1, 267)
 _SHELL_TOOLS = frozenset({"Bash"})
 #: A failed Bash result's text starts ``Exit code N`` (2.1.197: real file and the tool's code).
 _EXIT_PREFIX = "Exit code "
@@ -426,15 +427,16 @@ def _note_version(line: dict[str, Any], state: dict[str, Any]) -> None:
 def _last_prompt_at_exit(state: Any) -> bool:
     """Whether this file's ``last-prompt`` lines are the CLI's exit record.
 
-    Claude Code 2.1.197 writes ``last-prompt`` once, as it exits (also on SIGTERM): the only
-    end an empty reply or a killed turn has. 2.1.332 writes it whenever the conversation's leaf
-    moves (after the prompt, after each tool call, while the command still runs) and writes
-    ``cost-state`` once as it exits instead; taking its ``last-prompt`` for the end made a turn
-    that went on well ``agent_no_output``. So ``last-prompt`` ends a turn only for a writer at
-    most :data:`LAST_PROMPT_AT_EXIT_UNTIL` (or one whose lines name no release); a writer
-    between the two verified releases that writes neither at exit leaves such turns
-    unclassified (no verdict rather than a wrong one). Sources: the harness's real sessions of
-    both releases (``harness/evidence/versions/claude/2.1.197/``, ``harness/evidence/claude/``).
+    Claude Code 2.1.69 to 2.1.267 write ``last-prompt`` once, as they exit (also on SIGTERM):
+    the only end an empty reply or a killed turn has. 2.1.268 on write it whenever the
+    conversation's leaf moves (after the prompt, after each tool call, while the command still
+    runs), and later releases (2.1.332) write ``cost-state`` once as they exit instead; taking
+    such a ``last-prompt`` for the end made a turn that went on well ``agent_no_output``. So
+    ``last-prompt`` ends a turn only for a writer at most :data:`LAST_PROMPT_AT_EXIT_UNTIL` (or
+    one whose lines name no release); a later writer that writes no ``cost-state`` leaves such
+    turns unclassified (no verdict rather than a wrong one). Sources: the harness's real
+    sessions of the verified releases (``harness/evidence/versions/claude/<version>/``,
+    ``harness/evidence/claude/``) and the bisection of the releases between (issue 26).
     """
     if not isinstance(state, dict):
         return True
