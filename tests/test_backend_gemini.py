@@ -174,9 +174,11 @@ _BGPIDS = ("_bgpids_file={tmp}\n(\n  trap 'jobs -p > \"$_bgpids_file\"' EXIT\n{c
 #: 12 months whose chat file the reader reads is 0.39.0 (0.19.1 to 0.38.2 write one
 #: ``session-*.json`` document, not JSON Lines); 0.40.0 moved the ``pgrep`` to its own line and
 #: quotes its file; 0.44.0 added ``trap '' HUP;`` before the guard and the ``_bgpids_file``
-#: subshell.
+#: subshell (0.45.2 dropped the ``trap`` again); 0.54.4 is the first to roll a failed turn back
+#: (its session log, not its wrapper, changed).
 RELEASES = {
     "0.61.0": GUARD + _BGPIDS,
+    "0.54.4": GUARD + _BGPIDS,
     "0.44.0": "trap '' HUP; " + GUARD + _BGPIDS,
     "0.40.0": GUARD + "(\n{command}\n)\n" + _PGREP,
     "0.39.0": GUARD + "(\n{command}\n); " + _PGREP,
