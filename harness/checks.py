@@ -64,12 +64,13 @@ EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
     # 2.1.69 on: last-prompt as it exits ends a killed turn; 2.1.70 logs nothing of an empty
     # reply's turn (not even its prompt).
     ("claude", "2.1.70"): {"empty": None},
-    # Gemini CLI before 0.5x neither rolls a failed turn back nor logs its error: the prompt is
+    # Gemini CLI before 0.54.4 neither rolls a failed turn back nor logs its error: the prompt is
     # the last line of an API error's or an empty reply's turn (0.39.0 to 0.41.x log the CLI's
     # own "System: Please continue." after an empty reply, which is no new turn).
     ("gemini", "0.39.0"): {"empty": None, "error": None},
     ("gemini", "0.40.0"): {"empty": None, "error": None},
     ("gemini", "0.44.0"): {"empty": None, "error": None},
+    ("gemini", "0.45.2"): {"empty": None, "error": None},
 }
 ASPECTS = ("route", "readers", "verdicts")
 #: CLIs whose own loop guard ends the turn before a fifth identical tool call (Qwen Code 0.24.4,

@@ -179,6 +179,7 @@ _BGPIDS = ("_bgpids_file={tmp}\n(\n  trap 'jobs -p > \"$_bgpids_file\"' EXIT\n{c
 RELEASES = {
     "0.61.0": GUARD + _BGPIDS,
     "0.54.4": GUARD + _BGPIDS,
+    "0.45.2": GUARD + _BGPIDS,
     "0.44.0": "trap '' HUP; " + GUARD + _BGPIDS,
     "0.40.0": GUARD + "(\n{command}\n)\n" + _PGREP,
     "0.39.0": GUARD + "(\n{command}\n); " + _PGREP,
