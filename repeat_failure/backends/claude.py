@@ -207,7 +207,8 @@ class ClaudeSessionReader(JsonLinesReader):
       ``tool_result``): ``turn_start``, ``turn_id`` = ``promptId`` (2.0.x writes none: the line's ``uuid``). Not for ``isMeta`` /
       ``isCompactSummary`` lines, subagent (``isSidechain``) lines or text that starts with a
       tag (``<command-name>``, ``<local-command-stdout>``, ...); text starting
-      ``[Request interrupted by user`` is ``turn_end`` instead;
+      ``[Request interrupted by user`` is ``turn_end`` instead (nothing when the exit record
+      already ended the turn: 2.1.212 on may log a SIGTERM so after it);
     - ``user`` with ``tool_result`` blocks: for each result of a ``Bash`` call, ``shell_end``
       with ``command`` from the call (this file's state), ``failed`` = ``is_error`` and ``exit``
       from the leading ``Exit code N`` (written only on a failure; a success, including a
@@ -254,7 +255,9 @@ class ClaudeSessionReader(JsonLinesReader):
         "ended": message id, "open": bool, "unanswered": {tool_use id: None}}``: calls started
         and not yet finished (``None`` for a tool that is not a shell), the current prompt's id,
         the last reply that ended a turn, whether a turn is open and its tool calls with no
-        result yet."""
+        result yet. Added as lines are read: ``"version"`` (the writer's release),
+        ``"exited"`` (the exit record ended the current turn) and ``"warmup"`` (a warmup
+        subagent's file)."""
         return {"calls": {}, "turn_id": "", "ended": None, "open": False, "unanswered": {}}
 
     def parse_typed(self, kind: str, obj: dict[str, Any],
@@ -281,6 +284,7 @@ class ClaudeSessionReader(JsonLinesReader):
         if not isinstance(state, dict) or state.get("open") is not True:
             return []
         state["open"] = False
+        state["exited"] = True
         turn_id = str_or_empty(state.get("turn_id"))
         end = SessionEvent(TURN_END, None, turn_id=turn_id)
         if _unanswered(state):
@@ -314,6 +318,10 @@ class ClaudeSessionReader(JsonLinesReader):
                 or line.get("isCompactSummary") is True:
             return []
         if text.startswith(_INTERRUPTED):
+            if state.get("exited") is True:
+                # 2.1.212 on may log a SIGTERM as an interrupt after their exit record (real
+                # killed run of 2.1.218): the exit record has already ended the turn.
+                return []
             state["open"] = False
             return [SessionEvent(TURN_END, ts, turn_id=str_or_empty(state.get("turn_id")))]
         if _TAGGED.match(text):
@@ -322,6 +330,7 @@ class ClaudeSessionReader(JsonLinesReader):
         turn_id = str_or_empty(line.get("promptId")) or str_or_empty(line.get("uuid"))
         state["turn_id"] = turn_id
         state["open"] = True
+        state["exited"] = False
         state["unanswered"] = {}
         return [SessionEvent(TURN_START, ts, turn_id=turn_id)]
 
