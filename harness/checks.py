@@ -64,6 +64,8 @@ EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
     # 2.1.69 on: last-prompt as it exits ends a killed turn; 2.1.70 logs nothing of an empty
     # reply's turn (not even its prompt).
     ("claude", "2.1.70"): {"empty": None},
+    # 2.1.268 to 2.1.276 write last-prompt mid-turn (so it ends nothing) and no cost-state yet.
+    ("claude", "2.1.268"): {"empty": None, "killed": None},
     # Gemini CLI before 0.54.4 neither rolls a failed turn back nor logs its error: the prompt is
     # the last line of an API error's or an empty reply's turn (0.39.0 to 0.41.x log the CLI's
     # own "System: Please continue." after an empty reply, which is no new turn).
