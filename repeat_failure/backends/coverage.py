@@ -109,7 +109,7 @@ _NO_READER_YET = (f"{SAFEGUARD_UNAVAILABLE} (its session log has the shell calls
 #: the oldest release of the last 12 months, 2.0.56, and each release where the wrapper or the
 #: session log changed, found by bisecting the installable releases; docs/backend-support.md
 #: "Versions"). The inference backends run through the same CLI, so their rows name them too.
-CLAUDE_ALSO = ("2.1.323", "2.1.277", "2.1.268", "2.1.218", "2.1.212", "2.1.197", "2.1.89",
+CLAUDE_ALSO = ("2.1.314", "2.1.277", "2.1.268", "2.1.218", "2.1.212", "2.1.197", "2.1.89",
                "2.1.86", "2.1.70", "2.0.77", "2.0.57", "2.0.56")
 #: The same for Gemini CLI: 0.39.0 is its first release with a JSON Lines chat file (0.19.1 to
 #: 0.38.2 write one JSON document, which the reader does not read).
