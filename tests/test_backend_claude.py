@@ -98,6 +98,12 @@ RELEASES = {
     "2.1.197": Release("source {snapshot} 2>/dev/null || true && shopt -u extglob 2>/dev/null "
                        "|| true && eval {command} < /dev/null && pwd -P >| {cwd}",
                        frozenset({"env", "SNAPSHOT_FILE"}), "last-prompt", False),
+    "2.1.314": Release("source {snapshot} 2>/dev/null || true && shopt -u extglob 2>/dev/null "
+                       "|| true && {{ \\builtin unalias -- 'which'; \\builtin unset -f -- "
+                       "'which'; }} >/dev/null 2>&1 || true && {{ \\builtin unalias -- "
+                       "'unsetenv'; \\builtin unset -f -- 'unsetenv'; }} >/dev/null 2>&1 || true "
+                       "&& eval {command} < /dev/null && pwd -P >| {cwd}",
+                       frozenset({"env", "SNAPSHOT_FILE"}), "cost-state", False),
     "2.1.277": Release("source {snapshot} 2>/dev/null || true && shopt -u extglob 2>/dev/null "
                        "|| true && {{ \\builtin unalias -- 'unsetenv'; \\builtin unset -f -- "
                        "'unsetenv'; }} >/dev/null 2>&1 || true && eval {command} < /dev/null && "
