@@ -66,6 +66,18 @@ class ClaudeLog(SessionLog):
     def _scenario_paths(self, name: str) -> list[Path]:
         return [p for p in super()._scenario_paths(name) if not p.name.startswith("agent-")]
 
+    def scenario_run(self, name: str) -> dict[str, Any]:
+        """The scenario's evidence, its ``tool_calls`` without those the warmup subagents'
+        replies asked for (the stub answers their requests too; the tool_use blocks of their
+        files, each taken out once by name and input)."""
+        run = copy.deepcopy(super().scenario_run(name))
+        for path in super()._scenario_paths(name):
+            if path.name.startswith("agent-"):
+                for line in self.lines(path):
+                    for block in _blocks(line, "tool_use"):
+                        run["tool_calls"].remove({"name": block["name"], "input": block["input"]})
+        return run
+
 
 class Release(NamedTuple):
     """What one verified release's real captures show: its ``wrapper`` around a command
