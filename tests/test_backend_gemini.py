@@ -222,7 +222,7 @@ def test_every_release_records_its_wrapper_and_unwraps(root) -> None:
                                      "(cd sub && make) ; echo done", "sleep 5 &"])
 def test_stripper_round_trips_in_every_releases_form(version: str, command: str) -> None:
     """C-AC4 in each release's form (:data:`RELEASES`, the CLI trimming the command and adding a
-    space after a trailing backslash; 0.19.1 to 0.38.2's ``{ ...; }`` form put ``;`` after it)."""
+    space after a trailing backslash; 0.19.1 to 0.36.0's ``{ ...; }`` form put ``;`` after it)."""
     inner = command + " " if command.endswith("\\") else command
     wrapped = RELEASES[version].format(tmp="/tmp/gemini-shell-AbC123/x.tmp", command=inner)
     assert wrapper_stripper("gemini")(wrapped) == command

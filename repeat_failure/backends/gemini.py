@@ -18,13 +18,20 @@ surrounding whitespace, with one space added after a trailing backslash (which i
 here). The CLI's other bash forms are stripped too: the guard alone (``!{...}`` injections of
 custom commands) and the interactive ``!`` shell mode's ``{ <command> }`` + ``pwd`` wrapper.
 
+Earlier releases (their real records, issue 26): 0.19.1 to 0.36.0 run ``{ <command>; }; __code=$?;
+pgrep -g 0 ><file> 2>&1; exit $__code;`` after the guard, 0.37.2 to 0.39.1 ``(``, the command on
+lines of its own, then ``); __code=$?; pgrep ...``, 0.40.0 to 0.43.0 the same with the ``pgrep`` on its own line and its file
+quoted; 0.44.0 has the 0.61.0 form with ``trap '' HUP;`` before the guard (dropped in 0.45.2). All
+are stripped.
+
 Gemini CLI starts no helper bash shells of its own (no records besides the tool commands in the
 harness runs); a guard with no command after it, which is what an empty command would leave, is
 ``""``. Text in none of these forms is returned unchanged.
 
 The session log (:class:`GeminiReader`): ``~/.gemini/tmp/<project>/chats/session-*.jsonl``
-(``<project>`` was the work directory's name, ``work``, in the 0.61.0 harness run; older
-versions wrote one ``session-*.json`` document, which is not read). Gemini CLI 0.61.0 appends one
+(``<project>`` was the work directory's name, ``work``, in the 0.61.0 harness run; 0.39.0 is the
+first release that writes it; 0.19.1 to 0.38.2 write one ``session-*.json`` document, rewritten
+whole, which is not read). Gemini CLI 0.61.0 appends one
 JSON object per line: a header (``sessionId``, ``startTime``, ``kind``), ``{"$set": {...}}``
 metadata updates, and messages ``{"id", "timestamp", "type": "user"|"gemini"|..., "content"}``.
 A message is appended again, whole and with the same ``id``, each time it changes: the model's
@@ -69,9 +76,9 @@ _PWD_TAIL = re.compile(r"\n\}\n__code=\$\?; pwd > " + _QUOTED + r"; exit \$__cod
 
 # The earlier wrappers, which write the process group's PIDs to a ``shell_pgrep_<hex>.tmp`` file
 # in the temporary directory (each release's ``tools/shell.js`` or bundle; the harness's runs):
-# ``{ <command>; }; __code=$?; pgrep -g 0 ><file> 2>&1; exit $__code;`` (0.19.1 to 0.38.2; the
-# command gets ``;`` unless it ends with ``&``), ``(\n<command>\n); __code=$?; pgrep ...`` (0.39.0)
-# and ``(\n<command>\n)\n__code=$?; pgrep ...`` with the file quoted (0.40.0 on).
+# ``{ <command>; }; __code=$?; pgrep -g 0 ><file> 2>&1; exit $__code;`` (0.19.1 to 0.36.0; the
+# command gets ``;`` unless it ends with ``&``), ``(\n<command>\n); __code=$?; pgrep ...`` (0.37.2
+# to 0.39.1) and ``(\n<command>\n)\n__code=$?; pgrep ...`` with the file quoted (0.40.0 to 0.43.0).
 _PGREP_END = r"__code=\$\?; pgrep -g 0 >" + _QUOTED + r" 2>&1; exit \$__code;\Z"
 _PGREP_BRACE_TAIL = re.compile(r" \}; " + _PGREP_END, re.S)
 _PGREP_PAREN_TAIL = re.compile(r"\n\)(?:; |\n)" + _PGREP_END, re.S)
