@@ -119,7 +119,8 @@ RELEASES = {
     "2.1.277": Release("source {snapshot} 2>/dev/null || true && shopt -u extglob 2>/dev/null "
                        "|| true && {{ \\builtin unalias -- 'unsetenv'; \\builtin unset -f -- "
                        "'unsetenv'; }} >/dev/null 2>&1 || true && eval {command} < /dev/null && "
-                       "pwd -P >| {cwd}", frozenset({"env", "SNAPSHOT_FILE"}), "cost-state", False),
+                       "pwd -P >| {cwd}", frozenset({"env", "SNAPSHOT_FILE"}), "cost-state",
+                       False),
     "2.1.268": Release("source {snapshot} 2>/dev/null || true && shopt -u extglob 2>/dev/null "
                        "|| true && {{ \\builtin unalias -- 'unsetenv'; \\builtin unset -f -- "
                        "'unsetenv'; }} >/dev/null 2>&1 || true && eval {command} < /dev/null && "
@@ -127,7 +128,8 @@ RELEASES = {
     "2.1.218": Release("source {snapshot} 2>/dev/null || true && shopt -u extglob 2>/dev/null "
                        "|| true && {{ \\builtin unalias -- 'unsetenv'; \\builtin unset -f -- "
                        "'unsetenv'; }} >/dev/null 2>&1 || true && eval {command} < /dev/null && "
-                       "pwd -P >| {cwd}", frozenset({"env", "SNAPSHOT_FILE"}), "last-prompt", False),
+                       "pwd -P >| {cwd}", frozenset({"env", "SNAPSHOT_FILE"}), "last-prompt",
+                       False),
     "2.1.212": Release("source {snapshot} 2>/dev/null || true && shopt -u extglob 2>/dev/null "
                        "|| true && eval {command} < /dev/null && pwd -P >| {cwd}",
                        frozenset({"env", "SNAPSHOT_FILE"}), "last-prompt", False),

@@ -204,7 +204,8 @@ class ClaudeSessionReader(JsonLinesReader):
     :meth:`parse_line` takes one decoded line and returns, in order:
 
     - ``user`` with a prompt (``message.content`` a string, or blocks without a
-      ``tool_result``): ``turn_start``, ``turn_id`` = ``promptId`` (2.0.x writes none: the line's ``uuid``). Not for ``isMeta`` /
+      ``tool_result``): ``turn_start``, ``turn_id`` = ``promptId`` (releases before 2.1.73
+      write none: the line's ``uuid``). Not for ``isMeta`` /
       ``isCompactSummary`` lines, subagent (``isSidechain``) lines or text that starts with a
       tag (``<command-name>``, ``<local-command-stdout>``, ...); text starting
       ``[Request interrupted by user`` is ``turn_end`` instead (nothing when the exit record
@@ -326,7 +327,7 @@ class ClaudeSessionReader(JsonLinesReader):
             return [SessionEvent(TURN_END, ts, turn_id=str_or_empty(state.get("turn_id")))]
         if _TAGGED.match(text):
             return []
-        # 2.0.x's prompt lines have no promptId (real files of 2.0.56): the line's own uuid.
+        # Before 2.1.73 prompt lines have no promptId (real files of 2.0.56): the line's uuid.
         turn_id = str_or_empty(line.get("promptId")) or str_or_empty(line.get("uuid"))
         state["turn_id"] = turn_id
         state["open"] = True

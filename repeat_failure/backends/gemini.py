@@ -20,9 +20,9 @@ custom commands) and the interactive ``!`` shell mode's ``{ <command> }`` + ``pw
 
 Earlier releases (their real records, issue 26): 0.19.1 to 0.36.0 run ``{ <command>; }; __code=$?;
 pgrep -g 0 ><file> 2>&1; exit $__code;`` after the guard, 0.37.2 to 0.39.1 ``(``, the command on
-lines of its own, then ``); __code=$?; pgrep ...``, 0.40.0 to 0.43.0 the same with the ``pgrep`` on its own line and its file
-quoted; 0.44.0 has the 0.61.0 form with ``trap '' HUP;`` before the guard (dropped in 0.45.2). All
-are stripped.
+lines of its own, then ``); __code=$?; pgrep ...``, 0.40.0 to 0.43.0 the same with the ``pgrep`` on
+its own line and its file quoted; 0.44.0 has the 0.61.0 form with ``trap '' HUP;`` before the
+guard (dropped in 0.45.2). All are stripped.
 
 Gemini CLI starts no helper bash shells of its own (no records besides the tool commands in the
 harness runs); a guard with no command after it, which is what an empty command would leave, is
