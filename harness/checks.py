@@ -66,6 +66,8 @@ SESSION_VERDICTS: dict[str, dict[str, str | None]] = {
 #: Where an earlier verified release's log says otherwise than :data:`SESSION_VERDICTS` (which
 #: holds for the pin and what comes after it): ``(backend, version)`` -> the scenarios that
 #: differ. pi 0.73.1 wrote nothing after a killed run's running call, so that turn has no end.
+#: Claude Code before 2.1.69 writes no exit record (no ``last-prompt``, no ``cost-state``), so
+#: neither the empty reply's turn nor the killed one has an end in its log.
 #: Codex before 0.100.0 writes no task_started / task_complete, so no turn ends in its rollout;
 #: from 0.100.0 to 0.144.x a refused request ends the turn with a task_complete that carries no
 #: error (0.145.0 adds ``error``), which reads as an empty reply (issue 26).
@@ -74,6 +76,21 @@ EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
     ("codex", "0.100.0"): {"error": AGENT_NO_OUTPUT},
     ("codex", "0.96.0"): {"ok": None, "empty": None, "error": None, "killed": None},
     ("codex", "0.64.0"): {"ok": None, "empty": None, "error": None, "killed": None},
+    ("claude", "2.0.56"): {"empty": None, "killed": None},
+    ("claude", "2.0.57"): {"empty": None, "killed": None},
+    ("claude", "2.0.77"): {"empty": None, "killed": None},
+    # 2.1.69 on: last-prompt as it exits ends a killed turn; 2.1.70 logs nothing of an empty
+    # reply's turn (not even its prompt).
+    ("claude", "2.1.70"): {"empty": None},
+    # 2.1.268 to 2.1.276 write last-prompt mid-turn (so it ends nothing) and no cost-state yet.
+    ("claude", "2.1.268"): {"empty": None, "killed": None},
+    # Gemini CLI before 0.54.4 neither rolls a failed turn back nor logs its error: the prompt is
+    # the last line of an API error's or an empty reply's turn (0.39.0 to 0.41.x log the CLI's
+    # own "System: Please continue." after an empty reply, which is no new turn).
+    ("gemini", "0.39.0"): {"empty": None, "error": None},
+    ("gemini", "0.40.0"): {"empty": None, "error": None},
+    ("gemini", "0.44.0"): {"empty": None, "error": None},
+    ("gemini", "0.45.2"): {"empty": None, "error": None},
 }
 ASPECTS = ("route", "readers", "verdicts")
 #: CLIs whose own loop guard ends the turn before a fifth identical tool call (Qwen Code 0.24.4,
