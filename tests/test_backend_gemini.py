@@ -7,17 +7,21 @@ gemini.json`` (everything before and after ``ls /nonexistent``), not written by 
 from __future__ import annotations
 
 import copy
+import json
+import os
 import re
+import time
 
 import pytest
 
 from repeat_failure.backends import (SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
-                              SessionEvent, wrapper_stripper)
+                              ReaderFormatError, SessionEvent, wrapper_stripper)
 from repeat_failure.backends.gemini import GeminiReader
+from repeat_failure.sessions.tail import SessionTail, expand_globs
 from repeat_failure.sidecar.normalize import normalize
 
 from sessionlogs import (SCENARIO_NAMES, SessionLog, SessionLogChecks, assert_reader_error,
-                         evidence_of, iso_ts, version_params)
+                         check_event, evidence_of, iso_ts, junk_variants, version_params)
 
 EVIDENCE = evidence_of("gemini")
 RECORDS = [r for run in EVIDENCE["runs"] for r in run["records"]]
@@ -170,9 +174,9 @@ _PGREP = "__code=$?; pgrep -g 0 >{tmp} 2>&1; exit $__code;"
 _BGPIDS = ("_bgpids_file={tmp}\n(\n  trap 'jobs -p > \"$_bgpids_file\"' EXIT\n{command}\n)\n"
            "__code=$?\nexit $__code")
 #: Each verified release's wrapper around a command, as its real records show it (``{tmp}``: the
-#: temporary file the wrapper writes, ``{command}``: the command). The oldest release of the last
-#: 12 months whose chat file the reader reads is 0.39.0 (0.19.1 to 0.38.2 write one
-#: ``session-*.json`` document, not JSON Lines); 0.40.0 moved the ``pgrep`` to its own line and
+#: temporary file the wrapper writes, ``{command}``: the command). 0.38.2 is the last release that
+#: writes its chat as one ``session-*.json`` document (0.39.0 is the first JSON Lines release);
+#: 0.40.0 moved the ``pgrep`` to its own line and
 #: quotes its file; 0.44.0 added ``trap '' HUP;`` before the guard and the ``_bgpids_file``
 #: subshell (0.45.2 dropped the ``trap`` again); 0.54.4 is the first to roll a failed turn back
 #: (its session log, not its wrapper, changed).
@@ -183,6 +187,7 @@ RELEASES = {
     "0.44.0": "trap '' HUP; " + GUARD + _BGPIDS,
     "0.40.0": GUARD + "(\n{command}\n)\n" + _PGREP,
     "0.39.0": GUARD + "(\n{command}\n); " + _PGREP,
+    "0.38.2": GUARD + "(\n{command}\n); " + _PGREP,
 }
 
 
@@ -269,14 +274,31 @@ LOG = SessionLog("gemini")
 READER = LOG.reader
 
 
+def _writes_json_lines(root) -> bool:
+    """Whether the release whose evidence is under ``root`` keeps JSON Lines chat files (0.39.0
+    on), not ``session-*.json`` documents (0.19.1 to 0.38.2)."""
+    return all(rel.endswith(".jsonl") for rel in evidence_of("gemini", root)["session_files"])
+
+
+#: The verified releases that write JSON Lines chats, and those that write one JSON document.
+JSONL_RELEASES = [p for p in version_params("gemini") if _writes_json_lines(p.values[0])]
+DOCUMENT_RELEASES = [p for p in version_params("gemini") if not _writes_json_lines(p.values[0])]
+
+
 class TestSessionLog(SessionLogChecks):
-    """The checks every JSON Lines reader passes, on Gemini CLI 0.61.0's real chat files: the
-    line kinds in them (header, `$set`, user and gemini messages) are the ones the reader
+    """The checks every JSON Lines reader passes, on the real chat files of each release that
+    writes JSON Lines (0.39.0 on; the documents of earlier ones: the tests after this class):
+    the line kinds in them (header, `$set`, user and gemini messages) are the ones the reader
     knows."""
 
     log = LOG
     reader_class = GeminiReader
     known_line_kinds = frozenset({"header", "$set", "user", "gemini"})
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        """Only the JSON Lines releases (:data:`JSONL_RELEASES`)."""
+        if "evidence_root" in metafunc.fixturenames:
+            metafunc.parametrize("evidence_root", JSONL_RELEASES)
 
     @staticmethod
     def line_kind(line: dict) -> str:
@@ -304,10 +326,12 @@ def _response(line: dict) -> dict:
 
 
 def test_reader_glob_and_signal() -> None:
-    """The gemini reader reads the JSON Lines chat files, and does not make records (the
+    """The gemini reader reads the chat files (JSON Lines, and the documents of 0.19.1 to
+    0.38.2), and does not make records (the
     neutral route records Gemini's commands); its coverage text names the shell tool and its
     exit line."""
-    assert READER.globs == (".gemini/tmp/*/chats/session-*.jsonl",)
+    assert READER.globs == (".gemini/tmp/*/chats/session-*.jsonl",
+                            ".gemini/tmp/*/chats/session-*.json")
     assert READER.route_records is False
     assert "run_shell_command" in READER.signal and "Exit Code" in READER.signal
 
@@ -452,3 +476,206 @@ def test_running_command_is_not_in_the_log(name: str) -> None:
     scenario checks expect no shell event of the running command."""
     LOG.scenario_files(name)  # skips until the harness has kept the scenario
     assert LOG.snapshot(name).get("running_command_logged") is False
+
+
+# -- the session-*.json documents of 0.19.1 to 0.38.2 (issue 26 item 3) ---------------------------
+#
+# Every test below reads the real documents the harness kept for each verified release that
+# writes them (:data:`DOCUMENT_RELEASES`); ids, times and exits come from the files. "As the CLI
+# had written it earlier" is the real document with only its first messages (the CLI appends
+# messages and writes the whole file again).
+
+def _document_paths(root) -> list:
+    """(home, path) of every session document the harness kept under ``root``: the repeated
+    run's, the session scenarios' and the verdict runs'."""
+    evidence = evidence_of("gemini", root)
+    home = root / "gemini"
+    out = [(home, home / rel) for rel in evidence["session_files"]]
+    for name, rels in evidence["scenario_sessions"].items():
+        out += [(home / name, home / name / rel) for rel in rels]
+    for name, run in evidence["verdict_scenarios"].items():
+        out += [(home / "verdict" / name, home / "verdict" / name / rel)
+                for rel in run["session_files"]]
+    return out
+
+
+def _shell_document(root) -> dict:
+    """The repeated run's real document (``ls /nonexistent`` five times in one turn)."""
+    (rel,) = evidence_of("gemini", root)["session_files"]
+    return json.loads((root / "gemini" / rel).read_text())
+
+
+def _read_document(doc, state=None) -> list:
+    return READER.parse_document(doc, READER.new_file_state() if state is None else state)
+
+
+def test_releases_of_both_forms_are_verified() -> None:
+    """The kept captures hold releases of both forms: 0.38.2 writes documents, 0.39.0 JSON
+    Lines."""
+    assert "gemini-0.38.2" in [p.id for p in DOCUMENT_RELEASES]
+    assert "gemini-0.39.0" in [p.id for p in JSONL_RELEASES]
+
+
+@pytest.mark.parametrize("root", DOCUMENT_RELEASES)
+def test_documents_are_found_and_read_whole(root) -> None:
+    """Every kept document is found by the reader's globs as the sidecar expands them and is
+    read as a JSON document (:meth:`GeminiReader.file_kind`); a ``.jsonl`` chat file is still
+    read as JSON Lines."""
+    paths = _document_paths(root)
+    assert len(paths) == 8  # the shell run, 3 session scenarios, 4 verdict runs
+    for home, path in paths:
+        found = {p for base, pattern in expand_globs(READER, home, env={})
+                 for p in base.glob(pattern)}
+        assert found == {path}
+        assert READER.file_kind(path) == "json"
+    assert READER.file_kind(LOG.session()) == "jsonl"
+
+
+@pytest.mark.parametrize("root", DOCUMENT_RELEASES)
+def test_document_shell_run_gives_the_exact_events(root) -> None:
+    """The repeated run's document: the prompt starts the turn (its id and time); each of the
+    five model messages carries one finished ``run_shell_command`` call, which starts at the
+    message's time and ends at the call's own time with exit 2 (its ``Exit Code: 2`` line),
+    failed, and the command's output alone; the closing text ends the turn."""
+    doc = _shell_document(root)
+    messages = doc["messages"]
+    prompt, *calls, final = messages
+    assert prompt["type"] == "user" and final["content"] == "Done: the command ran."
+    assert len(calls) == 5
+    turn = prompt["id"]
+    expected = [SessionEvent(TURN_START, iso_ts(prompt["timestamp"]), turn_id=turn)]
+    for message in calls:
+        (call,) = message["toolCalls"]
+        assert call["args"] == {"command": "ls /nonexistent"} and call["status"] == "success"
+        expected += [
+            SessionEvent(SHELL_START, iso_ts(message["timestamp"]), call_id=call["id"],
+                         command="ls /nonexistent", tool="run_shell_command", turn_id=turn),
+            SessionEvent(SHELL_END, iso_ts(call["timestamp"]), call_id=call["id"],
+                         command="ls /nonexistent", exit=2, failed=True,
+                         tool="run_shell_command", turn_id=turn,
+                         output="ls: cannot access '/nonexistent': No such file or directory")]
+    expected += [SessionEvent(TEXT, iso_ts(final["timestamp"]), turn_id=turn),
+                 SessionEvent(TURN_END, iso_ts(final["timestamp"]), turn_id=turn)]
+    assert _read_document(doc) == expected
+
+
+@pytest.mark.parametrize("root", DOCUMENT_RELEASES)
+def test_each_rewrite_gives_only_what_is_new(root) -> None:
+    """The document read as the CLI wrote it, one message more each time, with one state: the
+    events are exactly those of the whole document read once, and reading the last version
+    again gives nothing."""
+    doc = _shell_document(root)
+    state = READER.new_file_state()
+    got = []
+    for count in range(1, len(doc["messages"]) + 1):
+        got += _read_document({**doc, "messages": doc["messages"][:count]}, state)
+    assert got == _read_document(doc)
+    assert _read_document(doc, state) == []
+
+
+@pytest.mark.parametrize("root", DOCUMENT_RELEASES)
+def test_document_verdict_runs(root) -> None:
+    """The verdict runs' documents: the normal turn's ``echo harness-ok`` ends with exit 0, not
+    failed, and the turn ends; the API error's, the empty reply's and the killed run's hold
+    the prompt alone (the CLI wrote nothing more), so their turns start and never end."""
+    home = root / "gemini" / "verdict"
+    runs = evidence_of("gemini", root)["verdict_scenarios"]
+
+    def events(name):
+        (rel,) = runs[name]["session_files"]
+        return _read_document(json.loads((home / name / rel).read_text()))
+
+    ok = events("ok")
+    assert [e.kind for e in ok] == [TURN_START, SHELL_START, SHELL_END, TEXT, TURN_END]
+    assert (ok[2].command, ok[2].exit, ok[2].failed) == ("echo harness-ok", 0, False)
+    for name in ("empty", "error", "killed"):
+        assert [e.kind for e in events(name)] == [TURN_START]
+
+
+@pytest.mark.parametrize("root", DOCUMENT_RELEASES)
+def test_broken_real_documents_raise_format_errors(root) -> None:
+    """The real document broken on purpose: a list (not_object), ``messages`` dropped or made
+    an object (unknown_shape), a message made a string (not_object), a message without
+    ``type`` (no_type), a call's ``toolCalls`` made an object (unknown_shape), a call's time a
+    number (bad_ts), its ``Exit Code: 2`` made ``Exit Code: two`` (bad_exit)."""
+    doc = _shell_document(root)
+
+    def broken(change):
+        copied = copy.deepcopy(doc)
+        change(copied)
+        return copied
+
+    def call(d):
+        return d["messages"][1]["toolCalls"][0]
+
+    def response(d):
+        return call(d)["result"][0]["functionResponse"]["response"]
+
+    cases = [
+        ("not_object", [doc]),
+        ("unknown_shape", broken(lambda d: d.pop("messages"))),
+        ("unknown_shape", broken(lambda d: d.update(messages={"0": d["messages"][0]}))),
+        ("not_object", broken(lambda d: d["messages"].__setitem__(0, "x"))),
+        ("no_type", broken(lambda d: d["messages"][1].pop("type"))),
+        ("unknown_shape", broken(lambda d: d["messages"][1].update(toolCalls=call(d)))),
+        ("bad_ts", broken(lambda d: call(d).update(timestamp=1764500000))),
+        ("bad_exit", broken(lambda d: response(d).update(
+            output=response(d)["output"].replace("Exit Code: 2", "Exit Code: two")))),
+    ]
+    for reason, bad in cases:
+        with pytest.raises(ReaderFormatError) as caught:
+            _read_document(bad)
+        assert caught.value.reason == reason, reason
+        assert "nonexistent" not in str(caught.value)
+
+
+@pytest.mark.parametrize("root", DOCUMENT_RELEASES)
+def test_junk_in_any_field_of_a_real_document_raises_only_format_errors(root) -> None:
+    """Every field of the repeated run's document (its second message kept: one call) deleted
+    or replaced by junk, in turn: the reader gives well-formed events or raises
+    :class:`ReaderFormatError`, never anything else."""
+    doc = _shell_document(root)
+    doc["messages"] = doc["messages"][:2]
+    variants = 0
+    for variant in junk_variants(doc):
+        variants += 1
+        try:
+            events = _read_document(variant)
+        except ReaderFormatError:
+            continue
+        for event in events:
+            check_event(event)
+    assert variants > 100
+
+
+@pytest.mark.parametrize("root", DOCUMENT_RELEASES)
+def test_the_tail_follows_a_rewritten_document(root, tmp_path) -> None:
+    """The sidecar's tail on a home holding the repeated run's document as the CLI first wrote
+    it (the prompt and the first call), then rewritten whole with everything: the first poll
+    gives the turn's start and the first call, the second only the rest, no errors; a tail
+    resumed from the saved state gives nothing again."""
+    doc = _shell_document(root)
+    (rel,) = evidence_of("gemini", root)["session_files"]
+    path = tmp_path / rel
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({**doc, "messages": doc["messages"][:2]}))
+    tail = SessionTail(READER, tmp_path, backfill_s=1e12)
+    first = tail.poll()
+    assert first.errors == {} and [e.kind for e in first.events] == [
+        TURN_START, SHELL_START, SHELL_END]
+    path.write_text(json.dumps(doc, indent=2))
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 10**9))
+    second = tail.poll()
+    assert second.errors == {}
+    assert [e.kind for e in second.events] == [SHELL_START, SHELL_END] * 4 + [TEXT, TURN_END]
+    ends = [e for e in first.events + second.events if e.kind == SHELL_END]
+    (source,) = {e.source for e in ends}
+    assert [e.call_id for e in ends] == \
+        [f"{source}:{m['toolCalls'][0]['id']}" for m in doc["messages"][1:6]]
+    saved = tail.to_dict()
+    (entry,) = saved.values()
+    assert isinstance(entry["db"], dict)
+    resumed = SessionTail(READER, tmp_path, backfill_s=1e12)
+    resumed.load_dict(json.loads(json.dumps(saved)))
+    again = resumed.poll()
+    assert again.errors == {} and again.events == []

@@ -91,7 +91,7 @@ def make_home(tmp: Path, backend: str, scenario: str, cut_before_turn_end: bool 
         dest = home / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
         data = src.read_bytes()
-        if reader.kind == "jsonl":
+        if reader.file_kind(dest) == "jsonl":
             # A snapshot may end in a line the CLI was still writing: keep whole lines.
             data = data[:data.rfind(b"\n") + 1]
             if cut_before_turn_end:
@@ -187,7 +187,9 @@ def test_only_reads_for_15_min_is_on(backend: str, root: Path, tmp_path: Path) -
     sc = sidecar(tmp_path, backend, home, clock)
     sc.run_once()
     activity = sc.agents["a1"].activity
-    assert activity.turn_open is (reader.kind == "jsonl")
+    # Cut before its answer only where the file is JSON Lines (a JSON document is kept whole).
+    cut = all(reader.file_kind(src) == "jsonl" for _, src in session_paths(backend, "read", root))
+    assert activity.turn_open is cut
     assert state_at(sc, clock[0] + NO_DATA_S + 60, clock) == ON
     assert state_at(sc, clock[0] + 10 * NO_DATA_S, clock) == ON
 

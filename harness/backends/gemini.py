@@ -27,7 +27,8 @@ The verdict scenarios run with ``--output-format stream-json`` (``-o``; choices 
 
 Earlier releases (``--release V``, issue 26) run with the same settings. 0.19.1 to 0.38.2 write
 their chat as one ``session-*.json`` document (rewritten whole), which the session-log reader
-does not read, so 0.39.0 (the first JSON Lines release) is the oldest verified. 0.19.1 also
+reads as a JSON document (``GeminiReader.parse_document``; 0.39.0 is the first JSON Lines
+release). 0.19.1 also
 rejects most tool calls under the harness ("Command rejected because it could not be parsed
 safely"): its shell tool starts loading its bash parser (tree-sitter WebAssembly) when it is
 created and refuses a command that arrives before the parser is ready, which the stub's instant

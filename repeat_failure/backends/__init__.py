@@ -18,6 +18,7 @@ the caller scrubs an event's ``command`` before it is stored anywhere.
 from __future__ import annotations
 
 import math
+import os
 import re
 import sqlite3
 from collections.abc import Callable
@@ -167,6 +168,8 @@ class SessionLogReader:
       tailer opens the database read-only and calls :meth:`poll_db`) or ``"json"`` (one JSON
       document per file that the CLI rewrites whole, Cline's and Continue CLI's sessions: the
       tailer reads the whole file each time it changed and calls :meth:`parse_document`).
+      The kind of one file is :meth:`file_kind` (``kind`` unless a reader reads files of two
+      forms: Gemini CLI's chats are ``.json`` documents before 0.39.0, JSON Lines since).
     - ``route_records``: True when the backend's commands never reach a fresh non-interactive
       bash, so the reader's finished shell calls are the backend's records (C3).
     - ``signal``: the coverage table's text for the shell-activity signal this reader gives.
@@ -204,6 +207,13 @@ class SessionLogReader:
         whose fresh state skips old history (a SQLite store read from near its end) returns
         one that does not."""
         return self.new_file_state()
+
+    def file_kind(self, path: str | os.PathLike[str]) -> str:
+        """The kind (``"jsonl"``, ``"sqlite"`` or ``"json"``, see the class docstring) of the
+        session file at ``path``, which one of :attr:`globs` found: how the tailer and replay
+        read it. The default is :attr:`kind` for every file; a reader whose CLI wrote its log in
+        two forms over its releases decides by the file's name (it must not open the file)."""
+        return self.kind
 
     def parse_line(self, obj: Any, state: dict[str, Any]) -> list[SessionEvent]:
         """The events one decoded JSON line gives (often none). ``obj`` is whatever

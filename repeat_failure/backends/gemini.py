@@ -31,7 +31,8 @@ harness runs); a guard with no command after it, which is what an empty command 
 The session log (:class:`GeminiReader`): ``~/.gemini/tmp/<project>/chats/session-*.jsonl``
 (``<project>`` was the work directory's name, ``work``, in the 0.61.0 harness run; 0.39.0 is the
 first release that writes it; 0.19.1 to 0.38.2 write one ``session-*.json`` document, rewritten
-whole, which is not read). Gemini CLI 0.61.0 appends one
+whole, whose ``messages`` are the same messages: :meth:`GeminiReader.parse_document` reads it,
+issue 26). Gemini CLI 0.61.0 appends one
 JSON object per line: a header (``sessionId``, ``startTime``, ``kind``), ``{"$set": {...}}``
 metadata updates, and messages ``{"id", "timestamp", "type": "user"|"gemini"|..., "content"}``.
 A message is appended again, whole and with the same ``id``, each time it changes: the model's
@@ -52,6 +53,7 @@ writes ``The model returned an empty response ...`` for an empty reply), and the
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
@@ -304,11 +306,46 @@ class GeminiReader(JsonLinesReader):
     shell_tools = _SHELL_TOOLS
     #: Tools that write or edit files (Gemini CLI's write-file and edit tools).
     edit_tools: frozenset[str] = frozenset({"write_file", "replace"})
-    globs = (".gemini/tmp/*/chats/session-*.jsonl",)
+    globs = (".gemini/tmp/*/chats/session-*.jsonl", ".gemini/tmp/*/chats/session-*.json")
     route_records = False
-    signal = ("~/.gemini/tmp/*/chats/session-*.jsonl: a gemini message's run_shell_command "
-              "toolCalls entry, written when the call has finished, starts and ends it "
-              "('Exit Code: N' in its result, absent when 0)")
+    signal = ("~/.gemini/tmp/*/chats/session-*.jsonl (0.39.0 on; *.json documents before): a "
+              "gemini message's run_shell_command toolCalls entry, written when the call has "
+              "finished, starts and ends it ('Exit Code: N' in its result, absent when 0)")
+
+    def file_kind(self, path: str | os.PathLike[str]) -> str:
+        """``"json"`` for a ``session-*.json`` chat document (Gemini CLI 0.19.1 to 0.38.2, read
+        by :meth:`parse_document`), else ``"jsonl"`` (0.39.0 on, :meth:`parse_line`)."""
+        return "json" if os.fspath(path).endswith(".json") else "jsonl"
+
+    def parse_document(self, doc: Any, state: dict[str, Any]) -> list[SessionEvent]:
+        """The events of one version of a ``session-*.json`` chat document (Gemini CLI 0.19.1
+        to 0.38.2) not given for an earlier version of it.
+
+        The document (the releases' ``ConversationRecord``, seen in the 0.38.2 and 0.20.2 real
+        files) is ``{"sessionId", "projectHash", "startTime", "lastUpdated", "messages": [...]}``
+        and each of its ``messages`` is a message of the JSON Lines form (``id``,
+        ``timestamp``, ``type``, ``content``, ``toolCalls``), read by the same rules (the class
+        docstring), each message, call and end once by its id however often the CLI rewrites
+        the file. The tool results sent back to the model are not among them (the calls'
+        ``result`` holds them). These releases neither roll a failed turn back nor log its
+        error (the 0.38.2 API-error and empty-reply documents hold the prompt alone), so such
+        a turn has no end. Raises :class:`ReaderFormatError`: ``not_object`` (the document or
+        a message is not an object), ``unknown_shape`` (no ``messages`` list, or a message the
+        line rules reject so), ``no_type``, ``bad_ts``, ``bad_exit``; never anything else."""
+        try:
+            if not isinstance(doc, dict):
+                raise ReaderFormatError("not_object")
+            messages = doc.get("messages")
+            if not isinstance(messages, list):
+                raise ReaderFormatError("unknown_shape")
+            events: list[SessionEvent] = []
+            for message in messages:
+                events += self.parse_line(message, state)
+            return events
+        except ReaderFormatError:
+            raise
+        except Exception:  # noqa: BLE001 - a shape no check foresaw: still only a reader error
+            raise ReaderFormatError("unknown_shape") from None
 
     def new_file_state(self) -> dict[str, Any]:
         """``{"turn": <user message id>, "open": bool, "prompts": {message_id: 1}, "started":

@@ -8,9 +8,9 @@ every new complete line to the reader. It copes with files appearing, growing, b
 start), being renamed or moved between the globbed directories (the same device and inode under
 a new name, as Vector's and mtail's tailers fingerprint files: it keeps its offset and its
 events their ``source``, also across a restart; before, a renamed file was read again from the
-start and its turns and failures counted twice, issue 17) and vanishing (forgotten). SQLite stores (:attr:`SessionLogReader.kind` ``"sqlite"``) are
+start and its turns and failures counted twice, issue 17) and vanishing (forgotten). SQLite stores (:meth:`SessionLogReader.file_kind` ``"sqlite"``) are
 opened read-only and polled through :meth:`SessionLogReader.poll_db` when the database or its
-WAL changed. A JSON document a CLI rewrites whole (:attr:`SessionLogReader.kind` ``"json"``)
+WAL changed. A JSON document a CLI rewrites whole (:meth:`SessionLogReader.file_kind` ``"json"``)
 is read whole, up to :data:`MAX_LINE` bytes, each time its size or time changed, and handed to
 :meth:`SessionLogReader.parse_document`, whose per-file state says what it already gave.
 
@@ -279,7 +279,7 @@ class SessionTail:
                 # end; a database is read once with its events dropped (the reader's state
                 # then points past them).
                 f.offset = st.st_size
-                f.discard = self.reader.kind in ("sqlite", "json")
+                f.discard = self.reader.file_kind(path) in ("sqlite", "json")
             self._files[key] = f
         self._scanned_at = now
 
@@ -322,9 +322,10 @@ class SessionTail:
         for key, f in files:
             if budget <= 0:
                 break
-            if self.reader.kind == "sqlite":
+            kind = self.reader.file_kind(f.path)
+            if kind == "sqlite":
                 self._poll_db(key, f, result, now)
-            elif self.reader.kind == "json":
+            elif kind == "json":
                 budget -= self._poll_document(key, f, result, now)
             else:
                 budget -= self._poll_jsonl(key, f, result, budget, now)
@@ -501,7 +502,7 @@ class SessionTail:
                 entry["source"] = f.source
             if f.shell != ShellRecognition():
                 entry["shell"] = f.shell.to_dict()
-            if self.reader.kind in ("sqlite", "json"):
+            if self.reader.file_kind(f.path) in ("sqlite", "json"):
                 entry["db"] = f.state
             out[key] = entry
         return out

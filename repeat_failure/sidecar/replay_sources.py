@@ -252,7 +252,8 @@ def read_events(source: Source, skipped: Counter,
         return _timed(trajectory.read_trajectory(doc), mtime)
     reader = session_reader(source.backend)
     assert reader is not None
-    if reader.kind == "sqlite":
+    kind = reader.file_kind(source.path)
+    if kind == "sqlite":
         mtime = os.stat(source.path).st_mtime
         conn = open_db(source.path)
         try:
@@ -269,7 +270,7 @@ def read_events(source: Source, skipped: Counter,
         if shell is not None:
             shell.on_events(events, reader.shell_tools)
         return events
-    if reader.kind == "json":
+    if kind == "json":
         with _open_regular(source.path) as f:
             mtime = os.fstat(f.fileno()).st_mtime
             data = f.read(MAX_LINE + 1)
