@@ -88,6 +88,7 @@ EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
     # the last line of an API error's or an empty reply's turn (0.39.0 to 0.41.x log the CLI's
     # own "System: Please continue." after an empty reply, which is no new turn). So do the
     # session-*.json documents of 0.19.1 to 0.38.2.
+    ("gemini", "0.36.0"): {"empty": None, "error": None},
     ("gemini", "0.38.2"): {"empty": None, "error": None},
     ("gemini", "0.39.0"): {"empty": None, "error": None},
     ("gemini", "0.40.0"): {"empty": None, "error": None},

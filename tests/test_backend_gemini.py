@@ -175,8 +175,8 @@ _BGPIDS = ("_bgpids_file={tmp}\n(\n  trap 'jobs -p > \"$_bgpids_file\"' EXIT\n{c
            "__code=$?\nexit $__code")
 #: Each verified release's wrapper around a command, as its real records show it (``{tmp}``: the
 #: temporary file the wrapper writes, ``{command}``: the command). 0.38.2 is the last release that
-#: writes its chat as one ``session-*.json`` document (0.39.0 is the first JSON Lines release);
-#: 0.40.0 moved the ``pgrep`` to its own line and
+#: writes its chat as one ``session-*.json`` document (0.39.0 is the first JSON Lines release),
+#: 0.36.0 the last with the ``{ <command>; }`` form; 0.40.0 moved the ``pgrep`` to its own line and
 #: quotes its file; 0.44.0 added ``trap '' HUP;`` before the guard and the ``_bgpids_file``
 #: subshell (0.45.2 dropped the ``trap`` again); 0.54.4 is the first to roll a failed turn back
 #: (its session log, not its wrapper, changed).
@@ -188,15 +188,32 @@ RELEASES = {
     "0.40.0": GUARD + "(\n{command}\n)\n" + _PGREP,
     "0.39.0": GUARD + "(\n{command}\n); " + _PGREP,
     "0.38.2": GUARD + "(\n{command}\n); " + _PGREP,
+    "0.36.0": GUARD + "{{ {command} }}; " + _PGREP,
 }
 
 
+def _braced(version: str) -> bool:
+    """Whether ``version`` puts the command in ``{ ...; }`` (0.19.1 to 0.36.0)."""
+    return "{{ {command} }}" in RELEASES[version]
+
+
+def _as_the_cli_puts_it(version: str, command: str) -> str:
+    """``command`` as ``version`` puts it in its wrapper (already trimmed): the ``{ }`` form adds
+    ``;`` unless it ends with ``&`` (0.36.0's ``tools/shell.js``), the later forms add a space
+    after a trailing backslash."""
+    if _braced(version):
+        return command if command.endswith("&") else command + ";"
+    return command + " " if command.endswith("\\") else command
+
+
 def _form(version: str) -> re.Pattern[str]:
-    """:data:`RELEASES`' form of ``version`` as a pattern with the command a group and the
-    temporary file any non-blank text."""
+    """:data:`RELEASES`' form of ``version`` as a pattern with the command a group (without the
+    ``;`` the ``{ }`` form adds) and the temporary file any non-blank text."""
     parts = re.split(r"(\{tmp\}|\{command\})", RELEASES[version])
-    return re.compile("".join(r"\S+" if part == "{tmp}" else "(.*)" if part == "{command}"
-                              else re.escape(part) for part in parts), re.S)
+    command = "(.*);" if _braced(version) else "(.*)"
+    return re.compile("".join(
+        r"\S+" if part == "{tmp}" else command if part == "{command}"
+        else re.escape(part.replace("{{", "{").replace("}}", "}")) for part in parts), re.S)
 
 
 def test_every_verified_release_has_its_facts() -> None:
@@ -228,14 +245,13 @@ def test_every_release_records_its_wrapper_and_unwraps(root) -> None:
 def test_stripper_round_trips_in_every_releases_form(version: str, command: str) -> None:
     """C-AC4 in each release's form (:data:`RELEASES`, the CLI trimming the command and adding a
     space after a trailing backslash; 0.19.1 to 0.36.0's ``{ ...; }`` form put ``;`` after it)."""
-    inner = command + " " if command.endswith("\\") else command
-    wrapped = RELEASES[version].format(tmp="/tmp/gemini-shell-AbC123/x.tmp", command=inner)
+    wrapped = RELEASES[version].format(tmp="/tmp/gemini-shell-AbC123/x.tmp",
+                                       command=_as_the_cli_puts_it(version, command))
     assert wrapper_stripper("gemini")(wrapped) == command
 
 
 def test_the_oldest_brace_form() -> None:
-    """0.19.1 to 0.36.0 (their real records; the harness cannot keep their captures for the
-    reader, whose chat files they do not write as JSON Lines): ``{ <command>; }`` then the
+    """0.19.1 to 0.36.0 (their real records; 0.36.0's are kept): ``{ <command>; }`` then the
     ``pgrep`` tail, no ``;`` added after a command that ends with ``&``."""
     tail = "; __code=$?; pgrep -g 0 >/tmp/shell_pgrep_43efc7bacfed.tmp 2>&1; exit $__code;"
     strip = wrapper_stripper("gemini")
@@ -510,9 +526,9 @@ def _read_document(doc, state=None) -> list:
 
 
 def test_releases_of_both_forms_are_verified() -> None:
-    """The kept captures hold releases of both forms: 0.38.2 writes documents, 0.39.0 JSON
-    Lines."""
-    assert "gemini-0.38.2" in [p.id for p in DOCUMENT_RELEASES]
+    """The kept captures hold releases of both forms: 0.38.2 and 0.36.0 write documents, 0.39.0
+    JSON Lines."""
+    assert [p.id for p in DOCUMENT_RELEASES] == ["gemini-0.38.2", "gemini-0.36.0"]
     assert "gemini-0.39.0" in [p.id for p in JSONL_RELEASES]
 
 

@@ -63,14 +63,14 @@ TRANSCRIPT_VERDICTS = {
 #: the scenarios that differ; issue 26's version captures): Claude Code up to 2.1.70 ends an
 #: empty reply's run with a ``result`` of subtype ``error_during_execution`` (the CLI calls it an
 #: error itself); 2.1.212 and 2.1.218 log the SIGTERM as an interrupt and end with an error
-#: ``result`` line, so the error outranks the exit status; Gemini CLI 0.38.2 to 0.40.0 end an
+#: ``result`` line, so the error outranks the exit status; Gemini CLI 0.36.0 to 0.40.0 end an
 #: empty reply's run with ``status: success`` and no error (0.44.0 on report it).
 EARLIER_TRANSCRIPT_VERDICTS = {
     **{("claude", v): {"empty": (AGENT_ERROR, AGENT_ERROR)}
        for v in ("2.0.56", "2.0.57", "2.0.77", "2.1.70")},
     **{("claude", v): {"killed": (AGENT_ERROR, AGENT_ERROR)} for v in ("2.1.212", "2.1.218")},
     **{("gemini", v): {"empty": (AGENT_NO_OUTPUT, AGENT_NO_OUTPUT)}
-       for v in ("0.38.2", "0.39.0", "0.40.0")},
+       for v in ("0.36.0", "0.38.2", "0.39.0", "0.40.0")},
 }
 #: Releases whose killed run's transcript still ends with its ``result`` line (the SIGTERM
 #: logged as an interrupt).

@@ -106,9 +106,12 @@ def _covered(backend: str, name: str, version: str, kind: str = "cli",
 CLAUDE_ALSO = ("2.1.314", "2.1.277", "2.1.268", "2.1.218", "2.1.212", "2.1.197", "2.1.89",
                "2.1.86", "2.1.70", "2.0.77", "2.0.57", "2.0.56")
 #: The same for Gemini CLI: 0.39.0 is its first release with a JSON Lines chat file; 0.19.1 to
-#: 0.38.2 write one JSON document (read as a document, GeminiReader.file_kind), 0.38.2 being the
-#: last of them.
-GEMINI_ALSO = ("0.54.4", "0.45.2", "0.44.0", "0.40.0", "0.39.0", "0.38.2")
+#: 0.38.2 write one JSON document (read as a document, GeminiReader.file_kind): 0.38.2 is the last
+#: of them, 0.36.0 the last with the ``{ <cmd>; }`` wrapper (0.25.0 is the first whose shell
+#: tool no longer refuses a command before its parser has loaded, but its CLI made 4 of the 5
+#: calls of the repeated run, so it is not kept).
+GEMINI_ALSO = ("0.54.4", "0.45.2", "0.44.0", "0.40.0", "0.39.0", "0.38.2",
+               "0.36.0")
 
 
 _ROWS = (

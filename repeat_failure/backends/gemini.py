@@ -266,7 +266,9 @@ ROLLED_BACK = ("Gemini CLI rolled the turn back (its prompt was removed from the
 
 
 class GeminiReader(JsonLinesReader):
-    """Reads Gemini CLI chat files in their JSON Lines form.
+    """Reads Gemini CLI chat files: JSON Lines (0.39.0 on, :meth:`parse_line`) and the
+    ``session-*.json`` documents of 0.19.1 to 0.38.2 (:meth:`parse_document`, the same
+    messages; :meth:`file_kind` tells them apart by name).
 
     Rules, each seen in the Gemini CLI 0.61.0 session file kept with the evidence
     (``harness/evidence/gemini.json`` → ``session_files``) or, where said, in its source:
