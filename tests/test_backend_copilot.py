@@ -125,16 +125,20 @@ def test_exit_code_where_each_release_writes_it(log: SessionLog) -> None:
 
 
 class TestSessionLog(SessionLogChecks):
-    """The checks every JSON Lines reader passes, on Copilot CLI 1.0.102's real files: one turn
-    per prompt although the file has one assistant.turn_start/turn_end pair per model request;
-    the event types in the files are listed here, so a new one in a later run shows up."""
+    """The checks every JSON Lines reader passes, on each kept release's real files (1.0.102,
+    1.0.85, 1.0.62, 1.0.11): one turn per prompt although the file has one
+    assistant.turn_start/turn_end pair per model request; the event types in the files are
+    listed here, so a new one in a later run shows up (``session.model_change`` in 1.0.11 and
+    1.0.62, ``hook.start`` / ``hook.end`` in 1.0.62, ``session.usage_record`` in 1.0.102: each
+    read as nothing)."""
 
     log = LOG  # the machinery points it at each release (SessionLogChecks)
     reader_class = CopilotReader
     known_line_kinds = frozenset({
         "session.start", "user.message", "system.message", "assistant.turn_start",
         "session.usage_record", "assistant.message", "tool.execution_start",
-        "tool.execution_complete", "assistant.turn_end", "session.shutdown"})
+        "tool.execution_complete", "assistant.turn_end", "session.shutdown",
+        "session.model_change", "hook.start", "hook.end"})
 
 
 def _of(lines: list, kind: str) -> list[dict]:

@@ -110,7 +110,8 @@ class CopilotReader(JsonLinesReader):
     globs = (".copilot/session-state/*/events.jsonl",)
     route_records = False
     signal = ("~/.copilot/session-state/*/events.jsonl: tool.execution_start of bash starts a "
-              "call, its tool.execution_complete ends it (shellExecution.exitCode)")
+              "call, its tool.execution_complete ends it (shellExecution.exitCode, or before "
+              "1.0.85 the result's 'exit code N' line)")
 
     def new_file_state(self) -> dict[str, Any]:
         """``{"turn": <interactionId>, "calls": {call_id: command}, "step": {"message": bool,

@@ -127,7 +127,11 @@ _ROWS = (
                  "BASH_ENV never sees (the route starts at 1.0.62); older releases cannot run "
                  "against the stub (no custom-provider settings)")),
     _covered("opencode", "opencode", "1.18.33"),
-    _covered("pi", "pi", "1.6.0", also=("0.73.1",)),
+    _covered("pi", "pi", "1.6.0", also=("0.73.1", "0.31.1"), read_only=("0.27.9",),
+             read_only_note=(
+                 "0.27.9 to 0.30.2 run the bash tool as sh -c (0.31.1 runs /bin/bash), which never "
+                 "loads BASH_ENV; 0.13.2, the one older release of the last 12 months that "
+                 "installs here, writes no session file with -p")),
     _covered("omp", "Oh My Pi", "18.2.3", route="omp_session_log", pin_note=(
         "newest 18.3.4 does not install: npm error code ETARGET, No matching version found for "
         "@oh-my-pi/omp-stats@18.3.4")),
