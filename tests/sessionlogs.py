@@ -524,11 +524,13 @@ class PiLogChecks:
 # (``harness/evidence/<backend>/<session file>``, found through the evidence JSON's
 # ``session_files`` / ``scenario_sessions``). Ids and times are taken from the rows.
 
-def store_copy(backend: str, rel: str, dest: Path, scenario: str = "") -> Path | None:
+def store_copy(backend: str, rel: str, dest: Path, scenario: str = "",
+               root: Path | None = None) -> Path | None:
     """A private, writable copy at ``dest`` of the real database the harness kept (with its
-    ``-wal`` / ``-shm`` when there are any): ``harness/evidence/<backend>/[<scenario>/]<rel>``.
-    ``None`` when the harness has not kept it."""
-    base = EVIDENCE_DIR / backend / scenario / rel
+    ``-wal`` / ``-shm`` when there are any): ``<root>/<backend>/[<scenario>/]<rel>``, ``root``
+    the evidence directory of one release (default :data:`EVIDENCE_DIR`, the pin's). ``None``
+    when the harness has not kept it."""
+    base = (root or EVIDENCE_DIR) / backend / scenario / rel
     if not base.is_file():
         return None
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -582,6 +584,24 @@ def main_store(backend: str, tmp_path: Path) -> Path:
     db = store_copy(backend, rel, tmp_path / "store" / Path(rel).name)
     assert db is not None, f"no captured store for {backend}"
     return db
+
+
+def check_kept_store(backend: str, root: Path, tmp_path: Path) -> None:
+    """A copy of the shell run's real store kept in the evidence directory ``root`` (one
+    release's, :func:`version_params`): one poll gives the turn, the five ``ls /nonexistent``
+    calls (exit 2, failed) and the answer, exactly as its rows say (:func:`expected_session`);
+    a second poll gives nothing."""
+    (rel,) = evidence_of(backend, root)["session_files"]
+    db = store_copy(backend, rel, tmp_path / Path(rel).name, root=root)
+    assert db is not None, f"no captured store for {backend} under {root}"
+    reader, state = session_reader(backend), {}
+    events = poll(reader, db, state)
+    assert [e.kind for e in events] == [TURN_START, *[SHELL_START, SHELL_END] * SHELL_REPEAT,
+                                        TEXT, TURN_END]
+    assert [(e.command, e.exit, e.failed) for e in events if e.kind == SHELL_END] == \
+        [(SHELL_COMMAND, SHELL_EXIT, True)] * SHELL_REPEAT
+    assert events == expected_session(db)
+    assert poll(reader, db, state) == []
 
 
 def expected_session(db: Path) -> list[SessionEvent]:

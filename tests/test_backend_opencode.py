@@ -19,15 +19,11 @@ reader reads) gives the shell session exactly (:func:`test_every_kept_release_re
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from repeat_failure.backends import SHELL_END, SHELL_START, TEXT, TURN_END, TURN_START
-from repeat_failure.backends import session_reader
-from sessionlogs import (EVIDENCE_DIR, SHELL_COMMAND, SHELL_EXIT, SHELL_REPEAT, StoreChecks,
-                         evidence_of, expected_session, poll, version_params)
+from sessionlogs import EVIDENCE_DIR, StoreChecks, check_kept_store, version_params
 
 EVIDENCE = json.loads((EVIDENCE_DIR / "opencode.json").read_text())
 
@@ -61,20 +57,5 @@ def test_the_kept_releases() -> None:
 @pytest.mark.parametrize("root", [p.values[0] for p in version_params("opencode")],
                          ids=[p.id for p in version_params("opencode")])
 def test_every_kept_release_reads_exactly(root: Path, tmp_path: Path) -> None:
-    """A copy of each kept release's real store (with its write-ahead log): one poll gives the
-    turn, the five ``ls /nonexistent`` calls (exit 2, failed) and the answer, exactly as its rows
-    say (:func:`expected_session`); a second poll gives nothing."""
-    (rel,) = evidence_of("opencode", root)["session_files"]
-    db = tmp_path / Path(rel).name
-    for suffix in ("", "-wal", "-shm"):
-        src = Path(f"{root / 'opencode' / rel}{suffix}")
-        if src.exists():
-            shutil.copy(src, Path(f"{db}{suffix}"))
-    reader, state = session_reader("opencode"), {}
-    events = poll(reader, db, state)
-    assert [e.kind for e in events] == [TURN_START, *[SHELL_START, SHELL_END] * SHELL_REPEAT,
-                                        TEXT, TURN_END]
-    assert [(e.command, e.exit, e.failed) for e in events if e.kind == SHELL_END] == \
-        [(SHELL_COMMAND, SHELL_EXIT, True)] * SHELL_REPEAT
-    assert events == expected_session(db)
-    assert poll(reader, db, state) == []
+    """See :func:`check_kept_store`, on each kept release's real store."""
+    check_kept_store("opencode", root, tmp_path)

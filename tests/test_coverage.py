@@ -102,8 +102,9 @@ def test_also_verified_releases_are_real_runs(backend: str) -> None:
     (cell,) = [r[3] for r in table_rows() if r[0] == backend]
     read = (f"; session log also read on {', '.join(row.read_only)}: {row.read_only_note}"
             if row.read_only else "")
+    pin = f"; {row.pin_note}" if row.pin_note else ""
     assert cell == (f"{row.evidence} ({row.version}; also verified "
-                    f"{', '.join(row.also_verified)}{read})")
+                    f"{', '.join(row.also_verified)}{read}{pin})")
 
 
 def test_read_only_releases_are_real_runs_the_route_did_not_record() -> None:

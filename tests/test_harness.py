@@ -74,7 +74,8 @@ def test_other_required_free_text_parameters_are_filled() -> None:
 def test_a_release_runs_with_the_settings_its_backend_module_gives() -> None:
     """``Backend.at_release``: the pin's settings with the version changed, then the module's
     ``release_settings`` (pi: releases up to 0.73.1 from the old package; copilot: an extra
-    flag; opencode: no ``--pure``); a backend without one only changes the version."""
+    flag; opencode and kilo: no ``--pure``); a backend without one only changes the
+    version."""
     pi = BACKENDS["pi"]
     assert (pi.at_release("0.27.9").package, pi.at_release("0.73.1").package,
             pi.at_release("0.74.0").package) == ("@mariozechner/pi-coding-agent",
@@ -83,9 +84,10 @@ def test_a_release_runs_with_the_settings_its_backend_module_gives() -> None:
     assert "--allow-all-paths" in BACKENDS["copilot"].at_release("1.0.62").argv("c", "p")
     assert BACKENDS["opencode"].at_release("1.2.1").argv("o", "p") == [
         "o", "run", "--model", "stub/stub-model", "p"]
-    kilo = BACKENDS["kilo"].at_release("7.0.33")
-    assert (kilo.version, kilo.argv, kilo.package) == (
-        "7.0.33", BACKENDS["kilo"].argv, BACKENDS["kilo"].package)
+    assert "--pure" not in BACKENDS["kilo"].at_release("7.0.33").argv("k", "p")
+    qwen = BACKENDS["qwen"].at_release("0.15.10")
+    assert (qwen.version, qwen.argv, qwen.package) == (
+        "0.15.10", BACKENDS["qwen"].argv, BACKENDS["qwen"].package)
 
 
 def _post(url: str, body: dict) -> dict:

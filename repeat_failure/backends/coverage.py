@@ -135,7 +135,7 @@ _ROWS = (
     _covered("omp", "Oh My Pi", "18.2.3", route="omp_session_log", pin_note=(
         "newest 18.3.4 does not install: npm error code ETARGET, No matching version found for "
         "@oh-my-pi/omp-stats@18.3.4")),
-    _covered("kilo", "Kilo Code CLI", "7.7.7", pin_note=(
+    _covered("kilo", "Kilo Code CLI", "7.7.7", also=("7.0.33",), pin_note=(
         "newest 7.8.1 does not install: npm error code ETARGET, No matching version found for "
         "@kilocode/cli-linux-x64-baseline-musl@7.8.1")),
     _not_covered("aider", "aider", reason=(
