@@ -132,7 +132,8 @@ _ROWS = (
                  "0.27.9 to 0.30.2 run the bash tool as sh -c (0.31.1 runs /bin/bash), which never "
                  "loads BASH_ENV; 0.13.2, the one older release of the last 12 months that "
                  "installs here, writes no session file with -p")),
-    _covered("omp", "Oh My Pi", "18.2.3", route="omp_session_log", pin_note=(
+    _covered("omp", "Oh My Pi", "18.2.3", route="omp_session_log", also=("17.2.15", "14.9.9"),
+             pin_note=(
         "newest 18.3.4 does not install: npm error code ETARGET, No matching version found for "
         "@oh-my-pi/omp-stats@18.3.4")),
     _covered("kilo", "Kilo Code CLI", "7.7.7", also=("7.0.33",), pin_note=(
