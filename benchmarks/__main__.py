@@ -19,6 +19,10 @@ machines are noisy; the ratios are what to compare between runs:
   (``ordinary_cmds``: many name a secret without holding one, so more rules run);
 * record → metric latency: a record appended to the live file until the exporter's snapshot shows
   it, with the real inotify-driven loop (median and p95, ms);
+* record → note latency (issue 26): from the threshold-th failing record until its note, for
+  the neutral route alone and with the agent's session log read beside it (the records await
+  their outputs until the next session-log poll), and when that log never shows the calls (the
+  15 s wait);
 * memory: RSS of a real ``repeat-failure run`` process when idle and after it has taken
   ``--process-records`` records (default 1,000,000; issue 6's target: <= 40 MiB after them) over
   10,000 distinct failing commands (VmRSS and VmHWM from /proc), and their ratio; the same
@@ -45,7 +49,12 @@ machines are noisy; the ratios are what to compare between runs:
 * fix-loop sweep (issue 9): one pass over ``--prs`` open red PRs of a fake GitHub on 127.0.0.1
   (real HTTP, real client, real SQLite ledger): seconds for the first pass (tree lookups,
   ledger rows written) and a steady pass, GitHub requests per PR per steady pass (what the
-  rate limit is spent on), and the steady pass's ratio to only listing the PRs.
+  rate limit is spent on), and the steady pass's ratio to only listing the PRs;
+* precision (issue 26 item 5): notes, real loops, iterations, waiting, precision and recall of
+  the check at thresholds 3 and 5 (window 600 s, each way of matching "the same result") beside
+  OpenHands' stuck detector and Roo Code's repetition detector, on the labelled real sessions
+  (:mod:`benchmarks.precision`; ``--corpus DIR`` or ``REPEAT_FAILURE_CORPUS`` adds a local
+  corpus). Not a timing: ``--only precision`` runs it alone.
 """
 
 from __future__ import annotations
@@ -74,6 +83,7 @@ from repeat_failure.sidecar.collector import COLLECTING
 from repeat_failure.backends import session_reader
 from repeat_failure.config import AgentSpec
 from repeat_failure.sessions.tail import MAX_FILES, SessionTail
+from benchmarks.precision import bench_precision
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -642,11 +652,9 @@ def bench_latency(samples: int) -> dict:
                 "p99_ms": lat[max(0, math.ceil(len(lat) * 0.99) - 1)] * 1e3}
 
 
-def _replay_session(commands: int) -> list[bytes]:
-    """A Claude Code session of ``commands`` shell calls, built from the harness's real one:
-    its first ``tool_use`` line and its ``tool_result`` line, with new ids, a command among
-    50 (``ls /nonexistent-<k>``, each every 100 s), results failing 3 times in 4 with one of
-    three outputs (changing every 1,000 calls), one call every 2 s."""
+def _claude_templates() -> tuple[dict, dict]:
+    """The first ``tool_use`` line and its ``tool_result`` line of the harness's real Claude
+    Code session (the templates the session-log benchmarks fill in)."""
     evidence = orjson.loads((REPO / "harness" / "evidence" / "claude.json").read_bytes())
     (rel,) = evidence["session_files"]
     lines = [orjson.loads(line) for line in
@@ -655,24 +663,115 @@ def _replay_session(commands: int) -> list[bytes]:
         b.get("type") == "tool_use" for b in o["message"]["content"]))
     result = next(o for o in lines if o.get("type") == "user" and isinstance(
         o["message"]["content"], list) and o["message"]["content"][0].get("type") == "tool_result")
+    return call, result
+
+
+def _claude_call(templates: tuple[dict, dict], call_id: str, command: str, ts: float,
+                 text: str, failed: bool) -> list[bytes]:
+    """One Claude Code shell call (its ``tool_use`` and ``tool_result`` lines) at ``ts``."""
+    call, result = templates
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts)) + f".{int(ts * 1000) % 1000:03d}Z"
+    c = orjson.loads(orjson.dumps(call))
+    c["timestamp"] = stamp
+    c["message"]["content"] = [{"type": "tool_use", "id": call_id, "name": "Bash",
+                                "input": {"command": command}}]
+    r = orjson.loads(orjson.dumps(result))
+    r["timestamp"] = stamp
+    r["message"]["content"] = [{"type": "tool_result", "content": text, "is_error": failed,
+                                "tool_use_id": call_id}]
+    return [orjson.dumps(c) + b"\n", orjson.dumps(r) + b"\n"]
+
+
+def _replay_session(commands: int) -> list[bytes]:
+    """A Claude Code session of ``commands`` shell calls, built from the harness's real one:
+    its first ``tool_use`` line and its ``tool_result`` line, with new ids, a command among
+    50 (``ls /nonexistent-<k>``, each every 100 s), results failing 3 times in 4 with one of
+    three outputs (changing every 1,000 calls), one call every 2 s."""
+    templates = _claude_templates()
     start = time.time() - 2 * commands
     out = []
     for i in range(commands):
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(start + 2 * i)) + ".000Z"
-        c = orjson.loads(orjson.dumps(call))
-        c["timestamp"] = stamp
-        c["message"]["content"] = [{"type": "tool_use", "id": f"toolu_b{i}", "name": "Bash",
-                                    "input": {"command": f"ls /nonexistent-{i % 50}"}}]
-        r = orjson.loads(orjson.dumps(result))
-        r["timestamp"] = stamp
         failed = i % 4 != 3
         text = (f"Exit code 2\nls: cannot access '/nonexistent-{i % 50}': "
                 f"{('No such file or directory', 'Permission denied', 'Not a directory')[(i // 1000) % 3]}"
                 if failed else "")
-        r["message"]["content"] = [{"type": "tool_result", "content": text, "is_error": failed,
-                                    "tool_use_id": f"toolu_b{i}"}]
-        out += [orjson.dumps(c) + b"\n", orjson.dumps(r) + b"\n"]
+        out += _claude_call(templates, f"toolu_b{i}", f"ls /nonexistent-{i % 50}",
+                            start + 2 * i, text, failed)
     return out
+
+
+def bench_note_latency(samples: int) -> dict:
+    """Record → note (issue 26), with the real inotify-driven loop of a sidecar: the time from
+    appending the 5th failing record of a command (threshold 5) until its note is raised,
+
+    * ``neutral``: the neutral route alone (no session log read: output unknown, counted at
+      once);
+    * ``both``: the neutral route with the agent's Claude Code session log read beside it,
+      each call's session lines written as its record is (a CLI logs the result right after
+      the command ends): the records await their outputs until the next session-log poll
+      (every 5 s), so the note waits for it;
+    * ``no_output``: the same, but the session log never shows the calls: the records count
+      with their output unknown after ``OUTPUT_WAIT_S`` (15 s; one sample).
+
+    Median and max in seconds; ``both`` over ``neutral`` is the ratio."""
+    from repeat_failure.sidecar.detector import OUTPUT_WAIT_S
+
+    templates = _claude_templates()
+    figures: dict = {}
+    for arm, backend, n in (("neutral", "bash", samples), ("both", "claude", samples),
+                            ("no_output", "claude", 1)):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            home = root / "home"
+            session = home / ".claude" / "projects" / "-work" / "bench.jsonl"
+            session.parent.mkdir(parents=True)
+            session.touch()
+            config = root / "config.yaml"
+            config.write_text("repeat_failure:\n  enabled: true\n  collect_grace_s: 0.5\n"
+                              "  collect_interval_s: 5\n")
+            sc = Sidecar(root / "shared", [AgentSpec("bench", backend, str(home)
+                                                     if backend != "bash" else None)], config)
+            stop = threading.Event()
+            loop = threading.Thread(target=sc.run_forever, args=(stop,), daemon=True)
+            loop.start()
+            time.sleep(0.3)
+            live = hook.records_path(sc.shared_dir, "bench")
+            waited = []
+            for k in range(n):
+                command = f"ls /nonexistent-{arm}-{k}"
+                started = 0.0
+                for i in range(5):
+                    ts = time.time()
+                    line = orjson.dumps({"v": 1, "ts": ts, "agent": "bench", "backend": backend,
+                                         "route": "bash_env", "exit": 2, "cmd": command}) + b"\n"
+                    if i == 4:
+                        started = time.perf_counter()
+                    with open(live, "ab") as f:
+                        f.write(line)
+                    if arm == "both":
+                        with open(session, "ab") as f:
+                            f.writelines(_claude_call(
+                                templates, f"toolu_{arm}{k}_{i}", command, ts + 0.05,
+                                f"Exit code 2\nls: cannot access '/nonexistent-{arm}-{k}': No "
+                                "such file or directory", True))
+                    time.sleep(0.01)
+                deadline = time.monotonic() + OUTPUT_WAIT_S + 20
+                while time.monotonic() < deadline:
+                    with sc._lock:
+                        if sc.agents["bench"].detector.note(command, time.time()) is not None:
+                            break
+                    time.sleep(0.005)
+                else:
+                    raise RuntimeError(f"note latency ({arm}): no note after "
+                                       f"{OUTPUT_WAIT_S + 20:.0f} s")
+                waited.append(time.perf_counter() - started)
+            stop.set()
+            loop.join(5)
+        figures[f"{arm}_median_s"] = round(statistics.median(waited), 3)
+        figures[f"{arm}_max_s"] = round(max(waited), 3)
+    figures["both_to_neutral"] = round(figures["both_median_s"]
+                                       / max(figures["neutral_median_s"], 1e-6), 1)
+    return figures
 
 
 def bench_replay(commands: int) -> dict:
@@ -745,6 +844,9 @@ def main() -> int:
     parser.add_argument("--prs", type=int, default=300, help="open PRs for the fix-loop pass")
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--json", type=Path, help="also write the results to this file")
+    parser.add_argument("--corpus", type=Path, default=None,
+                        help="a local corpus of real sessions for the precision benchmark "
+                             "(default: $REPEAT_FAILURE_CORPUS; see benchmarks/precision.py)")
     parser.add_argument("--only", action="append", metavar="NAME",
                         help="run only this benchmark (repeatable or comma-separated; `hook` "
                              "runs hook_true and hook_false)")
@@ -759,6 +861,7 @@ def main() -> int:
         "ordinary_cmds": lambda: bench_throughput(min(args.records, 100_000), distinct=0,
                                                   commands=ORDINARY.read_text().splitlines()),
         "latency": lambda: bench_latency(50 if args.quick else 200),
+        "note_latency": lambda: bench_note_latency(3 if args.quick else 10),
         "process": lambda: bench_process_rss(args.process_records, distinct=10_000,
                                              idle_s=5.0 if args.quick else 60.0),
         "session_log": lambda: bench_session_log(20_000 if args.quick else 200_000),
@@ -769,6 +872,7 @@ def main() -> int:
         "replay": lambda: bench_replay(10_000 if args.quick else 100_000),
         "replay_hostile": lambda: bench_replay_hostile(2_000 if args.quick else 4_000),
         "github_client": lambda: bench_github_client(3 if args.quick else 7),
+        "precision": lambda: bench_precision(args.corpus),
     }
     only = [name for name in runs if not args.only or
             any(name == want or name.startswith(want + "_")

@@ -50,21 +50,41 @@ SESSION_VERDICTS: dict[str, dict[str, str | None]] = {
     # Copilot CLI calls an empty reply an error itself (session.error "No response was
     # returned"): one turn, agent_error.
     "copilot": {"ok": OK, "empty": AGENT_ERROR, "error": AGENT_ERROR, "killed": None},
+    # Qwen Code 0.24.4 logs a provider error it does not retry (HTTP 400) as an api_error
+    # telemetry line; an empty reply (retried, then given up) and a kill leave nothing after.
+    "qwen": {"ok": OK, "empty": None, "error": AGENT_ERROR, "killed": None},
+    # Cline CLI 3.0.65 logs an error reply (metadata.displayRole "error") for the provider's
+    # error and for an empty reply; SIGTERM did not stop it (it exited 0 after its answer).
+    "cline": {"ok": OK, "empty": AGENT_ERROR, "error": AGENT_ERROR, "killed": OK},
+    # Continue CLI 1.5.47 writes only the prompt for an empty reply and no file at all for a
+    # provider error or a killed run.
+    "continue": {"ok": OK, "empty": None, "error": None, "killed": None},
+    # Droid 0.215.0 ends every turn with agent_turn_outcome (reason model_request_rejected for
+    # the provider's error); SIGTERM killed only the running command: it answered and exited 0.
+    "droid": {"ok": OK, "empty": AGENT_NO_OUTPUT, "error": AGENT_ERROR, "killed": OK},
 }
 #: Where an earlier verified release's log says otherwise than :data:`SESSION_VERDICTS` (which
 #: holds for the pin and what comes after it): ``(backend, version)`` -> the scenarios that
 #: differ. pi 0.73.1, 0.31.1 and 0.27.9 wrote nothing after a killed run's running call, so that
-#: turn has no end.
+#: turn has no end. Codex before 0.100.0 writes no task_started / task_complete, so no turn ends
+#: in its rollout; from 0.100.0 to 0.144.x a refused request ends the turn with a task_complete
+#: that carries no error (0.145.0 adds ``error``), which reads as an empty reply (issue 26).
 EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
     ("pi", "0.73.1"): {"killed": None},
     ("pi", "0.31.1"): {"killed": None},
     ("pi", "0.27.9"): {"killed": None},
+    ("codex", "0.100.0"): {"error": AGENT_NO_OUTPUT},
+    ("codex", "0.96.0"): {"ok": None, "empty": None, "error": None, "killed": None},
+    ("codex", "0.64.0"): {"ok": None, "empty": None, "error": None, "killed": None},
 }
 ASPECTS = ("route", "readers", "verdicts")
 #: CLIs whose own loop guard ends the turn before a fifth identical tool call (Qwen Code 0.24.4,
 #: Cline 3.0.65: their real runs): the repeated run records this many calls and, below the
 #: threshold, raises no note (C-AC2).
 LOOP_GUARDED = {"qwen": 4, "cline": 4}
+#: Those whose session log keeps the call the guard refused, as a failure with no exit status
+#: (Cline 3.0.65: "Command failed: Command was aborted"): their reader gives it after the four.
+GUARD_REFUSAL_LOGGED = frozenset({"cline"})
 #: What :func:`check` raises on evidence it cannot read: missing or unreadable files
 #: (``OSError``), bad JSON (``ValueError``), and JSON of the wrong shape (a field missing:
 #: ``KeyError`` / ``IndexError``; a value of the wrong type: ``TypeError`` /
@@ -179,7 +199,9 @@ def _readers(backend: str, data: dict[str, Any], base: Path) -> tuple[list[str],
             problems.append(f"{label}: reader errors {dict(sorted(result.errors.items()))}")
         if label == "shell run" and not session_route(backend):
             ends = [(e.command, e.exit, e.failed) for e in result.events if e.kind == SHELL_END]
-            want = [("ls /nonexistent", 2, True)] * 5
+            want = [("ls /nonexistent", 2, True)] * LOOP_GUARDED.get(backend, 5)
+            if backend in GUARD_REFUSAL_LOGGED:
+                want.append(("ls /nonexistent", None, True))
             got = [(normalize(c, backend), x, f) for c, x, f in ends]
             if got != want:
                 problems.append(f"shell run: the reader found {_short(got)}, expected "

@@ -6,6 +6,8 @@ __rf_t=${__rf_t/,/.} __rf_c=${__rf_r//\\/\\\\} __rf_c=${__rf_c//\"/\\\"} __rf_l=
 if [[ -n $__rf_t && $__rf_r != *[[:cntrl:]]* && ${#__rf_l} != ????* ]]; then [[ -L @RECORDS@ ]] || builtin printf '%s\n' "$__rf_l" >>@RECORDS@; builtin return "$__rf_x"; fi
 # Slow path: a control character, a line of 1,000 characters or more, or no EPOCHREALTIME (bash
 # < 5: whole seconds). From here lengths and cuts count bytes.
+# shellcheck disable=SC2016 # the single quotes match Droid's script text, not an expansion
+[[ $0 != factory-execute-supervisor || $__rf_r != *'"$command_shell" -c "$command$quoted_args"'* ]] || __rf_r=${command-}${quoted_args-}
 LC_ALL=C
 [[ -n $__rf_t ]] || builtin printf -v __rf_t %\(%s\)T -1
 __rf_h="{\"v\":1,\"ts\":$__rf_t,@PREFIX@,\"exit\":$__rf_x"
@@ -102,6 +104,16 @@ builtin return "$__rf_x"
 #   * one JSON line per record, at most 4096 bytes including the newline, appended by one
 #     `printf` (one write(2)); the record file is created 0660 (umask 007 inside the trap), and
 #     a symlink planted at the record path is never written through.
+#
+# Factory Droid (0.215.0) runs each agent command as `bash -c '<supervisor script>'
+# factory-execute-supervisor <owner pid> /bin/bash <cmd>`: the script keeps `command=$3` (and any
+# further arguments, quoted, in `quoted_args`), runs `"$command_shell" -c "$command$quoted_args"`
+# as a nested shell (which stays silent: the marker is ours) and exits with its status. So the
+# record of a shell whose $0 is factory-execute-supervisor and whose script has that line is the
+# text the inner shell ran, `$command$quoted_args`, with the status the script exits with (the
+# inner command's). By the time this file runs the command is done, so reading the script's
+# variables changes nothing it can see. The script has newlines, so such a shell always takes the
+# slow path, and the test sits at its top: the fast path (every other command) pays nothing.
 #
 # Slow path. Inputs: __rf_h (the record up to and including "exit"), __rf_r (the raw command).
 # Output: __rf_l, the whole record line without its newline. LC_ALL=C is on, so lengths and cuts

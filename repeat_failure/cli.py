@@ -196,8 +196,9 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         return 0
     config = load_config(args.file)
     print(f"{args.file}: valid (check {'on' if config.enabled else 'off'}, threshold "
-          f"{config.threshold}, window {config.window_s:g} s, not receiving data after "
-          f"{config.no_data_after_s:g} s)")
+          f"{config.threshold}, window {config.window_s:g} s, "
+          f"{'exit and output' if config.match_output else 'exit alone'} matched, not "
+          f"receiving data after {config.no_data_after_s:g} s)")
     for agent in config.agents:
         where = f"home {agent.home}" if agent.home else "no home (no session log read)"
         preview = f", preview {agent.preview_url}" if agent.preview_url else ""
@@ -303,28 +304,33 @@ def cmd_fixloop(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    """Replay agent session logs (or homes, searched as the sidecar searches an agent's home)
-    and mini-swe-agent / SWE-agent trajectories (*.traj.json, *.traj) through the sidecar's own
+    """Replay agent session logs (or homes, searched as the sidecar searches an agent's home; a
+    directory that is not one is searched home by home, up to 4 levels below it) and
+    mini-swe-agent / SWE-agent trajectories (*.traj.json, *.traj) through the sidecar's own
     readers, scrub, normalize, exclude and detector, at each record's own time, and print the
     notes the check would have raised (per session: command as exported, exit, count, minutes,
     whether the output was the same each time, when) and a summary table (sessions, commands,
-    failures, sessions with a note, notes; one row per --threshold/--window combination). The
+    failures, sessions with a note, notes; one row per --threshold/--window combination),
+    with the calls whose log gives no result and the session logs in which the shell tool is
+    called but no shell call is recognised (issue 26) said before the table. The
     check ships off (spec C14): this shows what it would say before it is turned on. Files
     that cannot be read are reported by name and skipped. Exit 0 when every path was read, 1
     when some file was skipped or none was found, 2 for bad usage or an invalid config. Issue 19;
     docs/operations.md "Replay before enabling"."""
     from repeat_failure.config import Config
     from repeat_failure.sidecar.replay import MAX_SETTINGS, BadFile, Setting, replay
-    from repeat_failure.sidecar.replay_report import Progress, format_text
+    from repeat_failure.sidecar.replay_report import MATCH_EXIT, MATCH_OUTPUT, Progress, format_text
     from repeat_failure.sidecar.replay_sources import find_sources
     from repeat_failure.terminal import json_text
 
     config = load_config(args.config) if args.config else Config()
     thresholds = args.threshold or [config.threshold]
     windows = args.window or [config.window_s]
-    settings = sorted({Setting(t, w) for t in thresholds for w in windows})
+    matches = args.match or [MATCH_OUTPUT if config.match_output else MATCH_EXIT]
+    settings = sorted({Setting(t, w, m) for t in thresholds for w in windows for m in matches})
     if len(settings) > MAX_SETTINGS:
-        raise ValueError(f"replay: --threshold and --window make {len(settings)} combinations, "
+        raise ValueError(f"replay: --threshold, --window and --match make {len(settings)} "
+                         "combinations, "
                          f"more than the {MAX_SETTINGS} a sweep judges (one detector each per "
                          "session); give fewer values")
     bad: list[BadFile] = []
@@ -348,7 +354,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         sys.stdout.write(format_text(result))
     if not sources and not result.bad:
         print("repeat-failure replay: no session file or trajectory found under the paths "
-              "given (a directory is searched as an agent's home: docs/operations.md)",
+              "given (a directory is searched as an agent's home, or for homes up to 4 levels "
+              "below it: docs/operations.md)",
               file=sys.stderr)
         return 1
     return 1 if result.bad else 0
@@ -370,6 +377,20 @@ def _numbers(kind: type, low: float, high: float, what: str):
                     f"{part}: {what} must be {'above 0' if kind is float else f'at least {low:g}'}"
                     f" and at most {high:g} (as in the config)")
             out.append(value)
+        return out
+    return parse
+
+
+def _choices(allowed: tuple[str, ...], what: str):
+    """An argparse type: a comma-separated list of words, each one of ``allowed`` (``what``
+    names it in the error)."""
+    def parse(text: str) -> list[str]:
+        out = []
+        for part in text.split(","):
+            if part not in allowed:
+                raise argparse.ArgumentTypeError(
+                    f"{part!r}: {what} must be one of {', '.join(allowed)}")
+            out.append(part)
         return out
     return parse
 
@@ -505,13 +526,14 @@ def build_parser() -> argparse.ArgumentParser:
                               description=cmd_replay.__doc__)
     replay_p.add_argument("paths", nargs="+", metavar="PATH",
                           help="a session file, a trajectory, or a directory (an agent's home, "
-                               "or a tree of trajectories)")
+                               "a directory of homes, or a tree of trajectories)")
     replay_p.add_argument("--backend", choices=formats(), default=None,
                           help="the files' format (default: told by each file's path, as the "
                                "sidecar finds them in a home)")
     replay_p.add_argument("--config", default=None,
-                          help="the sidecar's YAML config: its threshold, window_s and exclude "
-                               "(default: the built-in defaults, threshold 5, window 600 s)")
+                          help="the sidecar's YAML config: its threshold, window_s, match_output "
+                               "and exclude (default: the built-in defaults, threshold 5, window "
+                               "600 s, output matching)")
     replay_p.add_argument("--threshold", type=_numbers(int, 1, 10000, "a threshold"),
                           action="extend", metavar="N[,N...]",
                           help="failures that raise a note; repeat the flag or give a comma "
@@ -519,6 +541,11 @@ def build_parser() -> argparse.ArgumentParser:
     replay_p.add_argument("--window", type=_numbers(float, 0, 7 * 86400, "a window"),
                           action="extend", metavar="S[,S...]",
                           help="the window in seconds; repeat or comma list to sweep")
+    replay_p.add_argument("--match", type=_choices(("output", "exit"), "a match"),
+                          action="extend", metavar="M[,M...]",
+                          help="what the same result is: 'output' (the same exit and output "
+                               "where the log has it; the default, issue 26) or 'exit' (the exit "
+                               "alone: match_output: false); a comma list sweeps both")
     replay_p.add_argument("--json", action="store_true",
                           help="print the same as one JSON document")
     replay_p.set_defaults(func=cmd_replay)

@@ -40,6 +40,8 @@ _SCHEMA: dict[str, Any] = {
                 "enabled": {"type": "boolean"},
                 "threshold": {"type": "integer", "minimum": 1, "maximum": 10000},
                 "window_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 7 * 86400},
+                # "The same result" (C6) includes the output where a route knows it (issue 26).
+                "match_output": {"type": "boolean"},
                 "no_data_after_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 7 * 86400},
                 "exclude": {
                     "type": "array",
@@ -126,6 +128,9 @@ class Config:
     events: bool = False
     #: Seconds one preview probe may take in all (entry document and assets).
     preview_timeout_s: float = 5.0
+    #: "The same result" (C6) is the same exit and, where a route knows the failure's output,
+    #: the same output after normalization (issue 26); ``False``: the exit alone.
+    match_output: bool = True
 
 
 def _key_path(error: jsonschema.ValidationError) -> str:
@@ -306,6 +311,7 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
         enabled=section.get("enabled", False),
         threshold=section.get("threshold", 5),
         window_s=float(section.get("window_s", 600)),
+        match_output=section.get("match_output", True),
         no_data_after_s=float(section.get("no_data_after_s", 900)),
         exclude=DEFAULT_EXCLUDE if exclude is None else tuple(" ".join(e.split()) for e in exclude),
         collect_interval_s=float(section.get("collect_interval_s", 30)),

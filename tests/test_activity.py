@@ -119,7 +119,7 @@ def test_round_trip_and_malformed_state() -> None:
     assert b.to_dict() == a.to_dict() == {
         "turns": {"": [True, True]}, "running": {"c2": T0 + 4},
         "unmatched_since": T0 + 3, "last_record_ts": None, "last_shell_ts": T0 + 4,
-        "not_before": 0.0}
+        "not_before": 0.0, "last_end_ts": T0 + 3, "unrecognized_ts": None}
     c = Activity()
     c.load_dict({"turns": {"s": [True, "yes"]}, "unmatched_since": float("nan"),
                  "running": {"x": "1"}, "last_shell_ts": True, "not_before": float("inf")})

@@ -95,7 +95,8 @@ def test_note_metrics_and_row(tmp_path: Path) -> None:
     assert series(sc, "hive_repeat_failure_check_state") == [
         'hive_repeat_failure_check_state{agent="a1",backend="bash",state="on"} 1.0',
         'hive_repeat_failure_check_state{agent="a1",backend="bash",state="not_available"} 0.0',
-        'hive_repeat_failure_check_state{agent="a1",backend="bash",state="not_receiving_data"} 0.0']
+        'hive_repeat_failure_check_state{agent="a1",backend="bash",state="not_receiving_data"} 0.0',
+        'hive_repeat_failure_check_state{agent="a1",backend="bash",state="session_log_unrecognized"} 0.0']
     assert series(sc, "hive_repeat_failure_notes_raised_total") == [
         'hive_repeat_failure_notes_raised_total{agent="a1",backend="bash"} 1.0']
     assert series(sc, "hive_repeat_failure_last_record_timestamp_seconds") == [
@@ -138,7 +139,7 @@ def test_off_means_off(tmp_path: Path) -> None:
     for i in range(5):
         append(shared, "a1", "false", 1, T0 - 5 + i)
     sc.run_once()
-    assert len(series(sc, "hive_repeat_failure_check_state")) == 3
+    assert len(series(sc, "hive_repeat_failure_check_state")) == 4
     assert len(series(sc, "hive_repeat_failure_note")) == 1
 
     write_config(cfg, False)

@@ -1,8 +1,8 @@
 """Agent CLIs beyond Hive's list (issue 15, item 7; spec C4, C5, C-AC1, C-AC2), checked on the
 harness's real runs of their pinned npm releases: Qwen Code, Cline CLI and Continue CLI, whose
-shell tools run the command with a plain ``bash -c`` and are covered; Factory Droid, whose
-supervisor wrapper hides the command from the neutral route and is not; and the stub's handling
-of the shell tools only these CLIs offer (Cline's ``run_commands``, Droid's ``Execute``)."""
+shell tools run the command with a plain ``bash -c``, and Factory Droid, whose supervisor's nested
+shell the hook records (``tests/test_backend_droid.py``), all covered; and the stub's handling of
+the shell tools only these CLIs offer (Cline's ``run_commands``, Droid's ``Execute``)."""
 
 from __future__ import annotations
 
@@ -25,9 +25,6 @@ NOTE = "Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)"
 #: tool call in a row; TOOL_CALL_LOOP_THRESHOLD = 5 in its bundle).
 QWEN_LOOP = ("Loop detection halted the run (consecutive_identical_tool_calls: the model repeated "
              "the same tool call with identical arguments).")
-#: The first line of the script Droid 0.215.0's Execute tool runs with ``bash -c`` (the agent's
-#: command is its third positional argument, run as ``"$command_shell" -c "$command"``).
-DROID_SUPERVISOR_HEAD = "owner_is_alive() {"
 #: Covered CLIs whose loop guard refuses the fifth identical tool call in a row.
 LOOP_GUARDED = {"qwen", "cline"}
 
@@ -45,9 +42,8 @@ def test_evidence_is_a_real_run_of_the_pinned_cli(backend: str) -> None:
                                                              module.version)
     assert ev["version_output"].splitlines()[0] == module.version
     assert row.hive is False
-    assert row.covered is (backend in COVERED)
-    if row.covered:
-        assert row.version == module.version
+    assert row.covered is True
+    assert row.version == module.version
 
 
 @pytest.mark.parametrize("backend", COVERED)
@@ -98,27 +94,6 @@ def test_cline_loop_guard_aborts_the_fifth_identical_call() -> None:
         ("ls /nonexistent", "Command failed: Command was aborted")]
     meta = json.loads(session.with_name(session.name.replace(".messages", "")).read_text())
     assert (meta["status"], meta["exit_code"]) == ("cancelled", 0)
-
-
-def test_droid_records_its_supervisor_not_the_command() -> None:
-    """Why Droid is not covered: every run's one record is Droid's supervisor script, the same
-    text whatever the command (so the detector would see one command), with the command's exit
-    status; the command itself appears in no record, and the note the sidecar raised on the
-    five-times run names the supervisor."""
-    runs = evidence("droid")["runs"][:3]
-    raws = {r["raw"] for run in runs for r in run["records"]}
-    assert len(raws) == 1
-    (raw,) = raws
-    assert raw.startswith(DROID_SUPERVISOR_HEAD)
-    assert '"$command_shell" -c "$command$quoted_args"' in raw
-    for run in runs:
-        assert [r["exit"] for r in run["records"]] == [EXITS[run["command"]]]
-        assert run["command"] not in raw
-    assert "BASH_EXECUTION_STRING" in COVERAGE["droid"].reason
-    # The sidecar's note names the supervisor script, which any five failing commands would share.
-    note = evidence("droid")["runs"][-1]["note"]
-    assert note.startswith(f"Repeating failure: {DROID_SUPERVISOR_HEAD} parent_pid=")
-    assert note.endswith("failed 5 times in 1 min (exit 2)")
 
 
 def test_crush_row_quotes_the_install_error() -> None:

@@ -25,7 +25,11 @@ from repeat_failure.backends.codex import CodexReader, strip
 from repeat_failure.sidecar.normalize import normalize
 from repeat_failure.sidecar.scrub import scrub
 
-from sessionlogs import SessionLog, SessionLogChecks, assert_reader_error, iso_ts
+from harness import evidence as evidence_dirs
+from repeat_failure.backends import ERROR
+from repeat_failure.backends.coverage import COVERAGE
+from sessionlogs import (SHELL_COMMAND, SHELL_REPEAT, SessionLog, SessionLogChecks,
+                         assert_reader_error, iso_ts, version_params)
 
 EVIDENCE = json.loads((primary()
                        / "codex.json").read_text())
@@ -204,15 +208,135 @@ LOG = SessionLog("codex")
 READER = LOG.reader
 
 
+#: What each verified release's real rollouts show (issue 26: the first release of each
+#: session-log format since December 2025, found by bisecting the installable releases):
+#: ``tool`` the shell function the harness's model got; ``end`` the line that ends a shell call
+#: (``item_completed`` CommandExecution, or the call's ``function_call_output``); ``turn_end``
+#: whether task_started / task_complete bound the turn (else the prompt starts it and nothing
+#: ends it); ``error`` whether a refused request leaves its error in the rollout.
+FACTS = {
+    "0.171.0": {"tool": "exec_command", "end": "item_completed", "turn_end": True, "error": True},
+    "0.148.0": {"tool": "exec_command", "end": "item_completed", "turn_end": True, "error": True},
+    "0.145.0": {"tool": "exec_command", "end": "function_call_output", "turn_end": True,
+                "error": True},
+    "0.100.0": {"tool": "exec_command", "end": "function_call_output", "turn_end": True,
+                "error": False},
+    "0.96.0": {"tool": "exec_command", "end": "function_call_output", "turn_end": False,
+               "error": False},
+    "0.64.0": {"tool": "shell_command", "end": "function_call_output", "turn_end": False,
+               "error": False},
+}
+#: The real rollouts of every verified release, the pin first.
+VERSIONS = [SessionLog("codex", param.values[0]) for param in version_params("codex")]
+LS_OUTPUT = "ls: cannot access '/nonexistent': No such file or directory\n"
+
+
+def by_version(test):
+    """Parametrize ``test``'s ``log`` argument over every verified release (``codex-<v>``)."""
+    return pytest.mark.parametrize("log", VERSIONS,
+                                   ids=[p.id for p in version_params("codex")])(test)
+
+
 class TestSessionLog(SessionLogChecks):
-    """The checks every JSON Lines reader passes, on Codex 0.171.0's real rollouts: the turn is
-    task_started ... task_complete; every line type in them is one the reader knows (listed
-    here, so a new kind in a later run shows up)."""
+    """The checks every JSON Lines reader passes, on the real rollouts of every verified
+    release: every line type in them is one the reader knows (listed here, so a new kind in a
+    later run shows up). The turn is task_started ... task_complete from 0.100.0; before, the
+    prompt (user_message) starts it and no line ends it."""
 
     log = LOG
     reader_class = CodexReader
     known_line_kinds = frozenset({"session_meta", "event_msg", "response_item", "turn_context",
                                   "world_state", "token_usage_record"})
+
+    def test_shell_session_gives_the_exact_events(self) -> None:
+        """The stub asked for ``ls /nonexistent`` 5 times in one turn: the turn starts, each
+        call starts and ends, the final answer is text, and (from 0.100.0) the turn ends;
+        nothing else, in time order; an empty dict as the state gives the same events."""
+        lines = self.log.session_lines()
+        events = self.log.read(lines)
+        tail = [TURN_END] if FACTS[self.log.version]["turn_end"] else []
+        assert [e.kind for e in events] == \
+            [TURN_START, *[SHELL_START, SHELL_END] * SHELL_REPEAT, TEXT, *tail]
+        times = [e.ts for e in events]
+        assert None not in times and times == sorted(times)
+        assert self.log.read(lines, {}) == events
+
+
+def test_the_verified_releases_are_the_format_boundaries() -> None:
+    """The versions matrix is the pin and the first release of each earlier format, newest
+    first, each the real run of its own release; the coverage row lists the same."""
+    assert [log.version for log in VERSIONS] == list(FACTS)
+    assert [log.version for log in VERSIONS[1:]] == list(COVERAGE["codex"].also_verified)
+    assert VERSIONS[0].root == evidence_dirs.primary()
+    for log in VERSIONS:
+        evidence = log.evidence()
+        assert evidence["version"] == log.version
+        assert evidence["version_output"].splitlines()[0] == f"codex-cli {log.version}"
+
+
+@by_version
+def test_each_release_gives_the_exact_shell_calls(log: SessionLog) -> None:
+    """Every release's repeated run: five calls of the release's shell function, each started
+    by its function_call (command from its arguments) and ended by the release's end line
+    with exit 2, failed, and the command's own output; the ids pair up, the files' ids."""
+    facts = FACTS[log.version]
+    lines = log.session_lines()
+    calls = [p for _, p in _payloads(lines, "response_item", "function_call")]
+    ends = ([p["item"]["id"] for _, p in _payloads(lines, "event_msg", "item_completed")
+             if p["item"]["type"] == "CommandExecution"] if facts["end"] == "item_completed"
+            else [p["call_id"] for _, p in _payloads(lines, "response_item",
+                                                     "function_call_output")])
+    events = log.read(lines)
+    starts = [e for e in events if e.kind == SHELL_START]
+    assert [(e.call_id, e.command, e.tool) for e in starts] == \
+        [(p["call_id"], SHELL_COMMAND, facts["tool"]) for p in calls]
+    assert [(e.call_id, e.command, e.exit, e.failed, e.tool, e.output)
+            for e in events if e.kind == SHELL_END] == \
+        [(call_id, SHELL_COMMAND, 2, True, facts["tool"], LS_OUTPUT) for call_id in ends]
+    assert len(ends) == SHELL_REPEAT
+
+
+@by_version
+def test_each_release_reads_the_ok_and_error_turns(log: SessionLog) -> None:
+    """The ``ok`` verdict capture: ``echo harness-ok`` ends with exit 0, not failed, output
+    ``harness-ok``, then the text. The ``error`` capture (the stub refused the request): an
+    ``error`` event with the provider's body where the release logs it (0.145.0 on), none
+    before; the turn starts in both."""
+    facts = FACTS[log.version]
+    root = log.home / "verdict"
+    (ok_file,) = root.glob("ok/.codex/sessions/*/*/*/rollout-*.jsonl")
+    events = log.read(log.lines(ok_file))
+    assert [(e.command, e.exit, e.failed, e.tool, e.output) for e in events
+            if e.kind == SHELL_END] == [("echo harness-ok", 0, False, facts["tool"],
+                                         "harness-ok\n")]
+    assert [e.kind for e in events] == [TURN_START, SHELL_START, SHELL_END, TEXT] + \
+        ([TURN_END] if facts["turn_end"] else [])
+    (error_file,) = root.glob("error/.codex/sessions/*/*/*/rollout-*.jsonl")
+    events = log.read(log.lines(error_file))
+    errors = [e.detail for e in events if e.kind == ERROR]
+    assert events[0].kind == TURN_START
+    if facts["error"]:
+        (detail,) = errors
+        assert "harness: stub refused the request" in detail
+    else:
+        assert errors == []
+
+
+@by_version
+def test_each_releases_records_strip_to_the_commands(log: SessionLog) -> None:
+    """C7/C8 on every release's real records: each run's command is recorded bare once per
+    request with its real exit, and every other record (the snapshot writer and check, which
+    0.99.0 on start per session) normalizes to ``""``."""
+    evidence = log.evidence()
+    commands = {run["command"] for run in evidence["runs"]}
+    helpers = 0
+    for run in evidence["runs"]:
+        got = [(normalize(r["raw"], "codex"), r["exit"]) for r in run["records"]]
+        assert [g for g in got if g[0]] == [(run["command"], EXITS[run["command"]])] * \
+            run["repeat"], run["command"]
+        helpers += sum(1 for r in run["records"] if r["raw"] not in commands)
+    # 0.64.0 and 0.96.0 take no shell snapshot; later releases write and check one per run.
+    assert helpers == (0 if log.version in ("0.64.0", "0.96.0") else 2 * len(evidence["runs"]))
 
 
 def _payloads(lines: list, kind: str, sub: str) -> list[tuple[dict, dict]]:
@@ -362,3 +486,118 @@ def test_other_tools_and_unknown_kinds() -> None:
     other = copy.deepcopy(lines[0])
     other["type"] = "some_future_kind"
     assert READER.parse_line(other, READER.new_file_state()) == []
+
+
+# -- the function_call_output formats, on real lines changed on purpose ---------------------------
+
+OLD = {log.version: log for log in VERSIONS}
+
+
+def _call_and_output(version: str) -> tuple[dict, dict]:
+    """A copy of the first shell function_call line and of its function_call_output line of
+    ``version``'s repeated run."""
+    lines = OLD[version].session_lines()
+    call = _first(lines, "response_item", "function_call")
+    output = _first(lines, "response_item", "function_call_output",
+                    lambda p: p["call_id"] == call["payload"]["call_id"])
+    return call, output
+
+
+def test_a_command_still_running_ends_through_its_write_stdin_poll() -> None:
+    """0.100.0's real exec_command call whose output was changed to Codex's yield text
+    (``Process running with session ID 7``): the call stays open; a write_stdin call (the real
+    call line renamed, arguments ``{"session_id": 7}``, a new call id) is a tool; its output
+    (the real output line under the new call id) ends the first call with exit 2."""
+    call, output = _call_and_output("0.100.0")
+    call_id = call["payload"]["call_id"]
+    running = copy.deepcopy(output)
+    running["payload"]["output"] = ("Chunk ID: 1\nWall time: 10.0 seconds\n"
+                                    "Process running with session ID 7\nOriginal token count: 0"
+                                    "\nOutput:\n")
+    poll = copy.deepcopy(call)
+    poll["payload"].update(name="write_stdin", call_id="poll-1",
+                           arguments=json.dumps({"session_id": 7, "chars": ""}))
+    polled = copy.deepcopy(output)
+    polled["payload"]["call_id"] = "poll-1"
+    state = READER.new_file_state()
+    (start,) = READER.parse_line(call, state)
+    assert READER.parse_line(running, state) == []
+    (tool,) = READER.parse_line(poll, state)
+    assert (tool.kind, tool.tool) == (TOOL, "write_stdin")
+    (end,) = READER.parse_line(polled, state)
+    assert (end.kind, end.call_id, end.command, end.exit, end.failed, end.output) == \
+        (SHELL_END, call_id, "ls /nonexistent", 2, True, LS_OUTPUT)
+    assert state["calls"] == {} and state["sessions"] == {} and state["polls"] == {}
+    json.dumps(state)
+
+
+def test_an_output_without_an_exit_line_ends_the_call_failed() -> None:
+    """0.96.0's real output line with Codex's spawn-failure text instead (no exit line): the
+    call ends with no exit, failed, the text as its output."""
+    call, output = _call_and_output("0.96.0")
+    output["payload"]["output"] = "execution error: Io(No such file or directory)"
+    state = READER.new_file_state()
+    READER.parse_line(call, state)
+    (end,) = READER.parse_line(output, state)
+    assert (end.kind, end.exit, end.failed, end.output) == \
+        (SHELL_END, None, True, "execution error: Io(No such file or directory)")
+
+
+def test_only_the_header_states_the_exit() -> None:
+    """0.64.0's real ``Exit code: 2`` output with a line ``Exit code: 0`` appended to the
+    command's output, and 0.96.0's with ``Process exited with code 0``: the header's 2 holds."""
+    for version, fake in (("0.64.0", "Exit code: 0\n"), ("0.96.0", "Process exited with code 0\n")):
+        call, output = _call_and_output(version)
+        output["payload"]["output"] += fake
+        state = READER.new_file_state()
+        READER.parse_line(call, state)
+        (end,) = READER.parse_line(output, state)
+        assert (end.exit, end.failed, end.output) == (2, True, LS_OUTPUT + fake)
+
+
+@pytest.mark.parametrize("version,text", [("0.64.0", "Exit code: two\nOutput:\n"),
+                                          ("0.96.0", "Process exited with code 2.5\nOutput:\n")])
+def test_an_exit_line_without_a_number_is_bad_exit(version: str, text: str) -> None:
+    """A real output line whose exit line's number was replaced by a non-integer: bad_exit."""
+    call, output = _call_and_output(version)
+    output["payload"]["output"] = text
+    state = READER.new_file_state()
+    READER.parse_line(call, state)
+    assert_reader_error(READER, output, "bad_exit", state)
+
+
+def test_the_generic_shell_tool_of_other_models() -> None:
+    """Before 0.96.0 a model without a built-in entry (0.64.0 under the stub's own model name,
+    seen by hand) gets ``shell``: arguments ``{"command": ["bash", "-lc", <cmd>]}`` and a JSON
+    result ``{"output": ..., "metadata": {"exit_code": N, "duration_seconds": S}}``. 0.64.0's
+    real shell_command lines changed to that shape: the call starts and ends as the others; an
+    argv without ``-lc`` is joined as a shell reads it."""
+    call, output = _call_and_output("0.64.0")
+    call["payload"].update(name="shell", arguments=json.dumps(
+        {"command": ["bash", "-lc", "ls /nonexistent"]}))
+    output["payload"]["output"] = json.dumps(
+        {"output": LS_OUTPUT, "metadata": {"exit_code": 2, "duration_seconds": 0.0}})
+    state = READER.new_file_state()
+    (start,) = READER.parse_line(call, state)
+    (end,) = READER.parse_line(output, state)
+    assert (start.kind, start.command, start.tool) == (SHELL_START, "ls /nonexistent", "shell")
+    assert (end.kind, end.command, end.exit, end.failed, end.tool, end.output) == \
+        (SHELL_END, "ls /nonexistent", 2, True, "shell", LS_OUTPUT)
+    call["payload"]["arguments"] = json.dumps({"command": ["ls", "-l", "/no such"]})
+    (start,) = READER.parse_line(call, READER.new_file_state())
+    assert start.command == "ls -l '/no such'"
+
+
+def test_an_output_of_a_call_already_ended_or_never_seen_is_nothing() -> None:
+    """0.148.0's real function_call_output after its item_completed, and 0.96.0's read with a
+    fresh state (its call never seen): no event (no second end, no end without a command)."""
+    lines = OLD["0.148.0"].session_lines()
+    state = READER.new_file_state()
+    outputs = []
+    for line in lines:
+        events = READER.parse_line(line, state)
+        if line["type"] == "response_item" and line["payload"]["type"] == "function_call_output":
+            outputs.append(events)
+    assert outputs == [[]] * SHELL_REPEAT
+    _, output = _call_and_output("0.96.0")
+    assert READER.parse_line(output, READER.new_file_state()) == []

@@ -33,6 +33,15 @@ def test_full_config() -> None:
                          (AgentSpec("a1", "claude", "/agent-home"),
                           AgentSpec("a2", "codex", "/h2", (("CODEX_HOME", ".codex-work"),)),
                           AgentSpec("a3", "pi")))
+    assert cfg.match_output is True  # issue 26: the same exit and output, by default
+
+
+def test_match_output_switches_to_exit_only_matching() -> None:
+    """Issue 26: `match_output: false` is the one key back to matching by exit alone."""
+    assert parse_config({"repeat_failure": {"match_output": False}}).match_output is False
+    with pytest.raises(ConfigError, match="repeat_failure.match_output: 'no' is not of type "
+                                          "'boolean'"):
+        parse_config({"repeat_failure": {"match_output": "no"}})
 
 
 @pytest.mark.parametrize("section, message", [
@@ -94,7 +103,8 @@ def test_check_config_exit_codes(tmp_path, capsys) -> None:
                     "    - {name: a2, backend: bash}\n")
     assert main(["check-config", str(good)]) == 0
     assert capsys.readouterr().out == (
-        f"{good}: valid (check on, threshold 3, window 600 s, not receiving data after 900 s)\n"
+        f"{good}: valid (check on, threshold 3, window 600 s, exit and output matched, not "
+        "receiving data after 900 s)\n"
         "  agent a1: backend claude, home /agent-home\n"
         "  agent a2: backend bash, no home (no session log read)\n")
     bad = tmp_path / "bad.yaml"

@@ -161,7 +161,7 @@ def test_shell_activity_signal_per_backend() -> None:
     with_signal = {b for b, r in COVERAGE.items()
                    if r.covered and not r.shell_activity.startswith("safeguard unavailable")}
     assert with_signal == {"claude", "codex", "gemini", "copilot", "opencode", "pi", "kilo",
-                           "vllm", "llm-d", "litellm", "watsonx"}
+                           "vllm", "llm-d", "litellm", "watsonx", "qwen", "cline", "continue", "droid"}
     for backend in with_signal:
         assert COVERAGE[backend].shell_activity == session_reader(backend).signal
     assert COVERAGE["bash"].shell_activity == (

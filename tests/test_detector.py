@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from repeat_failure.sidecar.detector import (FAILED, Detector, NoteCleared, NoteRaised, StateError,
-                              text_bytes)
+from repeat_failure.sidecar.detector import (FAILED, MAX_AWAITED, Detector, NoteCleared,
+                                            NoteRaised, StateError, text_bytes)
 
 T0 = 1_800_000_000.0
 MIN = 60.0
@@ -347,11 +347,11 @@ def test_load_counts_a_command_listed_twice_once() -> None:
     assert det.failures(T0 + 3, 10) == [("x", 2, 1), ("y", 1, 1)]
 
 
-# -- output digests (issue 19) ------------------------------------------------------------------
+# -- output digests (issue 19) and "the same result" (issue 26) ---------------------------------
 
 
-def _fed(outputs: list[int], threshold: int = 3) -> Detector:
-    det = Detector(threshold, 600)
+def _fed(outputs: list[int], threshold: int = 3, match_output: bool = True) -> Detector:
+    det = Detector(threshold, 600, match_output=match_output)
     for i, digest in enumerate(outputs):
         det.record("make test", 2, True, 100.0 + i, 100.0 + i, output=digest)
     return det
@@ -360,19 +360,19 @@ def _fed(outputs: list[int], threshold: int = 3) -> Detector:
 @pytest.mark.parametrize("outputs, want", [
     ([7, 7, 7], "same"), ([7, 8, 7], "changing"), ([0, 0, 0], "unknown"),
     ([7, 0, 7], "unknown"), ([7, 0, 8], "changing"), ([9, 7, 7, 7], "changing")])
-def test_note_output_over_its_failures(outputs: list[int], want: str) -> None:
-    """`same`: every failure in the note's window has a known, equal digest; `changing`: two
-    known digests differ; `unknown` otherwise (a failure without output). The message (C11)
-    does not change."""
-    (note,) = _fed(outputs).notes(110.0)
+def test_exit_only_note_labels_its_output(outputs: list[int], want: str) -> None:
+    """``match_output: false`` (the rule before issue 26): a result is the exit alone; the
+    note's output says `same` (every failure's digest known and equal), `changing` (two known
+    digests differ) or `unknown`. The message (C11) does not change."""
+    (note,) = _fed(outputs, match_output=False).notes(110.0)
     assert note.output == want
     assert note.message == (f"Repeating failure: make test failed {len(outputs)} times in 1 min "
                             "(exit 2)")
 
 
-def test_note_output_counts_only_failures_still_in_the_window() -> None:
+def test_exit_only_note_output_counts_only_failures_still_in_the_window() -> None:
     """A differing failure that left the window no longer makes the output `changing`."""
-    det = Detector(3, 600)
+    det = Detector(3, 600, match_output=False)
     det.record("make test", 2, True, 100.0, 100.0, output=9)
     for i in range(3):
         det.record("make test", 2, True, 500.0 + i, 500.0 + i, output=7)
@@ -380,18 +380,131 @@ def test_note_output_counts_only_failures_still_in_the_window() -> None:
     assert det.notes(701.0)[0].output == "same"
 
 
+@pytest.mark.parametrize("outputs, want", [
+    ([7, 7, 7], (3, "same")), ([7, 8, 7], None), ([0, 0, 0], (3, "unknown")),
+    ([7, 0, 7], None), ([7, 0, 8], None), ([9, 7, 7, 7], (3, "same")),
+    ([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], None), ([0, 7, 0, 7, 0], (3, "unknown"))])
+def test_failures_count_per_result(outputs: list[int], want: tuple | None) -> None:
+    """Issue 26 (C6 "the same result"): failures count per exit *and* output; failures whose
+    output is unknown (0) are one result of their own. A test-fix-retest run, a new output
+    each time, never adds up; three equal outputs among others do."""
+    notes = _fed(outputs).notes(110.0)
+    assert [(n.count, n.output) for n in notes] == ([want] if want else [])
+
+
+def test_a_flaky_failure_with_two_outputs_still_adds_up_once_per_command() -> None:
+    """Issue 26: a flaky test failing the same two ways keeps counting each way; one note per
+    command (C6, C-AC3), showing the result whose last failure is newest."""
+    det = Detector(5, 600)
+    events = []
+    for i, digest in enumerate([11, 22] * 5):
+        events += det.record("pytest -x", 1, True, T0 + i, T0 + i, output=digest)
+    assert [type(e) for e in events] == [NoteRaised]
+    assert (events[0].note.count, events[0].note.output, events[0].note.first_ts) == (5, "same", T0)
+    (note,) = det.notes(T0 + 10)
+    assert (note.count, note.first_ts, note.last_ts) == (5, T0 + 1, T0 + 9)  # the 22s: newest
+    assert det._commands["pytest -x"].qualified == {(1, 11), (1, 22)}
+
+
+def test_test_fix_retest_raises_nothing_where_exit_only_would() -> None:
+    """The spec's test of success: eight failures of one test command, the output different
+    after every edit, raise no note; by exit alone they raise one (`changing`)."""
+    for match_output, want in ((True, []), (False, [(8, "changing")])):
+        det = Detector(5, 600, match_output=match_output)
+        for i in range(8):
+            det.record("pytest tests/test_x.py", 1, True, T0 + i * MIN, T0 + i * MIN,
+                       output=100 + i)
+        assert [(n.count, n.output) for n in det.notes(T0 + 8 * MIN)] == want
+
+
+def test_an_awaited_failure_counts_once_its_output_comes() -> None:
+    """Issue 26: a neutral-route failure of an agent whose session log gives outputs waits
+    (`pending`) for that output: it counts for no result meanwhile, then with its output; the
+    note appears once, for the right result, never for `unknown` first."""
+    det = Detector(3, 600)
+    events = []
+    for i in range(3):
+        events += det.record("make test", 2, True, T0 + i, T0 + i, pending=True)
+    assert events == [] and det.notes(T0 + 3) == [] and det.awaited_count == 3
+    assert det.next_change() == T0 + 15  # the first wait ends
+    assert det.set_output("make test", 2, T0, 7, now=T0 + 3) == []
+    assert det.set_output("make test", 2, T0 + 1, 7, now=T0 + 3) == []
+    (raised,) = det.set_output("make test", 2, T0 + 2, 7, now=T0 + 3)
+    assert isinstance(raised, NoteRaised)
+    assert (raised.note.count, raised.note.output) == (3, "same")
+    assert det.awaited_count == 0 and det.next_change() == T0 + 600
+    assert det.expire(T0 + 20) == [] and len(det.notes(T0 + 20)) == 1
+
+
+def test_awaited_failures_whose_output_never_comes_count_as_unknown() -> None:
+    """After :data:`OUTPUT_WAIT_S` (15 s) an awaited failure counts with its output unknown;
+    the note is raised by :meth:`expire` then, and an output arriving later changes nothing."""
+    det = Detector(3, 600)
+    for i in range(3):
+        det.record("make test", 2, True, T0 + i, T0 + i, pending=True)
+    assert det.expire(T0 + 14.9) == [] and det.awaited_count == 3
+    assert det.expire(T0 + 15) == [] and det.awaited_count == 2  # one unknown, two waiting
+    assert det.next_change() == T0 + 16
+    (raised,) = det.expire(T0 + 17)
+    assert (raised.note.count, raised.note.output, raised.note.last_ts) == (3, "unknown", T0 + 2)
+    assert det.set_output("make test", 2, T0 + 2, 7, now=T0 + 18) == []  # too late: stays
+    assert [(n.count, n.output) for n in det.notes(T0 + 18)] == [(3, "unknown")]
+
+
 def test_set_output_finds_the_failure_by_exit_and_time() -> None:
     """The session log's digest attaches to the failure counted from the neutral route (its
-    exit key and exact time); another time, exit or command attaches nothing."""
-    det = _fed([0, 0, 0])
-    assert det.set_output("make test", 2, 100.5, 7) is False
-    assert det.set_output("make test", 1, 101.0, 7) is False
-    assert det.set_output("make tests", 2, 101.0, 7) is False
+    exit key and exact time); another time, exit or command attaches nothing (None). By exit
+    alone the digest relabels the note (issue 19)."""
+    det = _fed([0, 0, 0], match_output=False)
+    assert det.set_output("make test", 2, 100.5, 7) is None
+    assert det.set_output("make test", 1, 101.0, 7) is None
+    assert det.set_output("make tests", 2, 101.0, 7) is None
     assert det.notes(110.0)[0].output == "unknown"
-    assert [det.set_output("make test", 2, 100.0 + i, 7) for i in range(3)] == [True] * 3
+    assert [det.set_output("make test", 2, 100.0 + i, 7) for i in range(3)] == [[]] * 3
     assert det.notes(110.0)[0].output == "same"
-    det.record("ls", None, True, 103.0, 103.0)
-    assert det.set_output("ls", None, 103.0, 5) is True  # no exit number: the "failed" key
+    det.record("ls", None, True, 103.0, 103.0, pending=True)  # no wait by exit alone
+    assert det.awaited_count == 0
+    assert det.set_output("ls", None, 103.0, 5) == []  # no exit number: the "failed" key
+
+
+def test_two_awaited_failures_at_one_time_each_take_an_output() -> None:
+    """Two failures of one command at the same time both wait; each output goes to one."""
+    det = Detector(2, 600)
+    det.record("make", 2, True, T0, T0, pending=True)
+    det.record("make", 2, True, T0, T0, pending=True)
+    assert det.set_output("make", 2, T0, 7, now=T0 + 1) == []
+    assert det.awaited_count == 1
+    (raised,) = det.set_output("make", 2, T0, 7, now=T0 + 1)
+    assert (raised.note.count, raised.note.output) == (2, "same") and det.awaited_count == 0
+
+
+def test_awaited_failures_are_bounded() -> None:
+    """At most :data:`MAX_AWAITED` failures wait; past it the oldest counts as unknown."""
+    det = Detector(2, 600)
+    events = []
+    for i in range(MAX_AWAITED + 1):
+        events += det.record(f"cmd {i % 2}", 2, True, T0 + i * 0.001, T0 + 1, pending=True)
+    assert det.awaited_count == MAX_AWAITED and events == []
+    events = det.record("cmd 0", 2, True, T0 + 2, T0 + 2, pending=True)
+    # the next oldest ("cmd 1" at T0 + 0.001) stops waiting: one unknown failure, no note
+    assert det.awaited_count == MAX_AWAITED and events == []
+    (raised,) = det.record("cmd 0", 2, True, T0 + 3, T0 + 3)  # output unknown, counted now
+    assert (raised.note.command, raised.note.count, raised.note.output) == ("cmd 0", 2, "unknown")
+
+
+def test_reconfigure_switches_between_output_and_exit_matching() -> None:
+    """`match_output` changed at a config reload: by exit alone, changing outputs qualify at
+    once and awaited failures stop waiting; back to output matching, the note keeps the
+    result of its newest failure."""
+    det = _fed([1, 2, 3])
+    det.record("make test", 2, True, 103.0, 103.0, pending=True)
+    assert det.notes(104.0) == []
+    (raised,) = det.reconfigure(3, 600, 104.0, match_output=False)
+    assert (raised.note.count, raised.note.output) == (4, "changing") and det.awaited_count == 0
+    assert det._commands["make test"].qualified == {(2, None)}
+    assert det.reconfigure(3, 600, 105.0, match_output=True) == []
+    assert det._commands["make test"].qualified == {(2, 0)}  # the newest failure: unknown
+    assert [(n.count, n.output) for n in det.notes(105.0)] == [(1, "unknown")]
 
 
 def test_digests_stay_with_their_failures() -> None:
@@ -412,23 +525,43 @@ def test_digests_stay_with_their_failures() -> None:
     assert outputs(det) == [7, 1 << 31]
 
 
-def test_state_keeps_digests_and_reads_a_state_without_them() -> None:
-    """The saved state keeps each failure's digest (`outputs`, only when some are known); a
-    state saved before issue 19 (no `outputs`) or with a malformed list loads with the
-    outputs unknown."""
-    det = _fed([7, 7, 8])
+def test_an_awaited_output_is_saved_as_unknown() -> None:
+    """A restart forgets what was awaited: saved, an awaited failure's digest is 0."""
+    det = _fed([7])
+    det.record("make test", 2, True, 101.0, 101.0, pending=True)
+    assert det.to_dict()["commands"][0]["outputs"] == "AAAABwAAAAA="
+
+
+def test_state_keeps_digests_and_results() -> None:
+    """The saved state keeps each failure's digest (`outputs`, only when some are known) and
+    the qualified results (`"2@<digest>"`; `"2"` by exit alone); a state saved before issue
+    19 (no `outputs`) or with a malformed list loads with the outputs unknown, and one saved
+    before issue 26 (`"2"`) takes the result of that exit's newest failure."""
+    det = _fed([7, 7, 8, 7])
     saved = det.to_dict()
+    assert saved["commands"][0]["qualified"] == ["2@00000007"]
     again = Detector(3, 600)
     again.load_dict(saved)
-    assert again.to_dict() == saved and again.notes(110.0)[0].output == "changing"
+    assert again.to_dict() == saved and again.notes(110.0)[0].output == "same"
     assert isinstance(saved["commands"][0]["outputs"], str)
-    for outputs in (None, "AAAABw==", "not base64!", 7, {"2": [7, 7, 8]}):
-        item = dict(saved["commands"][0])
+    for outputs in (None, "AAAABw==", "not base64!", 7, {"2": [7, 7, 8, 7]}):
+        item = dict(saved["commands"][0], qualified=["2"])
         item.pop("outputs")
         if outputs is not None:
             item["outputs"] = outputs
         old = Detector(3, 600)
         old.load_dict({"version": 1, "commands": [item]})
-        assert old.notes(110.0)[0].output == "unknown"
+        assert [(n.count, n.output) for n in old.notes(110.0)] == [(4, "unknown")]
         assert "outputs" not in old.to_dict()["commands"][0]
+    old = Detector(3, 600)
+    old.load_dict({"version": 1, "commands": [dict(saved["commands"][0], qualified=["2"])]})
+    assert old._commands["make test"].qualified == {(2, 7)}
+    by_exit = Detector(3, 600, match_output=False)
+    by_exit.load_dict(saved)
+    assert by_exit._commands["make test"].qualified == {(2, None)}
+    assert by_exit.notes(110.0)[0].output == "changing"
+    for bad in (["2@7"], ["2@0000000g"], ["x@00000007"]):
+        with pytest.raises(StateError):
+            Detector(3, 600).load_dict({"version": 1, "commands": [
+                dict(saved["commands"][0], qualified=bad)]})
     assert "outputs" not in _fed([0, 0, 0]).to_dict()["commands"][0]

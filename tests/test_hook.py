@@ -1175,3 +1175,52 @@ def test_stale_marker_from_a_dead_shell_is_replaced(hooked):
     hook.records.unlink()
     res = run(["bash", "-c", "exit 6"], {**env, "REPEAT_FAILURE_MARK": str(os.getpid())})
     assert res.returncode == 6 and hook.lines() == []
+
+
+# --- Factory Droid's command supervisor ---------------------------------------------------------
+
+#: The script Droid 0.215.0's Execute tool runs as ``bash -c SCRIPT factory-execute-supervisor
+#: <owner pid> /bin/bash <cmd>`` (tests/fixtures/droid/README.md: a real capture).
+DROID_SCRIPT = (REPO / "tests" / "fixtures" / "droid" / "factory-execute-supervisor.sh").read_text()
+
+
+def droid_argv(*command: str) -> list[str]:
+    """Droid's argv for ``command`` (and any further arguments), its own PID as the owner."""
+    return ["bash", "-c", DROID_SCRIPT, "factory-execute-supervisor", str(os.getpid()),
+            "/bin/bash", *command]
+
+
+@pytest.mark.parametrize("command,status,recorded", [
+    (["ls /nonexistent"], 2, "ls /nonexistent"),
+    (["false"], 1, "false"),
+    (["echo harness-ok"], 0, "echo harness-ok"),
+    (["printf '%s\\n' a\tb; exit 3"], 3, "printf '%s\\n' a\tb; exit 3"),
+    (['echo "$@"', "x y", "it's"], 0, "echo \"$@\" x\\ y it\\'s"),
+], ids=["ls", "false", "echo", "tab-and-exit-3", "extra-args"])
+def test_droid_supervisor_records_the_inner_command(hooked, command, status, recorded):
+    """Factory Droid runs the agent's command as a nested ``"$command_shell" -c
+    "$command$quoted_args"`` of its supervisor script: the record is that inner command (with
+    the extra arguments as the script quoted them) and the status the script exits with, one
+    record per command; stdout, stderr and the exit status are those of the run without the
+    hook (C-AC14)."""
+    hook, env_on, env_off = hooked
+    off = run(droid_argv(*command), env_off)
+    on = run(droid_argv(*command), env_on)
+    assert outcome(on) == outcome(off)
+    assert on.returncode == status
+    _, record = one_record(hook)
+    assert (record["cmd"], record["exit"]) == (recorded, status)
+
+
+def test_only_droids_supervisor_is_unwrapped(hooked):
+    """The inner command is taken only from a shell whose $0 is factory-execute-supervisor and
+    whose script runs ``"$command_shell" -c "$command$quoted_args"``: another script under that
+    name, or Droid's script under another name, is recorded as its own text."""
+    hook, env_on, _ = hooked
+    other = 'command=$3; exit 4'
+    assert run(["bash", "-c", other, "factory-execute-supervisor", "1", "/bin/bash", "true"],
+               env_on).returncode == 4
+    renamed = ["bash", "-c", DROID_SCRIPT, "supervisor", str(os.getpid()), "/bin/bash", "true"]
+    assert run(renamed, env_on).returncode == 0
+    records = [parse(line) for line in hook.lines()]
+    assert [(r["cmd"], r["exit"]) for r in records] == [(other, 4), (DROID_SCRIPT, 0)]

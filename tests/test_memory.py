@@ -67,7 +67,7 @@ def test_failure_times_are_packed_doubles_and_no_empty_sets() -> None:
     state = det._commands["make"]
     assert not hasattr(state, "__dict__")
     assert state.items() == [(2, array("d", [T0 + 1, T0 + 5])), (7, array("d", [T0 + 3]))]
-    assert state.qualified == {2}
+    assert state.qualified == {(2, 0)}
     det.record("ls", 1, True, T0 + 6, T0 + 6)
     assert det._commands["ls"].qualified is None
     assert det.failures(T0 + 6, 10) == [("make", 2, 2), ("ls", 1, 1), ("make", 7, 1)]

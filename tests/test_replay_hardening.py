@@ -152,7 +152,7 @@ def test_a_sweep_too_large_is_a_usage_error(capsys) -> None:
     code = main(["replay", "--threshold", values, "--window", values, "x"])
     err = capsys.readouterr().err
     assert replay_module.MAX_SETTINGS == 100 and code == 2
-    assert err == ("repeat-failure: replay: --threshold and --window make 121 combinations, "
+    assert err == ("repeat-failure: replay: --threshold, --window and --match make 121 combinations, "
                    "more than the 100 a sweep judges (one detector each per session); give "
                    "fewer values\n")
 

@@ -33,6 +33,7 @@ from repeat_failure.sidecar.detector import Detector
 from repeat_failure.backends.coverage import COVERAGE
 from repeat_failure.sessions.tail import SessionTail
 
+from harness.checks import LOOP_GUARDED
 from sessionlogs import version_params
 
 REPO = Path(__file__).resolve().parent.parent
@@ -47,6 +48,21 @@ SIGNAL_BACKENDS = sorted(
 #: ``<backend>-<version>``.
 SIGNAL_CASES = [pytest.param(b, *param.values, id=param.id)
                 for b in SIGNAL_BACKENDS for param in version_params(b)]
+
+
+def cases_with(scenario: str) -> list:
+    """The :data:`SIGNAL_CASES` whose evidence kept session files of ``scenario``. The harness
+    keeps none where the CLI wrote nothing there: Continue CLI 1.5.47 writes its session file
+    only when the turn's steps finish (no file 1.5 s into a running command), and Cline CLI
+    3.0.65's file tool is not one the stub can ask for (its ``read`` run is skipped)."""
+    return [case for case in SIGNAL_CASES
+            if ((json.loads((case.values[1] / f"{case.values[0]}.json").read_text())
+                 .get("scenario_sessions") or {}).get(scenario))]
+
+
+#: Verified releases whose session log never ends a turn: Codex before 0.100.0 writes no
+#: task_complete (its reader starts a turn at each prompt; issue 26).
+NO_TURN_END = {("codex", "0.96.0"), ("codex", "0.64.0")}
 
 
 def evidence(backend: str, root: Path = EVIDENCE) -> dict:
@@ -126,7 +142,7 @@ def state_at(sc: Sidecar, t: float, clock: list[float]) -> str:
     return row.state
 
 
-@pytest.mark.parametrize("backend,root", SIGNAL_CASES)
+@pytest.mark.parametrize("backend,root", cases_with("midturn"))
 def test_shell_activity_without_records_for_15_min(backend: str, root: Path,
                                                    tmp_path: Path) -> None:
     """C-AC10: a turn in progress with a finished shell call and no record for 15 minutes shows
@@ -154,12 +170,15 @@ def test_shell_activity_without_records_for_15_min(backend: str, root: Path,
     assert state_at(sc, clock[0], clock) == ON
 
 
-@pytest.mark.parametrize("backend,root", SIGNAL_CASES)
+@pytest.mark.parametrize("backend,root", cases_with("read"))
 def test_only_reads_for_15_min_is_on(backend: str, root: Path, tmp_path: Path) -> None:
     """C-AC10: an agent that only read files shows "on" 15 minutes (and more) later. The
     session is the ``read`` run, cut before its final answer where the log is JSON Lines, so
     the turn is still in progress."""
     reader = session_reader(backend)
+    skipped = (evidence(backend, root).get("scenarios") or {}).get("read", {}).get("skipped")
+    if skipped:  # e.g. Codex before 0.130: no file tool for the harness's file-tool model
+        pytest.skip(f"{backend}: the harness ran no file-tool turn: {skipped}")
     home = make_home(tmp_path, backend, "read", cut_before_turn_end=True, root=root)
     events = events_of(backend, home)
     kinds = {e.kind for e in events}
@@ -173,7 +192,7 @@ def test_only_reads_for_15_min_is_on(backend: str, root: Path, tmp_path: Path) -
     assert state_at(sc, clock[0] + 10 * NO_DATA_S, clock) == ON
 
 
-@pytest.mark.parametrize("backend,root", SIGNAL_CASES)
+@pytest.mark.parametrize("backend,root", cases_with("running"))
 def test_one_command_running_for_20_min_is_on(backend: str, root: Path, tmp_path: Path) -> None:
     """C-AC10: a single command running for 20 minutes is not missing data. The session is the
     ``running`` snapshot, taken while `sleep 8` ran; where the CLI logs a call only once it
@@ -191,10 +210,12 @@ def test_one_command_running_for_20_min_is_on(backend: str, root: Path, tmp_path
     assert state_at(sc, clock[0] + 20 * 60, clock) == ON
 
 
-@pytest.mark.parametrize("backend,root", SIGNAL_CASES)
+@pytest.mark.parametrize("backend,root", [c for c in SIGNAL_CASES
+                                          if c.values[0] not in LOOP_GUARDED])
 def test_finished_turn_is_idle(backend: str, root: Path, tmp_path: Path) -> None:
     """The whole repeated-failure session, turn ended, no records: the agent is idle, so its
-    row is "on" however long after (the timer waits for the next turn with shell activity)."""
+    row is "on" however long after (the timer waits for the next turn with shell activity).
+    A release whose log has no turn end (:data:`NO_TURN_END`) keeps the turn open instead."""
     home = make_home(tmp_path, backend, "shell", root=root)
     events = events_of(backend, home)
     assert len([e for e in events if e.kind == SHELL_END]) == 5
@@ -202,6 +223,14 @@ def test_finished_turn_is_idle(backend: str, root: Path, tmp_path: Path) -> None
     sc = sidecar(tmp_path, backend, home, clock)
     sc.run_once()
     activity = sc.agents["a1"].activity
+    version = evidence(backend, root)["version"]
+    assert any(e.kind == TURN_END for e in events) is ((backend, version) not in NO_TURN_END)
+    if (backend, version) in NO_TURN_END:
+        # Codex before 0.100.0 logs no turn end (issue 26): the turn with unrecorded shell
+        # calls stays open, so the row says so once the timer has run.
+        assert activity.turn_open is True and activity.unmatched_since is not None
+        assert state_at(sc, clock[0] + 2 * NO_DATA_S, clock) == NOT_RECEIVING_DATA
+        return
     assert activity.turn_open is False and activity.unmatched_since is not None
     assert state_at(sc, clock[0] + 2 * NO_DATA_S, clock) == ON
 

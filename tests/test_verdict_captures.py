@@ -70,10 +70,14 @@ SESSION_VERDICTS = checks.SESSION_VERDICTS
 #: The terminal error's text of a killed turn, per backend whose log classifies it: Claude Code's
 #: turn left with its Bash call unanswered; pi 1.6.0's aborted reply (its ``errorMessage``).
 KILLED_ERROR = {"claude": EXITED_MID_TURN, "pi": "This operation was aborted"}
-#: The CLI's exit status on the empty reply: most exit 0 having done nothing; Kilo 7.7.7 and
-#: Copilot CLI 1.0.102 exit 1.
+#: The CLI's exit status on the empty reply: most exit 0 having done nothing; Kilo 7.7.7,
+#: Copilot CLI 1.0.102, Qwen Code 0.24.4 and Cline CLI 3.0.65 exit 1.
+#: The terminal error's text of an empty reply, per backend whose log calls it an error.
+EMPTY_ERROR = {"copilot": "No response was returned. Send your message again to retry.",
+               "cline": "Model returned empty response"}
 EMPTY_EXIT = {"claude": 0, "codex": 0, "gemini": 0, "pi": 0, "omp": 0, "opencode": 0, "kilo": 1,
-              "copilot": 1}
+              "copilot": 1, "qwen": 1, "cline": 1,
+              "continue": 0, "droid": 0}
 
 
 def releases(backends) -> list:
@@ -123,6 +127,10 @@ def test_repeat_failure_verdict_on_real_transcripts(backend, root, name):
     done = run_verdict(str(path))
     assert (done.returncode, done.stderr, done.stdout) == (EXIT_CODES[alone], f"{alone}\n", "")
     status = cli_exit(backend, name, root)
+    if name == "killed" and status == 0:
+        # Codex 0.64.0 to 0.148.0 exit 0 after SIGTERM (0.171.0: 143): with no failing status
+        # the transcript's own verdict stands.
+        with_exit = alone
     done = run_verdict("--exit-status", str(status), "--json", str(path))
     assert (done.returncode, done.stderr) == (EXIT_CODES[with_exit], f"{with_exit}\n")
     report = json.loads(done.stdout)
@@ -190,7 +198,11 @@ def _home_with(backend: str, name: str, dest: Path, root: Path = EVIDENCE) -> Pa
     src = root / backend / "verdict" / name
     home = dest / "home"
     files = found.get("session_files") or []
-    assert files, f"{backend} {name}: no session file captured"
+    # Continue CLI 1.5.47 wrote no session file for the error and killed runs (an empty home,
+    # no turn: SESSION_VERDICTS says None); every other run must have kept its files.
+    assert files or checks.session_verdicts(backend, scenario_version(backend, root))[name] is None, \
+        f"{backend} {name}: no session file captured"
+    home.mkdir(parents=True, exist_ok=True)
     for rel in files:
         target = home / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -248,7 +260,7 @@ def test_the_sidecar_classifies_each_real_session(tmp_path, log_stream, backend,
         elif expected == AGENT_ERROR and name == "error":
             assert "harness: stub refused the request" in line["error"]
         elif expected == AGENT_ERROR:
-            assert line["error"] == "No response was returned. Send your message again to retry."
+            assert line["error"] == EMPTY_ERROR[backend]
         else:
             assert line["error"] == ""
 

@@ -12,10 +12,25 @@ than silently ignored, so a renamed "off" switch cannot slip by. Codex ignores `
 tool shell is ``/bin/bash`` (a snapshot wrapper ending ``exec '/bin/bash' -c '<cmd>'``, or plain
 ``/bin/bash -lc <cmd>``). Session logs: ``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``. The
 verdict scenarios run ``codex exec --json`` (the transcript, one JSON event a line, on stdout).
+
+Earlier releases (``python -m harness run --backend codex --release V``, issue 26): the invocation
+is chosen by the installed release (:func:`release_of`), each rule found by trying releases:
+
+* ``--strict-config`` only from 0.131.0 (:data:`STRICT_CONFIG_SINCE`): 0.130.0 and older stop
+  with "unexpected argument '--strict-config'" (and ignore config keys they do not know, so the
+  same ``config.toml`` serves every release);
+* before 0.96.0 the model :data:`SHELL_COMMAND_MODEL` (``-c model=...``), so the capture has the
+  ``shell_command`` tool OpenAI's models got there, not the generic ``shell`` of the stub's
+  unknown model (:data:`UNIFIED_EXEC_SINCE`);
+* ``OPENAI_BASE_URL`` is the stub for every release: 0.98.0 (at least) fetches
+  ``https://api.openai.com/v1/models`` from its built-in OpenAI provider whatever
+  ``model_provider`` says. With it, strace of whole harness runs of 0.64.0 and 0.96.0 showed
+  connections to 127.0.0.1 only.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from harness.runner import Backend
@@ -78,14 +93,51 @@ log_user_prompt = false
 
 
 def _prepare(home: Path, work: Path, url: str) -> dict[str, str]:
+    """Write ``~/.codex/config.toml`` under ``home`` for the stub at ``url``; returns the
+    environment every Codex release needs (the dummy key, ``CODEX_HOME``, ``OPENAI_BASE_URL``)."""
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True, exist_ok=True)
     (codex_home / "config.toml").write_text(_config(url))
-    return {KEY_VAR: "stub-key-not-a-secret", "CODEX_HOME": str(codex_home)}
+    # Codex 0.98.0 refreshes its model list from the built-in OpenAI provider
+    # (``https://api.openai.com/v1/models?client_version=...``) whatever ``model_provider``
+    # says; ``OPENAI_BASE_URL`` points that provider at the stub too (checked with strace).
+    return {KEY_VAR: "stub-key-not-a-secret", "CODEX_HOME": str(codex_home),
+            "OPENAI_BASE_URL": f"{url}/v1"}
+
+
+#: The first release whose ``codex exec`` knows ``--strict-config`` (0.131.0; 0.130.0 and older
+#: reject the flag as an unexpected argument, and ignore config keys they do not know).
+STRICT_CONFIG_SINCE = (0, 131, 0)
+
+
+def release_of(binary: str) -> tuple[int, ...]:
+    """The installed release of the ``codex`` at ``binary`` (``node_modules/.bin/codex``, a link
+    to ``@openai/codex/bin/codex.js``) as a tuple of ints, read from the package's
+    ``package.json``. Raises ``OSError`` when that file is missing, ``ValueError`` when it
+    holds no ``major.minor.patch`` version."""
+    package = Path(binary).resolve().parent.parent / "package.json"
+    version = json.loads(package.read_text())["version"]
+    return tuple(int(part) for part in version.split("-", 1)[0].split("."))
+
+
+#: Before 0.96.0 the tool Codex offers for a shell depends on the model: its built-in entries for
+#: OpenAI's models (``"shell_type": "shell_command"``) get ``shell_command`` (``command`` a
+#: string), an unknown model such as the stub's gets the generic ``shell`` (``command`` an argv
+#: list). Releases before 0.96.0 run with this built-in model, so their captures hold what
+#: users of OpenAI's models have; from 0.96.0 every model gets ``exec_command``.
+SHELL_COMMAND_MODEL = "gpt-5.1-codex-max"
+UNIFIED_EXEC_SINCE = (0, 96, 0)
 
 
 def _argv(binary: str, prompt: str) -> list[str]:
-    return [binary, "exec", "--strict-config", "--dangerously-bypass-approvals-and-sandbox",
+    """``codex exec`` of ``prompt`` with the flags the release at ``binary`` takes (the module
+    docstring); raises what :func:`release_of` raises."""
+    release = release_of(binary)
+    strict = ["--strict-config"] if release >= STRICT_CONFIG_SINCE else []
+    # ``-c``, not ``--model``: the file-tool scenario's ``--model`` (FILE_TOOL_MODEL) comes on
+    # top, and clap refuses a second ``--model``.
+    model = ["-c", f'model="{SHELL_COMMAND_MODEL}"'] if release < UNIFIED_EXEC_SINCE else []
+    return [binary, "exec", *strict, *model, "--dangerously-bypass-approvals-and-sandbox",
             "--skip-git-repo-check", "--color", "never", prompt]
 
 

@@ -11,11 +11,11 @@ loopback (strace). ``droid exec --skip-permissions-unsafe`` runs one turn with e
 
 Its shell tool ``Execute`` (``command``) runs ``bash -c '<supervisor script>'
 factory-execute-supervisor <owner pid> /bin/bash <cmd>``: a fixed script that watches its owner
-and runs ``"$command_shell" -c "$command"``. The command is an argument, never in the outer
-shell's ``BASH_EXECUTION_STRING``; the inner ``/bin/bash -c <cmd>`` is nested, so the neutral
-route records the outer shell: the right exit status under the supervisor's text, the same for
-every command. That is why the coverage table marks it not covered. Session log:
-``~/.factory/sessions/<cwd-slug>/<uuid>.jsonl``.
+and runs ``"$command_shell" -c "$command$quoted_args"``. The command is an argument, never in
+the outer shell's ``BASH_EXECUTION_STRING``, and the inner ``/bin/bash -c <cmd>`` is nested
+(silent), so the hook's exit path records that shell's ``$command$quoted_args`` with the status
+the script exits with (``hooks/bash_env.slow.bash``). Session log, read by
+``repeat_failure/backends/droid.py``: ``~/.factory/sessions/<cwd-slug>/<uuid>.jsonl``.
 """
 
 from __future__ import annotations

@@ -154,7 +154,8 @@ def log_timestamp(value: Any, epoch_ms: bool = False) -> float | None:
 class SessionLogReader:
     """How to read one backend's session log. Subclass it, set the class attributes, and
     implement :meth:`parse_line` (JSON Lines logs; :class:`JsonLinesReader` implements what
-    every reader of typed JSON lines does, subclass that) or :meth:`poll_db` (SQLite logs).
+    every reader of typed JSON lines does, subclass that), :meth:`poll_db` (SQLite logs) or
+    :meth:`parse_document` (a JSON document the CLI rewrites whole).
 
     - ``backend``: the backend name (``claude``, ``codex``, …).
     - ``globs``: where the session files are, as ``Path.glob`` patterns relative to the agent's
@@ -162,8 +163,10 @@ class SessionLogReader:
       directory an environment variable of the agent can move (``$CODEX_HOME/sessions/...``);
       the tailer expands it from the agent's environment when known and otherwise uses the
       default given in ``env_defaults`` (``{"CODEX_HOME": ".codex"}``, relative to the home).
-    - ``kind``: ``"jsonl"`` (the tailer reads whole lines, appended) or ``"sqlite"`` (the
-      tailer opens the database read-only and calls :meth:`poll_db`).
+    - ``kind``: ``"jsonl"`` (the tailer reads whole lines, appended), ``"sqlite"`` (the
+      tailer opens the database read-only and calls :meth:`poll_db`) or ``"json"`` (one JSON
+      document per file that the CLI rewrites whole, Cline's and Continue CLI's sessions: the
+      tailer reads the whole file each time it changed and calls :meth:`parse_document`).
     - ``route_records``: True when the backend's commands never reach a fresh non-interactive
       bash, so the reader's finished shell calls are the backend's records (C3).
     - ``signal``: the coverage table's text for the shell-activity signal this reader gives.
@@ -171,6 +174,13 @@ class SessionLogReader:
       events with these names touched the dev surface: :mod:`repeat_failure.turns.verdict`, the preview
       probe). Shell commands that write files are not counted: what a command does is not
       known from its text.
+    - ``shell_tools``: the names the backend's log gives its shell tool (``Bash``,
+      ``exec_command``, ``run_shell_command``, ``bash``). A session file that names a call of
+      one of them where the reader could not read a shell call, or whose shell calls start and
+      never end, while no shell call of it was recognised, is reported as unrecognised
+      (:mod:`repeat_failure.sessions.unrecognized`, issue 26): the next log format a CLI
+      release brings is never read as "no commands" in silence. Empty: only the calls that
+      never end are looked for.
     """
 
     backend: ClassVar[str] = ""
@@ -180,6 +190,7 @@ class SessionLogReader:
     route_records: ClassVar[bool] = False
     signal: ClassVar[str] = ""
     edit_tools: ClassVar[frozenset[str]] = frozenset()
+    shell_tools: ClassVar[frozenset[str]] = frozenset()
 
     def new_file_state(self) -> dict[str, Any]:
         """Fresh per-file state (what :meth:`parse_line` keeps between the lines of one file,
@@ -198,6 +209,14 @@ class SessionLogReader:
         """The events one decoded JSON line gives (often none). ``obj`` is whatever
         ``orjson.loads`` returned for the line. Raises :class:`ReaderFormatError` for a line the
         reader does not recognise; must raise nothing else."""
+        raise NotImplementedError
+
+    def parse_document(self, doc: Any, state: dict[str, Any]) -> list[SessionEvent]:
+        """JSON-document readers: the events of the file's whole document ``doc`` (what
+        ``orjson.loads`` returned) that were not given for an earlier version of it. ``state``
+        is the file's state (what was already given, by id); it must stay JSON-serialisable
+        (it is saved in the sidecar's state file). Raises :class:`ReaderFormatError` for a
+        document it does not recognise; must raise nothing else."""
         raise NotImplementedError
 
     def poll_db(self, conn: sqlite3.Connection, state: dict[str, Any]) -> list[SessionEvent]:
@@ -423,10 +442,14 @@ def session_reader(backend: str) -> SessionLogReader | None:
 
 # Backend modules register their strippers and readers when imported; keep these lines sorted.
 from repeat_failure.backends import claude  # noqa: E402,F401
+from repeat_failure.backends import cline  # noqa: E402,F401
 from repeat_failure.backends import codex  # noqa: E402,F401
+from repeat_failure.backends import continue_cli  # noqa: E402,F401
 from repeat_failure.backends import copilot  # noqa: E402,F401
+from repeat_failure.backends import droid  # noqa: E402,F401
 from repeat_failure.backends import gemini  # noqa: E402,F401
 from repeat_failure.backends import kilo  # noqa: E402,F401
 from repeat_failure.backends import omp  # noqa: E402,F401
 from repeat_failure.backends import opencode  # noqa: E402,F401
 from repeat_failure.backends import pi  # noqa: E402,F401
+from repeat_failure.backends import qwen  # noqa: E402,F401

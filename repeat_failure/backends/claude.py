@@ -214,6 +214,7 @@ class ClaudeSessionReader(JsonLinesReader):
     """
 
     backend: ClassVar[str] = "claude"
+    shell_tools: ClassVar[frozenset[str]] = _SHELL_TOOLS
     #: Tools that write or edit files (Claude Code 2.1.197's file tools).
     edit_tools: ClassVar[frozenset[str]] = frozenset({"Write", "Edit", "MultiEdit",
                                                       "NotebookEdit"})

@@ -105,6 +105,7 @@ class CopilotReader(JsonLinesReader):
     """
 
     backend = "copilot"
+    shell_tools = _SHELL_TOOLS
     #: Tools that write or edit files (tool names in the Copilot CLI 1.0.102 bundle).
     edit_tools: frozenset[str] = frozenset({"create", "edit", "str_replace_editor", "apply_patch"})
     globs = (".copilot/session-state/*/events.jsonl",)

@@ -109,17 +109,14 @@ def _covered(backend: str, name: str, version: str, kind: str = "cli",
                        read_only_note=read_only_note)
 
 
-#: The C12 text of a covered backend beyond Hive's list: its session log has its shell calls, but
-#: no reader is written for it yet (issue 15 item 7 adds the rows, not the readers).
-_NO_READER_YET = (f"{SAFEGUARD_UNAVAILABLE} (its session log has the shell calls, but no "
-                  "session-log reader is written for this backend yet)")
-
-
 _ROWS = (
     _covered("bash", "bash -c (pseudo-backend: any program that runs commands with bash -c)",
              "5.2.15", kind="pseudo"),
     _covered("claude", "Claude Code", "2.1.332", also=("2.1.197",)),
-    _covered("codex", "OpenAI Codex CLI", "0.171.0"),
+    # Codex: the first release of each session-log format since December 2025 (issue 26;
+    # repeat_failure/backends/codex.py CodexReader), newest first; 0.64.0 is the oldest.
+    _covered("codex", "OpenAI Codex CLI", "0.171.0",
+             also=("0.148.0", "0.145.0", "0.100.0", "0.96.0", "0.64.0")),
     _covered("gemini", "Gemini CLI", "0.61.0"),
     _covered("copilot", "GitHub Copilot CLI", "1.0.102", also=("1.0.85", "1.0.62"),
              read_only=("1.0.11",), read_only_note=(
@@ -158,19 +155,12 @@ _ROWS = (
     _covered("watsonx", "watsonx (through the Claude Code route)", "2.1.332", kind="inference",
              evidence_of="claude", also=("2.1.197",)),
     # Beyond Hive's list (issue 15, item 7): agent CLIs platform teams run, tried from npm.
-    _covered("qwen", "Qwen Code", "0.24.4", shell_activity=_NO_READER_YET, hive=False),
-    _covered("cline", "Cline CLI", "3.0.65", shell_activity=_NO_READER_YET, hive=False),
-    _covered("continue", "Continue CLI (cn)", "1.5.47", shell_activity=_NO_READER_YET,
-             hive=False),
-    _not_covered("droid", "Factory Droid", reason=(
-        "droid 0.215.0 runs each command as bash -c '<fixed supervisor script>' "
-        "factory-execute-supervisor <owner pid> /bin/bash <cmd>: the command is an argument, "
-        "never in BASH_EXECUTION_STRING, and the inner /bin/bash -c <cmd> is a nested shell, so "
-        "the route records the supervisor script (right exit status, the same text for every "
-        "command; harness/evidence/droid.json)"),
-        follow_up="new issue: record the inner shell of Droid's factory-execute-supervisor (its "
-                  "$0) in the hook, or a session-log route from ~/.factory/sessions/*/*.jsonl",
-        hive=False),
+    _covered("qwen", "Qwen Code", "0.24.4", hive=False),
+    _covered("cline", "Cline CLI", "3.0.65", hive=False),
+    _covered("continue", "Continue CLI (cn)", "1.5.47", hive=False),
+    # Droid's Execute runs the command in a nested shell of its supervisor script; the hook
+    # records that inner command (hooks/bash_env.slow.bash).
+    _covered("droid", "Factory Droid", "0.215.0", hive=False),
     _not_covered("crush", "Charm Crush", reason=(
         "npm install @charmland/crush@0.96.1 fails: its postinstall downloads the binary from "
         "github.com (\"Error: Installation failed: Request failed: getaddrinfo ENOTFOUND "

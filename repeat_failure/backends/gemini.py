@@ -251,6 +251,7 @@ class GeminiReader(JsonLinesReader):
     """
 
     backend = "gemini"
+    shell_tools = _SHELL_TOOLS
     #: Tools that write or edit files (Gemini CLI's write-file and edit tools).
     edit_tools: frozenset[str] = frozenset({"write_file", "replace"})
     globs = (".gemini/tmp/*/chats/session-*.jsonl",)

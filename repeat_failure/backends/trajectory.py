@@ -18,7 +18,10 @@ default observation template; SWE-agent "Output files / Trajectories"):
   may name its action in ``action``), besides the per-step ``trajectory``. Its observations
   carry ``<returncode>`` only with an observation template that writes one; a call whose
   observation has none has no known result and gives no ``shell_end`` (it is counted apart by
-  replay).
+  replay). Some SWE-agent runs of 2024 (and CodeR's) also hold a ``messages`` list whose items
+  are lists of messages (the conversation as sent at each step; seen in public trajectory
+  sets, issue 26): ``history`` is read then, since those lists repeat each call once per later
+  step.
 
 :func:`read_trajectory` turns one document into ``shell_start`` / ``shell_end`` events in the
 order of the messages; ``call_id`` is the assistant message's index.
@@ -181,12 +184,16 @@ def read_trajectory(doc: Any) -> list[SessionEvent]:
     is the assistant message's time, the observation's when it has its own; ``None`` when
     neither has one. Raises :class:`ReaderFormatError` ``unknown_shape`` for a document that
     is not an object with a ``messages`` (mini-swe-agent) or ``history`` (SWE-agent) list, or
-    whose messages are not objects."""
+    whose messages are not objects. ``messages`` is read when it is a non-empty list of objects,
+    else ``history`` when it is a list (SWE-agent, also beside a ``messages`` list of lists),
+    else ``messages``."""
     if not isinstance(doc, dict):
         raise ReaderFormatError("unknown_shape", "not a JSON object")
-    messages = doc.get("messages")
-    if not isinstance(messages, list):
-        messages = doc.get("history")
+    messages, history = doc.get("messages"), doc.get("history")
+    if isinstance(history, list) and not (
+            isinstance(messages, list) and messages
+            and all(isinstance(m, dict) for m in messages)):
+        messages = history
     if not isinstance(messages, list):
         raise ReaderFormatError("unknown_shape", "no messages or history list")
     events: list[SessionEvent] = []

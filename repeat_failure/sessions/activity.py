@@ -21,6 +21,12 @@ shell-tool calls, so :class:`Activity` compares the two, per agent:
 - Turns are tracked per session file (the event's ``source``): an agent with two sessions
   open is "in a turn with shell activity" while either is.
 
+Beside the timer, :class:`Activity` keeps whether the agent's newest sign of shell use is a
+session file whose shell calls the reader cannot read (:meth:`Activity.on_unrecognized`,
+:mod:`repeat_failure.sessions.unrecognized`, issue 26): from then until a shell call of any of
+the agent's session files is recognised, the safeguard cannot see the agent's commands, and
+the row says so rather than ``on``.
+
 Times are seconds since the epoch: the session log's own times for its events, the record's
 ``ts`` for records, the sidecar's clock for "now". :class:`Activity` holds no command text.
 """
@@ -57,6 +63,9 @@ class Activity:
         self.last_record_ts: float | None = None
         self.last_shell_ts: float | None = None  # newest shell start or end, for the exporter
         self.not_before = not_before  # epoch seconds: calls that ended earlier had no hook
+        self.last_end_ts: float | None = None  # newest recognised shell call's end
+        #: When a session file was found unrecognised after the newest recognised call (issue 26).
+        self.unrecognized_ts: float | None = None
         self._anon = 0
 
     @property
@@ -105,11 +114,28 @@ class Activity:
             if turn[0]:
                 turn[1] = True
             self._touch(ts)
+            if self.last_end_ts is None or ts > self.last_end_ts:
+                self.last_end_ts = ts
+            if self.unrecognized_ts is not None and ts >= self.unrecognized_ts:
+                self.unrecognized_ts = None  # a shell call is read again
             if ts < self.not_before:
                 return  # it ran before the hook could record it
             if self.last_record_ts is None or self.last_record_ts < start - MATCH_SLACK_S:
                 if self.unmatched_since is None or ts < self.unmatched_since:
                     self.unmatched_since = ts
+
+    def on_unrecognized(self, ts: float) -> None:
+        """A session file of the agent was found unrecognised at ``ts``: it counts when it is
+        newer than the newest recognised shell call (an old file must not hide a CLI that is
+        read well now), and holds until a shell call ends at or after it."""
+        if self.last_end_ts is None or ts > self.last_end_ts:
+            self.unrecognized_ts = ts if self.unrecognized_ts is None else max(
+                self.unrecognized_ts, ts)
+
+    @property
+    def unrecognized(self) -> bool:
+        """The agent's newest sign of shell use is a session file its reader cannot read."""
+        return self.unrecognized_ts is not None
 
     def receiving_data(self, now: float, no_data_after_s: float) -> bool:
         """False when a turn with shell activity is in progress and the timer has run for at
@@ -143,7 +169,8 @@ class Activity:
         return {"turns": {k: list(v) for k, v in self.turns.items()},
                 "running": dict(self.running), "unmatched_since": self.unmatched_since,
                 "last_record_ts": self.last_record_ts, "last_shell_ts": self.last_shell_ts,
-                "not_before": self.not_before}
+                "not_before": self.not_before, "last_end_ts": self.last_end_ts,
+                "unrecognized_ts": self.unrecognized_ts}
 
     def load_dict(self, data: Any) -> None:
         """Restore :meth:`to_dict`'s output; fields of the wrong type are ignored."""
@@ -159,7 +186,8 @@ class Activity:
                 and math.isfinite(not_before):
             self.not_before = min(self.not_before, float(not_before)) if self.not_before \
                 else float(not_before)
-        for name in ("unmatched_since", "last_record_ts", "last_shell_ts"):
+        for name in ("unmatched_since", "last_record_ts", "last_shell_ts", "last_end_ts",
+                     "unrecognized_ts"):
             value = data.get(name)
             if isinstance(value, (int, float)) and not isinstance(value, bool) \
                     and math.isfinite(value):

@@ -10,7 +10,9 @@ a new name, as Vector's and mtail's tailers fingerprint files: it keeps its offs
 events their ``source``, also across a restart; before, a renamed file was read again from the
 start and its turns and failures counted twice, issue 17) and vanishing (forgotten). SQLite stores (:attr:`SessionLogReader.kind` ``"sqlite"``) are
 opened read-only and polled through :meth:`SessionLogReader.poll_db` when the database or its
-WAL changed.
+WAL changed. A JSON document a CLI rewrites whole (:attr:`SessionLogReader.kind` ``"json"``)
+is read whole, up to :data:`MAX_LINE` bytes, each time its size or time changed, and handed to
+:meth:`SessionLogReader.parse_document`, whose per-file state says what it already gave.
 
 Bounds: at most :data:`MAX_FILES` files are followed (the most recently modified), at most
 :data:`READ_BUDGET` bytes are read per poll (the rest next time), a line longer than
@@ -31,7 +33,6 @@ import re
 import sqlite3
 import stat
 import time
-import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -41,6 +42,10 @@ from typing import Any
 import orjson
 
 from repeat_failure.backends import ReaderFormatError, SessionEvent, SessionLogReader, UnusedLine
+from repeat_failure.sessions.stores import UNCHANGED as _UNCHANGED
+from repeat_failure.sessions.stores import open_db as _open_db
+from repeat_failure.sessions.stores import read_document
+from repeat_failure.sessions.unrecognized import ShellRecognition, Unrecognized
 from repeat_failure.sidecar.normalize import OUTPUT_EDGE_CHARS, cut_output
 
 log = logging.getLogger("repeat_failure")
@@ -161,17 +166,20 @@ class _File:
     head_start: int = 0
     head_len: int = 0
     discard: bool = False  # sqlite: drop the first poll's events (history before we ran)
+    shell: ShellRecognition = field(default_factory=ShellRecognition)  # issue 26
 
 
 @dataclass
 class PollResult:
     """What one :meth:`SessionTail.poll` found: ``events`` in file order (``ts`` always set),
-    ``errors`` counted by reason, and ``ignored``: lines of a type the reader does not know
-    (:class:`~repeat_failure.backends.UnusedLine`; not errors)."""
+    ``errors`` counted by reason, ``ignored``: lines of a type the reader does not know
+    (:class:`~repeat_failure.backends.UnusedLine`; not errors), and the files found
+    ``unrecognized`` by this poll (each file once)."""
 
     events: list[SessionEvent] = field(default_factory=list)
     errors: Counter = field(default_factory=Counter)
     ignored: int = 0
+    unrecognized: list[Unrecognized] = field(default_factory=list)
 
 
 class SessionTail:
@@ -263,6 +271,7 @@ class SessionTail:
                 f.head = str(saved.get("head", ""))
                 f.head_start, f.head_len = _nat(saved.get("head_start")), _nat(saved.get("head_len"))
                 f.skipping = saved.get("skipping") is True
+                f.shell = ShellRecognition.from_dict(saved.get("shell"))
                 if isinstance(saved.get("db"), dict):
                     f.state = saved["db"]
             elif now - st.st_mtime > self.backfill_s:
@@ -270,7 +279,7 @@ class SessionTail:
                 # end; a database is read once with its events dropped (the reader's state
                 # then points past them).
                 f.offset = st.st_size
-                f.discard = self.reader.kind == "sqlite"
+                f.discard = self.reader.kind in ("sqlite", "json")
             self._files[key] = f
         self._scanned_at = now
 
@@ -315,6 +324,8 @@ class SessionTail:
                 break
             if self.reader.kind == "sqlite":
                 self._poll_db(key, f, result, now)
+            elif self.reader.kind == "json":
+                budget -= self._poll_document(key, f, result, now)
             else:
                 budget -= self._poll_jsonl(key, f, result, budget, now)
         return result
@@ -341,6 +352,7 @@ class SessionTail:
                 f.skipping = False
                 f.state = self.reader.new_file_state()
                 f.head, f.head_start, f.head_len = "", 0, 0
+                f.shell = ShellRecognition()
             f.dev, f.ino = st.st_dev, st.st_ino
             if f.head_len < FINGERPRINT_BYTES:
                 _fingerprint(f, fd, st.st_size)
@@ -396,7 +408,16 @@ class SessionTail:
             return
         events = self._call_reader(result, self.reader.parse_line, obj, f.state)
         if events is not None:
-            result.events.extend(_stamped(events, now, key))
+            events = _stamped(events, now, key)
+            result.events.extend(events)
+        self._flag(key, f, f.shell.on_line(line, obj, events, self.reader.shell_tools),
+                   result, now)
+
+    def _flag(self, key: str, f: _File, flagged: tuple[str, float | None] | None,
+              result: PollResult, now: float) -> None:
+        """Report ``f`` unrecognised when its shell-call tracker just flagged it."""
+        if flagged:
+            result.unrecognized.append(Unrecognized(key, f.path, flagged[0], flagged[1] or now))
 
     def _call_reader(self, result: PollResult, method: Callable[..., list[SessionEvent]],
                      *args: Any) -> list[SessionEvent] | None:
@@ -418,6 +439,24 @@ class SessionTail:
                       extra={"backend": self.reader.backend, "error": exc.__class__.__name__})
         return None
 
+    def _poll_document(self, key: str, f: _File, result: PollResult, now: float) -> int:
+        """Read a whole JSON document again when its ``(mtime_ns, size)`` changed
+        (:func:`repeat_failure.sessions.stores.read_document`) and hand it to the reader.
+        Returns the bytes read."""
+        got = read_document(f.path, f.stamp, MAX_LINE)
+        if got.error:
+            result.errors[got.error] += 1
+        f.stamp = got.stamp or f.stamp
+        if got.doc is _UNCHANGED or got.error:
+            return got.size
+        events = self._call_reader(result, self.reader.parse_document, got.doc, f.state)
+        if events is not None:
+            if f.discard:
+                f.discard = False
+            else:
+                result.events.extend(_stamped(events, now, f.source or key))
+        return got.size
+
     def _poll_db(self, key: str, f: _File, result: PollResult, now: float) -> None:
         stamp = tuple(_stamp(Path(f"{f.path}{s}")) for s in ("", "-wal"))
         if stamp == f.stamp:
@@ -437,14 +476,18 @@ class SessionTail:
         if f.discard:
             f.discard = False
             return
-        result.events.extend(_stamped(events, now, f.source or key))
+        events = _stamped(events, now, f.source or key)
+        result.events.extend(events)
+        self._flag(f.source or key, f, f.shell.on_events(events, self.reader.shell_tools),
+                   result, now)
 
     # -- state -------------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, dict]:
         """Where each followed file was read to, for the state file:
         ``{path: {"dev", "ino", "offset", "head", "head_start", "head_len"[, "skipping"][,
-        "source"][, "db"]}}`` (``source`` when a rename gave the file another key). Holds no text of the files (a SQLite
+        "source"][, "shell"][, "db"]}}`` (``source`` when a rename gave the file another key;
+        ``shell``: its :class:`ShellRecognition` counts). Holds no text of the files (a SQLite
         reader's state holds ids and watermarks only). A partial line at the end is re-read
         after a restart: the offset saved is the end of the last complete line."""
         out = {}
@@ -456,10 +499,18 @@ class SessionTail:
                 entry["skipping"] = True
             if f.source and f.source != key:
                 entry["source"] = f.source
-            if self.reader.kind == "sqlite":
+            if f.shell != ShellRecognition():
+                entry["shell"] = f.shell.to_dict()
+            if self.reader.kind in ("sqlite", "json"):
                 entry["db"] = f.state
             out[key] = entry
         return out
+
+    def forget_reports(self) -> None:
+        """Forget which files were reported unrecognised (the check was turned off): one that
+        still is is reported again at its next turn's end (its counts are kept)."""
+        for f in self._files.values():
+            f.shell.reason = ""
 
     def load_dict(self, data: Any) -> None:
         """Resume from :meth:`to_dict`'s output; anything malformed is ignored (the files are
@@ -515,50 +566,6 @@ def _fingerprint(f: _File, fd: int, size: int) -> None:
     if length > f.head_len:
         f.head_start, f.head_len = start, length
         f.head = _digest(os.pread(fd, length, start))
-
-
-def _open_db(path: Path) -> sqlite3.Connection:
-    """A read-only connection to the SQLite database at ``path`` (``mode=ro``,
-    ``query_only``; text that is not UTF-8 decoded with replacement, so one bad row cannot stop
-    a reader). The database and its ``-wal``, ``-shm`` and ``-journal`` files must be regular
-    files or absent: SQLite would block opening a FIFO. On a read-only mount a WAL database
-    whose CLI is not running (no ``-wal`` file, so no ``-shm`` either) cannot be opened that
-    way, since SQLite would have to create the ``-shm`` index; with no writer it is opened
-    ``immutable`` instead (only a WAL database: a rollback-journal database that cannot be
-    opened is locked or broken, and is retried later). Raises ``sqlite3.Error`` or
-    ``OSError``."""
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        try:
-            mode = os.lstat(f"{path}{suffix}").st_mode
-        except FileNotFoundError:
-            continue
-        if not stat.S_ISREG(mode):
-            raise OSError(f"{path}{suffix} is not a regular file")
-    uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, timeout=0.5, isolation_level=None,
-                           check_same_thread=False)
-    try:
-        conn.execute("PRAGMA query_only = 1")
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.OperationalError:
-        conn.close()
-        if os.path.exists(f"{path}-wal") or not _is_wal(path):
-            raise
-        conn = sqlite3.connect(f"{uri}&immutable=1", uri=True, isolation_level=None,
-                               check_same_thread=False)
-        conn.execute("PRAGMA query_only = 1")
-    conn.text_factory = lambda data: data.decode("utf-8", "replace")
-    return conn
-
-
-def _is_wal(path: Path) -> bool:
-    """True when the database file's header says WAL mode (bytes 18 and 19 are 2)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        header = os.pread(fd, 20, 0)
-    finally:
-        os.close(fd)
-    return header[18:20] == b"\x02\x02"
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

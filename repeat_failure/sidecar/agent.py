@@ -63,6 +63,8 @@ class AgentState:
     activity: Activity = field(default_factory=Activity)
     reader_errors: Counter = field(default_factory=Counter)  # reason -> n
     reader_ignored: int = 0  # session-log lines of a type the reader does not know
+    #: Session files found unrecognised (repeat_failure.sessions.unrecognized), reason -> n.
+    unrecognized_files: Counter = field(default_factory=Counter)
     dedup: RouteDedup = field(default_factory=RouteDedup)
     #: Pairs the neutral route's failures with the session log's record of the same call, for
     #: a backend whose session log is read but is not a route: the log's output digest goes to
@@ -122,12 +124,16 @@ class AgentState:
             return None
         return self.activity.next_change(no_data_after_s)
 
-    def forget(self, threshold: int, window_s: float, now: float) -> None:
+    def forget(self, threshold: int, window_s: float, now: float,
+               match_output: bool = True) -> None:
         """Forget what the check knew (it was turned off): a new empty detector with
-        ``threshold`` and ``window_s``, a C12 timer counting from ``now`` (epoch seconds), no
-        open turn, no last verdict. The counters and the session-log offsets stay."""
-        self.detector = Detector(threshold, window_s)
+        ``threshold``, ``window_s`` and ``match_output``, a C12 timer counting from ``now`` (epoch seconds), no
+        open turn, no last verdict, no session file reported unrecognised (one that still is is
+        reported again). The counters and the session-log offsets stay."""
+        self.detector = Detector(threshold, window_s, match_output)
         self.activity = Activity(not_before=now)
+        if self.tail is not None:
+            self.tail.forget_reports()
         self.turns = TurnTracker(self.turns.edit_tools)
         self.last_verdict, self.failed_in_a_row = None, 0
 
@@ -138,7 +144,8 @@ class AgentState:
         on, name = config.enabled, self.spec.name
         receiving = self.receiving(now, config.no_data_after_s)
         row = build_row(name, self.spec.backend, self.detector.notes(now),
-                        receiving, self.route_available) if on else None
+                        receiving, self.route_available,
+                        not (self.tail is not None and self.activity.unrecognized)) if on else None
         records, rejected, notes_raised = self.saved_counts
         return AgentView(
             agent=name, backend=self.spec.backend, row=row,
@@ -147,6 +154,8 @@ class AgentState:
             notes_raised=notes_raised, last_record_ts=self.last_record_ts,
             reader_errors=dict(self.reader_errors),
             reader_ignored=self.reader_ignored,
+            unrecognized_files=dict(self.unrecognized_files)
+            if on and self.tail is not None else None,
             last_shell_ts=self.activity.last_shell_ts,
             events=events,
             verdicts=dict(self.verdicts) if on and self.tail is not None else None,
@@ -175,6 +184,9 @@ class AgentView:
     last_record_ts: float | None
     reader_errors: dict = field(default_factory=dict)
     reader_ignored: int = 0
+    #: Session files found unrecognised by reason (issue 26): None when the session log is not
+    #: read (no reader or home) or the check is off.
+    unrecognized_files: dict | None = None
     last_shell_ts: float | None = None
     events: dict = field(default_factory=dict)  # Kubernetes Events: outcome -> n
     #: Turn verdicts (repeat_failure.turns.verdict): None when the agent's session log is not read.

@@ -108,7 +108,8 @@ class Sidecar:
         # replayed.
         backfill_s = max(self.config.window_s, self.config.no_data_after_s) + 60.0
         self.agents = {
-            spec.name: AgentState(spec, Detector(self.config.threshold, self.config.window_s),
+            spec.name: AgentState(spec, Detector(self.config.threshold, self.config.window_s,
+                                                     self.config.match_output),
                                   tail=session_tail(spec, self.clock, backfill_s))
             for spec in agents
         }
@@ -159,7 +160,8 @@ class Sidecar:
                 else:
                     if self._shared.remove_hook(name):
                         log.info("check off: hook removed", extra={"agent": name})
-                    state.forget(self.config.threshold, self.config.window_s, self.clock())
+                    state.forget(self.config.threshold, self.config.window_s, self.clock(),
+                                 self.config.match_output)
                     self.prober.clear()
                     self._state_file.remove(name)
             except (OSError, hook.HookError) as exc:
@@ -204,8 +206,8 @@ class Sidecar:
             self._apply_events()
             now = self.clock()
             for state in self.agents.values():
-                self._records.report(state, state.detector.reconfigure(new.threshold,
-                                                                       new.window_s, now))
+                self._records.report(state, state.detector.reconfigure(
+                    new.threshold, new.window_s, now, new.match_output))
                 if state.dirty and new.enabled:
                     self._save_state(state)
         log.info("config reloaded", extra={"enabled": new.enabled})

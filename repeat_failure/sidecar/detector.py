@@ -1,24 +1,37 @@
 """Detector: the same command failing the same way ``threshold`` times within ``window_s`` (C6).
 
-Rules (DESIGN.md "Pipeline", spec C6, C10, C11, C-AC2, C-AC3, C-AC8):
+Rules (docs/requirements.md C6, C10, C11, C-AC2, C-AC3, C-AC8; "the same result", issue 26):
 
-* Failures are counted per (normalized command, exit) — "the same result". ``exit`` is the exit
-  number, or ``"failed"`` where the route gives none.
-* A note is raised for a command when one of its keys has ``threshold`` failures whose record
-  times span less than ``window_s``. One note per distinct command.
+* Failures are counted per (normalized command, result). A result is the exit (the exit
+  number, or ``"failed"`` where the route gives none) and, where a route knows the failure's
+  output, that output after :func:`repeat_failure.sidecar.normalize.normalize_output` (its
+  keyed digest; failures whose output is unknown share the result "unknown output"). So a
+  test-fix-retest cycle, whose output changes with every edit, never adds up, while a flaky
+  test that keeps failing the same two ways still can. With ``match_output`` off (the config's
+  ``match_output: false``) a result is the exit alone (the rule before issue 26).
+* A neutral-route failure of an agent whose session log gives outputs is *awaited* (fed with
+  ``pending=True``): it counts for no result until the session log's line gives its output
+  (:meth:`Detector.set_output`) or :data:`OUTPUT_WAIT_S` seconds pass (it then counts with
+  its output unknown). So a note never appears for the wrong result and then vanishes.
+* A note is raised for a command when one of its results has ``threshold`` failures whose
+  record times span less than ``window_s``. One note per distinct command.
 * Counting uses each record's own ``ts``; expiry uses ``now``, passed in by the caller (the
   detector never reads a clock, so tests never sleep). A failure is in the window while
   ``ts > now - window_s``.
-* A success of the command forgets its failures up to the success and clears its note (unless
-  later failures still qualify). A note also clears when its last failure leaves the window; until
-  then it stays, even if its count drops below the threshold. It can be raised again later.
-* If two exits qualify, the note shows the one whose last failure is newest. An empty command
+* A success of the command forgets its failures (of every result) up to the success and clears
+  its note (unless later failures still qualify). A note also clears when the last failure of
+  its results leaves the window; until then it stays, even if its count drops below the
+  threshold. It can be raised again later.
+* If two results qualify, the note shows the one whose last failure is newest. An empty command
   never counts.
 
 Monitor only (C10): the detector returns events; nothing here touches the agent.
 
-The store the rules work on (per-command failure times, their saved form) is
-:mod:`repeat_failure.sidecar.detector_store`.
+The store the rules work on (per-command failure times and output digests, their saved form)
+is :mod:`repeat_failure.sidecar.detector_store`; the notes and events it returns are
+:mod:`repeat_failure.sidecar.detector_notes`. Names re-exported here for callers: ``Note``,
+``NoteRaised``, ``NoteCleared``, ``Event``, ``ExitKey``, ``FAILED``, ``exit_key``,
+``text_bytes``.
 """
 
 from __future__ import annotations
@@ -27,19 +40,21 @@ import bisect
 import math
 from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import orjson
 
-from repeat_failure.sidecar.detector_store import (FAILED, CommandState, ExitKey, Times, exit_key,
-                                                 parse_key, saved_item, unpack_outputs)
-from repeat_failure.sidecar.normalize import UNKNOWN, command_label, output_kind
+from repeat_failure.sidecar.detector_notes import Event, Note, NoteCleared, NoteRaised
+from repeat_failure.sidecar.detector_store import (FAILED, PENDING, CommandState, ExitKey, Result,
+                                                   Times, exit_key, iter_state_json, parse_key,
+                                                   parse_result, result_text, saved_item,
+                                                   text_bytes, unpack_outputs)
+from repeat_failure.sidecar.normalize import SAME, UNKNOWN, output_kind
 
 #: Distinct commands tracked per agent; beyond it the command that failed least recently goes.
 MAX_COMMANDS = 10_000
 #: Bytes of normalized command text tracked per agent, all commands together (as counted by
-#: :func:`text_bytes`); beyond it, as beyond ``MAX_COMMANDS``, the commands that failed least
+#: :func:`~repeat_failure.sidecar.detector_store.text_bytes`); beyond it, as beyond ``MAX_COMMANDS``, the commands that failed least
 #: recently go. Without it memory grew with command length: 10,000 distinct commands of 3.9 KB
 #: held 39 MB of text and wrote a 39 MB state file.
 MAX_COMMAND_BYTES = 4 << 20
@@ -55,88 +70,39 @@ MAX_FAILURES_PER_KEY = 10_000
 #: it the largest state the bounds allow stays under that load limit (tests/test_memory.py).
 MAX_FAILURES = 50_000
 STATE_VERSION = 1
+#: Seconds an awaited failure (fed with ``pending=True``) waits for its output before it counts
+#: with its output unknown: three session-log polls (:data:`repeat_failure.sidecar.loop.SESSION_POLL_S`,
+#: 5 s), which covers the two routes' times differing by up to
+#: :data:`repeat_failure.sidecar.dedup.WINDOW_S` (5 s) and the CLI writing its line after
+#: reading the output. Issue 26.
+OUTPUT_WAIT_S = 15.0
+#: Failures awaiting their output at once, per agent; past it the oldest stops waiting (counts
+#: with its output unknown).
+MAX_AWAITED = 1024
 
 
 class StateError(ValueError):
     """A saved detector state that cannot be loaded (torn, wrong shape, future version)."""
 
 
-@dataclass(frozen=True)
-class Note:
-    """A raised note as the dashboard shows it.
-
-    ``count`` is the failures of the shown key now in the window; ``minutes`` is the time from
-    the first to the last of them, rounded up, at least 1.
-    """
-
-    command: str
-    exit: ExitKey
-    count: int
-    minutes: int
-    first_ts: float
-    last_ts: float
-    #: Whether those failures had the same output every time (``same``), ``changing`` output,
-    #: or ``unknown`` (some failure's output not known: the neutral route gives none). Issue 19;
-    #: :func:`repeat_failure.sidecar.normalize.output_kind`. Not part of :attr:`message` (spec C11).
-    output: str = UNKNOWN
-
-    @property
-    def message(self) -> str:
-        """``Repeating failure: <command> failed N times in M min (exit S)`` (spec C11); the
-        command cut to 200 characters."""
-        result = "(failed)" if self.exit == FAILED else f"(exit {self.exit})"
-        return (
-            f"Repeating failure: {command_label(self.command)} failed {self.count} times "
-            f"in {self.minutes} min {result}"
-        )
-
-
-@dataclass(frozen=True)
-class NoteRaised:
-    """Event: a note was raised (log it once, count it)."""
-
-    note: Note
-
-
-@dataclass(frozen=True)
-class NoteCleared:
-    """Event: a note cleared; ``reason`` is ``success``, ``expired`` or ``evicted``."""
-
-    command: str
-    reason: str
-
-
-Event = Union[NoteRaised, NoteCleared]
-
-
-def text_bytes(command: str) -> int:
-    """What ``command`` counts against :data:`MAX_COMMAND_BYTES`: the larger of its size in the
-    state file (UTF-8, JSON-escaped: a control character takes 6 bytes there) and its size in
-    memory (CPython keeps a str at 1, 2 or 4 bytes a character, by its widest one), so that
-    neither exceeds the bound."""
-    try:
-        size = len(orjson.dumps(command)) - 2  # without the quotes
-    except TypeError:  # a lone surrogate, which orjson refuses: the most any text can take
-        return 6 * len(command)
-    if command.isascii():
-        return size
-    widest = max(map(ord, command))
-    return max(size, len(command) * (1 if widest < 0x100 else 2 if widest < 0x10000 else 4))
-
-
 class Detector:
     """Sliding-window repeat detector for one agent.
 
-    ``threshold`` is N (>= 1); ``window_s`` the window in seconds (> 0).
+    ``threshold`` is N (>= 1); ``window_s`` the window in seconds (> 0); ``match_output``
+    whether a failure's output is part of its result (issue 26; ``False``: exit alone).
     """
 
-    def __init__(self, threshold: int, window_s: float) -> None:
+    def __init__(self, threshold: int, window_s: float, match_output: bool = True) -> None:
         self.threshold = threshold
         self.window_s = window_s
+        self.match_output = match_output
         # Ordered by most recent failure last, so eviction takes the first entry in O(1).
         self._commands: OrderedDict[str, CommandState] = OrderedDict()
         self._text_bytes = 0  # text_bytes() of every key of _commands
         self._failures = 0  # failure times held, all commands and keys together
+        # Awaited failures, (command, exit key, ts) -> when they stop waiting (epoch seconds),
+        # in the order they came.
+        self._awaited: dict[tuple[str, ExitKey, float], float] = {}
 
     @property
     def command_bytes(self) -> int:
@@ -149,14 +115,30 @@ class Detector:
         """The failure times held, all commands together (at most :data:`MAX_FAILURES`)."""
         return self._failures
 
-    def reconfigure(self, threshold: int, window_s: float, now: float) -> list[Event]:
-        """Apply new thresholds and re-judge what is already counted: a lower threshold raises
-        the notes it now justifies at once, a shorter window expires what fell out of it."""
+    @property
+    def awaited_count(self) -> int:
+        """The failures awaiting their output (at most :data:`MAX_AWAITED`)."""
+        return len(self._awaited)
+
+    def reconfigure(self, threshold: int, window_s: float, now: float,
+                    match_output: bool | None = None) -> list[Event]:
+        """Apply new thresholds (and, unless ``None``, a new ``match_output``) and re-judge
+        what is already counted: a lower threshold raises the notes it now justifies at once, a
+        shorter window expires what fell out of it. Turning ``match_output`` off stops every
+        wait (awaited failures count at once, by exit)."""
         self.threshold = threshold
         self.window_s = window_s
-        events: list[Event] = list(self.expire(now))
+        events: list[Event] = []
+        if match_output is not None and match_output != self.match_output:
+            self.match_output = match_output
+            if not match_output:
+                events += self._stop_waiting(math.inf, now)
+            for state in self._commands.values():
+                if state.qualified:
+                    state.qualified = self._in_mode(state, state.qualified)
+        events += self.expire(now)
         for command, state in self._commands.items():
-            qualified = {k for k, times in state.items() if self._qualifies(times)}
+            qualified = self._qualifying(state)
             if qualified:
                 if state.qualified is None:
                     state.qualified = set()
@@ -171,10 +153,13 @@ class Detector:
     # -- feeding -------------------------------------------------------------------------------
 
     def record(self, command: str, exit_status: int | None, failed: bool, ts: float,
-               now: float, output: int = 0) -> list[Event]:
+               now: float, output: int = 0, pending: bool = False) -> list[Event]:
         """Feed one record: ``command`` normalized, ``ts`` its time, ``now`` the current time,
         ``output`` the digest of a failure's output (:func:`repeat_failure.sidecar.normalize.output_digest`;
-        0 when the route gives none).
+        0 when the route gives none). ``pending``: the output is unknown now but the agent's
+        session log may still give it (a neutral-route failure of an agent whose session log is
+        read): with ``match_output`` the failure is awaited (counts for no result) until
+        :meth:`set_output` gives it or :data:`OUTPUT_WAIT_S` passes (:meth:`expire`).
 
         Returns the events it caused (a note raised or cleared). A failure already outside the
         window (``ts <= now - window_s``) and an empty command change nothing.
@@ -207,6 +192,9 @@ class Detector:
         else:
             self._commands.move_to_end(command)
         key = exit_key(exit_status)
+        awaited = pending and not output and self.match_output
+        if awaited:
+            output = PENDING
         times = state.get(key)
         self._failures += 1
         if times is None:
@@ -222,33 +210,64 @@ class Detector:
                 pos = max(0, pos - 1)
         if self._failures > MAX_FAILURES:
             pos = self._make_room(state, times, pos, events)
-        if self._qualifies(times, pos):
-            if state.qualified is None:
-                state.qualified = set()
-            state.qualified.add(key)
-            if not state.raised:
-                state.raised = True
-                note = self._note(command, state, now)
-                if note is not None:
-                    events.append(NoteRaised(note))
+        if awaited:
+            if pos >= 0:
+                self._awaited[(command, key, ts)] = now + OUTPUT_WAIT_S
+                if len(self._awaited) > MAX_AWAITED:
+                    events += self._stop_waiting(1, now)
+            return events
+        self._judge(command, state, key, times, pos, now, events)
         return events
 
+    def _judge(self, command: str, state: CommandState, key: ExitKey, times: Times, pos: int,
+               now: float, events: list[Event]) -> None:
+        """Whether the failure at ``pos`` of ``key``'s ``times`` makes its result qualify; if
+        so, mark it and raise the command's note unless it is raised."""
+        result = self._qualifies_at(key, times, pos)
+        if result is None:
+            return
+        if state.qualified is None:
+            state.qualified = set()
+        state.qualified.add(result)
+        if not state.raised:
+            state.raised = True
+            note = self._note(command, state, now)
+            if note is not None:
+                events.append(NoteRaised(note))
+
     def set_output(self, command: str, exit_status: ExitKey | None, ts: float,
-                   digest: int) -> bool:
+                   digest: int, now: float | None = None) -> list[Event] | None:
         """Give the failure of ``command`` with exit ``exit_status`` (a number, ``"failed"`` or
-        ``None`` for no number) at exactly ``ts`` the output ``digest``: the session log's
-        output for a failure the neutral route recorded first (:mod:`repeat_failure.sidecar.dedup`, issue 19:
-        the session record's digest is kept). Returns False when no such failure is held (it
+        ``None`` for no number) at exactly ``ts`` the output ``digest`` (0: the session log had
+        none): the session log's output for a failure the neutral route recorded first
+        (:mod:`repeat_failure.sidecar.dedup`, issues 19 and 26). An awaited failure stops waiting
+        and is judged with that output at ``now`` (epoch seconds; default ``ts``): the events
+        are returned. With ``match_output``, a failure that already counts keeps its result
+        (its output only labels nothing then: returns ``[]``); without it, the output labels
+        the note (``same``/``changing``). Returns ``None`` when no such failure is held (it
         left the window, or was never counted)."""
+        key = exit_status if exit_status is not None else FAILED
         state = self._commands.get(command)
-        times = state.get(exit_status if exit_status is not None else FAILED) if state else None
+        times = state.get(key) if state else None
         if times is None:
-            return False
+            return None
         pos = bisect.bisect_left(times, ts)
-        if pos == len(times) or times[pos] != ts:
-            return False
-        times.set_digest(pos, digest)
-        return True
+        end = bisect.bisect_right(times, ts)
+        if pos == end:
+            return None
+        for i in range(pos, end):  # the awaited one first, when several failed at ts
+            if times.digest(i) == PENDING:
+                pos = i
+                break
+        events: list[Event] = []
+        if times.digest(pos) == PENDING:
+            times.set_digest(pos, digest)
+            if not any(times.digest(i) == PENDING for i in range(pos, end)):
+                self._awaited.pop((command, key, ts), None)
+            self._judge(command, state, key, times, pos, ts if now is None else now, events)
+        elif not self.match_output:
+            times.set_digest(pos, digest)
+        return events
 
     def note(self, command: str, now: float) -> Note | None:
         """``command``'s raised note as it stands at ``now``, or ``None`` when none is raised."""
@@ -257,7 +276,7 @@ class Detector:
             return None
         return self._note(command, state, now)
 
-    def _make_room(self, state: CommandState, times: array, pos: int, events: list[Event]) -> int:
+    def _make_room(self, state: CommandState, times: Times, pos: int, events: list[Event]) -> int:
         """Bring the failure times held back to ``MAX_FAILURES`` after one was added to
         ``times`` (at ``pos``) of ``state``, the most recently failed command; returns where
         that failure now is (``-1``: it was dropped itself, being the oldest).
@@ -280,19 +299,93 @@ class Detector:
         self._failures -= 1
         return pos - 1
 
-    def _qualifies(self, times: array, pos: int | None = None) -> bool:
-        """Whether some run of ``threshold`` failures spans less than the window: one that
-        includes ``times[pos]``, or any run when ``pos`` is None."""
+    def _run(self, times: Any, first: int = 0, last: int | None = None) -> bool:
+        """Whether ``threshold`` consecutive ``times`` (sorted) starting between index ``first``
+        and ``last`` (default: any) span less than the window."""
         n = self.threshold
-        if pos is not None and pos < 0:  # the failure fed was dropped: nothing new qualifies
-            return False
-        first, last = (0, len(times) - n) if pos is None else (max(0, pos - n + 1),
-                                                                 min(pos, len(times) - n))
+        last = len(times) - n if last is None else min(last, len(times) - n)
         return any(times[start + n - 1] - times[start] < self.window_s
-                   for start in range(first, last + 1))
+                   for start in range(max(0, first), last + 1))
+
+    def _qualifies_at(self, key: ExitKey, times: Times, pos: int) -> Result | None:
+        """The result of the failure at ``pos`` (``-1``: dropped, nothing qualifies) when some
+        run of ``threshold`` failures of that result including it spans less than the window;
+        else ``None``. An awaited failure qualifies nothing."""
+        if pos < 0:
+            return None
+        n = self.threshold
+        if not self.match_output or times.outs is None:
+            ok = self._run(times, pos - n + 1, pos)
+            return (key, None if not self.match_output else 0) if ok else None
+        digest = times.digest(pos)
+        if digest == PENDING:
+            return None
+        ts = times[pos]
+        lo = bisect.bisect_left(times, ts - self.window_s)
+        hi = bisect.bisect_right(times, ts + self.window_s)
+        outs = times.outs
+        same = [times[i] for i in range(lo, hi) if outs[i] == digest]
+        return (key, digest) if self._run(same) else None
+
+    def _qualifying(self, state: CommandState) -> set[Result]:
+        """Every result of ``state`` with some run of ``threshold`` failures spanning less than
+        the window."""
+        found: set[Result] = set()
+        for key, times in state.items():
+            if not self.match_output or times.outs is None:
+                if self._run(times):
+                    found.add((key, None if not self.match_output else 0))
+                continue
+            groups: dict[int, list[float]] = {}
+            for t, digest in zip(times, times.outs):
+                if digest != PENDING:
+                    groups.setdefault(digest, []).append(t)
+            found.update((key, d) for d, held in groups.items() if self._run(held))
+        return found
+
+    def _in_mode(self, state: CommandState, results: set[Result]) -> set[Result] | None:
+        """``results`` (qualified under the other ``match_output``, or saved by an older
+        version) in this detector's form: by exit alone the digest goes; with output matching
+        an exit-only result becomes the result of that exit's newest failure."""
+        out: set[Result] = set()
+        for key, digest in results:
+            times = state.get(key)
+            if not times:
+                continue
+            if not self.match_output:
+                out.add((key, None))
+            elif digest is None:
+                newest = next((times.digest(i) for i in range(len(times) - 1, -1, -1)
+                               if times.digest(i) != PENDING), None)
+                if newest is not None:
+                    out.add((key, newest))
+            else:
+                out.add((key, digest))
+        return out or None
+
+    def _stop_waiting(self, limit: float, now: float, until: float | None = None) -> list[Event]:
+        """Stop the wait of the ``limit`` oldest awaited failures, or of those whose wait ends
+        at or before ``until``: each counts with its output unknown, judged at ``now``."""
+        events: list[Event] = []
+        done = 0
+        for item, deadline in list(self._awaited.items()):
+            if done >= limit or (until is not None and deadline > until):
+                break
+            done += 1
+            del self._awaited[item]
+            command, key, ts = item
+            state = self._commands.get(command)
+            times = state.get(key) if state else None
+            if times is None:
+                continue
+            for pos in range(bisect.bisect_left(times, ts), bisect.bisect_right(times, ts)):
+                if times.digest(pos) == PENDING:
+                    times.set_digest(pos, 0)
+                    self._judge(command, state, key, times, pos, now, events)
+        return events
 
     def _settle(self, command: str, state: CommandState, reason: str) -> list[Event]:
-        """Clear the command's note if no key still qualifies; forget a command with no
+        """Clear the command's note if no result still qualifies; forget a command with no
         failures left."""
         events: list[Event] = []
         if state.raised and not state.qualified:
@@ -310,7 +403,7 @@ class Detector:
         self._failures -= state.count()
         state.forget_until(ts)
         self._failures += state.count()
-        state.qualified = {k for k, times in state.items() if self._qualifies(times)} or None
+        state.qualified = self._qualifying(state) or None
         return self._settle(command, state, "success")
 
     def _evict_one(self) -> list[Event]:
@@ -333,47 +426,65 @@ class Detector:
         return events
 
     def expire(self, now: float) -> list[Event]:
-        """Forget failures that left the window (``ts <= now - window_s``); clear notes whose
-        last failure is among them. Returns the cleared events."""
+        """Stop the wait of awaited failures whose :data:`OUTPUT_WAIT_S` is over (they count
+        with their output unknown, which may raise a note); forget failures that left the window
+        (``ts <= now - window_s``); clear notes whose last failure is among them. Returns the
+        events."""
         horizon = now - self.window_s
-        events: list[Event] = []
+        events: list[Event] = self._stop_waiting(math.inf, now, until=now) if self._awaited else []
         for command in list(self._commands):
             state = self._commands[command]
             self._failures -= state.count()
             state.forget_until(horizon)
             self._failures += state.count()
             if state.qualified:
-                state.qualified &= set(state.keys())
-                state.qualified = state.qualified or None
+                state.qualified = {r for r in state.qualified if state.holds(r)} or None
             events += self._settle(command, state, "expired")
         return events
 
     def next_change(self) -> float | None:
-        """The earliest time at which :meth:`expire` would change something, or ``None``."""
+        """The earliest time at which :meth:`expire` would change something (a failure leaving
+        the window, an awaited failure's wait ending), or ``None``."""
         oldest = min(
             (times[0] for s in self._commands.values() for _, times in s.items()),
             default=None,
         )
-        return None if oldest is None else oldest + self.window_s
+        due = None if oldest is None else oldest + self.window_s
+        if self._awaited:
+            wait_ends = min(self._awaited.values())
+            due = wait_ends if due is None else min(due, wait_ends)
+        return due
 
     # -- views ---------------------------------------------------------------------------------
 
     def _note(self, command: str, state: CommandState, now: float) -> Note | None:
+        """The note of ``command`` at ``now``: of its qualified results still in the window,
+        the one whose last failure is newest (the first in :func:`result_text` order on a
+        tie); ``None`` when none is in the window."""
         horizon = now - self.window_s
-        best: tuple[float, ExitKey, Times, int] | None = None
-        for key in state.qualified or ():
+        best: tuple[float, Result, Times, list[float], int] | None = None
+        for result in sorted(state.qualified or (), key=result_text):
+            key, digest = result
             held = state.get(key)
             if not held:
                 continue
             start = bisect.bisect_right(held, horizon)
-            if start < len(held) and (best is None or held[-1] > best[0]):
-                best = (held[-1], key, held, start)
+            if digest is None:
+                if start < len(held) and (best is None or held[-1] > best[0]):
+                    best = (held[-1], result, held, list(held[start:]), start)
+                continue
+            times = held.of_result(digest, start)
+            if times and (best is None or times[-1] > best[0]):
+                best = (times[-1], result, held, times, start)
         if best is None:
             return None
-        last, key, held, start = best
-        minutes = max(1, math.ceil((last - held[start]) / 60.0 - 1e-9))
-        return Note(command, key, len(held) - start, minutes, held[start], last,
-                    output_kind(held.digests(start)))
+        last, (key, digest), held, times, start = best
+        minutes = max(1, math.ceil((last - times[0]) / 60.0 - 1e-9))
+        if digest is None:
+            kind = output_kind(held.digests(start))
+        else:
+            kind = SAME if digest else UNKNOWN
+        return Note(command, key, len(times), minutes, times[0], last, kind)
 
     def notes(self, now: float) -> list[Note]:
         """Raised notes, the one whose last failure is newest first."""
@@ -406,26 +517,12 @@ class Detector:
         }
 
     def iter_json(self, chunk_bytes: int = 1 << 16) -> Iterator[bytes]:
-        """:meth:`to_dict` as compact JSON, in pieces of about ``chunk_bytes`` bytes (the last
-        one shorter): joined, exactly the bytes of ``orjson.dumps(self.to_dict())``.
-
-        Built one command at a time, so that saving the state of ``MAX_COMMANDS`` commands
-        never holds all their dicts at once (a few MiB of small objects that would stay behind
-        as a fragmented heap), nor a second copy of the text (about 1 MiB for 10,000
-        commands) when the caller appends the pieces to its own buffer as they come. Raises
+        """:meth:`to_dict` as compact JSON, in pieces of about ``chunk_bytes`` bytes
+        (:func:`repeat_failure.sidecar.detector_store.iter_state_json`: joined, exactly the
+        bytes of ``orjson.dumps(self.to_dict())``, built one command at a time). Raises
         ``TypeError`` where ``orjson.dumps`` would. The commands must not change while the
         pieces are taken."""
-        parts = [b'{"version":%d,"commands":[' % STATE_VERSION]
-        size = 0
-        for i, (command, state) in enumerate(self._commands.items()):
-            part = orjson.dumps(saved_item(command, state))
-            parts.append(b"," + part if i else part)
-            size += len(part) + 1
-            if size >= chunk_bytes:
-                yield b"".join(parts)
-                parts, size = [], 0
-        parts.append(b"]}")
-        yield b"".join(parts)
+        return iter_state_json(STATE_VERSION, self._commands.items(), chunk_bytes)
 
     def load_dict(self, data: Any) -> int:
         """Replace the current state with a snapshot from :meth:`to_dict`; returns how many of
@@ -469,8 +566,10 @@ class Detector:
                                 state.more[key] = kept_times
                         else:
                             state.add(key, kept_times)
-                state.qualified = ({parse_key(k) for k in item["qualified"]}
-                                   & set(state.keys())) or None
+                # "2" (by exit alone, or saved before issue 26) or "2@<digest>": in this
+                # detector's form, kept only while it still holds failures of that result.
+                results = self._in_mode(state, {parse_result(k) for k in item["qualified"]})
+                state.qualified = {r for r in results or () if state.holds(r)} or None
                 command = item["command"]
                 if not isinstance(command, str) or not command:
                     raise StateError("a command is not a non-empty string")

@@ -19,12 +19,38 @@ import base64
 import bisect
 import sys
 from array import array
+from collections.abc import Iterable, Iterator
 from typing import Any, Union
+
+import orjson
 
 #: A failure's key beside its command: the exit number, or :data:`FAILED` when the route gives
 #: none.
 ExitKey = Union[int, str]
 FAILED = "failed"
+#: The digest a failure holds while its output is awaited (issue 26): a neutral-route failure
+#: of an agent whose session log gives outputs, until that log's line comes or
+#: :data:`repeat_failure.sidecar.detector.OUTPUT_WAIT_S` passes. No output digest takes this
+#: value (:func:`repeat_failure.sidecar.normalize.output_digest`); saved as 0 (unknown).
+PENDING = 0xFFFFFFFF
+#: A failure's result beside its command: its exit key and its output digest (0: unknown), or
+#: ``None`` for the digest when results are told apart by exit alone (``match_output: false``).
+Result = tuple[ExitKey, Union[int, None]]
+
+
+def text_bytes(command: str) -> int:
+    """What ``command`` counts against the detector's ``MAX_COMMAND_BYTES``: the larger of its size in the
+    state file (UTF-8, JSON-escaped: a control character takes 6 bytes there) and its size in
+    memory (CPython keeps a str at 1, 2 or 4 bytes a character, by its widest one), so that
+    neither exceeds the bound."""
+    try:
+        size = len(orjson.dumps(command)) - 2  # without the quotes
+    except TypeError:  # a lone surrogate, which orjson refuses: the most any text can take
+        return 6 * len(command)
+    if command.isascii():
+        return size
+    widest = max(map(ord, command))
+    return max(size, len(command) * (1 if widest < 0x100 else 2 if widest < 0x10000 else 4))
 
 
 def exit_key(exit_status: int | None) -> ExitKey:
@@ -74,9 +100,24 @@ class Times(array):
         self.outs[pos] = digest
 
     def digests(self, start: int) -> list[int]:
-        """The output digests of the failures from index ``start`` on (0 where unknown)."""
+        """The output digests of the failures from index ``start`` on (0 where unknown,
+        :data:`PENDING` where awaited)."""
         n = len(self) - start
         return list(self.outs[start:]) if self.outs is not None else [0] * max(0, n)
+
+    def digest(self, pos: int) -> int:
+        """The output digest of the failure at index ``pos`` (0: unknown)."""
+        return self.outs[pos] if self.outs is not None else 0
+
+    def of_result(self, digest: int | None, start: int = 0) -> list[float]:
+        """The times from index ``start`` on of the failures whose digest is ``digest``; all
+        of them but the awaited ones for ``None`` (results told apart by exit alone)."""
+        if self.outs is None:
+            return list(self[start:]) if not digest else []
+        outs = self.outs
+        if digest is None:
+            return [t for i, t in enumerate(self[start:], start) if outs[i] != PENDING]
+        return [t for i, t in enumerate(self[start:], start) if outs[i] == digest]
 
 
 class CommandState:
@@ -88,8 +129,9 @@ class CommandState:
       ``None`` while there is one key, the usual case). Times are epoch seconds, sorted, in an
       ``array('d')``: 8 bytes a failure, no float object kept alive per failure. A key is
       never kept with no times;
-    * ``qualified``: the keys that reached the threshold (a set), ``None`` when none (no empty
-      set per command);
+    * ``qualified``: the results (:data:`Result`: exit key and output digest, or ``None`` for
+      the digest when results are told apart by exit alone) that reached the threshold (a
+      set), ``None`` when none (no empty set per command);
     * ``raised``: whether the command's note is raised.
     """
 
@@ -99,7 +141,7 @@ class CommandState:
         self.key: ExitKey | None = None
         self.times: Times | None = None
         self.more: dict[ExitKey, Times] | None = None
-        self.qualified: set[ExitKey] | None = None
+        self.qualified: set[Result] | None = None
         self.raised = raised
 
     def items(self) -> list[tuple[ExitKey, array]]:
@@ -128,6 +170,16 @@ class CommandState:
             return self.times
         return self.more.get(key) if self.more is not None else None
 
+    def holds(self, result: Result) -> bool:
+        """Whether a failure of ``result`` is held (an exit-only result: any of its key)."""
+        times = self.get(result[0])
+        if not times:
+            return False
+        digest = result[1]
+        if digest is None:
+            return True
+        return digest == 0 if times.outs is None else digest in times.outs
+
     def add(self, key: ExitKey, times: array) -> None:
         """Start tracking ``key`` (one without failures so far) with ``times`` (non-empty)."""
         if self.times is None:
@@ -155,20 +207,54 @@ class CommandState:
                 self.add(key, times)
 
 
+def result_text(result: Result) -> str:
+    """A result's text in the saved state: the exit key's text (``"2"``, ``"failed"``) when
+    told apart by exit alone, else with ``@`` and its output digest in 8 hex digits
+    (``"2@00000000"``: output unknown; ``"2@1a2b3c4d"``)."""
+    key, digest = result
+    return str(key) if digest is None else f"{key}@{digest:08x}"
+
+
+def parse_result(text: str) -> Result:
+    """:func:`result_text` read back; raises :class:`ValueError` for any other text."""
+    key, sep, digest = text.partition("@")
+    if not sep:
+        return parse_key(key), None
+    if len(digest) != 8 or digest.strip("0123456789abcdef"):
+        raise ValueError("a result's digest is not 8 hex digits")
+    return parse_key(key), int(digest, 16)
+
+
 def saved_item(command: str, state: CommandState) -> dict[str, Any]:
     """One command of :meth:`repeat_failure.sidecar.detector.Detector.to_dict`: ``command``, ``raised``, ``qualified`` (sorted
-    key texts), ``failures`` (key text -> list of epoch seconds) and, when some failure's
+    result texts, :func:`result_text`), ``failures`` (key text -> list of epoch seconds) and, when some failure's
     output is known, ``outputs`` (their digests, 0 where unknown, packed in the order of
     ``failures``: :func:`pack_outputs`; issue 19)."""
     item = {
         "command": command,
         "raised": state.raised,
-        "qualified": sorted(str(k) for k in state.qualified or ()),
+        "qualified": sorted(_saved_result(state, r) for r in state.qualified or ()),
         "failures": {str(k): list(v) for k, v in state.items()},
     }
-    if any(v.outs is not None for _, v in state.items()):
+    if any(v.outs is not None and any(d not in (0, PENDING) for d in v.outs)
+           for _, v in state.items()):
         item["outputs"] = pack_outputs(state.items())
     return item
+
+
+def _saved_result(state: CommandState, result: Result) -> str:
+    """A qualified result's text in the saved state: the exit key alone where every failure of
+    that key has the result's digest (read back as the result of the key's newest failure:
+    the same), else :func:`result_text`. Keeps the largest state within its load limit
+    (tests/test_memory.py)."""
+    key, digest = result
+    times = state.get(key)
+    if digest is None or times is None:
+        return str(key)
+    outs = times.outs
+    if (outs is None and digest == 0) or (outs is not None and min(outs) == max(outs) == digest):
+        return str(key)
+    return result_text(result)
 
 
 def pack_outputs(items: list[tuple[ExitKey, Times]]) -> str:
@@ -178,6 +264,8 @@ def pack_outputs(items: list[tuple[ExitKey, Times]]) -> str:
     packed = bytearray()
     for _, times in items:
         outs = times.outs if times.outs is not None else array("I", bytes(4 * len(times)))
+        if PENDING in outs:  # an awaited output is unknown once saved
+            outs = array("I", (0 if d == PENDING else d for d in outs))
         if sys.byteorder == "little":
             outs = array("I", outs)
             outs.byteswap()
@@ -216,3 +304,27 @@ def parse_key(text: str) -> ExitKey:
     if not 0 <= value <= 255:
         raise ValueError("exit outside 0-255")
     return value
+
+
+def iter_state_json(version: int, commands: Iterable[tuple[str, CommandState]],
+                    chunk_bytes: int) -> Iterator[bytes]:
+    """The saved state ``{"version": version, "commands": [saved_item(...), ...]}`` of
+    ``commands`` (command, state) as compact JSON, in pieces of about ``chunk_bytes`` bytes (the
+    last one shorter): joined, exactly the bytes ``orjson.dumps`` gives for that dict.
+
+    Built one command at a time, so that saving the state of ``MAX_COMMANDS`` commands never
+    holds all their dicts at once (a few MiB of small objects that would stay behind as a
+    fragmented heap), nor a second copy of the text (about 1 MiB for 10,000 commands) when the
+    caller appends the pieces to its own buffer as they come. Raises ``TypeError`` where
+    ``orjson.dumps`` would."""
+    parts = [b'{"version":%d,"commands":[' % version]
+    size = 0
+    for i, (command, state) in enumerate(commands):
+        part = orjson.dumps(saved_item(command, state))
+        parts.append(b"," + part if i else part)
+        size += len(part) + 1
+        if size >= chunk_bytes:
+            yield b"".join(parts)
+            parts, size = [], 0
+    parts.append(b"]}")
+    yield b"".join(parts)

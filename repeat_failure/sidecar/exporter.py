@@ -24,6 +24,7 @@ from repeat_failure import serving
 from repeat_failure.sidecar.checkstate import MAX_NOTES_SHOWN, STATES
 from repeat_failure.config import parse_listen
 from repeat_failure.sidecar.normalize import command_label
+from repeat_failure.sessions.unrecognized import REASONS as UNRECOGNIZED_REASONS
 from repeat_failure.turns.probe import OUTCOME_REASONS, OUTCOMES
 from repeat_failure.terminal import json_bytes, label_value
 from repeat_failure.turns.verdict import VERDICTS
@@ -95,6 +96,12 @@ class MetricsCollector(Collector):
             PREFIX + "reader_lines_ignored",
             "Session-log lines of a type the backend's reader does not know, skipped (not errors: "
             "a newer CLI's additions).", labels=["agent", "backend"])
+        unrecognized = CounterMetricFamily(
+            PREFIX + "session_files_unrecognized",
+            "Session files in which the shell tool is called but the reader recognises no shell "
+            "call, by reason: unread_call (a call of the shell tool the reader could not read), "
+            "no_end (shell calls that start and never end).",
+            labels=["agent", "backend", "reason"])
         last_shell = GaugeMetricFamily(
             PREFIX + "last_shell_activity_timestamp_seconds",
             "Time of the newest shell-tool call start or end in the agent's session log, "
@@ -172,13 +179,17 @@ class MetricsCollector(Collector):
                 reader_errors.add_metric([v.agent, v.backend, reason], float(n))
             if v.reader_ignored:
                 reader_ignored.add_metric([v.agent, v.backend], float(v.reader_ignored))
+            if v.unrecognized_files is not None:
+                for reason in UNRECOGNIZED_REASONS:
+                    unrecognized.add_metric([v.agent, v.backend, reason],
+                                            float(v.unrecognized_files.get(reason, 0)))
             if v.last_shell_ts is not None:
                 last_shell.add_metric([v.agent, v.backend], v.last_shell_ts)
             for outcome, n in sorted(v.events.items()):
                 k8s_events.add_metric([v.agent, outcome], float(n))
         yield from (state, note, row_info, failures, records, rejected, raised, last,
-                    reader_errors, reader_ignored, last_shell, k8s_events, turns, verdict,
-                    in_a_row, probes, preview_errors, preview_state)
+                    reader_errors, reader_ignored, unrecognized, last_shell, k8s_events, turns,
+                    verdict, in_a_row, probes, preview_errors, preview_state)
 
 
 def status_json(sidecar: "Sidecar") -> bytes:

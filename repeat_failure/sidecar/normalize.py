@@ -138,6 +138,9 @@ OUTPUT_EDGE_CHARS = 8 << 10
 _CUT_MARK_CHARS = 32
 HEX = "<hex>"
 DUR = "<dur>"
+SEED = "<seed>"
+PID = "<pid>"
+PORT = "<port>"
 _HEX_ADDR = re.compile(r"(?<![0-9A-Za-z_])0x[0-9a-fA-F]{4,}(?![0-9A-Za-z_])")
 # A number with a time unit: "0.52s", "12 ms", "3m2.5s", "1.5 seconds", "(took 120µs)".
 _DURATION = re.compile(
@@ -145,17 +148,47 @@ _DURATION = re.compile(
     r"(?:\s?\d+(?:\.\d+)?\s?(?:ms|s|sec|seconds?))?(?![\w])")
 
 
+# A random or hash seed a test runner prints: "random seed: 12345" (SymPy's runner),
+# "PYTHONHASHSEED=3456" / "hash randomization: on (PYTHONHASHSEED=…)", "Using
+# --randomly-seed=1234" (pytest-randomly), "Randomized with seed 4242" (RSpec), "--seed=7"
+# (Jest), "-test.shuffle 1700000000" (go test).
+_SEED = re.compile(
+    r"(?i)(\b(?:random(?:ized)?[ _-]?seed|hash[ _-]?seed|pythonhashseed|randomly-seed"
+    r"|seed|test\.shuffle)\b(?: with seed)?\s*(?:[:=]\s*|\s)\s*)\d+\b")
+# A process id: "pid 4242", "PID: 4242", "(pid=4242)", "pgid 17", "Killed process 4242".
+_PID = re.compile(r"(?i)(\b(?:pid|pgid|ppid|tid|killed process)\b\s*[:=#]?\s*)\d+\b")
+# A port a server picked on a local address ("127.0.0.1:43817", "localhost:51234",
+# "[::1]:40001", "port 45679"): only ephemeral ports (32768-65535, Linux's
+# ip_local_port_range starts at 32768), so a fixed port (":8080", ":5432") stays.
+_PORT = re.compile(
+    r"(?i)((?:\b(?:localhost|127\.0\.0\.1|0\.0\.0\.0)|\[::1?\]|::1?)\s?:|\bport\s+)"
+    r"(3276[89]|327[7-9]\d|32[89]\d\d|3[3-9]\d{3}|[45]\d{4}|6[0-4]\d{3}|65[0-4]\d\d"
+    r"|655[0-2]\d|6553[0-5])\b")
+
+
 def normalize_output(output: str, now: float | None = None) -> str:
     """The text an output's digest is taken of: what :func:`normalize` does to a command
     (``/tmp`` paths → ``<tmp>``, ISO-8601 and Unix times → ``<ts>``, whitespace collapsed; no
-    backend wrapper to strip), plus hex addresses of 4 digits or more (``0x7f3a2c1d`` →
-    ``<hex>``, as a crash or a Python repr prints them) and durations (``0.52s``, ``12 ms``,
-    ``1.5 seconds`` → ``<dur>``, as test runners print them), which differ from run to run
-    while the failure stays the same. Issue 19. Never raises."""
+    backend wrapper to strip), plus what differs between runs of one failure while the failure
+    stays the same (issue 26): hex addresses of 4 digits or more (``0x7f3a2c1d`` → ``<hex>``,
+    as a crash or a Python repr prints them), durations (``0.52s``, ``12 ms``, ``1.5 seconds``
+    → ``<dur>``, as test runners print them), random and hash seeds (``random seed: 12345``,
+    ``PYTHONHASHSEED=99`` → ``<seed>``), process ids after ``pid``/``pgid``/``ppid``/``tid``
+    (``<pid>``) and ephemeral ports (32768-65535) on a local address or after ``port``
+    (``<port>``). Everything else is kept: another assertion value, line number or fixed
+    port is another output. Issues 19 and 26. Never raises."""
     text = normalize(output, "", now)
     if "0x" in text:
         text = _HEX_ADDR.sub(HEX, text)
-    return _DURATION.sub(DUR, text)
+    text = _DURATION.sub(DUR, text)
+    lowered = text.lower()
+    if "seed" in lowered or "shuffle" in lowered:
+        text = _SEED.sub(lambda m: m.group(1) + SEED, text)
+    if "id" in lowered or "killed" in lowered:
+        text = _PID.sub(lambda m: m.group(1) + PID, text)
+    if ":" in text or "port" in lowered:
+        text = _PORT.sub(lambda m: m.group(1) + PORT, text)
+    return text
 
 
 def cut_output(output: str) -> str:
@@ -171,7 +204,7 @@ def cut_output(output: str) -> str:
 def output_digest(output: str, key: bytes, now: float | None = None) -> int:
     """A 32-bit keyed digest (BLAKE2b keyed with ``key``, the agent's random key) of
     ``output`` scrubbed (:func:`repeat_failure.sidecar.scrub.scrub`) and normalized (:func:`normalize_output`),
-    never 0 (0 stands for "no output known"). Only the first and last
+    never 0 (0 stands for "no output known") nor 0xFFFFFFFF (an output awaited). Only the first and last
     :data:`OUTPUT_EDGE_CHARS` characters are read, with the length of the whole
     (:func:`cut_output`). Two failures
     with equal digests had the same output after normalization (a chance collision once in
@@ -182,7 +215,8 @@ def output_digest(output: str, key: bytes, now: float | None = None) -> int:
     text = normalize_output(scrub(cut_output(output)), now)
     value = int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), key=key,
                                            digest_size=4).digest(), "big")
-    return value or 1
+    # 0 stands for "unknown" and 0xFFFFFFFF for "awaited" (detector_store.PENDING).
+    return min(value, 0xFFFFFFFE) or 1
 
 
 def output_kind(digests: "list[int] | tuple[int, ...]") -> str:

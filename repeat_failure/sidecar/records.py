@@ -66,38 +66,50 @@ class RecordPipeline:
 
     def record(self, state: AgentState, record: Record, now: float, output: int = 0) -> None:
         """scrub → normalize → exclude → dedup → detector, for a record of any route;
-        ``output`` is a failure's output digest (0: unknown, the neutral route's case)."""
+        ``output`` is a failure's output digest (0: unknown, the neutral route's case).
+
+        A neutral-route failure of an agent whose session log is read, and whose output that
+        log has not given yet, is fed as awaited (issue 26: it counts with its output once the
+        session log's line comes, :meth:`session_output`, or with its output unknown after
+        :data:`repeat_failure.sidecar.detector.OUTPUT_WAIT_S`)."""
         from_session = record.route.endswith("_session_log")
         if not from_session:
             state.activity.on_record(record.ts)
         command = record_command(record, now, state.cut_key)
         matched = None
+        pending = False
+        events: list = []
         if not command or self.exclusions.matches(command):
             outcome = EXCLUDED
         elif state.session_route and (matched := state.dedup.match(
                 SESSION if from_session else NEUTRAL, command, record.failed, record.ts,
                 exit_key(record.exit), output)) is not None:
             outcome = DUPLICATE
-            if from_session and output and record.failed:
-                # Counted from the neutral route first: keep the session record's output.
-                state.detector.set_output(command, matched.exit, matched.ts, output)
+            if from_session and record.failed:
+                # Counted from the neutral route first: the session record's output is its own.
+                events = state.detector.set_output(command, matched.exit, matched.ts, output,
+                                                   now) or []
         else:
             outcome = FAILURE if record.failed else SUCCESS
-            if not from_session and record.failed and state.tail is not None \
-                    and not state.session_route:
-                # The session log is read beside the neutral route: its output of this
-                # failure, when it came first (else it is attached when it comes, below).
-                seen = state.outputs.match(NEUTRAL, command, True, record.ts,
-                                           exit_key(record.exit))
-                output = seen.output if seen is not None else 0
+            if not from_session and record.failed and state.tail is not None:
+                if state.session_route:
+                    pending = True  # the session route's record of it may still come
+                else:
+                    # The session log is read beside the neutral route: its output of this
+                    # failure, when it came first (else it is attached when it comes, below).
+                    seen = state.outputs.match(NEUTRAL, command, True, record.ts,
+                                               exit_key(record.exit))
+                    output = seen.output if seen is not None else 0
+                    pending = seen is None
         state.records[(record.backend, record.route, outcome)] += 1
         if state.last_record_ts is None or record.ts > state.last_record_ts:
             state.last_record_ts = record.ts
         state.dirty = True
         if outcome in (EXCLUDED, DUPLICATE):
+            self.report(state, events)
             return
         events = state.detector.record(command, record.exit, record.failed, record.ts, now,
-                                       output)
+                                       output, pending)
         self.report(state, events)
 
     @staticmethod
@@ -112,11 +124,12 @@ class RecordPipeline:
 
     def session_output(self, state: AgentState, event: SessionEvent, now: float) -> None:
         """A failed shell call in the session log of a backend whose records come from the
-        neutral route: its output digest goes to that route's record of the same call (same
-        command and outcome within :data:`repeat_failure.sidecar.dedup.WINDOW_S`), now if the record was
-        counted first, else when it comes. Issue 19."""
+        neutral route: its output digest (0 when the log gives none) goes to that route's
+        record of the same call (same command and outcome within
+        :data:`repeat_failure.sidecar.dedup.WINDOW_S`), now if the record was counted first
+        (its wait ends: issue 26), else when it comes. Issue 19."""
         record = session_record(event, state.spec.name, state.spec.backend, now)
-        if record is None or not record.failed or event.output is None:
+        if record is None or not record.failed:
             return
         command = record_command(record, now, state.cut_key)
         if not command or self.exclusions.matches(command):
@@ -125,7 +138,8 @@ class RecordPipeline:
         seen = state.outputs.match(SESSION, command, True, record.ts, exit_key(record.exit),
                                    output)
         if seen is not None:
-            state.detector.set_output(command, seen.exit, seen.ts, output)
+            self.report(state, state.detector.set_output(command, seen.exit, seen.ts, output,
+                                                         now) or [])
 
     def rejected_file(self, state: AgentState, name: str, reason: str, what: str) -> None:
         """Log a record file the collector removed unread (issue 17: it only moved a counter):

@@ -38,8 +38,9 @@ from repeat_failure.sidecar.exclude import Exclusions
 from repeat_failure.sidecar.normalize import command_label
 from repeat_failure.sidecar.parse import MAX_CLOCK_SKEW_S
 from repeat_failure.sidecar.pipeline import failure_output, record_command, session_record
-from repeat_failure.sidecar.replay_report import (BadFile, ReplayNote, ReplayResult, SessionResult,
-                                                  Setting)
+from repeat_failure.sessions.unrecognized import ShellRecognition
+from repeat_failure.sidecar.replay_report import (MAX_NO_RESULT_SHOWN, BadFile, ReplayNote,
+                                                  ReplayResult, SessionResult, Setting)
 from repeat_failure.sidecar.replay_sources import Source, error_text, read_events, shown_path
 
 #: The agent name records get (it names nothing outside the replay).
@@ -56,7 +57,7 @@ class _Judge:
     """One setting's detector over one session, and the notes it raised."""
 
     def __init__(self, setting: Setting) -> None:
-        self.detector = Detector(setting.threshold, setting.window_s)
+        self.detector = Detector(setting.threshold, setting.window_s, setting.match_output)
         self.window_s = setting.window_s
         self.open: dict[str, ReplayNote] = {}
         self.done: list[ReplayNote] = []
@@ -124,6 +125,7 @@ def replay_session(source: Source, events: Iterable[SessionEvent], settings: Seq
             delivered.add(event.call_id)
         if event.failed is None and event.exit is None:
             result.no_result += 1
+            _keep_no_result(result, event, source.backend, wall, key)
             continue
         record = session_record(event, AGENT, source.backend, wall)
         if record is None:
@@ -143,21 +145,35 @@ def replay_session(source: Source, events: Iterable[SessionEvent], settings: Seq
     return result
 
 
+def _keep_no_result(result: SessionResult, event: SessionEvent, backend: str, wall: float,
+                    key: bytes) -> None:
+    """Keep the command of a call without a result as the report shows it (scrubbed,
+    normalized, cut to 200 characters), the first :data:`MAX_NO_RESULT_SHOWN` of a session."""
+    if len(result.no_result_calls) >= MAX_NO_RESULT_SHOWN:
+        return
+    record = session_record(event, AGENT, backend, wall)
+    if record is not None:
+        result.no_result_calls.append(command_label(record_command(record, record.ts, key)))
+
+
 def replay(sources: Sequence[Source], settings: Sequence[Setting], exclude: Iterable[str],
            bad: list[BadFile] | None = None,
            progress: Callable[[int], None] | None = None) -> ReplayResult:
     """Replay every source with every setting; ``exclude`` is the C9 list (the config's, or
     the default). A file that cannot be read, or gives nothing but unusable lines, is added to
-    the result's ``bad`` files with the reason and skipped. ``progress`` is called with each
-    file's size in bytes once it is done."""
+    the result's ``bad`` files with the reason and skipped; a session log in which the shell
+    tool is called but no shell call is recognised is replayed and marked ``unrecognized``
+    with the reason (:mod:`repeat_failure.sessions.unrecognized`, issue 26), as the sidecar
+    reports it. ``progress`` is called with each file's size in bytes once it is done."""
     result = ReplayResult(list(settings), bad=list(bad or []))
     exclusions = Exclusions(exclude)
     key = os.urandom(16)
     for source in sources:
         skipped: Counter = Counter()
+        shell = ShellRecognition()
         try:
             size = os.stat(source.path).st_size
-            events = read_events(source, skipped)
+            events = read_events(source, skipped, shell)
         except ReaderFormatError as exc:
             result.bad.append(BadFile(shown_path(source.path), f"not a {source.backend} file: "
                                       f"{error_text(exc)}"))
@@ -171,8 +187,9 @@ def replay(sources: Sequence[Source], settings: Sequence[Setting], exclude: Iter
                 result.bad.append(BadFile(shown_path(source.path),
                                           f"not a {source.backend} session log ({reasons})"))
             else:
-                result.sessions.append(replay_session(source, events, settings, exclusions,
-                                                      key, skipped))
+                session = replay_session(source, events, settings, exclusions, key, skipped)
+                session.unrecognized = shell.finish()
+                result.sessions.append(session)
         if progress is not None:
             progress(size)
     return result

@@ -19,14 +19,35 @@ from typing import Any
 from repeat_failure.sidecar.normalize import CHANGING, SAME, UNKNOWN
 from repeat_failure.terminal import label_value
 
+#: Commands of calls without a result kept and printed per session (the count is exact).
+MAX_NO_RESULT_SHOWN = 5
+#: What each reason of an unrecognised session log means, as the report says it.
+UNRECOGNIZED_TEXT = {
+    "unread_call": "its shell-tool calls are written in a way the reader does not read",
+    "no_end": "its shell calls start and never end",
+}
+
 
 @dataclass(frozen=True, order=True)
 class Setting:
-    """One (threshold, window) combination a replay judges: ``threshold`` failures (N, 1 to
-    10,000 as in the config), ``window_s`` seconds (> 0, at most 7 days)."""
+    """One (threshold, window, match) combination a replay judges: ``threshold`` failures (N, 1
+    to 10,000 as in the config), ``window_s`` seconds (> 0, at most 7 days), ``match``
+    :data:`MATCH_OUTPUT` (the same result is the same exit and output, the config's default,
+    issue 26) or :data:`MATCH_EXIT` (the exit alone, ``match_output: false``)."""
 
     threshold: int
     window_s: float
+    match: str = "output"
+
+    @property
+    def match_output(self) -> bool:
+        """Whether a failure's output is part of its result (the detector's ``match_output``)."""
+        return self.match == MATCH_OUTPUT
+
+
+#: :attr:`Setting.match` values: output matching (the default) and exit-only matching.
+MATCH_OUTPUT, MATCH_EXIT = "output", "exit"
+MATCHES = (MATCH_OUTPUT, MATCH_EXIT)
 
 
 @dataclass
@@ -61,8 +82,12 @@ class SessionResult:
     """One session file replayed: its ``path`` (as given or found, scrubbed), ``backend``
     (the reader's name, or ``mini-swe-agent``), ``commands`` (shell calls with a result that
     reached the detector), ``failures`` among them, ``excluded`` (empty or excluded by C9:
-    not counted), ``no_result`` (calls whose log gives no result: not counted), ``skipped``
-    (lines or rows the reader could not use, by reason) and ``notes`` per setting."""
+    not counted), ``no_result`` (calls whose log gives no result: not counted) and the first
+    :data:`MAX_NO_RESULT_SHOWN` of their commands as exported (``no_result_calls``),
+    ``skipped`` (lines or rows the reader could not use, by reason), ``notes`` per setting,
+    and ``unrecognized``: why the shell tool is called in it but no shell call was recognised
+    (``unread_call`` or ``no_end``, :mod:`repeat_failure.sessions.unrecognized`; ``""`` when
+    its calls were read)."""
 
     path: str
     backend: str
@@ -72,13 +97,18 @@ class SessionResult:
     no_result: int = 0
     skipped: Counter = field(default_factory=Counter)
     notes: dict[Setting, list[ReplayNote]] = field(default_factory=dict)
+    no_result_calls: list[str] = field(default_factory=list)
+    unrecognized: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The session as ``--json`` gives it (notes flattened, each with its setting)."""
         return {"path": self.path, "backend": self.backend, "commands": self.commands,
                 "failures": self.failures, "excluded": self.excluded,
-                "no_result": self.no_result, "skipped": dict(sorted(self.skipped.items())),
-                "notes": [{"threshold": s.threshold, "window_s": s.window_s, **n.to_json()}
+                "no_result": self.no_result, "no_result_calls": list(self.no_result_calls),
+                "unrecognized": self.unrecognized or None,
+                "skipped": dict(sorted(self.skipped.items())),
+                "notes": [{"threshold": s.threshold, "window_s": s.window_s, "match": s.match,
+                           **n.to_json()}
                           for s in sorted(self.notes) for n in self.notes[s]]}
 
 
@@ -108,7 +138,7 @@ class SummaryRow:
     def to_json(self) -> dict[str, Any]:
         """The row as ``--json`` gives it."""
         return {"threshold": self.setting.threshold, "window_s": self.setting.window_s,
-                "sessions": self.sessions, "commands": self.commands,
+                "match": self.setting.match, "sessions": self.sessions, "commands": self.commands,
                 "failures": self.failures, "sessions_with_note": self.sessions_with_note,
                 "notes": self.notes, "output": {SAME: self.same, CHANGING: self.changing,
                                                 UNKNOWN: self.unknown}}
@@ -139,12 +169,26 @@ class ReplayResult:
             rows.append(row)
         return rows
 
+    @property
+    def no_result(self) -> tuple[int, int]:
+        """``(calls, sessions)``: calls without a result over all sessions, and the sessions
+        that had any."""
+        return (sum(s.no_result for s in self.sessions),
+                sum(1 for s in self.sessions if s.no_result))
+
+    @property
+    def unrecognized(self) -> list[SessionResult]:
+        """The sessions whose shell calls were not recognised, in the order read."""
+        return [s for s in self.sessions if s.unrecognized]
+
     def to_json(self) -> dict[str, Any]:
         """The one JSON document ``--json`` prints."""
-        return {"settings": [{"threshold": s.threshold, "window_s": s.window_s}
-                             for s in self.settings],
+        return {"settings": [{"threshold": s.threshold, "window_s": s.window_s,
+                              "match": s.match} for s in self.settings],
                 "sessions": [s.to_json() for s in self.sessions],
                 "bad_files": [{"path": b.path, "reason": b.reason} for b in self.bad],
+                "no_result": self.no_result[0],
+                "unrecognized": len(self.unrecognized),
                 "summary": [r.to_json() for r in self.summary()]}
 
 
@@ -156,17 +200,36 @@ def _when(ts: float) -> str:
 
 
 def _setting_text(s: Setting) -> str:
-    return f"threshold {s.threshold}, window {s.window_s:g} s"
+    return (f"threshold {s.threshold}, window {s.window_s:g} s"
+            + (", by exit alone" if s.match == MATCH_EXIT else ""))
 
 
 def format_text(result: ReplayResult) -> str:
-    """The replay as text: each bad file, each session with a note (its counts, then per note
-    the command as exported, exit, count, minutes, output and when it was raised; under each
-    setting when there are several), then the summary table, one row per setting."""
+    """The replay as text: each bad file; each session log whose shell calls were not
+    recognised (``unrecognized <path> (<backend>): …``, issue 26); each session with calls
+    without a result (their count and the first :data:`MAX_NO_RESULT_SHOWN` commands); each
+    session with a note (its counts, then per note the command as exported, exit, count,
+    minutes, output and when it was raised; under each setting when there are several); the
+    totals of those calls and sessions when there are any; then the summary table, one row
+    per setting (always the last lines)."""
     lines: list[str] = []
     many = len(result.settings) > 1
     for b in result.bad:
         lines.append(f"skipped {b.path}: {b.reason}")
+    for s in result.unrecognized:
+        why = UNRECOGNIZED_TEXT.get(s.unrecognized, s.unrecognized)
+        lines.append(f"unrecognized {s.path} ({s.backend}): the shell tool is called but no "
+                     f"shell call was recognised ({why}): its commands are not judged; a CLI "
+                     "release whose session log this version does not read?")
+    for s in result.sessions:
+        if not s.no_result:
+            continue
+        lines.append(f"{s.path} ({s.backend}): {s.no_result} "
+                     f"call{'' if s.no_result == 1 else 's'} without a result (the log gives no "
+                     "exit status): not judged")
+        lines += [f"  no result: {label_value(c)}" for c in s.no_result_calls]
+        if s.no_result > len(s.no_result_calls):
+            lines.append(f"  … and {s.no_result - len(s.no_result_calls)} more")
     for s in result.sessions:
         if not any(s.notes.values()):
             continue
@@ -188,11 +251,19 @@ def format_text(result: ReplayResult) -> str:
                              f"{result_text}: {n.count} failures in {n.minutes} min, output "
                              f"{n.output}, raised {_when(n.raised_ts)}"
                              + (f", cleared ({n.cleared})" if n.cleared else ""))
+    calls, sessions = result.no_result
+    if calls:
+        lines.append(f"calls without a result: {calls} in {sessions} "
+                     f"session{'' if sessions == 1 else 's'} (not judged)")
+    if result.unrecognized:
+        n = len(result.unrecognized)
+        lines.append(f"session logs not recognised: {n} (their commands are not judged)")
     if lines:
         lines.append("")
-    header = ("threshold", "window_s", "sessions", "commands", "failures",
+    header = ("threshold", "window_s", "match", "sessions", "commands", "failures",
               "sessions_with_note", "notes", "same", "changing", "unknown")
-    rows = [header] + [(str(r.setting.threshold), f"{r.setting.window_s:g}", str(r.sessions),
+    rows = [header] + [(str(r.setting.threshold), f"{r.setting.window_s:g}", r.setting.match,
+                        str(r.sessions),
                         str(r.commands), str(r.failures), str(r.sessions_with_note),
                         str(r.notes), str(r.same), str(r.changing), str(r.unknown))
                        for r in result.summary()]

@@ -27,7 +27,9 @@ from repeat_failure.config import open_regular
 from repeat_failure.sidecar.replay_report import BadFile
 from repeat_failure.sidecar.scrub import scrub
 from repeat_failure.sessions.tail import MAX_LINE, NOT_JSON, OVERSIZED, READER_BUG, UNREADABLE
-from repeat_failure.sessions.tail import _open_db, _stamped, discover, expand_globs
+from repeat_failure.sessions.stores import open_db
+from repeat_failure.sessions.tail import _stamped, discover, expand_globs
+from repeat_failure.sessions.unrecognized import ShellRecognition
 from repeat_failure.terminal import label_value
 
 #: A trajectory document larger than this is reported and skipped (one JSON document is read
@@ -35,6 +37,10 @@ from repeat_failure.terminal import label_value
 MAX_TRAJECTORY_BYTES = 256 << 20
 #: Polls of a SQLite store per replay (each reads every new row; a store needs one or two).
 MAX_DB_POLLS = 16
+#: A directory that is not a home is searched for homes this many levels down
+#: (``/data/homes/<team>/<user>/``), over at most :data:`MAX_HOME_DIRS` directories.
+MAX_HOME_DEPTH = 4
+MAX_HOME_DIRS = 10_000
 
 
 # -- finding the files -----------------------------------------------------------------------
@@ -82,7 +88,8 @@ def find_sources(paths: Sequence[str], backend: str | None = None,
     """The session files named by ``paths``: a file is taken as it is (its format is
     ``backend`` when given, else a trajectory by its name, else the one reader whose globs its
     path ends like); a directory is searched as an agent's home, as the sidecar searches it
-    (the globs of ``backend``'s reader, or of every reader), and for trajectories
+    (the globs of ``backend``'s reader, or of every reader), or, when it is none, as a
+    directory of homes (:func:`_in_homes_below`), and for trajectories
     (``**/*.traj.json``, ``**/*.traj``) unless ``backend`` names another format. Paths that do
     not exist, or files whose format cannot be told, go to ``bad`` by name. Each file is listed
     once, in the order found (a directory's files sorted by path)."""
@@ -113,9 +120,7 @@ def find_sources(paths: Sequence[str], backend: str | None = None,
             bad.append(BadFile(shown_path(path), f"cannot be read: {error_text(exc)}"))
             continue
         if is_dir:
-            found: list[tuple[Path, str]] = []
-            for fmt, reader in chosen.items():
-                found += [(p, fmt) for p, _ in discover(expand_globs(reader, path), path)]
+            found = _in_home(path, chosen) or _in_homes_below(path, chosen)
             if backend in (None, trajectory.FORMAT):
                 found += [(p, trajectory.FORMAT) for p, _ in
                           discover([(path, g) for g in trajectory.GLOBS], path)]
@@ -136,6 +141,47 @@ def find_sources(paths: Sequence[str], backend: str | None = None,
     return out
 
 
+def _in_home(home: Path, readers: dict[str, SessionLogReader]) -> list[tuple[Path, str]]:
+    """``(file, format)`` of the session files ``readers`` find in ``home`` searched as an
+    agent's home, as the sidecar searches it (:func:`repeat_failure.sessions.tail.discover`)."""
+    found: list[tuple[Path, str]] = []
+    for fmt, reader in readers.items():
+        found += [(p, fmt) for p, _ in discover(expand_globs(reader, home), home)]
+    return found
+
+
+def _in_homes_below(root: Path, readers: dict[str, SessionLogReader]) -> list[tuple[Path, str]]:
+    """The session files of the homes below ``root`` (a directory that is not one, like
+    ``/data/homes`` holding ``alice/.claude/…`` and ``bob/.codex/…``, issue 26): each
+    subdirectory is searched as a home (:func:`_in_home`); one that is a home is not searched
+    further down, one that is not is searched for homes below it, down to
+    :data:`MAX_HOME_DEPTH` levels under ``root`` and over at most :data:`MAX_HOME_DIRS`
+    directories, in name order. Hidden directories (a CLI's own ``.codex``, ``.git``) and
+    symlinks are not entered; a directory that cannot be listed is passed over."""
+    found: list[tuple[Path, str]] = []
+    level, listed = [root], 0
+    for _ in range(MAX_HOME_DEPTH):
+        below: list[Path] = []
+        for directory in level:
+            if listed >= MAX_HOME_DIRS:
+                return found
+            listed += 1
+            try:
+                with os.scandir(directory) as entries:
+                    subdirs = sorted(Path(e.path) for e in entries if not e.name.startswith(".")
+                                     and e.is_dir(follow_symlinks=False))
+            except OSError:
+                continue
+            for sub in subdirs:
+                home_files = _in_home(sub, readers)
+                if home_files:
+                    found += home_files
+                else:
+                    below.append(sub)
+        level = below
+    return found
+
+
 def shown_path(path: Path | str) -> str:
     """A path as printed: scrubbed (an agent chose the name), control characters escaped."""
     text = os.fsencode(str(path)).decode("utf-8", "backslashreplace")
@@ -144,7 +190,7 @@ def shown_path(path: Path | str) -> str:
 
 def error_text(exc: BaseException) -> str:
     """What went wrong, as printed: an ``OSError``'s ``strerror`` when it has one, else its
-    text, which may hold a path (``repeat_failure.sessions.tail._open_db`` names the file it refuses),
+    text, which may hold a path (``repeat_failure.sessions.stores.open_db`` names the file it refuses),
     so it is shown as paths are (:func:`shown_path`)."""
     text = getattr(exc, "strerror", None) or str(exc) or exc.__class__.__name__
     return shown_path(text)
@@ -167,8 +213,8 @@ def _open_regular(path: Path):
 
 
 def _call(reader_call: Callable[..., list[SessionEvent]], skipped: Counter,
-          *args: Any) -> list[SessionEvent]:
-    """The reader's events, or none after counting why not (as the sidecar's tail does:
+          *args: Any) -> list[SessionEvent] | None:
+    """The reader's events, or None after counting why not (as the sidecar's tail does:
     :meth:`repeat_failure.sessions.tail.SessionTail._call_reader`)."""
     try:
         return reader_call(*args)
@@ -180,15 +226,19 @@ def _call(reader_call: Callable[..., list[SessionEvent]], skipped: Counter,
         skipped[UNREADABLE] += 1
     except Exception:  # noqa: BLE001 - a reader bug must not stop the replay
         skipped[READER_BUG] += 1
-    return []
+    return None
 
 
-def read_events(source: Source, skipped: Counter) -> list[SessionEvent]:
+def read_events(source: Source, skipped: Counter,
+                shell: ShellRecognition | None = None) -> list[SessionEvent]:
     """Every event of one session file, in file order, with ``ts`` set (a line without a time
     gets the time of the line before it that had one, or the file's modification time) and
     ``call_id`` made per-file as the sidecar does. Lines and rows the reader cannot use are
-    counted in ``skipped`` by reason. Raises ``OSError`` when the file cannot be read,
-    :class:`ReaderFormatError` when a trajectory is not one."""
+    counted in ``skipped`` by reason; a session log's lines and events also go to ``shell``
+    when given, as the sidecar's tail gives them (:mod:`repeat_failure.sessions.unrecognized`:
+    the caller asks it :meth:`~repeat_failure.sessions.unrecognized.ShellRecognition.finish`).
+    Raises ``OSError`` when the file cannot be read, :class:`ReaderFormatError` when a
+    trajectory is not one."""
     if source.backend == trajectory.FORMAT:
         with _open_regular(source.path) as f:
             mtime = os.fstat(f.fileno()).st_mtime
@@ -204,7 +254,7 @@ def read_events(source: Source, skipped: Counter) -> list[SessionEvent]:
     assert reader is not None
     if reader.kind == "sqlite":
         mtime = os.stat(source.path).st_mtime
-        conn = _open_db(source.path)
+        conn = open_db(source.path)
         try:
             state = reader.history_state()
             events: list[SessionEvent] = []
@@ -215,7 +265,27 @@ def read_events(source: Source, skipped: Counter) -> list[SessionEvent]:
                 events += got
         finally:
             conn.close()
-        return _timed(events, mtime)
+        events = _timed(events, mtime)
+        if shell is not None:
+            shell.on_events(events, reader.shell_tools)
+        return events
+    if reader.kind == "json":
+        with _open_regular(source.path) as f:
+            mtime = os.fstat(f.fileno()).st_mtime
+            data = f.read(MAX_LINE + 1)
+        if len(data) > MAX_LINE:
+            skipped[OVERSIZED] += 1
+            return []
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            skipped[NOT_JSON] += 1
+            return []
+        events = _timed(_call(reader.parse_document, skipped, doc, reader.history_state()),
+                        mtime)
+        if shell is not None:
+            shell.on_events(events, reader.shell_tools)
+        return events
     state = reader.new_file_state()
     out: list[SessionEvent] = []
     with _open_regular(source.path) as f:
@@ -227,10 +297,12 @@ def read_events(source: Source, skipped: Counter) -> list[SessionEvent]:
                 skipped[NOT_JSON] += 1
                 continue
             got = _call(reader.parse_line, skipped, obj, state)
-            if got:
-                stamped = _stamped(got, last, "f")
+            stamped = None if got is None else _stamped(got, last, "f")
+            if stamped:
                 last = stamped[-1].ts or last
                 out += stamped
+            if shell is not None:
+                shell.on_line(line, obj, stamped, reader.shell_tools)
     return out
 
 

@@ -12,6 +12,9 @@ each one goes to
   (C3) a finished shell call is a record; else a failed call's output digest goes to the hook's
   record of the same call (issue 19).
 
+A session file the tail finds unrecognised (:mod:`repeat_failure.sessions.unrecognized`: the
+shell tool called, no shell call read) is counted, logged once and shown on the row (issue 26).
+
 :class:`SessionFeed` does this for one agent's poll result; the caller holds the sidecar's lock.
 """
 
@@ -26,10 +29,12 @@ from repeat_failure.backends import SHELL_END, session_reader
 from repeat_failure.config import AgentSpec, Config
 from repeat_failure.kube.events import PREVIEW_REASON
 from repeat_failure.sessions.tail import PollResult, SessionTail
+from repeat_failure.sessions.unrecognized import Unrecognized
 from repeat_failure.sidecar.agent import AgentState
 from repeat_failure.sidecar.pipeline import failure_output
 from repeat_failure.sidecar.records import RecordPipeline
 from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.terminal import label_value
 from repeat_failure.turns.probe import OK as PROBE_OK, PREVIEW_ERROR, PreviewProber, ProbeResult
 from repeat_failure.turns.verdict import OK, Turn
 
@@ -109,6 +114,25 @@ def log_receiving(state: AgentState, receiving: bool) -> None:
                     "in the session log, no record", extra=extra)
 
 
+def log_unrecognized(state: AgentState, found: Unrecognized) -> None:
+    """Log the one warning line of a session file found unrecognised: ``"event":
+    "session_log_unrecognized"``, the agent, backend, ``reason`` (``unread_call`` or
+    ``no_end``) and ``file``, its path under the home scrubbed with control characters escaped
+    (a file name may hold anything); never a line of the file."""
+    home = state.spec.home
+    try:
+        name = found.path.relative_to(home) if home is not None else found.path
+    except ValueError:
+        name = found.path
+    text = os.fsencode(str(name)).decode("utf-8", "backslashreplace")
+    log.warning("session log not recognised: the shell tool is called but no shell call is "
+                "read, so this agent's commands are not seen (a CLI release with a new log "
+                "format?); see docs/backend-support.md",
+                extra={"event": "session_log_unrecognized", "agent": state.spec.name,
+                       "backend": state.spec.backend, "reason": found.reason,
+                       "file": label_value(scrub(text))})
+
+
 class SessionFeed:
     """Feeds session-log poll results to an agent's state.
 
@@ -125,12 +149,14 @@ class SessionFeed:
         self._publish = publish
 
     def feed(self, state: AgentState, result: PollResult, now: float) -> None:
-        """Count ``result``'s reader errors and ignored lines in ``state``, and hand each of
-        its events (in order) to the C12 timer, the turn tracker and the record pipeline
-        (``now``: epoch seconds). Never raises for what the log holds."""
+        """Count ``result``'s reader errors and ignored lines in ``state``, hand each of its
+        events (in order) to the C12 timer, the turn tracker and the record pipeline (``now``:
+        epoch seconds), then count and log each file it found unrecognised and mark the agent
+        (:meth:`repeat_failure.sessions.activity.Activity.on_unrecognized`). Never raises for
+        what the log holds."""
         state.reader_errors.update(result.errors)
         state.reader_ignored += result.ignored
-        if result.events or result.errors:
+        if result.events or result.errors or result.unrecognized:
             state.dirty = True
         for event in result.events:
             state.activity.on_event(event)
@@ -143,8 +169,14 @@ class SessionFeed:
                     self.records.record(state, record, now, failure_output(
                         event, record.failed, state.cut_key, now))
             elif (not state.session_route and event.kind == SHELL_END and event.failed
-                    and event.command and event.output is not None):
+                    and event.command):
+                # Its output (or that the log has none) ends the wait of the neutral route's
+                # record of the same call (issue 26).
                 self.records.session_output(state, event, now)
+        for found in result.unrecognized:
+            state.unrecognized_files[found.reason] += 1
+            state.activity.on_unrecognized(found.ts)
+            log_unrecognized(state, found)
 
     def turn(self, state: AgentState, turn: Turn) -> None:
         """A turn was classified (:mod:`repeat_failure.turns.verdict`): count it, and log a failed one as

@@ -217,7 +217,10 @@ def build() -> model.Dashboard:
                                            value={"mode": "fixed", "fixedColor": "orange"})])
               .override_by_name("not_available", [
                   model.DynamicConfigValue(id_val="color",
-                                           value={"mode": "fixed", "fixedColor": "text"})]))
+                                           value={"mode": "fixed", "fixedColor": "text"})])
+              .override_by_name("session_log_unrecognized", [
+                  model.DynamicConfigValue(id_val="color",
+                                           value={"mode": "fixed", "fixedColor": "purple"})]))
     rows = _table(
         "Agent rows",
         "What each agent's row shows: its check state, the state's text and the repeating-"

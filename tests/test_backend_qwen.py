@@ -1,0 +1,227 @@
+"""Qwen Code's session-log reader (C12's shell-activity signal, issue 19's failure output, the
+turn verdicts), on the harness's real chat files of Qwen Code 0.24.4.
+
+Every test reads the real files the harness kept (``harness/evidence/qwen.json`` →
+``session_files``, ``scenario_sessions``, ``verdict_scenarios``); ids and times come from the
+files; a test of error handling takes a real line and breaks it (its docstring says how).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from harness import checks
+from repeat_failure.backends import (ERROR, SHELL_END, SHELL_START, TEXT, TOOL, TURN_END,
+                                     TURN_START, SessionEvent, UnusedLine)
+from repeat_failure.backends.coverage import COVERAGE
+from repeat_failure.backends.qwen import QwenReader
+from repeat_failure.sessions.tail import SessionTail
+from repeat_failure.turns.verdict import AGENT_ERROR, OK, TurnTracker
+
+from sessionlogs import EVIDENCE_DIR, SessionLog, SessionLogChecks, assert_reader_error, iso_ts
+
+LOG = SessionLog("qwen")
+READER = LOG.reader
+OUTPUT = "ls: cannot access '/nonexistent': No such file or directory"
+
+
+class TestSessionLog(SessionLogChecks):
+    """The checks every JSON Lines reader passes. Qwen Code's loop guard stopped the repeated
+    run at its fifth identical call: four calls, and no answer (the log ends on the fourth
+    result)."""
+
+    log = LOG
+    reader_class = QwenReader
+    shell_repeat = checks.LOOP_GUARDED["qwen"]
+    answered = False
+    known_line_kinds = frozenset({"user", "assistant", "tool_result", "system"})
+    line_kinds_in_every_file = frozenset({"user", "system"})
+
+
+def _verdict_lines(name: str) -> list:
+    (rel,) = LOG.evidence()["verdict_scenarios"][name]["session_files"]
+    return LOG.lines(LOG.home / "verdict" / name / rel)
+
+
+def _first(lines: list, kind: str) -> dict:
+    return copy.deepcopy(next(o for o in lines if o["type"] == kind))
+
+
+def test_reader_glob_signal_and_row() -> None:
+    """The reader reads the chat files, is not the record route (the hook records Qwen Code's
+    plain ``bash -c``), and the coverage row names its signal instead of "safeguard
+    unavailable"."""
+    assert READER.globs == (".qwen/projects/*/chats/*.jsonl",)
+    assert READER.route_records is False
+    assert COVERAGE["qwen"].shell_activity == READER.signal
+    assert READER.signal.startswith("~/.qwen/projects/*/chats/*.jsonl: ")
+
+
+def test_shell_calls_have_the_files_ids_times_exits_and_output() -> None:
+    """Start: the assistant line's time, the call's id and ``args.command``; end: the
+    tool_result line's time, ``resultDisplay.exitCode`` (2) and the command's own output (no
+    ``Command:`` / ``Exit Code:`` lines)."""
+    lines = LOG.session_lines()
+    turn = lines[0]["uuid"]
+    expected = []
+    results = {o["toolCallResult"]["callId"]: o for o in lines if o["type"] == "tool_result"}
+    for obj in (o for o in lines if o["type"] == "assistant"):
+        call = obj["message"]["parts"][0]["functionCall"]
+        end = results[call["id"]]
+        expected += [
+            SessionEvent(SHELL_START, iso_ts(obj["timestamp"]), call_id=call["id"],
+                         command="ls /nonexistent", tool="run_shell_command", turn_id=turn),
+            SessionEvent(SHELL_END, iso_ts(end["timestamp"]), call_id=call["id"],
+                         command="ls /nonexistent", exit=2, failed=True,
+                         tool="run_shell_command", turn_id=turn, output=OUTPUT)]
+    assert len(expected) == 8
+    assert [e for e in LOG.read(lines) if e.kind in (SHELL_START, SHELL_END)] == expected
+
+
+def test_ok_turn_exit_0_text_and_end() -> None:
+    """The ``ok`` verdict run: ``echo harness-ok`` ends with exit 0, not failed, output
+    ``harness-ok``; the answer ("Done: the command ran.") is text and ends the turn."""
+    lines = _verdict_lines("ok")
+    events = LOG.read(lines)
+    turn = lines[0]["uuid"]
+    assert [e.kind for e in events] == [TURN_START, SHELL_START, SHELL_END, TEXT, TURN_END]
+    end = events[2]
+    assert (end.command, end.exit, end.failed, end.output, end.turn_id) == (
+        "echo harness-ok", 0, False, "harness-ok", turn)
+    assert events[-1].ts == iso_ts(lines[-1]["timestamp"])
+
+
+def test_error_turn_is_the_api_error() -> None:
+    """The ``error`` verdict run (HTTP 400, which Qwen Code does not retry): the api_error
+    telemetry line ends the turn with its message."""
+    lines = _verdict_lines("error")
+    events = LOG.read(lines)
+    assert [e.kind for e in events] == [TURN_START, ERROR, TURN_END]
+    assert events[1].detail == "400 harness: stub refused the request"
+    assert events[1].ts == iso_ts(lines[-1]["timestamp"])
+
+
+@pytest.mark.parametrize("status", [429, 500, 503, None, "400"])
+def test_retried_or_unknown_api_errors_do_not_end_the_turn(status) -> None:
+    """The real api_error line with a status Qwen Code retries (429, 5xx), none, or a status
+    that is not a number: no event, the turn stays open."""
+    lines = _verdict_lines("error")
+    state = READER.new_file_state()
+    READER.parse_line(lines[0], state)
+    line = copy.deepcopy(lines[-1])
+    line["systemPayload"]["uiEvent"]["status_code"] = status
+    assert READER.parse_line(line, state) == [] and state["open"] is True
+
+
+def test_killed_call_is_cancelled_without_exit() -> None:
+    """The ``killed`` verdict run: the running command's result says ``cancelled`` with no
+    display: it ended failed with no exit number and no output; the turn has no end."""
+    events = LOG.read(_verdict_lines("killed"))
+    assert [e.kind for e in events] == [TURN_START, SHELL_START, SHELL_END]
+    assert (events[2].exit, events[2].failed, events[2].output) == (None, True, None)
+
+
+def test_empty_reply_leaves_the_turn_open() -> None:
+    """The ``empty`` verdict run: five requests, no reply and no error written: only the
+    turn's start."""
+    assert [e.kind for e in LOG.read(_verdict_lines("empty"))] == [TURN_START]
+
+
+@pytest.mark.parametrize("name,expected", [("ok", OK), ("error", AGENT_ERROR), ("empty", None),
+                                           ("killed", None)])
+def test_session_verdicts(name: str, expected) -> None:
+    """The sidecar's tail and turn tracker on each verdict run's home: the verdict
+    ``harness.checks.SESSION_VERDICTS`` names (None: no end, not classified)."""
+    assert checks.SESSION_VERDICTS["qwen"][name] == expected
+    tracker = TurnTracker(READER.edit_tools)
+    result = SessionTail(READER, EVIDENCE_DIR / "qwen" / "verdict" / name,
+                         backfill_s=float("inf")).poll(rescan=True)
+    turns = [t for e in result.events for t in tracker.on_event(e)]
+    assert [t.verdict for t in turns] == ([expected] if expected else [])
+    assert not result.errors and result.ignored == 0
+
+
+def test_exit_from_the_text_when_no_display() -> None:
+    """A real failing result without its ``resultDisplay``: the exit comes from the
+    response's ``Exit Code: 2`` line; ``Exit Code: (none)`` is no number, failed; ``Exit Code:
+    two`` is bad_exit."""
+    line = _first(LOG.session_lines(), "tool_result")
+    del line["toolCallResult"]["resultDisplay"]
+    (end,) = READER.parse_line(line, READER.new_file_state())
+    assert (end.kind, end.exit, end.failed, end.output) == (SHELL_END, 2, True, None)
+    response = line["message"]["parts"][0]["functionResponse"]["response"]
+    response["error"] = response["error"].replace("Exit Code: 2", "Exit Code: (none)")
+    (end,) = READER.parse_line(line, READER.new_file_state())
+    assert (end.exit, end.failed) == (None, True)
+    response["error"] = response["error"].replace("Exit Code: (none)", "Exit Code: two")
+    assert_reader_error(READER, line, "bad_exit")
+
+
+def test_exit_code_that_is_not_a_number() -> None:
+    """A real result whose ``resultDisplay.exitCode`` became ``"2"`` or ``2.5``: bad_exit."""
+    for value in ("2", 2.5):
+        line = _first(LOG.session_lines(), "tool_result")
+        line["toolCallResult"]["resultDisplay"]["exitCode"] = value
+        assert_reader_error(READER, line, "bad_exit")
+
+
+def test_thought_is_not_text_and_other_tools_are_tools() -> None:
+    """The ``read`` snapshot's answer marked ``thought: true`` gives no text and no end; its
+    ``read_file`` call is a tool event, and its result gives nothing."""
+    (path,) = LOG.scenario_files("read")
+    lines = LOG.lines(path)
+    events = LOG.read(lines)
+    assert [(e.kind, e.tool) for e in events] == [
+        (TURN_START, ""), (TOOL, "read_file"), (TEXT, ""), (TURN_END, "")]
+    answer = copy.deepcopy(lines[-1])
+    answer["message"]["parts"][0]["thought"] = True
+    state = READER.new_file_state()
+    for line in lines[:-1]:
+        READER.parse_line(line, state)
+    assert READER.parse_line(answer, state) == []
+
+
+def test_a_call_seen_twice_starts_once_and_a_result_without_its_start_ends() -> None:
+    """An assistant line read again gives nothing; a tool_result read with a fresh state (its
+    call before the sidecar started) still ends the call, with the command unknown."""
+    lines = LOG.session_lines()
+    state = READER.new_file_state()
+    call = _first(lines, "assistant")
+    assert [e.kind for e in READER.parse_line(call, state)] == [SHELL_START]
+    assert READER.parse_line(call, state) == []
+    (end,) = READER.parse_line(_first(lines, "tool_result"), READER.new_file_state())
+    assert (end.kind, end.command, end.exit, end.tool) == (SHELL_END, "", 2, "run_shell_command")
+
+
+def test_unknown_line_type_is_unused_and_broken_lines_are_errors() -> None:
+    """A real line with a new ``type`` is skipped (UnusedLine); real lines broken on purpose
+    raise: ``message.parts`` an object, a call without ``id``, a result without ``callId``, a
+    timestamp a number."""
+    lines = LOG.session_lines()
+    other = _first(lines, "user")
+    other["type"] = "compaction"
+    with pytest.raises(UnusedLine):
+        READER.parse_line(other, READER.new_file_state())
+    parts_obj = _first(lines, "assistant")
+    parts_obj["message"]["parts"] = parts_obj["message"]["parts"][0]
+    no_id = _first(lines, "assistant")
+    del no_id["message"]["parts"][0]["functionCall"]["id"]
+    no_call = _first(lines, "tool_result")
+    del no_call["toolCallResult"]["callId"]
+    bad_ts = _first(lines, "assistant")
+    bad_ts["timestamp"] = 1764500000
+    for reason, obj in [("unknown_shape", parts_obj), ("unknown_shape", no_id),
+                        ("unknown_shape", no_call), ("bad_ts", bad_ts),
+                        ("not_object", [lines[0]])]:
+        assert_reader_error(READER, obj, reason)
+
+
+def test_harness_checks_hold() -> None:
+    """``python -m harness``'s checks of the committed evidence: the route, the reader (four
+    guarded calls) and the verdicts all hold."""
+    found = checks.check("qwen", Path(EVIDENCE_DIR))
+    assert {k: found[k] for k in ("route", "readers", "verdicts")} == {
+        "route": [], "readers": [], "verdicts": []}
