@@ -76,6 +76,13 @@ EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
     ("codex", "0.100.0"): {"error": AGENT_NO_OUTPUT},
     ("codex", "0.96.0"): {"ok": None, "empty": None, "error": None, "killed": None},
     ("codex", "0.64.0"): {"ok": None, "empty": None, "error": None, "killed": None},
+    # Copilot CLI before 1.0.85 writes no session.error for an empty reply (and exits 0), so
+    # that turn has no end; omp 17.2.15 ends it as an empty answer (18.2.3 does not end it);
+    # omp 14.9.9 writes no session file when every request is refused (real captures).
+    ("copilot", "1.0.62"): {"empty": None},
+    ("copilot", "1.0.11"): {"empty": None},
+    ("omp", "17.2.15"): {"empty": AGENT_NO_OUTPUT},
+    ("omp", "14.9.9"): {"error": None},
 }
 ASPECTS = ("route", "readers", "verdicts")
 #: CLIs whose own loop guard ends the turn before a fifth identical tool call (Qwen Code 0.24.4,
