@@ -66,9 +66,12 @@ SESSION_VERDICTS: dict[str, dict[str, str | None]] = {
 #: Where an earlier verified release's log says otherwise than :data:`SESSION_VERDICTS` (which
 #: holds for the pin and what comes after it): ``(backend, version)`` -> the scenarios that
 #: differ. pi 0.73.1, 0.31.1 and 0.27.9 wrote nothing after a killed run's running call, so that
-#: turn has no end. Codex before 0.100.0 writes no task_started / task_complete, so no turn ends
-#: in its rollout; from 0.100.0 to 0.144.x a refused request ends the turn with a task_complete
-#: that carries no error (0.145.0 adds ``error``), which reads as an empty reply (issue 26).
+#: turn has no end.
+#: Claude Code before 2.1.69 writes no exit record (no ``last-prompt``, no ``cost-state``), so
+#: neither the empty reply's turn nor the killed one has an end in its log.
+#: Codex before 0.100.0 writes no task_started / task_complete, so no turn ends in its rollout;
+#: from 0.100.0 to 0.144.x a refused request ends the turn with a task_complete that carries no
+#: error (0.145.0 adds ``error``), which reads as an empty reply (issue 26).
 EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
     ("pi", "0.73.1"): {"killed": None},
     ("pi", "0.31.1"): {"killed": None},
@@ -76,6 +79,21 @@ EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
     ("codex", "0.100.0"): {"error": AGENT_NO_OUTPUT},
     ("codex", "0.96.0"): {"ok": None, "empty": None, "error": None, "killed": None},
     ("codex", "0.64.0"): {"ok": None, "empty": None, "error": None, "killed": None},
+    ("claude", "2.0.56"): {"empty": None, "killed": None},
+    ("claude", "2.0.57"): {"empty": None, "killed": None},
+    ("claude", "2.0.77"): {"empty": None, "killed": None},
+    # 2.1.69 on: last-prompt as it exits ends a killed turn; 2.1.70 logs nothing of an empty
+    # reply's turn (not even its prompt).
+    ("claude", "2.1.70"): {"empty": None},
+    # 2.1.268 to 2.1.276 write last-prompt mid-turn (so it ends nothing) and no cost-state yet.
+    ("claude", "2.1.268"): {"empty": None, "killed": None},
+    # Gemini CLI before 0.54.4 neither rolls a failed turn back nor logs its error: the prompt is
+    # the last line of an API error's or an empty reply's turn (0.39.0 to 0.41.x log the CLI's
+    # own "System: Please continue." after an empty reply, which is no new turn).
+    ("gemini", "0.39.0"): {"empty": None, "error": None},
+    ("gemini", "0.40.0"): {"empty": None, "error": None},
+    ("gemini", "0.44.0"): {"empty": None, "error": None},
+    ("gemini", "0.45.2"): {"empty": None, "error": None},
     # Copilot CLI before 1.0.85 writes no session.error for an empty reply (and exits 0), so
     # that turn has no end; omp 17.2.15 ends it as an empty answer (18.2.3 does not end it);
     # omp 14.9.9 writes no session file when every request is refused (real captures).

@@ -395,8 +395,9 @@ class SessionLogChecks:
 
     @pytest.fixture(autouse=True)
     def _at_release(self, evidence_root: Path) -> None:
-        """Point :attr:`log` at this test's release."""
-        self.log = SessionLog(self.log.backend, evidence_root)
+        """Point :attr:`log` at this test's release (a backend's own :class:`SessionLog`
+        subclass stays that class)."""
+        self.log = type(self.log)(self.log.backend, evidence_root)
     line_kinds_in_every_file: ClassVar[frozenset[str]] = frozenset()
     known_line_kinds: ClassVar[frozenset[str] | None] = None
 

@@ -17,7 +17,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -48,10 +48,158 @@ from sessionlogs import (
 
 
 
+class ClaudeLog(SessionLog):
+    """Claude Code's captures, without the warmup subagents' files: releases up to 2.1.0 (real
+    files of 2.0.56 and 2.1.0) start warmup subagents with each session, each writing its own
+    ``agent-<id>.jsonl`` beside the session file (every line ``isSidechain``, the prompt
+    ``Warmup``); their lines give no events (:func:`test_warmup_subagent_files_give_nothing`).
+    The session file and the scenario files are the CLI's own session."""
+
+    def warmup_files(self) -> list[Path]:
+        """The warmup subagents' files of the shell run's session."""
+        return [self.home / rel for rel in self.evidence()["session_files"]
+                if Path(rel).name.startswith("agent-")]
+
+    def session_files(self) -> list[Path]:
+        return [p for p in super().session_files() if not p.name.startswith("agent-")]
+
+    def _scenario_paths(self, name: str) -> list[Path]:
+        return [p for p in super()._scenario_paths(name) if not p.name.startswith("agent-")]
+
+    def scenario_run(self, name: str) -> dict[str, Any]:
+        """The scenario's evidence, its ``tool_calls`` without those the warmup subagents'
+        replies asked for (the stub answers their requests too; the tool_use blocks of their
+        files, each taken out once by name and input)."""
+        run = copy.deepcopy(super().scenario_run(name))
+        for path in super()._scenario_paths(name):
+            if path.name.startswith("agent-"):
+                for line in self.lines(path):
+                    for block in _blocks(line, "tool_use"):
+                        run["tool_calls"].remove({"name": block["name"], "input": block["input"]})
+        return run
+
+
+class Release(NamedTuple):
+    """What one verified release's real captures show: its ``wrapper`` around a command
+    (``{snapshot}``: the shell snapshot's path, ``{command}``: the quoted command, ``{cwd}``:
+    the ``/tmp/claude-XXXX-cwd`` file), the ``helpers`` a session's helper shells start with,
+    the ``exit_record`` line type its killed run's session ends with (``None``: the release
+    writes none, so the killed turn has no end in the log), whether it writes warmup
+    subagent files and whether its prompt lines carry a ``promptId`` (from 2.1.73 on; before,
+    the reader takes the prompt line's ``uuid`` as the turn)."""
+
+    wrapper: str
+    helpers: frozenset[str]
+    exit_record: str | None
+    warmups: bool
+    prompt_id: bool = True
+
+
+_SETOPT = "{{ shopt -u extglob || setopt NO_EXTENDED_GLOB; }} 2>/dev/null || true && "
+_BUILTIN = ("\\builtin shopt -u extglob 2>/dev/null || true && "
+            "{{ \\builtin unalias -- 'which'; \\builtin unset -f -- 'which'; }} >/dev/null 2>&1 "
+            "|| true && {{ \\builtin unalias -- 'unsetenv'; \\builtin unset -f -- 'unsetenv'; }} "
+            ">/dev/null 2>&1 || true && ")
+#: Each verified release (issue 26 item 3: the oldest release of the last 12 months that
+#: installs, each release where the wrapper or the session log changed, found by bisecting the
+#: installable releases, and the pin), as its real captures show it.
+RELEASES = {
+    "2.1.332": Release("source {snapshot} 2>/dev/null || true && " + _BUILTIN
+                       + "eval {command} < /dev/null && pwd -P >| {cwd}",
+                       frozenset({"env", "SNAPSHOT_FILE"}), "cost-state", False),
+    "2.1.197": Release("source {snapshot} 2>/dev/null || true && shopt -u extglob 2>/dev/null "
+                       "|| true && eval {command} < /dev/null && pwd -P >| {cwd}",
+                       frozenset({"env", "SNAPSHOT_FILE"}), "last-prompt", False),
+    "2.1.314": Release("source {snapshot} 2>/dev/null || true && shopt -u extglob 2>/dev/null "
+                       "|| true && {{ \\builtin unalias -- 'which'; \\builtin unset -f -- "
+                       "'which'; }} >/dev/null 2>&1 || true && {{ \\builtin unalias -- "
+                       "'unsetenv'; \\builtin unset -f -- 'unsetenv'; }} >/dev/null 2>&1 || true "
+                       "&& eval {command} < /dev/null && pwd -P >| {cwd}",
+                       frozenset({"env", "SNAPSHOT_FILE"}), "cost-state", False),
+    "2.1.277": Release("source {snapshot} 2>/dev/null || true && shopt -u extglob 2>/dev/null "
+                       "|| true && {{ \\builtin unalias -- 'unsetenv'; \\builtin unset -f -- "
+                       "'unsetenv'; }} >/dev/null 2>&1 || true && eval {command} < /dev/null && "
+                       "pwd -P >| {cwd}", frozenset({"env", "SNAPSHOT_FILE"}), "cost-state",
+                       False),
+    "2.1.268": Release("source {snapshot} 2>/dev/null || true && shopt -u extglob 2>/dev/null "
+                       "|| true && {{ \\builtin unalias -- 'unsetenv'; \\builtin unset -f -- "
+                       "'unsetenv'; }} >/dev/null 2>&1 || true && eval {command} < /dev/null && "
+                       "pwd -P >| {cwd}", frozenset({"env", "SNAPSHOT_FILE"}), None, False),
+    "2.1.218": Release("source {snapshot} 2>/dev/null || true && shopt -u extglob 2>/dev/null "
+                       "|| true && {{ \\builtin unalias -- 'unsetenv'; \\builtin unset -f -- "
+                       "'unsetenv'; }} >/dev/null 2>&1 || true && eval {command} < /dev/null && "
+                       "pwd -P >| {cwd}", frozenset({"env", "SNAPSHOT_FILE"}), "last-prompt",
+                       False),
+    "2.1.212": Release("source {snapshot} 2>/dev/null || true && shopt -u extglob 2>/dev/null "
+                       "|| true && eval {command} < /dev/null && pwd -P >| {cwd}",
+                       frozenset({"env", "SNAPSHOT_FILE"}), "last-prompt", False),
+    "2.1.89": Release("source {snapshot} 2>/dev/null || true && shopt -u extglob 2>/dev/null "
+                      "|| true && eval {command} < /dev/null && pwd -P >| {cwd}",
+                      frozenset({"SNAPSHOT_FILE"}), "last-prompt", False),
+    "2.1.86": Release("source {snapshot} 2>/dev/null || true && shopt -u extglob 2>/dev/null "
+                      "|| true && eval {command} \\< /dev/null && pwd -P >| {cwd}",
+                      frozenset({"SNAPSHOT_FILE"}), "last-prompt", False),
+    "2.1.70": Release("source {snapshot} && shopt -u extglob 2>/dev/null || true && "
+                      "eval {command} \\< /dev/null && pwd -P >| {cwd}",
+                      frozenset({"SNAPSHOT_FILE"}), "last-prompt", False, False),
+    "2.0.77": Release("source {snapshot} && shopt -u extglob 2>/dev/null || true && "
+                      "eval {command} \\< /dev/null && pwd -P >| {cwd}",
+                      frozenset({"SNAPSHOT_FILE"}), None, True, False),
+    "2.0.57": Release("source {snapshot} && " + _SETOPT
+                      + "eval {command} \\< /dev/null && pwd -P >| {cwd}",
+                      frozenset({"SNAPSHOT_FILE"}), None, True, False),
+    "2.0.56": Release("source {snapshot} && eval {command} \\< /dev/null && pwd -P >| {cwd}",
+                      frozenset({"SNAPSHOT_FILE"}), None, True, False),
+}
+
+
+#: Verified releases that write ``last-prompt`` mid-turn but no ``cost-state`` yet (2.1.268 to
+#: 2.1.276): their exit record is none the reader can take.
+LAST_PROMPT_MID_TURN = frozenset({"2.1.268"})
+
+
 @pytest.fixture(params=version_params("claude"))
-def log(request: pytest.FixtureRequest) -> SessionLog:
+def log(request: pytest.FixtureRequest) -> ClaudeLog:
     """Claude Code's real captures of one verified release (the pin, then the earlier ones)."""
-    return SessionLog("claude", request.param)
+    return ClaudeLog("claude", request.param)
+
+
+def test_every_verified_release_has_its_facts() -> None:
+    """:data:`RELEASES` states the facts of exactly the releases whose captures are kept."""
+    assert sorted(RELEASES) == sorted(p.id.removeprefix("claude-")
+                                      for p in version_params("claude"))
+
+
+def test_the_real_wrapper_is_the_releases_form(log: ClaudeLog) -> None:
+    """Each release's recorded ``ls /nonexistent`` is exactly its :data:`RELEASES` form (the
+    snapshot path and the cwd file filled in from the record itself), and unwraps to the
+    command."""
+    (record,) = [r for r in log.evidence()["runs"][0]["records"]
+                 if r["raw"].startswith("source ")]
+    raw = record["raw"]
+    snapshot = raw.split(" ", 2)[1]
+    cwd = raw.rsplit(" ", 1)[1]
+    assert raw == RELEASES[log.version].wrapper.format(
+        snapshot=snapshot, command="'ls /nonexistent'", cwd=cwd)
+    assert snapshot.endswith(".sh") and cwd.startswith("/tmp/claude-") and cwd.endswith("-cwd")
+    assert normalize(raw, "claude") == "ls /nonexistent"
+
+
+def test_warmup_subagent_files_give_nothing(log: ClaudeLog) -> None:
+    """Releases that start warmup subagents (:data:`RELEASES`) wrote their files in the real
+    shell run; every line of them is a subagent's (``isSidechain``). They give no shell, tool
+    or turn event: 2.0.56's hold only the reply (its text, no turn), later ones start with the
+    ``Warmup`` prompt, after which nothing is read (a warmup's tool calls never run)."""
+    files = log.warmup_files()
+    assert bool(files) is RELEASES[log.version].warmups
+    for path in files:
+        lines = log.lines(path)
+        assert all(line["isSidechain"] is True for line in lines)
+        events = log.read(lines)
+        if lines[0]["type"] == "user":
+            assert lines[0]["message"]["content"] == "Warmup" and events == []
+        else:
+            assert [(e.kind, e.turn_id) for e in events] == [(TEXT, "")] * len(lines)
 
 
 def _records(log: SessionLog) -> list[dict[str, Any]]:
@@ -70,11 +218,12 @@ def wrap(command: str, snapshot: str = "/root/.claude/shell-snapshots/snapshot-b
 
 
 def test_evidence_has_wrapped_commands_and_helpers(log: SessionLog) -> None:
-    """The real run recorded wrapped agent commands and helper shells (an env probe, the
-    snapshot writer)."""
+    """The real run recorded wrapped agent commands and the release's helper shells (the
+    snapshot writer, and from some release on an env probe: :data:`RELEASES`)."""
     assert len(_wrapped(log)) == 8  # 1 + 1 + 1 + 5 agent commands
     helpers = [r for r in _records(log) if not r["raw"].startswith("source ")]
-    assert {r["raw"].split("\n", 1)[0].split("=", 1)[0] for r in helpers} == {"env", "SNAPSHOT_FILE"}
+    assert {r["raw"].split("\n", 1)[0].split("=", 1)[0] for r in helpers} == \
+        RELEASES[log.version].helpers
 
 
 def test_wrapped_ls_compares_equal_to_bare_command(log: SessionLog) -> None:
@@ -162,7 +311,7 @@ def test_a_cut_wrapper_of_a_long_or_true_chain_is_left_as_it_is(log: SessionLog)
     so that a regression fails here (killed after 60 s) instead of hanging the suite; the
     linear stripper needs milliseconds."""
     command = " || true && ".join(f"rm -f /tmp/f{i}" for i in range(300))
-    cut = real_wrap(log, command).rsplit(" < /dev/null", 1)[0]
+    cut = real_wrap(log, command).rsplit("< /dev/null", 1)[0]
     assert len(cut) > 4000
     code = ("import json, sys\nfrom repeat_failure.backends.claude import strip\n"
             "cut, whole = json.load(sys.stdin)\nprint(json.dumps([strip(cut), strip(whole)]))")
@@ -189,7 +338,7 @@ class TestSessionLog(SessionLogChecks):
     for 2.1.197's exit) the last-prompt line are known types and add nothing; the answer's
     ``end_turn`` ends the turn."""
 
-    log = SessionLog("claude")
+    log = ClaudeLog("claude")
     reader_class = ClaudeSessionReader
     line_kinds_in_every_file = frozenset({"user", "assistant"})
 
@@ -229,7 +378,9 @@ def test_shell_calls_carry_id_command_exit_and_turn(log: SessionLog) -> None:
     call_ids = [b["id"] for i in _indexes(lines, "call") for b in _blocks(lines[i], "tool_use")]
     assert len(call_ids) == 5 and len(set(call_ids)) == 5
     (prompt,) = _indexes(lines, "prompt")
-    turn = lines[prompt]["promptId"]
+    # before 2.1.73 no promptId: the prompt line's uuid is the turn
+    turn = lines[prompt].get("promptId", lines[prompt]["uuid"])
+    assert ("promptId" in lines[prompt]) is RELEASES[log.version].prompt_id
     events = log.read(lines)
     starts = [(e.call_id, e.command, e.tool) for e in events if e.kind == SHELL_START]
     ends = [(e.call_id, e.command, e.exit, e.failed, e.tool) for e in events
@@ -280,8 +431,8 @@ def _result_text(line: dict[str, Any], old: str, new: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("how", "broken", "reason"), [
     ("the real prompt line inside a list", lambda log: [_line(log, "prompt")], "not_object"),
-    ("the real last-prompt line without its type",
-     lambda log: drop_path(_first_type(log, "last-prompt"), ("type",)), "no_type"),
+    ("the real queue-operation line without its type",
+     lambda log: drop_path(_first_type(log, "queue-operation"), ("type",)), "no_type"),
     ("the real prompt line with a list as message",
      lambda log: set_path(_line(log, "prompt"), ("message",), []), "unknown_shape"),
     ("the real prompt line with a number as content",
@@ -374,21 +525,32 @@ def test_background_command_stays_running(log: SessionLog) -> None:
 # -- the end of a turn across releases (issue 15) -------------------------------------------------
 
 def _verdict_lines(log: SessionLog, name: str) -> list[dict[str, Any]]:
-    (rel,) = log.evidence()["verdict_scenarios"][name]["session_files"]
+    (rel,) = [rel for rel in log.evidence()["verdict_scenarios"][name]["session_files"]
+              if not Path(rel).name.startswith("agent-")]  # not a warmup subagent's file
     return SessionLog.lines(log.home / "verdict" / name / rel)
 
 
 def test_the_exit_record_ends_the_killed_turn_on_every_release(log: SessionLog) -> None:
-    """The killed run's session ends with the CLI's exit record: ``cost-state`` on 2.1.332,
-    ``last-prompt`` on 2.1.197. That line, and no earlier one, gives the turn's error
-    (:data:`EXITED_MID_TURN`: the Bash call never got its result) and its end."""
+    """The killed run's session ends with the CLI's exit record (:data:`RELEASES`:
+    ``cost-state`` on 2.1.332, ``last-prompt`` on 2.1.197). That line, and no earlier one,
+    gives the turn's error (:data:`EXITED_MID_TURN`: the Bash call never got its result) and
+    its end. A release that writes no exit record leaves the killed turn open: no end, no
+    error (its verdict is none rather than a wrong one)."""
     lines = _verdict_lines(log, "killed")
-    exit_type = "cost-state" if log.version == "2.1.332" else "last-prompt"
+    exit_type = RELEASES[log.version].exit_record
     read = log.read_indexed(lines)
     ends = [i for i, e in read if e.kind == TURN_END]
+    errors = [(e.kind, e.detail) for _, e in read if e.kind == "error"]
+    if exit_type is None:
+        # no exit record at all (before 2.1.69), or last-prompt written mid-turn and no
+        # cost-state yet (2.1.268 to 2.1.276): the turn has no end in the log
+        types = {line["type"] for line in lines}
+        assert "cost-state" not in types
+        assert ("last-prompt" in types) is (log.version in LAST_PROMPT_MID_TURN)
+        assert (ends, errors) == ([], [])
+        return
     assert ends == [max(i for i, line in enumerate(lines) if line["type"] == exit_type)]
-    assert [(e.kind, e.detail) for _, e in read if e.kind == "error"] == \
-        [("error", EXITED_MID_TURN)]
+    assert errors == [("error", EXITED_MID_TURN)]
 
 
 def test_2_1_332_writes_last_prompt_mid_turn_and_it_ends_nothing() -> None:
@@ -412,12 +574,13 @@ def test_2_1_332_writes_last_prompt_mid_turn_and_it_ends_nothing() -> None:
 
 
 @pytest.mark.parametrize("version,ends", [("2.1.197", True), ("2.1.100", True),
-                                          ("2.1.198", False), ("2.1.332", False),
+                                          ("2.1.267", True), ("2.1.268", False),
+                                          ("2.1.332", False),
                                           ("2.2", False), (None, True)])
 def test_last_prompt_is_the_exit_only_for_releases_that_write_it_at_exit(log: SessionLog,
                                                                          version, ends) -> None:
     """The real prompt line of each release, its ``version`` set as given, then a
-    ``last-prompt`` line: an end (the empty reply's only end) for a release up to 2.1.197 or a
+    ``last-prompt`` line: an end (the empty reply's only end) for a release up to 2.1.267 or a
     line naming none; nothing for a later or unparsable release, whose exit record is
     ``cost-state``; ``cost-state`` ends the open turn whatever the release."""
     prompt = _line(log, "prompt")
@@ -432,10 +595,10 @@ def test_last_prompt_is_the_exit_only_for_releases_that_write_it_at_exit(log: Se
 
 def test_a_line_type_never_seen_is_skipped_and_counted_apart(log: SessionLog,
                                                              tmp_path: Path) -> None:
-    """Issue 15: the real attachment line with a type no release wrote is
+    """Issue 15: the real queue-operation line with a type no release wrote is
     :class:`~repeat_failure.backends.UnusedLine` (no error); through the sidecar's tail it is counted
     in ``ignored``, not in ``errors``, and the session's events are unchanged."""
-    line = set_path(_first_type(log, "attachment"), ("type",), "attachment-v2")
+    line = set_path(_first_type(log, "queue-operation"), ("type",), "queue-operation-v2")
     with pytest.raises(UnusedLine):
         READER.parse_line(line, READER.new_file_state())
     session = log.session()

@@ -17,7 +17,7 @@ from repeat_failure.backends.gemini import GeminiReader
 from repeat_failure.sidecar.normalize import normalize
 
 from sessionlogs import (SCENARIO_NAMES, SessionLog, SessionLogChecks, assert_reader_error,
-                         evidence_of, iso_ts)
+                         evidence_of, iso_ts, version_params)
 
 EVIDENCE = evidence_of("gemini")
 RECORDS = [r for run in EVIDENCE["runs"] for r in run["records"]]
@@ -162,6 +162,99 @@ def test_other_bash_forms_of_the_cli() -> None:
 def test_unrecognised_text_is_unchanged(text: str) -> None:
     """Text in none of the CLI's forms comes back as it was."""
     assert wrapper_stripper("gemini")(text) == text
+
+
+# -- every verified release (issue 26 item 3) -----------------------------------------------------
+
+_PGREP = "__code=$?; pgrep -g 0 >{tmp} 2>&1; exit $__code;"
+_BGPIDS = ("_bgpids_file={tmp}\n(\n  trap 'jobs -p > \"$_bgpids_file\"' EXIT\n{command}\n)\n"
+           "__code=$?\nexit $__code")
+#: Each verified release's wrapper around a command, as its real records show it (``{tmp}``: the
+#: temporary file the wrapper writes, ``{command}``: the command). The oldest release of the last
+#: 12 months whose chat file the reader reads is 0.39.0 (0.19.1 to 0.38.2 write one
+#: ``session-*.json`` document, not JSON Lines); 0.40.0 moved the ``pgrep`` to its own line and
+#: quotes its file; 0.44.0 added ``trap '' HUP;`` before the guard and the ``_bgpids_file``
+#: subshell (0.45.2 dropped the ``trap`` again); 0.54.4 is the first to roll a failed turn back
+#: (its session log, not its wrapper, changed).
+RELEASES = {
+    "0.61.0": GUARD + _BGPIDS,
+    "0.54.4": GUARD + _BGPIDS,
+    "0.45.2": GUARD + _BGPIDS,
+    "0.44.0": "trap '' HUP; " + GUARD + _BGPIDS,
+    "0.40.0": GUARD + "(\n{command}\n)\n" + _PGREP,
+    "0.39.0": GUARD + "(\n{command}\n); " + _PGREP,
+}
+
+
+def _form(version: str) -> re.Pattern[str]:
+    """:data:`RELEASES`' form of ``version`` as a pattern with the command a group and the
+    temporary file any non-blank text."""
+    parts = re.split(r"(\{tmp\}|\{command\})", RELEASES[version])
+    return re.compile("".join(r"\S+" if part == "{tmp}" else "(.*)" if part == "{command}"
+                              else re.escape(part) for part in parts), re.S)
+
+
+def test_every_verified_release_has_its_facts() -> None:
+    """:data:`RELEASES` states the wrapper of exactly the releases whose captures are kept."""
+    assert sorted(RELEASES) == sorted(p.id.removeprefix("gemini-")
+                                      for p in version_params("gemini"))
+
+
+@pytest.mark.parametrize("root", version_params("gemini"))
+def test_every_release_records_its_wrapper_and_unwraps(root) -> None:
+    """On each verified release every record of every run is the release's wrapper around the
+    command the stub asked for, which unwraps with the command's own exit status; the repeated
+    failure raised the note."""
+    evidence = evidence_of("gemini", root)
+    form = _form(evidence["version"])
+    for run in evidence["runs"]:
+        assert [(form.fullmatch(r["raw"])[1], r["exit"]) for r in run["records"]] == \
+            [(run["command"], EXITS[run["command"]])] * run["repeat"]
+        assert [(normalize(r["raw"], "gemini"), r["exit"]) for r in run["records"]] == \
+            [(run["command"], EXITS[run["command"]])] * run["repeat"]
+    assert evidence["runs"][-1]["note"] == (
+        "Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)")
+
+
+@pytest.mark.parametrize("version", sorted(RELEASES))
+@pytest.mark.parametrize("command", ["ls /nonexistent", "make && make test || echo failed",
+                                     "printf 'a\\nb'\necho second line", "echo continued \\",
+                                     "(cd sub && make) ; echo done", "sleep 5 &"])
+def test_stripper_round_trips_in_every_releases_form(version: str, command: str) -> None:
+    """C-AC4 in each release's form (:data:`RELEASES`, the CLI trimming the command and adding a
+    space after a trailing backslash; 0.19.1 to 0.36.0's ``{ ...; }`` form put ``;`` after it)."""
+    inner = command + " " if command.endswith("\\") else command
+    wrapped = RELEASES[version].format(tmp="/tmp/gemini-shell-AbC123/x.tmp", command=inner)
+    assert wrapper_stripper("gemini")(wrapped) == command
+
+
+def test_the_oldest_brace_form() -> None:
+    """0.19.1 to 0.36.0 (their real records; the harness cannot keep their captures for the
+    reader, whose chat files they do not write as JSON Lines): ``{ <command>; }`` then the
+    ``pgrep`` tail, no ``;`` added after a command that ends with ``&``."""
+    tail = "; __code=$?; pgrep -g 0 >/tmp/shell_pgrep_43efc7bacfed.tmp 2>&1; exit $__code;"
+    strip = wrapper_stripper("gemini")
+    assert strip(GUARD + "{ ls /nonexistent; }" + tail) == "ls /nonexistent"
+    assert strip(GUARD + "{ sleep 5 & }" + tail) == "sleep 5 &"
+    assert strip(GUARD + "{ echo a\necho }; }" + tail) == "echo a\necho }"
+
+
+def test_the_cli_asking_the_model_to_go_on_is_no_new_turn() -> None:
+    """Gemini CLI 0.39.0 to 0.41.x answer an empty reply by sending "System: Please continue."
+    in the same turn, logged as a ``user`` message (their real empty-reply session): it starts
+    no turn, so the turn whose reply never came has no end (no verdict) instead of a second
+    turn. The pin's real prompt line changed to either of the CLI's texts gives nothing."""
+    (root,) = [p.values[0] for p in version_params("gemini") if p.id == "gemini-0.39.0"]
+    log = SessionLog("gemini", root)
+    (rel,) = log.evidence()["verdict_scenarios"]["empty"]["session_files"]
+    lines = SessionLog.lines(log.home / "verdict" / "empty" / rel)
+    users = [o for o in lines if o.get("type") == "user"]
+    assert [u["content"] for u in users][-1] == [{"text": "System: Please continue."}]
+    assert [e.kind for e in log.read(lines)] == [TURN_START]
+    prompt = next(o for o in LOG.session_lines() if o.get("type") == "user")
+    for text in ("System: Please continue.", "Please continue."):
+        changed = {**copy.deepcopy(prompt), "content": [{"text": text}]}
+        assert READER.parse_line(changed, READER.new_file_state()) == []
 
 
 # -- the session-log reader ------------------------------------------------------------------------

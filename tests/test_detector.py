@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
 from repeat_failure.sidecar.detector import (FAILED, MAX_AWAITED, Detector, NoteCleared,
@@ -494,17 +496,40 @@ def test_awaited_failures_are_bounded() -> None:
 
 def test_reconfigure_switches_between_output_and_exit_matching() -> None:
     """`match_output` changed at a config reload: by exit alone, changing outputs qualify at
-    once and awaited failures stop waiting; back to output matching, the note keeps the
-    result of its newest failure."""
+    once and awaited failures stop waiting; back to output matching, a note whose failures
+    had changing outputs no longer stands (they are several results, none at the threshold)
+    and clears, while one whose failures had the same output stays. Before, the changing one
+    stayed as the result of its newest failure: "failed 1 times"."""
     det = _fed([1, 2, 3])
     det.record("make test", 2, True, 103.0, 103.0, pending=True)
     assert det.notes(104.0) == []
     (raised,) = det.reconfigure(3, 600, 104.0, match_output=False)
     assert (raised.note.count, raised.note.output) == (4, "changing") and det.awaited_count == 0
     assert det._commands["make test"].qualified == {(2, None)}
-    assert det.reconfigure(3, 600, 105.0, match_output=True) == []
-    assert det._commands["make test"].qualified == {(2, 0)}  # the newest failure: unknown
-    assert [(n.count, n.output) for n in det.notes(105.0)] == [(1, "unknown")]
+    assert det.reconfigure(3, 600, 105.0, match_output=True) == [
+        NoteCleared("make test", "reconfigured")]
+    assert det.notes(105.0) == [] and det._commands["make test"].qualified is None
+    same = _fed([5, 5, 5], match_output=False)
+    assert same.reconfigure(3, 600, 105.0, match_output=True) == []
+    assert [(n.count, n.output) for n in same.notes(105.0)] == [(3, "same")]
+    assert same.reconfigure(3, 600, 106.0, match_output=False) == []
+    assert same.reconfigure(3, 600, 107.0, match_output=True) == []
+    assert [(n.count, n.output) for n in same.notes(107.0)] == [(3, "same")]
+
+
+def test_a_state_saved_by_exit_alone_loads_without_a_changing_note() -> None:
+    """A state saved by the rule before issue 26 (a note `"2"` over five changing outputs,
+    test-fix-retest) loads with output matching as no note: before, it showed "make test
+    failed 1 times", output `same`. A note over one output each time stays."""
+    for outputs, want in (([11, 12, 13, 14, 15], []), ([11] * 5, [(5, "same")])):
+        old = Detector(5, 600, match_output=False)
+        for i, digest in enumerate(outputs):
+            old.record("make test", 2, True, T0 + i, T0 + i, output=digest)
+        saved = old.to_dict()
+        assert saved["commands"][0]["qualified"] == ["2"]
+        new = Detector(5, 600)
+        new.load_dict(saved, now=T0 + 10)
+        assert [(n.count, n.output) for n in new.notes(T0 + 10)] == want
 
 
 def test_digests_stay_with_their_failures() -> None:
@@ -525,11 +550,49 @@ def test_digests_stay_with_their_failures() -> None:
     assert outputs(det) == [7, 1 << 31]
 
 
-def test_an_awaited_output_is_saved_as_unknown() -> None:
-    """A restart forgets what was awaited: saved, an awaited failure's digest is 0."""
+def test_an_awaited_output_is_awaited_again_after_a_restart() -> None:
+    """Saved, an awaited failure keeps the awaited digest (0xFFFFFFFF); loaded with ``now`` it
+    awaits its output again for OUTPUT_WAIT_S from then, and counts with it when it comes;
+    loaded without ``now``, or by exit alone, its output is unknown."""
     det = _fed([7])
     det.record("make test", 2, True, 101.0, 101.0, pending=True)
-    assert det.to_dict()["commands"][0]["outputs"] == "AAAABwAAAAA="
+    saved = det.to_dict()
+    assert saved["commands"][0]["outputs"] == "AAAAB/////8="
+    again = Detector(2, 600)
+    again.load_dict(saved, now=200.0)
+    assert again.awaited() == [("make test", 2, 101.0)] and again.next_change() == 215.0
+    (raised,) = again.set_output("make test", 2, 101.0, 7, 201.0)
+    assert (raised.note.count, raised.note.output) == (2, "same") and again.awaited_count == 0
+    # Two exits of one command awaited at one time: sorted without comparing 2 with "failed".
+    both = Detector(2, 600)
+    both.record("make", 2, True, 101.0, 101.0, pending=True)
+    both.record("make", None, True, 101.0, 101.0, pending=True)
+    both.load_dict(both.to_dict(), now=200.0)
+    assert sorted(map(str, both.awaited())) == ["('make', 'failed', 101.0)", "('make', 2, 101.0)"]
+    for loaded in (Detector(2, 600), Detector(2, 600, match_output=False)):
+        loaded.load_dict(saved, now=None if loaded.match_output else 200.0)
+        assert loaded.awaited_count == 0
+        assert list(loaded._commands["make test"].get(2).outs) == [7, 0]
+
+
+def test_a_hostile_state_cannot_hold_failures_awaited_for_ever() -> None:
+    """A state file whose digests are all the awaited value, past MAX_AWAITED, with a
+    qualified result naming it: MAX_AWAITED of them wait (then count as unknown), the others
+    are unknown at once, and the result naming the awaited digest is left out."""
+    n = MAX_AWAITED + 5
+    saved = {"version": 1, "commands": [{
+        "command": "ls", "raised": True, "qualified": ["2@ffffffff"],
+        "failures": {"2": [100.0 + i * 0.01 for i in range(n)]},
+        "outputs": base64.b64encode(b"\xff" * 4 * n).decode()}]}
+    det = Detector(5, 600)
+    det.load_dict(saved, now=150.0)
+    assert det.awaited_count == MAX_AWAITED and det._commands["ls"].qualified is None
+    assert list(det._commands["ls"].get(2).outs).count(0) == 5
+    # The waits end: raised as the first of them counts (with the 5 unknown already: 6),
+    # then all n failures of output unknown.
+    (raised,) = det.expire(165.0)
+    assert (raised.note.count, raised.note.output) == (6, "unknown") and det.awaited_count == 0
+    assert [(n_.count, n_.output) for n_ in det.notes(165.0)] == [(n, "unknown")]
 
 
 def test_state_keeps_digests_and_results() -> None:
@@ -565,3 +628,76 @@ def test_state_keeps_digests_and_results() -> None:
             Detector(3, 600).load_dict({"version": 1, "commands": [
                 dict(saved["commands"][0], qualified=bad)]})
     assert "outputs" not in _fed([0, 0, 0]).to_dict()["commands"][0]
+
+
+def test_an_awaited_failure_stops_waiting_on_time_after_the_clock_stepped_back() -> None:
+    """The wall clock steps back an hour (NTP) between two awaited failures: the second's wait
+    ends first (15 s after it came) and ends then, though the first is still waiting;
+    :meth:`Detector.next_change` never stays in the past after :meth:`Detector.expire` (the
+    run loop would spin on it, a collection pass a millisecond, for the hour)."""
+    det = Detector(1, 600)
+    det.record("ls /a", 2, True, T0, T0, pending=True)  # waits until T0 + 15
+    det.record("ls /b", 2, True, T0 - 3600, T0 - 3600, pending=True)  # until T0 - 3585
+    now = T0 - 3600 + 20
+    (raised,) = det.expire(now)
+    assert (raised.note.command, raised.note.output) == ("ls /b", "unknown")
+    assert det.awaited_count == 1 and det.next_change() == T0 - 3000 > now  # "ls /b" leaves
+
+
+def _ac_feed(det: Detector, mode: str, command: str, ts: float, failed: bool = True,
+             exit_status: int = 2) -> list:
+    """One record in ``mode``: ``exit`` (match_output off, no output), ``known`` (the
+    session route: the output, digest 7, comes with the record) or ``awaited`` (the hook's
+    record awaits it and the session log's line gives it 0.2 s later)."""
+    if not failed or mode == "exit":
+        return det.record(command, exit_status, failed, ts, ts)
+    if mode == "known":
+        return det.record(command, exit_status, True, ts, ts, output=7)
+    events = det.record(command, exit_status, True, ts, ts, pending=True)
+    return events + (det.set_output(command, exit_status, ts, 7, ts + 0.2) or [])
+
+
+@pytest.mark.parametrize("mode", ["exit", "known", "awaited"])
+def test_c_ac2_c_ac3_c_ac8_hold_under_both_readings_of_the_same_result(mode: str) -> None:
+    """C6's reading (issue 26) keeps C-AC2, C-AC3 and C-AC8: by exit alone, with outputs
+    known at once, and with outputs that come after the hook's records."""
+    det = Detector(5, 600, match_output=mode != "exit")
+    feed_ = lambda cmd, ts, **kw: _ac_feed(det, mode, cmd, ts, **kw)  # noqa: E731
+    # C-AC2: 4 do not raise, the 5th within 10 min does; 5 over 11 min do not.
+    assert sum((feed_("ls /x", T0 + i * MIN) for i in range(4)), []) == []
+    (raised,) = feed_("ls /x", T0 + 4 * MIN)
+    assert (raised.note.count, raised.note.output) == (5, "unknown" if mode == "exit" else "same")
+    assert sum((feed_("ls /y", T0 + i * 11 * MIN / 4) for i in range(5)), []) == []
+    # C-AC3: alternating arguments, two notes.
+    events = sum((feed_(f"gh pr view {123 if i % 2 == 0 else 456}", T0 + i)
+                  for i in range(10)), [])
+    assert [e.note.command for e in events] == ["gh pr view 123", "gh pr view 456"]
+    # C-AC8: a success clears; 5 new failures raise again; gone a window after the last.
+    assert feed_("ls /x", T0 + 5 * MIN, failed=False) == [NoteCleared("ls /x", "success")]
+    assert sum((feed_("ls /x", T0 + 6 * MIN + i) for i in range(4)), []) == []
+    (again,) = feed_("ls /x", T0 + 6 * MIN + 4)
+    assert again.note.count == 5
+    last = T0 + 6 * MIN + 4
+    assert NoteCleared("ls /x", "expired") not in det.expire(last + 600 - 0.001)
+    assert NoteCleared("ls /x", "expired") in det.expire(last + 600)
+    assert det.awaited_count == 0
+
+
+def test_a_note_raised_late_by_an_awaited_failure_counts_as_of_that_failure() -> None:
+    """Four failures at the start of the window and a fifth 590 s later whose output comes
+    14 s after it (or never: the wait ends 15 s after): the five spanned 590 s, so the note is
+    raised (C-AC2), and it says 5 failures in 10 min, as it would have said had the output
+    come at once. Before, it was raised as of when the wait ended, when the first four had
+    left the window: "failed 1 times"."""
+    for given in (True, False):
+        det = Detector(5, 600)
+        for i in range(4):
+            det.record("make test", 2, True, T0 + i, T0 + i, output=7 if given else 0)
+        det.record("make test", 2, True, T0 + 590, T0 + 590, pending=True)
+        if given:
+            (raised,) = det.set_output("make test", 2, T0 + 590, 7, T0 + 604)
+        else:
+            (raised,) = det.expire(T0 + 605)
+        assert (raised.note.count, raised.note.minutes, raised.note.output) == (
+            5, 10, "same" if given else "unknown")
+        assert raised.note.message == "Repeating failure: make test failed 5 times in 10 min (exit 2)"

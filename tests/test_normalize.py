@@ -86,6 +86,15 @@ KEY = bytes(range(16))
     ("listening on 127.0.0.1:43817", "listening on 127.0.0.1:59001"),
     ("GET http://localhost:51234/x 500", "GET http://localhost:40001/x 500"),
     ("[::1]:40001 refused", "[::1]:61000 refused"), ("port 45679 in use", "port 33000 in use"),
+    # npm's log file name (printed after an npm error: npm 11.19.1, an install that cannot
+    # fetch), clock times a logger or `date` prints, and a duration in clock form
+    ("npm ERR! A complete log of this run can be found in: "
+     "/root/.npm/_logs/2026-12-02T08_21_53_123Z-debug-0.log",
+     "npm ERR! A complete log of this run can be found in: "
+     "/root/.npm/_logs/2026-12-02T09_02_17_456Z-debug-0.log"),
+    ("[08:21:53] Error: build failed", "[08:22:10] Error: build failed"),
+    ("Thu Dec  3 08:21:53 UTC 2026: failed", "Thu Dec  3 08:22:07 UTC 2026: failed"),
+    ("Elapsed: 00:00:01.23", "Elapsed: 00:00:02.71"),
 ])
 def test_outputs_that_differ_only_in_run_noise_have_one_digest(a: str, b: str) -> None:
     """Durations, hex addresses, times, temp paths and whitespace are normalized away; so are
@@ -102,6 +111,10 @@ def test_outputs_that_differ_only_in_run_noise_have_one_digest(a: str, b: str) -
     ("connect localhost:5432 refused", "connect localhost:5433 refused"),
     ("seeds 3 items", "seeds 4 items"), ("valid 12345", "valid 12346"),
     ("example.com:40001 refused", "example.com:40002 refused"),
+    # a line and column, a version, a ratio: not clock times
+    ("src/a.ts:12:34: error", "src/a.ts:12:35: error"),
+    ("src/a.ts:12:34:56 x", "src/a.ts:12:34:57 x"),
+    ("ratio 1:2:3", "ratio 1:2:4"),
 ])
 def test_outputs_that_really_differ_keep_apart(a: str, b: str) -> None:
     """What the agent changed stays: other values, other line numbers, short hex numbers."""

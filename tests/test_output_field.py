@@ -243,3 +243,37 @@ def test_dedup_keeps_the_session_records_output(tmp_path: Path, log_stream) -> N
     assert dict(sc.agents["a1"].records) == {("omp", "bash_env", "failure"): 5,
                                              ("omp", "omp_session_log", "duplicate"): 5}
     assert raised_outputs(log_stream) == ["same"]
+
+
+@pytest.mark.parametrize("changed", [False, True])
+def test_a_restart_while_failures_await_their_output(tmp_path: Path, log_stream,
+                                                     changed: bool) -> None:
+    """The sidecar restarts while the hook's five records await their outputs, and the
+    session log's lines come after the restart: the records await them again and count with
+    them. Same outputs: the `same` note, once. Changed outputs (test-fix-retest): no note,
+    neither when the wait is over nor at a config reload (before, a restart saved them as five
+    failures of output unknown, and the next reload raised an `unknown` note for them)."""
+    records = claude_run()
+    home = tmp_path / "home"
+    home.mkdir()
+    now = max(r["ts"] for r in records) + 1
+    sc = sidecar(tmp_path, "claude", home, now)
+    write_records(sc.shared_dir, records, "claude")
+    sc.run_once(sessions=False)
+    assert notes_of(sc) == [] and sc.agents["a1"].detector.awaited_count == 5
+    clock = [now + 2]
+    again = sidecar(tmp_path, "claude", home, clock)  # the restart: the same shared dir
+    assert again.agents["a1"].detector.awaited_count == 5 and notes_of(again) == []
+    session_copy("claude", home, change_third=changed)  # the CLI writes its lines now
+    again.poll_sessions(rescan=True)
+    again.run_once(sessions=False)
+    assert again.agents["a1"].detector.awaited_count == 0
+    clock[0] = now + 30
+    again.expire()
+    again.config_path.write_text("repeat_failure:\n  enabled: true\n  collect_interval_s: 3\n")
+    again.reload_config(force=True)
+    if changed:
+        assert notes_of(again) == [] and raised_outputs(log_stream) == []
+    else:
+        assert shown(again, "claude") == ("same", MESSAGE, [series_line("claude", "same")])
+        assert raised_outputs(log_stream) == ["same"]

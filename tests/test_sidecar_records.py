@@ -102,7 +102,8 @@ def test_a_record_in_both_routes_counts_once_and_keeps_the_session_output():
     hooked = Record(T0, "a1", "claude", "bash_env", 1, True, "make check")
     logged_call = Record(T0 + 0.5, "a1", "claude", "claude_session_log", 1, True, "make check")
     p.record(s, hooked, T0 + 1)
-    assert "outputs" not in s.detector.to_dict()["commands"][0]
+    # Awaiting its output: saved with the awaited digest (0xFFFFFFFF), awaited again on load.
+    assert s.detector.to_dict()["commands"][0]["outputs"] == "/////w=="
     p.record(s, logged_call, T0 + 1, output=0xABC)
     assert s.records == {("claude", "bash_env", "failure"): 1,
                          ("claude", "claude_session_log", "duplicate"): 1}

@@ -101,7 +101,7 @@ def test_beside_the_hook_a_failed_calls_output_waits_for_its_record():
     s = agent(route=False)
     events = shell("c1", T0 + 1, 2, output="boom")
     f.feed(s, PollResult(events=events), T0 + 10)
-    assert s.records == {} and list(s.delivered_calls) == []
+    assert s.records == {} and list(s.delivered_calls) == ["c1"]  # its output given once
     f.records.record(s, Record(T0 + 1, "a1", "claude", "bash_env", 2, True, "make"), T0 + 10)
     assert s.records == {("claude", "bash_env", "failure"): 1}
     digest = failure_output(events[-1], True, s.cut_key, T0 + 10)
@@ -243,3 +243,25 @@ def test_an_optional_config_file_gives_the_defaults_until_it_appears(tmp_path, l
 def test_no_config_path_is_the_defaults_for_ever(tmp_path):
     cf = ConfigFile(None)
     assert (cf.initial(), cf.stamp(), cf.changed(), cf.reread()) == (Config(), None, False, None)
+
+
+def test_beside_the_hook_a_call_read_twice_gives_its_output_once():
+    """The log read again (a rewritten or re-read file) delivers a failed call a second time:
+    its output went to its hook record already, and must not go to the hook's record of the
+    *next* run of the command within 5 s (an edit between the runs: another output). Before,
+    the second delivery was kept unmatched and the next run took the first run's output, so
+    test-fix-retest counted as one result and raised a `same` note (threshold 2)."""
+    from repeat_failure.sidecar.parse import Record
+
+    f, _, sent = feed()
+    s = agent(route=False)
+    f.records.record(s, Record(T0 + 1, "a1", "claude", "bash_env", 2, True, "make"), T0 + 1)
+    first = shell("c1", T0 + 1.1, 2, output="test_a failed: 1 != 2")
+    f.feed(s, PollResult(events=first), T0 + 1.2)
+    f.feed(s, PollResult(events=first), T0 + 2)  # the same call read again
+    f.records.record(s, Record(T0 + 4, "a1", "claude", "bash_env", 2, True, "make"), T0 + 4)
+    f.feed(s, PollResult(events=shell("c2", T0 + 4.1, 2, output="test_a failed: 1 != 3")),
+           T0 + 4.2)
+    assert sent == [] and s.detector.notes(T0 + 5) == [] and s.detector.awaited_count == 0
+    outs = list(s.detector._commands["make"].get(2).outs)
+    assert len(set(outs)) == 2 and 0 not in outs

@@ -4,6 +4,18 @@
 ``--dangerously-skip-permissions`` needs ``IS_SANDBOX=1``. Telemetry, error reporting, the
 auto-updater and other non-essential traffic are off by environment. The verdict scenarios run
 with ``--output-format stream-json --verbose`` (the transcript, one JSON event a line, on stdout).
+
+Earlier releases (``--release V``, issue 26) run with the same settings; what was seen
+bisecting 2.0.56 (the oldest release of the last 12 months the registry serves) to the pin:
+
+- 2.0.56 to 2.1.0 start warmup subagents with each session; their requests reach the stub too,
+  so their files (``agent-<id>.jsonl``) are copied with the session's.
+- 2.1.69 does not run under the harness: the stub answered its first model request with the
+  closing text (which it does when a request offers no shell tool it knows), so the turn ran
+  no command (two tries); 2.1.70 runs.
+- 2.1.64 to 2.1.70 look up ``raw.githubusercontent.com`` (plugin security messages) and
+  ``api.anthropic.com`` (fast-mode status) whatever the settings above (their debug logs:
+  ``getaddrinfo ENOTFOUND``); with no internet that fails and the run goes on.
 """
 
 from __future__ import annotations

@@ -24,6 +24,14 @@ runs, show the model message with no tool call: a session-log reader cannot see 
 
 The verdict scenarios run with ``--output-format stream-json`` (``-o``; choices ``text``, ``json``,
 ``stream-json``): the transcript, one JSON event a line, on stdout.
+
+Earlier releases (``--release V``, issue 26) run with the same settings. 0.19.1 to 0.38.2 write
+their chat as one ``session-*.json`` document (rewritten whole), which the session-log reader
+does not read, so 0.39.0 (the first JSON Lines release) is the oldest verified. 0.19.1 also
+rejects most tool calls under the harness ("Command rejected because it could not be parsed
+safely"): its shell tool starts loading its bash parser (tree-sitter WebAssembly) when it is
+created and refuses a command that arrives before the parser is ready, which the stub's instant
+replies do on a loaded machine (4 of 5 calls in one run).
 """
 
 from __future__ import annotations

@@ -72,15 +72,36 @@ from repeat_failure.backends import (
 #: prefixes and ``{ \builtin unalias -- 'which'; \builtin unset -f -- 'which'; } >/dev/null
 #: 2>&1 || true`` blocks, also for ``unsetenv``), then the tail that ``eval``s the quoted
 #: command with stdin from /dev/null and writes ``pwd -P`` to a ``/tmp/claude-XXXX-cwd`` file.
+#: Earlier releases (2.0.56, the oldest verified) write ``source <snapshot> && eval <quoted>
+#: \< /dev/null && pwd -P >| <file>``: no ``2>/dev/null || true`` after the ``source``, no
+#: setup segments, and the redirection passed to ``eval`` as the words ``<`` and ``/dev/null``
+#: (``eval`` joins them into the command line it runs) instead of applied to ``eval``.
 #: Matched by :func:`_unwrap` in one pass: a single regex with a repeated ``[^\n]*? \|\| true
 #: && `` group backtracks exponentially on a record that starts like the wrapper and has no
 #: tail (a cut record of a command with many ``|| true &&``: 20 of them took 7 s).
-_HEAD = re.compile(r"source \S+ 2>/dev/null \|\| true && ")
+_HEAD = re.compile(r"source \S+(?: 2>/dev/null \|\| true)? && ")
 _SETUP_END = " || true && "
 _EVAL = "eval "
-_TAIL = " < /dev/null && pwd -P >| "
+_TAILS = (" < /dev/null && pwd -P >| ", " \\< /dev/null && pwd -P >| ")
 _CWD_FILE = re.compile(r"\S+")
-_HELPERS = (re.compile(r"\Aenv\Z"), re.compile(r"\ASNAPSHOT_FILE=\S+\n"))
+#: The helper shells: the ``env`` probe, and the script that writes the shell snapshot, which
+#: starts ``SNAPSHOT_FILE=<path>`` and a newline, or (2.1.0's real record, where the CLI's
+#: substitution of the ripgrep path spliced script text in after the path) ``SNAPSHOT_FILE=<path>``
+#: and text that appends to ``"$SNAPSHOT_FILE"``.
+_HELPERS = (re.compile(r"\Aenv\Z"), re.compile(r"\ASNAPSHOT_FILE=\S+\n"),
+            re.compile(r'\ASNAPSHOT_FILE=\S+(?=.*>> "\$SNAPSHOT_FILE")', re.S))
+
+
+def _tail(command: str) -> tuple[int, int]:
+    """Where the wrapper's tail starts in ``command`` and where its cwd file name starts: the
+    last occurrence of either tail form (:data:`_TAILS`) followed by a file name and nothing
+    else; ``(-1, -1)`` when there is none."""
+    best = (-1, -1)
+    for form in _TAILS:
+        at = command.rfind(form)
+        if at > best[0] and _CWD_FILE.fullmatch(command, at + len(form)):
+            best = (at, at + len(form))
+    return best
 
 
 def _unwrap(command: str) -> str | None:
@@ -88,13 +109,12 @@ def _unwrap(command: str) -> str | None:
     one. The command starts at the first ``eval `` right after the head or after a
     `` || true && `` with no newline before it (a setup segment is one line and never holds
     an ``eval``); it ends at the last tail, which must be followed by a file name (no
-    whitespace) and nothing else. Time linear in ``len(command)``. Source: both verified
+    whitespace) and nothing else. Time linear in ``len(command)``. Source: the verified
     releases' real wrappers (``harness/evidence/claude.json``,
-    ``harness/evidence/versions/claude/2.1.197/``)."""
+    ``harness/evidence/versions/claude/<version>/``)."""
     head = _HEAD.match(command)
-    tail = command.rfind(_TAIL)
-    if head is None or tail < head.end() or not _CWD_FILE.fullmatch(command,
-                                                                  tail + len(_TAIL)):
+    tail, _ = _tail(command)
+    if head is None or tail < head.end():
         return None
     start, newline = head.end(), command.find("\n", head.end())
     end = min(tail, len(command) if newline < 0 else newline)
@@ -140,8 +160,9 @@ _QUIET_TYPES = frozenset({
 _QUIET_TYPES |= {"atis-latch", "api-request-shape", "api-request-blob", "api-request",
                  "tools-used"}
 #: The newest release whose ``last-prompt`` is written only as the CLI exits
-#: (:func:`_last_prompt_at_exit`).
-LAST_PROMPT_AT_EXIT_UNTIL = (2, 1, 197)
+#: (:func:`_last_prompt_at_exit`): 2.1.267, found by bisecting the releases (2.1.268 writes it
+#: mid-turn; the oldest that writes it at all is 2.1.69).
+LAST_PROMPT_AT_EXIT_UNTIL = (2, 1, 267)
 _SHELL_TOOLS = frozenset({"Bash"})
 #: A failed Bash result's text starts ``Exit code N`` (2.1.197: real file and the tool's code).
 _EXIT_PREFIX = "Exit code "
@@ -154,6 +175,11 @@ _INTERRUPTED = "[Request interrupted by user"
 _GOES_ON = frozenset({"tool_use", "pause_turn"})
 #: The error of a turn the CLI left with a tool call unanswered (its exit record came first).
 EXITED_MID_TURN = "the CLI exited mid-turn: a tool call never got its result"
+#: The prompt of the warmup subagents Claude Code 2.0.x-2.1.x starts with each session (their
+#: own ``agent-<id>.jsonl`` files, every line ``isSidechain``; real files of 2.0.56 to 2.1.0): the
+#: CLI runs none of the tool calls a warmup reply asks for and answers each with the error
+#: result ``Warmup`` (2.1.0's real file), so those calls are no shell activity.
+_WARMUP = "Warmup"
 #: Calls started and not yet finished that a file's state remembers (oldest forgotten first).
 MAX_OPEN_CALLS = 256
 
@@ -178,10 +204,12 @@ class ClaudeSessionReader(JsonLinesReader):
     :meth:`parse_line` takes one decoded line and returns, in order:
 
     - ``user`` with a prompt (``message.content`` a string, or blocks without a
-      ``tool_result``): ``turn_start``, ``turn_id`` = ``promptId``. Not for ``isMeta`` /
+      ``tool_result``): ``turn_start``, ``turn_id`` = ``promptId`` (releases before 2.1.73
+      write none: the line's ``uuid``). Not for ``isMeta`` /
       ``isCompactSummary`` lines, subagent (``isSidechain``) lines or text that starts with a
       tag (``<command-name>``, ``<local-command-stdout>``, ...); text starting
-      ``[Request interrupted by user`` is ``turn_end`` instead;
+      ``[Request interrupted by user`` is ``turn_end`` instead (nothing when the exit record
+      already ended the turn: 2.1.212 on may log a SIGTERM so after it);
     - ``user`` with ``tool_result`` blocks: for each result of a ``Bash`` call, ``shell_end``
       with ``command`` from the call (this file's state), ``failed`` = ``is_error`` and ``exit``
       from the leading ``Exit code N`` (written only on a failure; a success, including a
@@ -229,7 +257,9 @@ class ClaudeSessionReader(JsonLinesReader):
         "ended": message id, "open": bool, "unanswered": {tool_use id: None}}``: calls started
         and not yet finished (``None`` for a tool that is not a shell), the current prompt's id,
         the last reply that ended a turn, whether a turn is open and its tool calls with no
-        result yet."""
+        result yet. Added as lines are read: ``"version"`` (the writer's release),
+        ``"exited"`` (the exit record ended the current turn) and ``"warmup"`` (a warmup
+        subagent's file)."""
         return {"calls": {}, "turn_id": "", "ended": None, "open": False, "unanswered": {}}
 
     def parse_typed(self, kind: str, obj: dict[str, Any],
@@ -256,6 +286,7 @@ class ClaudeSessionReader(JsonLinesReader):
         if not isinstance(state, dict) or state.get("open") is not True:
             return []
         state["open"] = False
+        state["exited"] = True
         turn_id = str_or_empty(state.get("turn_id"))
         end = SessionEvent(TURN_END, None, turn_id=turn_id)
         if _unanswered(state):
@@ -282,22 +313,33 @@ class ClaudeSessionReader(JsonLinesReader):
             raise ReaderFormatError("unknown_shape")
         if not isinstance(text, str):
             raise ReaderFormatError("unknown_shape")
+        if line.get("isSidechain") is True and line.get("parentUuid") is None \
+                and text == _WARMUP:
+            state["warmup"] = True
         if line.get("isSidechain") is True or line.get("isMeta") is True \
                 or line.get("isCompactSummary") is True:
             return []
         if text.startswith(_INTERRUPTED):
+            if state.get("exited") is True:
+                # 2.1.212 on may log a SIGTERM as an interrupt after their exit record (real
+                # killed run of 2.1.218): the exit record has already ended the turn.
+                return []
             state["open"] = False
             return [SessionEvent(TURN_END, ts, turn_id=str_or_empty(state.get("turn_id")))]
         if _TAGGED.match(text):
             return []
-        turn_id = str_or_empty(line.get("promptId"))
+        # Before 2.1.73 prompt lines have no promptId (real files of 2.0.56): the line's uuid.
+        turn_id = str_or_empty(line.get("promptId")) or str_or_empty(line.get("uuid"))
         state["turn_id"] = turn_id
         state["open"] = True
+        state["exited"] = False
         state["unanswered"] = {}
         return [SessionEvent(TURN_START, ts, turn_id=turn_id)]
 
     def _results(self, line: dict[str, Any], results: list[dict[str, Any]], ts: float | None,
                  state: dict[str, Any]) -> list[SessionEvent]:
+        if line.get("isSidechain") is True and state.get("warmup") is True:
+            return []  # a warmup subagent's tool calls are never run
         calls = open_calls(state)
         turn_id = str_or_empty(line.get("promptId")) or str_or_empty(state.get("turn_id"))
         events = []
@@ -341,6 +383,8 @@ class ClaudeSessionReader(JsonLinesReader):
         if not isinstance(content, list) or not (stop is None or isinstance(stop, str)):
             raise ReaderFormatError("unknown_shape")
         sidechain = line.get("isSidechain") is True
+        if sidechain and state.get("warmup") is True:
+            return []  # a warmup subagent's reply: nothing it asks for is run
         turn_id = "" if sidechain else str_or_empty(state.get("turn_id"))
         if line.get("isApiErrorMessage") is True and not sidechain:
             state["open"] = False
@@ -394,15 +438,16 @@ def _note_version(line: dict[str, Any], state: dict[str, Any]) -> None:
 def _last_prompt_at_exit(state: Any) -> bool:
     """Whether this file's ``last-prompt`` lines are the CLI's exit record.
 
-    Claude Code 2.1.197 writes ``last-prompt`` once, as it exits (also on SIGTERM): the only
-    end an empty reply or a killed turn has. 2.1.332 writes it whenever the conversation's leaf
-    moves (after the prompt, after each tool call, while the command still runs) and writes
-    ``cost-state`` once as it exits instead; taking its ``last-prompt`` for the end made a turn
-    that went on well ``agent_no_output``. So ``last-prompt`` ends a turn only for a writer at
-    most :data:`LAST_PROMPT_AT_EXIT_UNTIL` (or one whose lines name no release); a writer
-    between the two verified releases that writes neither at exit leaves such turns
-    unclassified (no verdict rather than a wrong one). Sources: the harness's real sessions of
-    both releases (``harness/evidence/versions/claude/2.1.197/``, ``harness/evidence/claude/``).
+    Claude Code 2.1.69 to 2.1.267 write ``last-prompt`` once, as they exit (also on SIGTERM):
+    the only end an empty reply or a killed turn has. 2.1.268 on write it whenever the
+    conversation's leaf moves (after the prompt, after each tool call, while the command still
+    runs), and later releases (2.1.332) write ``cost-state`` once as they exit instead; taking
+    such a ``last-prompt`` for the end made a turn that went on well ``agent_no_output``. So
+    ``last-prompt`` ends a turn only for a writer at most :data:`LAST_PROMPT_AT_EXIT_UNTIL` (or
+    one whose lines name no release); a later writer that writes no ``cost-state`` leaves such
+    turns unclassified (no verdict rather than a wrong one). Sources: the harness's real
+    sessions of the verified releases (``harness/evidence/versions/claude/<version>/``,
+    ``harness/evidence/claude/``) and the bisection of the releases between (issue 26).
     """
     if not isinstance(state, dict):
         return True

@@ -109,15 +109,26 @@ def _covered(backend: str, name: str, version: str, kind: str = "cli",
                        read_only_note=read_only_note)
 
 
+#: The earlier Claude Code releases verified on their kept captures, newest first (issue 26 item 3:
+#: the oldest release of the last 12 months, 2.0.56, and each release where the wrapper or the
+#: session log changed, found by bisecting the installable releases; docs/backend-support.md
+#: "Versions"). The inference backends run through the same CLI, so their rows name them too.
+CLAUDE_ALSO = ("2.1.314", "2.1.277", "2.1.268", "2.1.218", "2.1.212", "2.1.197", "2.1.89",
+               "2.1.86", "2.1.70", "2.0.77", "2.0.57", "2.0.56")
+#: The same for Gemini CLI: 0.39.0 is its first release with a JSON Lines chat file (0.19.1 to
+#: 0.38.2 write one JSON document, which the reader does not read).
+GEMINI_ALSO = ("0.54.4", "0.45.2", "0.44.0", "0.40.0", "0.39.0")
+
+
 _ROWS = (
     _covered("bash", "bash -c (pseudo-backend: any program that runs commands with bash -c)",
              "5.2.15", kind="pseudo"),
-    _covered("claude", "Claude Code", "2.1.332", also=("2.1.197",)),
+    _covered("claude", "Claude Code", "2.1.332", also=CLAUDE_ALSO),
     # Codex: the first release of each session-log format since December 2025 (issue 26;
     # repeat_failure/backends/codex.py CodexReader), newest first; 0.64.0 is the oldest.
     _covered("codex", "OpenAI Codex CLI", "0.171.0",
              also=("0.148.0", "0.145.0", "0.100.0", "0.96.0", "0.64.0")),
-    _covered("gemini", "Gemini CLI", "0.61.0"),
+    _covered("gemini", "Gemini CLI", "0.61.0", also=GEMINI_ALSO),
     _covered("copilot", "GitHub Copilot CLI", "1.0.102", also=("1.0.85", "1.0.62"),
              read_only=("1.0.11",), read_only_note=(
                  "1.0.11 to 1.0.61 run each command in a pseudo-terminal shell session, which "
@@ -147,13 +158,13 @@ _ROWS = (
     _not_covered("bob", "IBM Bob shell", reason=_NOT_INSTALLABLE),
     _not_covered("muse", "Meta Muse Code", reason="CLI not public"),
     _covered("vllm", "vLLM (through the Claude Code route)", "2.1.332", kind="inference",
-             evidence_of="claude", also=("2.1.197",)),
+             evidence_of="claude", also=CLAUDE_ALSO),
     _covered("llm-d", "llm-d (through the Claude Code route)", "2.1.332", kind="inference",
-             evidence_of="claude", also=("2.1.197",)),
+             evidence_of="claude", also=CLAUDE_ALSO),
     _covered("litellm", "LiteLLM (through the Claude Code route)", "2.1.332", kind="inference",
-             evidence_of="claude", also=("2.1.197",)),
+             evidence_of="claude", also=CLAUDE_ALSO),
     _covered("watsonx", "watsonx (through the Claude Code route)", "2.1.332", kind="inference",
-             evidence_of="claude", also=("2.1.197",)),
+             evidence_of="claude", also=CLAUDE_ALSO),
     # Beyond Hive's list (issue 15, item 7): agent CLIs platform teams run, tried from npm.
     _covered("qwen", "Qwen Code", "0.24.4", hive=False),
     _covered("cline", "Cline CLI", "3.0.65", hive=False),

@@ -18,13 +18,20 @@ surrounding whitespace, with one space added after a trailing backslash (which i
 here). The CLI's other bash forms are stripped too: the guard alone (``!{...}`` injections of
 custom commands) and the interactive ``!`` shell mode's ``{ <command> }`` + ``pwd`` wrapper.
 
+Earlier releases (their real records, issue 26): 0.19.1 to 0.36.0 run ``{ <command>; }; __code=$?;
+pgrep -g 0 ><file> 2>&1; exit $__code;`` after the guard, 0.37.2 to 0.39.1 ``(``, the command on
+lines of its own, then ``); __code=$?; pgrep ...``, 0.40.0 to 0.43.0 the same with the ``pgrep`` on
+its own line and its file quoted; 0.44.0 has the 0.61.0 form with ``trap '' HUP;`` before the
+guard (dropped in 0.45.2). All are stripped.
+
 Gemini CLI starts no helper bash shells of its own (no records besides the tool commands in the
 harness runs); a guard with no command after it, which is what an empty command would leave, is
 ``""``. Text in none of these forms is returned unchanged.
 
 The session log (:class:`GeminiReader`): ``~/.gemini/tmp/<project>/chats/session-*.jsonl``
-(``<project>`` was the work directory's name, ``work``, in the 0.61.0 harness run; older
-versions wrote one ``session-*.json`` document, which is not read). Gemini CLI 0.61.0 appends one
+(``<project>`` was the work directory's name, ``work``, in the 0.61.0 harness run; 0.39.0 is the
+first release that writes it; 0.19.1 to 0.38.2 write one ``session-*.json`` document, rewritten
+whole, which is not read). Gemini CLI 0.61.0 appends one
 JSON object per line: a header (``sessionId``, ``startTime``, ``kind``), ``{"$set": {...}}``
 metadata updates, and messages ``{"id", "timestamp", "type": "user"|"gemini"|..., "content"}``.
 A message is appended again, whole and with the same ``id``, each time it changes: the model's
@@ -67,6 +74,18 @@ _BG_TAIL = "\n)\n__code=$?\nexit $__code"
 _PWD_TAIL = re.compile(r"\n\}\n__code=\$\?; pwd > " + _QUOTED + r"; exit \$__code\Z", re.S)
 
 
+# The earlier wrappers, which write the process group's PIDs to a ``shell_pgrep_<hex>.tmp`` file
+# in the temporary directory (each release's ``tools/shell.js`` or bundle; the harness's runs):
+# ``{ <command>; }; __code=$?; pgrep -g 0 ><file> 2>&1; exit $__code;`` (0.19.1 to 0.36.0; the
+# command gets ``;`` unless it ends with ``&``), ``(\n<command>\n); __code=$?; pgrep ...`` (0.37.2
+# to 0.39.1) and ``(\n<command>\n)\n__code=$?; pgrep ...`` with the file quoted (0.40.0 to 0.43.0).
+_PGREP_END = r"__code=\$\?; pgrep -g 0 >" + _QUOTED + r" 2>&1; exit \$__code;\Z"
+_PGREP_BRACE_TAIL = re.compile(r" \}; " + _PGREP_END, re.S)
+_PGREP_PAREN_TAIL = re.compile(r"\n\)(?:; |\n)" + _PGREP_END, re.S)
+# ``trap '' HUP;`` and a space, put before the ``shopt`` guard by 0.44.0 (its BASH_HUP_GUARD).
+_HUP_GUARD = "trap '' HUP; "
+
+
 def _drop_added_space(command: str) -> str:
     # The CLI trims the command, then adds a space after a trailing backslash.
     return command[:-1] if command.endswith("\\ ") else command
@@ -83,6 +102,21 @@ def _strip_bgpids(text: str) -> str | None:
     return _drop_added_space(inner)
 
 
+def _strip_pgrep(text: str) -> str | None:
+    """The command inside one of the earlier ``pgrep`` wrappers (above); ``None`` when ``text``
+    is in neither form or has lost its tail."""
+    if text.startswith("{ "):
+        tail = _PGREP_BRACE_TAIL.search(text, 2)
+        if tail is None:
+            return None
+        inner = text[2:tail.start()]
+        return inner[:-1] if inner.endswith(";") else inner
+    if text.startswith("(\n"):
+        tail = _PGREP_PAREN_TAIL.search(text, 2)
+        return None if tail is None else _drop_added_space(text[2:tail.start()])
+    return None
+
+
 def _strip_pwd(text: str) -> str | None:
     if not text.startswith("{\n"):
         return None
@@ -95,9 +129,10 @@ def _strip_pwd(text: str) -> str | None:
 def strip(command: str) -> str:
     """The command Gemini CLI's agent (or user) asked for, from the recorded ``bash -c`` text."""
     try:
-        guard = _GUARD.match(command)
-        rest = command[guard.end():] if guard else command
-        for form in (_strip_bgpids, _strip_pwd):
+        rest = command.removeprefix(_HUP_GUARD)
+        guard = _GUARD.match(rest)
+        rest = rest[guard.end():] if guard else rest
+        for form in (_strip_bgpids, _strip_pgrep, _strip_pwd):
             inner = form(rest)
             if inner is not None:
                 return inner
@@ -141,6 +176,19 @@ def _parts(content: Any) -> list[Any]:
     if isinstance(content, list):
         return content
     raise ReaderFormatError("unknown_shape")
+
+
+#: The texts Gemini CLI sends on its own within a turn, logged as ``user`` messages (0.39.0's
+#: ``sendMessageStream``, seen in its real file after an empty reply: the text with the user's
+#: prompt as ``displayContent``): the retry after an invalid (empty) reply, and the next-speaker
+#: check's "the model should go on".
+_CONTINUATIONS = frozenset({"System: Please continue.", "Please continue."})
+
+
+def _continuation(parts: list[Any]) -> bool:
+    """Whether a ``user`` message's parts are exactly one of :data:`_CONTINUATIONS`."""
+    return len(parts) == 1 and isinstance(parts[0], dict) \
+        and parts[0].get("text") in _CONTINUATIONS
 
 
 def _has_text(parts: list[Any]) -> bool:
@@ -225,7 +273,9 @@ class GeminiReader(JsonLinesReader):
       CLI's own ``<session_context>`` setup message) give ``[]``.
     - A ``user`` message whose parts are text → ``turn_start`` (``turn_id`` = the message
       ``id``); a ``user`` message carrying ``functionResponse`` parts is the tool results sent
-      back to the model → ``[]``. Once per message id.
+      back to the model → ``[]``; one that is the CLI's own "go on" text
+      (:data:`_CONTINUATIONS`, 0.39.0's real file) is still the open turn → ``[]``. Once per
+      message id.
     - A ``gemini`` message: ``text`` once per message id when its ``content`` has text; each
       entry of ``toolCalls`` (``id``, ``name``, ``args``, ``status``, ``result``,
       ``timestamp``) gives, once per call id however often the message is rewritten:
@@ -298,6 +348,8 @@ class GeminiReader(JsonLinesReader):
                 return []
             if message_id in state["prompts"]:
                 return []  # the same prompt written again
+            if _continuation(parts):
+                return []  # the CLI asking the model to go on: still the open turn
             _remember(state["prompts"], message_id)
             state["turn"] = message_id
             state["open"] = True

@@ -81,8 +81,9 @@ class AgentState:
     preview_state: str | None = None  # the newest probe's outcome
 
     def first_delivery(self, call_id: str) -> bool:
-        """True the first time a session-log call id is delivered as a record (an empty id
-        always counts as first)."""
+        """True the first time a session-log call id is delivered as a record (C3), or as a
+        failure's output for the hook's record (issue 26); an empty id always counts as
+        first."""
         if not call_id:
             return True
         if call_id in self.delivered_calls:

@@ -134,7 +134,7 @@ class Sidecar:
         self._apply_events()
         if self.config.enabled:
             for state in self.agents.values():
-                self._state_file.load(state)
+                self._state_file.load(state, self.clock())
 
     def _publish(self, agent: str, backend: str, message: str, **reason: str) -> None:
         """Queue a Kubernetes Event (a raised note, or with ``reason`` a preview error) while

@@ -28,7 +28,8 @@ Rules (docs/requirements.md C6, C10, C11, C-AC2, C-AC3, C-AC8; "the same result"
 Monitor only (C10): the detector returns events; nothing here touches the agent.
 
 The store the rules work on (per-command failure times and output digests, their saved form)
-is :mod:`repeat_failure.sidecar.detector_store`; the notes and events it returns are
+is :mod:`repeat_failure.sidecar.detector_store`; when a result qualifies,
+:mod:`repeat_failure.sidecar.detector_results`; the notes and events it returns are
 :mod:`repeat_failure.sidecar.detector_notes`. Names re-exported here for callers: ``Note``,
 ``NoteRaised``, ``NoteCleared``, ``Event``, ``ExitKey``, ``FAILED``, ``exit_key``,
 ``text_bytes``.
@@ -45,6 +46,7 @@ from typing import Any
 import orjson
 
 from repeat_failure.sidecar.detector_notes import Event, Note, NoteCleared, NoteRaised
+from repeat_failure.sidecar.detector_results import in_mode, qualifies_at, qualifying
 from repeat_failure.sidecar.detector_store import (FAILED, PENDING, CommandState, ExitKey, Result,
                                                    Times, exit_key, iter_state_json, parse_key,
                                                    parse_result, result_text, saved_item,
@@ -133,12 +135,13 @@ class Detector:
             self.match_output = match_output
             if not match_output:
                 events += self._stop_waiting(math.inf, now)
-            for state in self._commands.values():
+            for command, state in list(self._commands.items()):
                 if state.qualified:
-                    state.qualified = self._in_mode(state, state.qualified)
+                    state.qualified = in_mode(self, state, state.qualified)
+                    events += self._settle(command, state, "reconfigured")
         events += self.expire(now)
         for command, state in self._commands.items():
-            qualified = self._qualifying(state)
+            qualified = qualifying(self, state)
             if qualified:
                 if state.qualified is None:
                     state.qualified = set()
@@ -222,8 +225,11 @@ class Detector:
     def _judge(self, command: str, state: CommandState, key: ExitKey, times: Times, pos: int,
                now: float, events: list[Event]) -> None:
         """Whether the failure at ``pos`` of ``key``'s ``times`` makes its result qualify; if
-        so, mark it and raise the command's note unless it is raised."""
-        result = self._qualifies_at(key, times, pos)
+        so, mark it and raise the command's note unless it is raised. The note raised is as of
+        that failure's time when ``now`` is later (an awaited failure judged when its output
+        came or its wait ended): the failures it qualified with may have left the window since,
+        and the note would say fewer failures than the threshold."""
+        result = qualifies_at(self, key, times, pos)
         if result is None:
             return
         if state.qualified is None:
@@ -231,7 +237,7 @@ class Detector:
         state.qualified.add(result)
         if not state.raised:
             state.raised = True
-            note = self._note(command, state, now)
+            note = self._note(command, state, min(now, times[pos]))
             if note is not None:
                 events.append(NoteRaised(note))
 
@@ -299,78 +305,20 @@ class Detector:
         self._failures -= 1
         return pos - 1
 
-    def _run(self, times: Any, first: int = 0, last: int | None = None) -> bool:
-        """Whether ``threshold`` consecutive ``times`` (sorted) starting between index ``first``
-        and ``last`` (default: any) span less than the window."""
-        n = self.threshold
-        last = len(times) - n if last is None else min(last, len(times) - n)
-        return any(times[start + n - 1] - times[start] < self.window_s
-                   for start in range(max(0, first), last + 1))
-
-    def _qualifies_at(self, key: ExitKey, times: Times, pos: int) -> Result | None:
-        """The result of the failure at ``pos`` (``-1``: dropped, nothing qualifies) when some
-        run of ``threshold`` failures of that result including it spans less than the window;
-        else ``None``. An awaited failure qualifies nothing."""
-        if pos < 0:
-            return None
-        n = self.threshold
-        if not self.match_output or times.outs is None:
-            ok = self._run(times, pos - n + 1, pos)
-            return (key, None if not self.match_output else 0) if ok else None
-        digest = times.digest(pos)
-        if digest == PENDING:
-            return None
-        ts = times[pos]
-        lo = bisect.bisect_left(times, ts - self.window_s)
-        hi = bisect.bisect_right(times, ts + self.window_s)
-        outs = times.outs
-        same = [times[i] for i in range(lo, hi) if outs[i] == digest]
-        return (key, digest) if self._run(same) else None
-
-    def _qualifying(self, state: CommandState) -> set[Result]:
-        """Every result of ``state`` with some run of ``threshold`` failures spanning less than
-        the window."""
-        found: set[Result] = set()
-        for key, times in state.items():
-            if not self.match_output or times.outs is None:
-                if self._run(times):
-                    found.add((key, None if not self.match_output else 0))
-                continue
-            groups: dict[int, list[float]] = {}
-            for t, digest in zip(times, times.outs):
-                if digest != PENDING:
-                    groups.setdefault(digest, []).append(t)
-            found.update((key, d) for d, held in groups.items() if self._run(held))
-        return found
-
-    def _in_mode(self, state: CommandState, results: set[Result]) -> set[Result] | None:
-        """``results`` (qualified under the other ``match_output``, or saved by an older
-        version) in this detector's form: by exit alone the digest goes; with output matching
-        an exit-only result becomes the result of that exit's newest failure."""
-        out: set[Result] = set()
-        for key, digest in results:
-            times = state.get(key)
-            if not times:
-                continue
-            if not self.match_output:
-                out.add((key, None))
-            elif digest is None:
-                newest = next((times.digest(i) for i in range(len(times) - 1, -1, -1)
-                               if times.digest(i) != PENDING), None)
-                if newest is not None:
-                    out.add((key, newest))
-            else:
-                out.add((key, digest))
-        return out or None
-
     def _stop_waiting(self, limit: float, now: float, until: float | None = None) -> list[Event]:
         """Stop the wait of the ``limit`` oldest awaited failures, or of those whose wait ends
-        at or before ``until``: each counts with its output unknown, judged at ``now``."""
+        at or before ``until``: each counts with its output unknown, judged at ``now``. With
+        ``until`` every awaited failure is looked at, not only the first ones: the order they
+        came in is not the order their waits end when the wall clock stepped back between them
+        (the later one's wait ends first; stopping at the first wait still running left it
+        waiting past its end, and :meth:`next_change` in the past made the run loop spin)."""
         events: list[Event] = []
         done = 0
         for item, deadline in list(self._awaited.items()):
-            if done >= limit or (until is not None and deadline > until):
+            if done >= limit:
                 break
+            if until is not None and deadline > until:
+                continue
             done += 1
             del self._awaited[item]
             command, key, ts = item
@@ -403,7 +351,7 @@ class Detector:
         self._failures -= state.count()
         state.forget_until(ts)
         self._failures += state.count()
-        state.qualified = self._qualifying(state) or None
+        state.qualified = qualifying(self, state) or None
         return self._settle(command, state, "success")
 
     def _evict_one(self) -> list[Event]:
@@ -524,9 +472,18 @@ class Detector:
         pieces are taken."""
         return iter_state_json(STATE_VERSION, self._commands.items(), chunk_bytes)
 
-    def load_dict(self, data: Any) -> int:
+    def load_dict(self, data: Any, now: float | None = None) -> int:
         """Replace the current state with a snapshot from :meth:`to_dict`; returns how many of
         its commands were left out to stay within the bounds.
+
+        A failure saved while it awaited its output (a restart in the wait) awaits it again,
+        from ``now`` (epoch seconds) for :data:`OUTPUT_WAIT_S`, oldest first within
+        :data:`MAX_AWAITED`; with ``now`` ``None``, by exit alone (``match_output`` off), or
+        past that bound, its output is unknown. Before, it loaded as unknown at once: the
+        session log's line read after the restart could no longer give it, and five failures
+        of a test-fix-retest cycle counted as one result ("unknown"), raising a note at the
+        next failure or config reload. A qualified result saved with the awaited digest is
+        left out (it names no output).
 
         The bounds of :meth:`record` apply: the most recently failed commands are restored,
         newest first, while they fit in ``MAX_COMMANDS`` commands, ``MAX_COMMAND_BYTES`` of
@@ -568,8 +525,12 @@ class Detector:
                             state.add(key, kept_times)
                 # "2" (by exit alone, or saved before issue 26) or "2@<digest>": in this
                 # detector's form, kept only while it still holds failures of that result.
-                results = self._in_mode(state, {parse_result(k) for k in item["qualified"]})
-                state.qualified = {r for r in results or () if state.holds(r)} or None
+                results = in_mode(self, state, {parse_result(k) for k in item["qualified"]})
+                state.qualified = {r for r in results or ()
+                                   if r[1] != PENDING and state.holds(r)} or None
+                # A note with no result left is not raised (else a result qualifying later
+                # would find it raised and make no NoteRaised: no log line, no Event).
+                state.raised = state.raised and state.qualified is not None
                 command = item["command"]
                 if not isinstance(command, str) or not command:
                     raise StateError("a command is not a non-empty string")
@@ -591,4 +552,23 @@ class Detector:
         self._commands = OrderedDict(reversed(kept))
         self._text_bytes = total
         self._failures = failures
+        self._awaited = {}
+        waiting = sorted(((times[i], command, key)
+                          for command, state in self._commands.items()
+                          for key, times in state.items() if times.outs is not None
+                          for i in range(len(times)) if times.outs[i] == PENDING),
+                         key=lambda w: (w[0], w[1], str(w[2])))  # exit keys: int or "failed"
+        for ts, command, key in waiting:
+            if now is not None and self.match_output and len(self._awaited) < MAX_AWAITED:
+                self._awaited[(command, key, ts)] = now + OUTPUT_WAIT_S
+                continue
+            times = self._commands[command].get(key)
+            for i in range(bisect.bisect_left(times, ts), bisect.bisect_right(times, ts)):
+                if times.digest(i) == PENDING:
+                    times.set_digest(i, 0)
         return left_out
+
+    def awaited(self) -> list[tuple[str, ExitKey, float]]:
+        """The failures awaiting their output, as (command, exit key, ts), in the order they
+        came (a time held twice is listed once)."""
+        return list(self._awaited)

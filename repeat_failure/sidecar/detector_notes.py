@@ -53,7 +53,8 @@ class NoteRaised:
 
 @dataclass(frozen=True)
 class NoteCleared:
-    """Event: a note cleared; ``reason`` is ``success``, ``expired`` or ``evicted``."""
+    """Event: a note cleared; ``reason`` is ``success``, ``expired``, ``evicted`` or
+    ``reconfigured`` (``match_output`` switched on: its failures are no longer one result)."""
 
     command: str
     reason: str

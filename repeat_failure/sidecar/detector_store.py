@@ -31,7 +31,8 @@ FAILED = "failed"
 #: The digest a failure holds while its output is awaited (issue 26): a neutral-route failure
 #: of an agent whose session log gives outputs, until that log's line comes or
 #: :data:`repeat_failure.sidecar.detector.OUTPUT_WAIT_S` passes. No output digest takes this
-#: value (:func:`repeat_failure.sidecar.normalize.output_digest`); saved as 0 (unknown).
+#: value (:func:`repeat_failure.sidecar.normalize.output_digest`). Saved as it is: a restart
+#: awaits the output again (:meth:`repeat_failure.sidecar.detector.Detector.load_dict`).
 PENDING = 0xFFFFFFFF
 #: A failure's result beside its command: its exit key and its output digest (0: unknown), or
 #: ``None`` for the digest when results are told apart by exit alone (``match_output: false``).
@@ -229,15 +230,14 @@ def saved_item(command: str, state: CommandState) -> dict[str, Any]:
     """One command of :meth:`repeat_failure.sidecar.detector.Detector.to_dict`: ``command``, ``raised``, ``qualified`` (sorted
     result texts, :func:`result_text`), ``failures`` (key text -> list of epoch seconds) and, when some failure's
     output is known, ``outputs`` (their digests, 0 where unknown, packed in the order of
-    ``failures``: :func:`pack_outputs`; issue 19)."""
+    ``failures``: :func:`pack_outputs`; issue 19; :data:`PENDING` where awaited)."""
     item = {
         "command": command,
         "raised": state.raised,
         "qualified": sorted(_saved_result(state, r) for r in state.qualified or ()),
         "failures": {str(k): list(v) for k, v in state.items()},
     }
-    if any(v.outs is not None and any(d not in (0, PENDING) for d in v.outs)
-           for _, v in state.items()):
+    if any(v.outs is not None and any(v.outs) for _, v in state.items()):
         item["outputs"] = pack_outputs(state.items())
     return item
 
@@ -259,13 +259,11 @@ def _saved_result(state: CommandState, result: Result) -> str:
 
 def pack_outputs(items: list[tuple[ExitKey, Times]]) -> str:
     """Every failure's output digest, in the order of ``failures`` (key by key, time order),
-    as base64 of 4-byte big-endian numbers (0: unknown): about 5.3 characters a failure, so
+    as base64 of 4-byte big-endian numbers (0: unknown, :data:`PENDING`: awaited): about 5.3 characters a failure, so
     the largest state the bounds allow stays within its load limit (tests/test_memory.py)."""
     packed = bytearray()
     for _, times in items:
         outs = times.outs if times.outs is not None else array("I", bytes(4 * len(times)))
-        if PENDING in outs:  # an awaited output is unknown once saved
-            outs = array("I", (0 if d == PENDING else d for d in outs))
         if sys.byteorder == "little":
             outs = array("I", outs)
             outs.byteswap()

@@ -166,6 +166,19 @@ _PORT = re.compile(
     r"|655[0-2]\d|6553[0-5])\b")
 
 
+# npm's log file name, an ISO-8601 time with "_" for ":" ("2026-12-02T08_21_53_123Z-debug-0.log"),
+# which npm prints after an error of its own ("A complete log of this run can be found in: …",
+# npm 11.19.1 here for an `npm install` that cannot fetch): replaced before :func:`normalize`,
+# whose ISO pattern would take the date alone and leave the time.
+_ISO_UNDERSCORE = re.compile(
+    r"(?<![0-9])\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3])_[0-5]\d_[0-5]\d"
+    r"(?:_\d+)?Z?(?![0-9])")
+# A clock time on its own, as a logger or `date` prints it ("[08:21:53]", "Thu Dec  3
+# 08:21:53 UTC 2026"), or a duration in clock form ("00:00:01.23"): hours, minutes, seconds. Not
+# after a word, ":" or "." (a file's "a.ts:12:34:56" line and column stay).
+_CLOCK = re.compile(r"(?<![\w:.])(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:[.,]\d+)?(?![\w:])")
+
+
 def normalize_output(output: str, now: float | None = None) -> str:
     """The text an output's digest is taken of: what :func:`normalize` does to a command
     (``/tmp`` paths → ``<tmp>``, ISO-8601 and Unix times → ``<ts>``, whitespace collapsed; no
@@ -176,8 +189,14 @@ def normalize_output(output: str, now: float | None = None) -> str:
     ``PYTHONHASHSEED=99`` → ``<seed>``), process ids after ``pid``/``pgid``/``ppid``/``tid``
     (``<pid>``) and ephemeral ports (32768-65535) on a local address or after ``port``
     (``<port>``). Everything else is kept: another assertion value, line number or fixed
-    port is another output. Issues 19 and 26. Never raises."""
+    port is another output. Times also in npm's log file name (``2026-12-02T08_21_53_123Z``)
+    and clock times on their own (``[08:21:53]``, ``00:00:01.23``) → ``<ts>``. Issues 19 and
+    26. Never raises."""
+    if "_" in output:
+        output = _ISO_UNDERSCORE.sub(TS, output)
     text = normalize(output, "", now)
+    if ":" in text:
+        text = _CLOCK.sub(TS, text)
     if "0x" in text:
         text = _HEX_ADDR.sub(HEX, text)
     text = _DURATION.sub(DUR, text)

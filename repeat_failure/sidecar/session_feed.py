@@ -169,9 +169,10 @@ class SessionFeed:
                     self.records.record(state, record, now, failure_output(
                         event, record.failed, state.cut_key, now))
             elif (not state.session_route and event.kind == SHELL_END and event.failed
-                    and event.command):
+                    and event.command and state.first_delivery(event.call_id)):
                 # Its output (or that the log has none) ends the wait of the neutral route's
-                # record of the same call (issue 26).
+                # record of the same call (issue 26). Once per call: a call read again would
+                # give its output to the hook's record of the command's next run.
                 self.records.session_output(state, event, now)
         for found in result.unrecognized:
             state.unrecognized_files[found.reason] += 1

@@ -27,6 +27,7 @@ import orjson
 
 from repeat_failure.sidecar import hook
 from repeat_failure.sidecar.agent import MAX_DELIVERED_CALLS, OUTCOMES, AgentState
+from repeat_failure.sidecar.dedup import NEUTRAL
 from repeat_failure.sidecar.detector import StateError
 from repeat_failure.sidecar.parse import REASONS, ROUTES
 from repeat_failure.sidecar.scrub import scrub
@@ -74,11 +75,13 @@ class StateFile:
         except FileNotFoundError:
             pass
 
-    def load(self, state: AgentState) -> None:
+    def load(self, state: AgentState, now: float | None = None) -> None:
         """Restore the agent's saved state, if any. A file over ``MAX_STATE_BYTES`` is ignored
         without being parsed, as is one that is unreadable, not a regular file or not JSON (the
         agent starts empty); the detector restores only the newest commands that fit in its
-        bounds (``Detector.load_dict``), and says how many it left out."""
+        bounds (``Detector.load_dict``), and says how many it left out. Failures saved while
+        awaiting their output await it again from ``now`` (epoch seconds; ``None``: they load
+        with it unknown), and the route match that gives it is remembered again (issue 26)."""
         path = self.path(state.spec.name)
         try:
             raw = _read_regular(path, MAX_STATE_BYTES)
@@ -100,7 +103,12 @@ class StateFile:
                 for item in detector["commands"]:
                     if isinstance(item, dict) and isinstance(item.get("command"), str):
                         item["command"] = scrub(item["command"])
-            left_out = state.detector.load_dict(detector)
+            left_out = state.detector.load_dict(detector, now)
+            # The session log's line of an awaited failure finds it as it would have before the
+            # restart (records.RecordPipeline.record / session_output).
+            routes = state.dedup if state.session_route else state.outputs
+            for command, key, ts in state.detector.awaited():
+                routes.match(NEUTRAL, command, True, ts, key)
             data.pop("detector", None)
             detector = None  # what load_dict did not keep can go now
             if left_out:
