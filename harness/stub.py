@@ -70,6 +70,9 @@ PATCH_LINE = "appended by the harness through apply_patch"
 FINAL_TEXT = "Done: the command ran."
 #: The script's possible ``reply`` values (see the module docstring).
 REPLIES = ("text", "empty", "error")
+#: What the stub puts in a shell or file tool's other required string parameters
+#: (:attr:`ToolChoice.required_text`).
+REQUIRED_TEXT = "harness step"
 #: The message of every error the ``"error"`` reply sends.
 ERROR_MESSAGE = "harness: stub refused the request"
 _ids = itertools.count(1)
@@ -121,6 +124,11 @@ class ToolChoice:
     as_list: bool = False
     freeform: bool = False
     one_of_many: bool = False
+    #: The tool's other required free-text parameters (its schema's ``required``, of type
+    #: ``string`` without an ``enum``), each given
+    #: :data:`REQUIRED_TEXT`: Copilot CLI 1.0.11's ``bash`` refuses a call without
+    #: ``description`` ("description": Required); 1.0.102's does not require it.
+    required_text: tuple[str, ...] = ()
 
     def arguments(self, value: str) -> Any:
         """The tool call's input for the step argument ``value``: an arguments object, or for a
@@ -128,9 +136,10 @@ class ToolChoice:
         if self.freeform:
             return (f"*** Begin Patch\n*** Update File: {value}\n@@\n+{PATCH_LINE}\n"
                     "*** End Patch\n")
+        filled = {name: REQUIRED_TEXT for name in self.required_text}
         if self.one_of_many:
-            return {self.arg: [value]}
-        return {self.arg: ["bash", "-lc", value] if self.as_list else value}
+            return {self.arg: [value], **filled}
+        return {self.arg: ["bash", "-lc", value] if self.as_list else value, **filled}
 
 
 def pick_tool(tools: list[dict[str, Any]], kind: str) -> ToolChoice | None:
@@ -141,13 +150,17 @@ def pick_tool(tools: list[dict[str, Any]], kind: str) -> ToolChoice | None:
         tool = by_name.get(name)
         if tool is None or tool.get("freeform"):
             continue
-        props = (tool.get("schema") or {}).get("properties") or {}
+        schema = tool.get("schema") or {}
+        props = schema.get("properties") or {}
         for arg in TOOL_ARGS[kind]:
             if arg in props:
                 is_array = props[arg].get("type") == "array"
+                required = schema.get("required") if isinstance(schema.get("required"), list) else []
+                text = tuple(r for r in required if r != arg and isinstance(props.get(r), dict)
+                             and props[r].get("type") == "string" and "enum" not in props[r])
                 if arg == "commands":
-                    return ToolChoice(name, arg, one_of_many=is_array)
-                return ToolChoice(name, arg, is_array)
+                    return ToolChoice(name, arg, one_of_many=is_array, required_text=text)
+                return ToolChoice(name, arg, is_array, required_text=text)
     if kind == "file" and by_name.get(PATCH_TOOL, {}).get("freeform"):
         return ToolChoice(PATCH_TOOL, freeform=True)
     return None
