@@ -114,13 +114,17 @@ class ToolChoice:
     """The tool found in a request for a step: its name and how to pass the step's argument
     (``arg`` names the parameter; ``as_list``: a command as an argv list; ``freeform``: Codex's
     ``apply_patch``, whose whole input is a patch text; ``one_of_many``: a list of whole commands,
-    Cline's ``run_commands``, given the step's command as its only item)."""
+    Cline's ``run_commands``, given the step's command as its only item; ``fixed``: other
+    parameters the tool's schema requires, passed as given: a required boolean as ``false``,
+    e.g. Qwen Code 0.5.0's ``run_shell_command`` ``is_background``, which it refuses the call
+    without: "params must have required property 'is_background'")."""
 
     name: str
     arg: str = ""
     as_list: bool = False
     freeform: bool = False
     one_of_many: bool = False
+    fixed: dict[str, Any] = field(default_factory=dict)
 
     def arguments(self, value: str) -> Any:
         """The tool call's input for the step argument ``value``: an arguments object, or for a
@@ -129,8 +133,18 @@ class ToolChoice:
             return (f"*** Begin Patch\n*** Update File: {value}\n@@\n+{PATCH_LINE}\n"
                     "*** End Patch\n")
         if self.one_of_many:
-            return {self.arg: [value]}
-        return {self.arg: ["bash", "-lc", value] if self.as_list else value}
+            return {self.arg: [value], **self.fixed}
+        return {self.arg: ["bash", "-lc", value] if self.as_list else value, **self.fixed}
+
+
+def _required_booleans(schema: dict[str, Any], arg: str) -> dict[str, Any]:
+    """``{name: False}`` for each parameter besides ``arg`` that ``schema`` (a JSON Schema
+    object) lists in ``required`` with ``type: boolean``; other required parameters are left
+    out (none seen)."""
+    props = schema.get("properties") or {}
+    required = schema.get("required") or []
+    return {k: False for k in required if isinstance(k, str) and k != arg
+            and isinstance(props.get(k), dict) and props[k].get("type") == "boolean"}
 
 
 def pick_tool(tools: list[dict[str, Any]], kind: str) -> ToolChoice | None:
@@ -141,13 +155,15 @@ def pick_tool(tools: list[dict[str, Any]], kind: str) -> ToolChoice | None:
         tool = by_name.get(name)
         if tool is None or tool.get("freeform"):
             continue
-        props = (tool.get("schema") or {}).get("properties") or {}
+        schema = tool.get("schema") or {}
+        props = schema.get("properties") or {}
         for arg in TOOL_ARGS[kind]:
             if arg in props:
                 is_array = props[arg].get("type") == "array"
+                fixed = _required_booleans(schema, arg)
                 if arg == "commands":
-                    return ToolChoice(name, arg, one_of_many=is_array)
-                return ToolChoice(name, arg, is_array)
+                    return ToolChoice(name, arg, one_of_many=is_array, fixed=fixed)
+                return ToolChoice(name, arg, is_array, fixed=fixed)
     if kind == "file" and by_name.get(PATCH_TOOL, {}).get("freeform"):
         return ToolChoice(PATCH_TOOL, freeform=True)
     return None
