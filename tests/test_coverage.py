@@ -101,7 +101,7 @@ def test_also_verified_releases_are_real_runs(backend: str) -> None:
         guarded = checks.loop_guard(Path(row.evidence).stem, version)
         assert kept["runs"][-1]["note"] == ("" if guarded else
             "Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)")
-    (cell,) = [r[3] for r in table_rows() if r[0] == backend]
+    (cell,) = [r[3] for r in table_rows(hive=row.hive) if r[0] == backend]
     assert cell == f"{row.evidence} ({row.version}; also verified {', '.join(row.also_verified)})"
 
 
