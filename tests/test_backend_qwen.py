@@ -159,7 +159,8 @@ def test_session_verdicts(name: str, expected) -> None:
 
 def test_exit_from_the_text_when_no_display() -> None:
     """A real failing result without its ``resultDisplay``: the exit comes from the
-    response's ``Exit Code: 2`` line and the output from its ``Output:`` line; ``Exit Code: (none)`` is no number, failed; ``Exit Code:
+    response's ``Exit Code: 2`` line and the output from its ``Output:`` line;
+    ``Exit Code: (none)`` is no number, failed; ``Exit Code:
     two`` is bad_exit."""
     line = _first(LOG.session_lines(), "tool_result")
     del line["toolCallResult"]["resultDisplay"]
@@ -274,7 +275,8 @@ def test_strip_takes_off_the_older_wrapper_only() -> None:
     assert strip("{ sleep 9 &" + tail) == "sleep 9 &"
     assert strip("{ a; b; }; echo done") == "{ a; b; }; echo done"
     assert strip("ls /nonexistent") == "ls /nonexistent"
-    assert strip("{ ls /nonexistent; }; __code=$?; pgrep") == "{ ls /nonexistent; }; __code=$?; pgrep"
+    cut = "{ ls /nonexistent; }; __code=$?; pgrep"
+    assert strip(cut) == cut
 
 
 def _release_verdict(root: Path, name: str) -> list[SessionEvent]:

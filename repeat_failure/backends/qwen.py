@@ -4,8 +4,11 @@ Qwen Code 0.24.4 runs its ``run_shell_command`` commands as a plain ``bash -c <c
 (no wrapper: ``harness/evidence/qwen.json``), so the neutral route records them as they are.
 Older releases (0.5.0 to 0.10.1, ``harness/evidence/versions/qwen/``) wrap the
 command the way Gemini CLI once did; :func:`strip` (registered as the ``qwen`` stripper) takes
-that wrapper off and leaves any other text unchanged. Its session log (seen in the harness's real runs of Qwen Code
-0.24.4, ``harness/evidence/qwen/``) is ``~/.qwen/projects/<cwd-slug>/chats/<session id>.jsonl``:
+that wrapper off and leaves any other text unchanged. Releases before 0.24.3 write the shell
+result differently (below, and :func:`shell_exit`, :func:`_output`, :func:`_terminal_api_error`).
+
+Its session log (seen in the harness's real runs of Qwen Code 0.24.4,
+``harness/evidence/qwen/``) is ``~/.qwen/projects/<cwd-slug>/chats/<session id>.jsonl``:
 one JSON object per line, appended, each with ``uuid``, ``parentUuid``, ``sessionId``,
 ``timestamp`` (ISO-8601), ``type``, ``cwd`` and ``version``:
 
@@ -127,7 +130,9 @@ def _terminal_api_error(event: dict[str, Any]) -> bool:
 
 def shell_exit(result: dict[str, Any], text: str) -> tuple[int | None, bool]:
     """``(exit, failed)`` of a finished ``run_shell_command`` call from its ``toolCallResult``
-    (``result``) and its response text (``text``), by Qwen Code 0.24.4's shapes:
+    (``result``) and its response text (``text``), by Qwen Code's shapes (0.24.3 on: a
+    ``shell_result`` display; 0.5.0 to 0.24.2: a display string and ``status: "success"`` even
+    for a failing command, so the text's line decides):
 
     - ``resultDisplay.exitCode`` when the display is a ``shell_result`` whose ``exitCode`` is a
       number (``None`` there: killed by a signal → no number, failed);
