@@ -137,7 +137,9 @@ _ROWS = (
     # command (the qwen stripper); 0.12.0 to 0.24.2 write a display string where 0.24.3 on
     # writes a shell_result object (issue 26 item 3; docs/backend-support.md).
     _covered("qwen", "Qwen Code", "0.24.4", hive=False, also=("0.24.2", "0.12.0", "0.5.0")),
-    _covered("cline", "Cline CLI", "3.0.65", hive=False),
+    # Cline CLI: 3.0.57 (the oldest 3.0 release served here) writes the same session files;
+    # 2.x and 1.0.x are another program with another log (docs/backend-support.md).
+    _covered("cline", "Cline CLI", "3.0.65", hive=False, also=("3.0.57",)),
     _covered("continue", "Continue CLI (cn)", "1.5.47", hive=False),
     # Droid's Execute runs the command in a nested shell of its supervisor script; the hook
     # records that inner command (hooks/bash_env.slow.bash).
