@@ -66,8 +66,8 @@ SESSION_VERDICTS: dict[str, dict[str, str | None]] = {
 #: Where an earlier verified release's log says otherwise than :data:`SESSION_VERDICTS` (which
 #: holds for the pin and what comes after it): ``(backend, version)`` -> the scenarios that
 #: differ. pi 0.73.1 wrote nothing after a killed run's running call, so that turn has no end.
-#: Cline 3.0.57 writes no message for an API error or an empty reply (3.0.65 writes a
-#: ``displayOnly`` error message): the messages file holds the prompt alone, and only the
+#: Cline 3.0.57 (to 3.0.64: 3.0.62 and 3.0.64 tried) writes no message for an API error or an
+#: empty reply (3.0.65 writes a ``displayOnly`` error message): the messages file holds the prompt alone, and only the
 #: session's ``<id>.json`` says ``status: "failed"``, which the reader does not read.
 EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
     ("pi", "0.73.1"): {"killed": None},
