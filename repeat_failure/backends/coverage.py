@@ -140,7 +140,8 @@ _ROWS = (
     # Cline CLI: 3.0.57 (the oldest 3.0 release served here) writes the same session files;
     # 2.x and 1.0.x are another program with another log (docs/backend-support.md).
     _covered("cline", "Cline CLI", "3.0.65", hive=False, also=("3.0.57",)),
-    _covered("continue", "Continue CLI (cn)", "1.5.47", hive=False),
+    # Continue CLI: 1.5.11, the oldest release served here, verified too (issue 26 item 3).
+    _covered("continue", "Continue CLI (cn)", "1.5.47", hive=False, also=("1.5.11",)),
     # Droid's Execute runs the command in a nested shell of its supervisor script; the hook
     # records that inner command (hooks/bash_env.slow.bash).
     _covered("droid", "Factory Droid", "0.215.0", hive=False),
