@@ -28,7 +28,7 @@ import time
 
 from harness import evidence as evidence_dirs
 from harness.backends import BACKENDS
-from harness.checks import LOOP_GUARDED, session_route
+from harness.checks import loop_guard, session_route
 from harness.runner import HarnessError, run_backend
 from repeat_failure.backends.coverage import COVERAGE
 
@@ -140,9 +140,10 @@ def main(argv: list[str] | None = None) -> int:
         version = evidence["version_output"].splitlines()[0] if evidence["version_output"] else "?"
         where = where_dir / f"{name}.json"
         if ok:
-            if not note and name in LOOP_GUARDED:
+            guard = loop_guard(name, evidence["version"])
+            if not note and guard:
                 note = (f"(none, as expected: its own loop guard stopped the repeated call after "
-                        f"{LOOP_GUARDED[name]} of 5)")
+                        f"{guard} of 5)")
             print(f"{name}: recorded ({version}); note: {note or '(none)'}; wrote {where}",
                   flush=True)
         elif not expected:

@@ -67,6 +67,10 @@ SESSION_VERDICTS: dict[str, dict[str, str | None]] = {
 #: holds for the pin and what comes after it): ``(backend, version)`` -> the scenarios that
 #: differ. pi 0.73.1, 0.31.1 and 0.27.9 wrote nothing after a killed run's running call, so that
 #: turn has no end.
+#: Cline 3.0.57 (to 3.0.64: 3.0.62 and 3.0.64 tried) writes no message for an API error or an
+#: empty reply (3.0.65 writes a ``displayOnly`` error message): the messages file holds the
+#: prompt alone, and only the session's ``<id>.json`` says ``status: "failed"``, which the
+#: reader does not read.
 #: Claude Code before 2.1.69 writes no exit record (no ``last-prompt``, no ``cost-state``), so
 #: neither the empty reply's turn nor the killed one has an end in its log.
 #: Codex before 0.100.0 writes no task_started / task_complete, so no turn ends in its rollout;
@@ -101,6 +105,7 @@ EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
     ("copilot", "1.0.11"): {"empty": None},
     ("omp", "17.2.15"): {"empty": AGENT_NO_OUTPUT},
     ("omp", "14.9.9"): {"error": None},
+    ("cline", "3.0.57"): {"error": None, "empty": None},
 }
 ASPECTS = ("route", "readers", "verdicts")
 #: CLIs whose own loop guard ends the turn before a fifth identical tool call (Qwen Code 0.24.4,
@@ -110,6 +115,10 @@ LOOP_GUARDED = {"qwen": 4, "cline": 4}
 #: Those whose session log keeps the call the guard refused, as a failure with no exit status
 #: (Cline 3.0.65: "Command failed: Command was aborted"): their reader gives it after the four.
 GUARD_REFUSAL_LOGGED = frozenset({"cline"})
+#: Kept earlier releases whose loop guard differs from :data:`LOOP_GUARDED`'s pin: the calls the
+#: repeated run records, or None when nothing stopped the five calls (Qwen Code 0.12.0's real
+#: run: five calls and the answer; 0.5.0 and 0.24.4 stop at four).
+EARLIER_LOOP_GUARD: dict[tuple[str, str], int | None] = {("qwen", "0.12.0"): None}
 #: What :func:`check` raises on evidence it cannot read: missing or unreadable files
 #: (``OSError``), bad JSON (``ValueError``), and JSON of the wrong shape (a field missing:
 #: ``KeyError`` / ``IndexError``; a value of the wrong type: ``TypeError`` /
@@ -122,6 +131,15 @@ def session_verdicts(backend: str, version: str) -> dict[str, str | None]:
     :data:`SESSION_VERDICTS`, with :data:`EARLIER_VERDICTS` for that release laid over it.
     Raises KeyError for a backend :data:`SESSION_VERDICTS` does not list."""
     return {**SESSION_VERDICTS[backend], **EARLIER_VERDICTS.get((backend, version), {})}
+
+
+def loop_guard(backend: str, version: str) -> int | None:
+    """The calls ``backend``'s own loop guard lets the repeated five-call run make at
+    ``version`` (:data:`LOOP_GUARDED`, with :data:`EARLIER_LOOP_GUARD` for that release laid
+    over it), or None when it does not stop them."""
+    if (backend, version) in EARLIER_LOOP_GUARD:
+        return EARLIER_LOOP_GUARD[(backend, version)]
+    return LOOP_GUARDED.get(backend)
 
 
 def check(backend: str, root: Path) -> dict[str, list[str]]:
@@ -166,7 +184,7 @@ def session_route(backend: str) -> bool:
 
 def _route(backend: str, data: dict[str, Any]) -> list[str]:
     problems = []
-    guard = LOOP_GUARDED.get(backend)
+    guard = loop_guard(backend, str(data.get("version", "")))
     row = COVERAGE.get(backend)
     # A release the coverage row names as read only: the route sees none of its commands.
     unseen = row is not None and data.get("version") in row.read_only
@@ -224,8 +242,9 @@ def _readers(backend: str, data: dict[str, Any], base: Path) -> tuple[list[str],
             problems.append(f"{label}: reader errors {dict(sorted(result.errors.items()))}")
         if label == "shell run" and not session_route(backend):
             ends = [(e.command, e.exit, e.failed) for e in result.events if e.kind == SHELL_END]
-            want = [("ls /nonexistent", 2, True)] * LOOP_GUARDED.get(backend, 5)
-            if backend in GUARD_REFUSAL_LOGGED:
+            guard = loop_guard(backend, str(data.get("version", "")))
+            want = [("ls /nonexistent", 2, True)] * (guard or 5)
+            if backend in GUARD_REFUSAL_LOGGED and guard:
                 want.append(("ls /nonexistent", None, True))
             got = [(normalize(c, backend), x, f) for c, x, f in ends]
             if got != want:

@@ -166,9 +166,15 @@ _ROWS = (
     _covered("watsonx", "watsonx (through the Claude Code route)", "2.1.332", kind="inference",
              evidence_of="claude", also=CLAUDE_ALSO),
     # Beyond Hive's list (issue 15, item 7): agent CLIs platform teams run, tried from npm.
-    _covered("qwen", "Qwen Code", "0.24.4", hive=False),
-    _covered("cline", "Cline CLI", "3.0.65", hive=False),
-    _covered("continue", "Continue CLI (cn)", "1.5.47", hive=False),
+    # Qwen Code: 0.5.0 (the oldest release of the last 12 months served here) to 0.10.1 wrap the
+    # command (the qwen stripper); 0.12.0 to 0.24.2 write a display string where 0.24.3 on
+    # writes a shell_result object (issue 26 item 3; docs/backend-support.md).
+    _covered("qwen", "Qwen Code", "0.24.4", hive=False, also=("0.24.2", "0.12.0", "0.5.0")),
+    # Cline CLI: 3.0.57 (the oldest 3.0 release served here) writes the same session files;
+    # 2.x and 1.0.x are another program with another log (docs/backend-support.md).
+    _covered("cline", "Cline CLI", "3.0.65", hive=False, also=("3.0.57",)),
+    # Continue CLI: 1.5.11, the oldest release served here, verified too (issue 26 item 3).
+    _covered("continue", "Continue CLI (cn)", "1.5.47", hive=False, also=("1.5.11",)),
     # Droid's Execute runs the command in a nested shell of its supervisor script; the hook
     # records that inner command (hooks/bash_env.slow.bash).
     _covered("droid", "Factory Droid", "0.215.0", hive=False),
