@@ -65,7 +65,12 @@ SESSION_VERDICTS: dict[str, dict[str, str | None]] = {
 }
 #: Where an earlier verified release's log says otherwise than :data:`SESSION_VERDICTS` (which
 #: holds for the pin and what comes after it): ``(backend, version)`` -> the scenarios that
-#: differ. pi 0.73.1 wrote nothing after a killed run's running call, so that turn has no end.
+#: differ. pi 0.73.1, 0.31.1 and 0.27.9 wrote nothing after a killed run's running call, so that
+#: turn has no end.
+#: Cline 3.0.57 (to 3.0.64: 3.0.62 and 3.0.64 tried) writes no message for an API error or an
+#: empty reply (3.0.65 writes a ``displayOnly`` error message): the messages file holds the
+#: prompt alone, and only the session's ``<id>.json`` says ``status: "failed"``, which the
+#: reader does not read.
 #: Claude Code before 2.1.69 writes no exit record (no ``last-prompt``, no ``cost-state``), so
 #: neither the empty reply's turn nor the killed one has an end in its log.
 #: Codex before 0.100.0 writes no task_started / task_complete, so no turn ends in its rollout;
@@ -73,6 +78,8 @@ SESSION_VERDICTS: dict[str, dict[str, str | None]] = {
 #: error (0.145.0 adds ``error``), which reads as an empty reply (issue 26).
 EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
     ("pi", "0.73.1"): {"killed": None},
+    ("pi", "0.31.1"): {"killed": None},
+    ("pi", "0.27.9"): {"killed": None},
     ("codex", "0.100.0"): {"error": AGENT_NO_OUTPUT},
     ("codex", "0.96.0"): {"ok": None, "empty": None, "error": None, "killed": None},
     ("codex", "0.64.0"): {"ok": None, "empty": None, "error": None, "killed": None},
@@ -94,6 +101,14 @@ EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
     ("gemini", "0.40.0"): {"empty": None, "error": None},
     ("gemini", "0.44.0"): {"empty": None, "error": None},
     ("gemini", "0.45.2"): {"empty": None, "error": None},
+    # Copilot CLI before 1.0.85 writes no session.error for an empty reply (and exits 0), so
+    # that turn has no end; omp 17.2.15 ends it as an empty answer (18.2.3 does not end it);
+    # omp 14.9.9 writes no session file when every request is refused (real captures).
+    ("copilot", "1.0.62"): {"empty": None},
+    ("copilot", "1.0.11"): {"empty": None},
+    ("omp", "17.2.15"): {"empty": AGENT_NO_OUTPUT},
+    ("omp", "14.9.9"): {"error": None},
+    ("cline", "3.0.57"): {"error": None, "empty": None},
 }
 ASPECTS = ("route", "readers", "verdicts")
 #: CLIs whose own loop guard ends the turn before a fifth identical tool call (Qwen Code 0.24.4,
@@ -103,6 +118,10 @@ LOOP_GUARDED = {"qwen": 4, "cline": 4}
 #: Those whose session log keeps the call the guard refused, as a failure with no exit status
 #: (Cline 3.0.65: "Command failed: Command was aborted"): their reader gives it after the four.
 GUARD_REFUSAL_LOGGED = frozenset({"cline"})
+#: Kept earlier releases whose loop guard differs from :data:`LOOP_GUARDED`'s pin: the calls the
+#: repeated run records, or None when nothing stopped the five calls (Qwen Code 0.12.0's real
+#: run: five calls and the answer; 0.5.0 and 0.24.4 stop at four).
+EARLIER_LOOP_GUARD: dict[tuple[str, str], int | None] = {("qwen", "0.12.0"): None}
 #: What :func:`check` raises on evidence it cannot read: missing or unreadable files
 #: (``OSError``), bad JSON (``ValueError``), and JSON of the wrong shape (a field missing:
 #: ``KeyError`` / ``IndexError``; a value of the wrong type: ``TypeError`` /
@@ -115,6 +134,15 @@ def session_verdicts(backend: str, version: str) -> dict[str, str | None]:
     :data:`SESSION_VERDICTS`, with :data:`EARLIER_VERDICTS` for that release laid over it.
     Raises KeyError for a backend :data:`SESSION_VERDICTS` does not list."""
     return {**SESSION_VERDICTS[backend], **EARLIER_VERDICTS.get((backend, version), {})}
+
+
+def loop_guard(backend: str, version: str) -> int | None:
+    """The calls ``backend``'s own loop guard lets the repeated five-call run make at
+    ``version`` (:data:`LOOP_GUARDED`, with :data:`EARLIER_LOOP_GUARD` for that release laid
+    over it), or None when it does not stop them."""
+    if (backend, version) in EARLIER_LOOP_GUARD:
+        return EARLIER_LOOP_GUARD[(backend, version)]
+    return LOOP_GUARDED.get(backend)
 
 
 def check(backend: str, root: Path) -> dict[str, list[str]]:
@@ -159,9 +187,12 @@ def session_route(backend: str) -> bool:
 
 def _route(backend: str, data: dict[str, Any]) -> list[str]:
     problems = []
-    guard = LOOP_GUARDED.get(backend)
+    guard = loop_guard(backend, str(data.get("version", "")))
+    row = COVERAGE.get(backend)
+    # A release the coverage row names as read only: the route sees none of its commands.
+    unseen = row is not None and data.get("version") in row.read_only
     for i, run in enumerate(data.get("runs", [])):
-        times = min(run["repeat"], guard) if guard else run["repeat"]
+        times = 0 if unseen else min(run["repeat"], guard) if guard else run["repeat"]
         want = [(run["command"], EXITS[run["command"]])] * times
         if session_route(backend):
             # a session log may give no exit number for a success, only that it did not fail
@@ -214,8 +245,9 @@ def _readers(backend: str, data: dict[str, Any], base: Path) -> tuple[list[str],
             problems.append(f"{label}: reader errors {dict(sorted(result.errors.items()))}")
         if label == "shell run" and not session_route(backend):
             ends = [(e.command, e.exit, e.failed) for e in result.events if e.kind == SHELL_END]
-            want = [("ls /nonexistent", 2, True)] * LOOP_GUARDED.get(backend, 5)
-            if backend in GUARD_REFUSAL_LOGGED:
+            guard = loop_guard(backend, str(data.get("version", "")))
+            want = [("ls /nonexistent", 2, True)] * (guard or 5)
+            if backend in GUARD_REFUSAL_LOGGED and guard:
                 want.append(("ls /nonexistent", None, True))
             got = [(normalize(c, backend), x, f) for c, x, f in ends]
             if got != want:

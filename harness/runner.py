@@ -37,7 +37,7 @@ import subprocess
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
@@ -146,6 +146,18 @@ class Backend:
     #: none seen). CI's ``run --covered`` skips such a backend: the suite's runs look up no
     #: names; it is run by hand (``--backend NAME``) and by ``drift``.
     looks_up: str = ""
+    #: How a release other than the pin differs (issue 26 item 3: every release users run):
+    #: ``release_settings(backend, version)`` returns the Backend to run for ``version`` (another
+    #: npm package name, flags a release lacks), given the pin's with only ``version`` changed.
+    #: ``None``: the pin's settings hold for every release. See :meth:`at_release`.
+    release_settings: Callable[["Backend", str], "Backend"] | None = None
+
+    def at_release(self, version: str) -> "Backend":
+        """This backend at ``version`` (``python -m harness run --release``/``--oldest``): the
+        pin's settings with the version changed, then :attr:`release_settings` applied when the
+        backend module says how that release differs."""
+        moved = replace(self, version=version)
+        return self.release_settings(moved, version) if self.release_settings else moved
 
 
 def node_runtime(progress: Callable[[str], None] = lambda s: None) -> Path:

@@ -70,6 +70,9 @@ PATCH_LINE = "appended by the harness through apply_patch"
 FINAL_TEXT = "Done: the command ran."
 #: The script's possible ``reply`` values (see the module docstring).
 REPLIES = ("text", "empty", "error")
+#: What the stub puts in a shell or file tool's other required string parameters
+#: (:attr:`ToolChoice.required_text`).
+REQUIRED_TEXT = "harness step"
 #: The message of every error the ``"error"`` reply sends.
 ERROR_MESSAGE = "harness: stub refused the request"
 _ids = itertools.count(1)
@@ -114,13 +117,24 @@ class ToolChoice:
     """The tool found in a request for a step: its name and how to pass the step's argument
     (``arg`` names the parameter; ``as_list``: a command as an argv list; ``freeform``: Codex's
     ``apply_patch``, whose whole input is a patch text; ``one_of_many``: a list of whole commands,
-    Cline's ``run_commands``, given the step's command as its only item)."""
+    Cline's ``run_commands``, given the step's command as its only item; ``fixed``: other
+    parameters the tool's schema requires, passed as given: a required boolean as ``false``,
+    e.g. Qwen Code 0.5.0's ``run_shell_command`` ``is_background``, which it refuses the call
+    without: "params must have required property 'is_background'")."""
 
     name: str
     arg: str = ""
     as_list: bool = False
     freeform: bool = False
     one_of_many: bool = False
+    #: The tool's other required free-text parameters (its schema's ``required``, of type
+    #: ``string`` without an ``enum``), each given
+    #: :data:`REQUIRED_TEXT`: Copilot CLI 1.0.11's ``bash`` refuses a call without
+    #: ``description`` ("description": Required); 1.0.102's does not require it.
+    required_text: tuple[str, ...] = ()
+    #: Other required parameters given fixed values: each required boolean ``false``
+    #: (Qwen Code 0.5.0-0.10.1 refuse a shell call without ``is_background``).
+    fixed: dict[str, Any] = field(default_factory=dict)
 
     def arguments(self, value: str) -> Any:
         """The tool call's input for the step argument ``value``: an arguments object, or for a
@@ -128,9 +142,20 @@ class ToolChoice:
         if self.freeform:
             return (f"*** Begin Patch\n*** Update File: {value}\n@@\n+{PATCH_LINE}\n"
                     "*** End Patch\n")
+        filled = {name: REQUIRED_TEXT for name in self.required_text}
         if self.one_of_many:
-            return {self.arg: [value]}
-        return {self.arg: ["bash", "-lc", value] if self.as_list else value}
+            return {self.arg: [value], **filled, **self.fixed}
+        return {self.arg: ["bash", "-lc", value] if self.as_list else value, **filled,
+                **self.fixed}
+
+def _required_booleans(schema: dict[str, Any], arg: str) -> dict[str, Any]:
+    """``{name: False}`` for each parameter besides ``arg`` that ``schema`` (a JSON Schema
+    object) lists in ``required`` with ``type: boolean``; other required parameters are left
+    out (none seen)."""
+    props = schema.get("properties") or {}
+    required = schema.get("required") or []
+    return {k: False for k in required if isinstance(k, str) and k != arg
+            and isinstance(props.get(k), dict) and props[k].get("type") == "boolean"}
 
 
 def pick_tool(tools: list[dict[str, Any]], kind: str) -> ToolChoice | None:
@@ -141,13 +166,19 @@ def pick_tool(tools: list[dict[str, Any]], kind: str) -> ToolChoice | None:
         tool = by_name.get(name)
         if tool is None or tool.get("freeform"):
             continue
-        props = (tool.get("schema") or {}).get("properties") or {}
+        schema = tool.get("schema") or {}
+        props = schema.get("properties") or {}
         for arg in TOOL_ARGS[kind]:
             if arg in props:
                 is_array = props[arg].get("type") == "array"
+                required = schema.get("required") if isinstance(schema.get("required"), list) else []
+                text = tuple(r for r in required if r != arg and isinstance(props.get(r), dict)
+                             and props[r].get("type") == "string" and "enum" not in props[r])
+                fixed = _required_booleans(schema, arg)
                 if arg == "commands":
-                    return ToolChoice(name, arg, one_of_many=is_array)
-                return ToolChoice(name, arg, is_array)
+                    return ToolChoice(name, arg, one_of_many=is_array, required_text=text,
+                                      fixed=fixed)
+                return ToolChoice(name, arg, is_array, required_text=text, fixed=fixed)
     if kind == "file" and by_name.get(PATCH_TOOL, {}).get("freeform"):
         return ToolChoice(PATCH_TOOL, freeform=True)
     return None

@@ -22,7 +22,7 @@ from repeat_failure.backends.coverage import COVERAGE
 from repeat_failure.sessions.tail import SessionTail, expand_globs
 from repeat_failure.turns.verdict import OK, TurnTracker
 
-from sessionlogs import EVIDENCE_DIR, check_event, evidence_of, junk_variants
+from sessionlogs import EVIDENCE_DIR, check_event, evidence_of, junk_variants, version_params
 
 READER = session_reader("continue")
 EVIDENCE = evidence_of("continue")
@@ -195,5 +195,20 @@ def test_harness_checks_hold() -> None:
     """``python -m harness``'s checks of the committed evidence hold (route, reader,
     verdicts)."""
     found = checks.check("continue", Path(EVIDENCE_DIR))
+    assert {k: found[k] for k in ("route", "readers", "verdicts")} == {
+        "route": [], "readers": [], "verdicts": []}
+
+
+@pytest.mark.parametrize("root", version_params("continue"))
+def test_every_release_shell_run_and_checks(root: Path) -> None:
+    """Each kept release (1.5.47, and 1.5.11, the oldest served here; issue 26 item 3): the
+    repeated run's five ``ls /nonexistent`` calls end with exit 2, failed and the command's
+    output, the hook recorded the same exits, and ``python -m harness``'s checks hold."""
+    evidence = evidence_of("continue", root)
+    doc = json.loads((root / "continue" / _session_rel(evidence["session_files"])).read_text())
+    ends = [(e.command, e.exit, e.failed, e.output) for e in read(doc) if e.kind == SHELL_END]
+    assert ends == [("ls /nonexistent", 2, True, OUTPUT)] * 5
+    assert [r["exit"] for r in evidence["runs"][-1]["records"]] == [2] * 5
+    found = checks.check("continue", root)
     assert {k: found[k] for k in ("route", "readers", "verdicts")} == {
         "route": [], "readers": [], "verdicts": []}

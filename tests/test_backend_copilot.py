@@ -21,8 +21,10 @@ from harness.backends.copilot import BACKEND
 from repeat_failure.backends import (ERROR, SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
                               SessionEvent)
 from repeat_failure.backends.copilot import CopilotReader
+from repeat_failure.backends.coverage import COVERAGE
 
-from sessionlogs import EVIDENCE_DIR, SessionLog, SessionLogChecks, assert_reader_error, iso_ts
+from sessionlogs import (EVIDENCE_DIR, SHELL_COMMAND, SHELL_EXIT, SHELL_REPEAT, SessionLog,
+                         SessionLogChecks, assert_reader_error, iso_ts, version_params)
 
 EVIDENCE = json.loads((EVIDENCE_DIR / "copilot.json").read_text())
 
@@ -40,6 +42,24 @@ def test_route_is_a_launch_flag_not_a_settings_file(tmp_path: Path,
     assert not (home / ".copilot").exists()
     assert env["COPILOT_PROVIDER_BASE_URL"].startswith("http://127.0.0.1:")
     assert env["COPILOT_OFFLINE"] == "true"
+
+
+def test_an_earlier_release_runs_with_its_own_cache_and_all_paths(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch
+                                                                  ) -> None:
+    """``--release 1.0.11``: the same route flag, ``--allow-all-paths`` added (1.0.11 denies
+    ``ls /nonexistent`` without it), and its unpacked files in a cache of its own version."""
+    monkeypatch.setattr(runner, "CACHE", tmp_path / "cache")
+    old = BACKEND.at_release("1.0.11")
+    assert (old.version, old.package) == ("1.0.11", BACKEND.package)
+    argv = old.argv("copilot", "prompt")
+    assert argv[argv.index("--bash-env") + 1] == "on" and "--allow-all-paths" in argv
+    assert "--allow-all-paths" not in BACKEND.argv("copilot", "prompt")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = old.prepare(home, tmp_path, "http://127.0.0.1:1")
+    assert env["COPILOT_PKG_CACHE_HOME"] == str(tmp_path / "cache" / "copilot-1.0.11" /
+                                                "pkg-cache")
 
 
 def test_session_log_has_exit_codes() -> None:
@@ -63,19 +83,62 @@ def test_session_log_has_exit_codes() -> None:
 
 LOG = SessionLog("copilot")
 READER = LOG.reader
+#: Copilot CLI's real session logs of each kept release, the pin first (issue 26 item 3).
+VERSIONS = [SessionLog("copilot", param.values[0]) for param in version_params("copilot")]
+#: Where each kept release writes a bash call's exit code (found by bisecting the installable
+#: releases): ``shellExecution.exitCode`` from 1.0.85; before it only the result text's last
+#: line, ``<shellId: N completed with exit code N>`` from 1.0.60, ``<exited with exit code N>``
+#: in 1.0.11 to 1.0.59.
+EXIT_LINE = {"1.0.102": "shellId", "1.0.85": "shellId", "1.0.62": "shellId", "1.0.11": "exited"}
+HAS_SHELL_EXECUTION = {"1.0.102": True, "1.0.85": True, "1.0.62": False, "1.0.11": False}
+LAST_LINE = {"shellId": re.compile(r"\n<shellId: \d+ completed with exit code 2>\Z"),
+             "exited": re.compile(r"\n<exited with exit code 2>\Z")}
+OUTPUT = "ls: cannot access '/nonexistent': No such file or directory"
+
+
+def test_the_kept_releases() -> None:
+    """The pin 1.0.102, then 1.0.85 (first with ``shellExecution``), 1.0.62 (first whose
+    commands BASH_ENV sees) and 1.0.11 (the oldest that runs against the stub; read only)."""
+    assert [v.version for v in VERSIONS] == ["1.0.102", "1.0.85", "1.0.62", "1.0.11"]
+    row = COVERAGE["copilot"]
+    assert [row.version, *row.also_verified, *row.read_only] == [v.version for v in VERSIONS]
+
+
+@pytest.mark.parametrize("log", VERSIONS, ids=[p.id for p in version_params("copilot")])
+def test_exit_code_where_each_release_writes_it(log: SessionLog) -> None:
+    """Each kept release's five ``tool.execution_complete`` lines carry the exit where
+    :data:`EXIT_LINE` and :data:`HAS_SHELL_EXECUTION` say, and the reader gives exit 2, failed,
+    and the output without the tool's last line, whichever form it has."""
+    lines = log.session_lines()
+    done = _of(lines, "tool.execution_complete")
+    assert len(done) == SHELL_REPEAT
+    for line in done:
+        data = line["data"]
+        assert ("shellExecution" in data) is HAS_SHELL_EXECUTION[log.version]
+        if HAS_SHELL_EXECUTION[log.version]:
+            assert data["shellExecution"]["exitCode"] == SHELL_EXIT
+        assert LAST_LINE[EXIT_LINE[log.version]].search(data["result"]["content"])
+        assert data["success"] is True
+    ends = [e for e in log.read(lines) if e.kind == SHELL_END]
+    assert [(e.command, e.exit, e.failed, e.output) for e in ends] == \
+        [(SHELL_COMMAND, SHELL_EXIT, True, OUTPUT)] * SHELL_REPEAT
 
 
 class TestSessionLog(SessionLogChecks):
-    """The checks every JSON Lines reader passes, on Copilot CLI 1.0.102's real files: one turn
-    per prompt although the file has one assistant.turn_start/turn_end pair per model request;
-    the event types in the files are listed here, so a new one in a later run shows up."""
+    """The checks every JSON Lines reader passes, on each kept release's real files (1.0.102,
+    1.0.85, 1.0.62, 1.0.11): one turn per prompt although the file has one
+    assistant.turn_start/turn_end pair per model request; the event types in the files are
+    listed here, so a new one in a later run shows up (``session.model_change`` in 1.0.11 and
+    1.0.62, ``hook.start`` / ``hook.end`` in 1.0.62, ``session.usage_record`` in 1.0.102: each
+    read as nothing)."""
 
-    log = LOG
+    log = LOG  # the machinery points it at each release (SessionLogChecks)
     reader_class = CopilotReader
     known_line_kinds = frozenset({
         "session.start", "user.message", "system.message", "assistant.turn_start",
         "session.usage_record", "assistant.message", "tool.execution_start",
-        "tool.execution_complete", "assistant.turn_end", "session.shutdown"})
+        "tool.execution_complete", "assistant.turn_end", "session.shutdown",
+        "session.model_change", "hook.start", "hook.end"})
 
 
 def _of(lines: list, kind: str) -> list[dict]:

@@ -5,18 +5,23 @@ Kilo Code CLI 7.7.7 (an opencode fork) runs its ``bash`` tool as ``$SHELL -c <cm
 agent's command as is: no wrapper and no helper shells of its own, so every record is an agent
 command, byte for byte, and ``kilo`` needs no wrapper stripper. The reader's checks are the ones
 opencode's store passes (same schema, same reader: ``tests/sessionlogs.py``,
-:class:`TestStore`); they read Kilo's evidence.
+:class:`TestStore`); they read Kilo's evidence. The store of every kept release (7.7.7 and
+7.0.33, issue 26 item 3) gives the shell session exactly
+(:func:`test_every_kept_release_reads_exactly`).
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
 
 from repeat_failure.backends import session_reader
 from repeat_failure.backends.kilo import KiloReader
 from repeat_failure.backends.opencode import OpencodeReader
 
-from sessionlogs import EVIDENCE_DIR, StoreChecks
+from sessionlogs import EVIDENCE_DIR, StoreChecks, check_kept_store, version_params
 
 EVIDENCE = json.loads((EVIDENCE_DIR / "kilo.json").read_text())
 
@@ -50,3 +55,16 @@ class TestStore(StoreChecks):
 
     backend = "kilo"
     unlogged = frozenset({"step-start"})
+
+
+def test_the_kept_releases() -> None:
+    """The pin 7.7.7 and 7.0.33, the oldest Kilo Code CLI release the registry serves here
+    (issue 26 item 3)."""
+    assert [p.id for p in version_params("kilo")] == ["kilo-7.7.7", "kilo-7.0.33"]
+
+
+@pytest.mark.parametrize("root", [p.values[0] for p in version_params("kilo")],
+                         ids=[p.id for p in version_params("kilo")])
+def test_every_kept_release_reads_exactly(root: Path, tmp_path: Path) -> None:
+    """See :func:`check_kept_store`, on each kept release's real store."""
+    check_kept_store("kilo", root, tmp_path)

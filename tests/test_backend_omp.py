@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from repeat_failure.backends import TEXT, TURN_END
+from repeat_failure.backends import SHELL_END, TEXT, TURN_END
 from repeat_failure.backends.omp import OmpSessionReader
 from repeat_failure.backends.pi import PiSessionReader
 
@@ -37,6 +37,7 @@ from sessionlogs import (
     first_pi_message,
     pi_messages,
     set_path,
+    version_params,
 )
 
 EVIDENCE = json.loads((EVIDENCE_DIR / "omp.json").read_text())
@@ -96,10 +97,47 @@ class TestSessionLog(SessionLogChecks, PiLogChecks):
     between a call's start and end adds nothing); omp's reader is its record route, so its
     ``shell_end`` events are omp's records."""
 
-    log = LOG
+    log = LOG  # the machinery points it at each kept release (SessionLogChecks)
     reader_class = OmpSessionReader
     route_records = True
-    line_kinds_in_every_file = frozenset({"title", "session", "message"})
+    # 14.9.9 writes no ``title`` slot and no ``custom`` entries (17.2.15 and 18.2.3 do).
+    line_kinds_in_every_file = frozenset({"session", "message"})
+
+
+#: omp's real session logs of each kept release, the pin first (issue 26 item 3): 17.2.15 is the
+#: oldest here whose bash results carry ``details.exitCode``; 14.9.9 (the oldest that installs:
+#: 13.19.0's postinstall downloads a browser) writes ``details: {}`` and the exit code only in
+#: the result text's last line ``Command exited with code N``.
+VERSIONS = [SessionLog("omp", param.values[0]) for param in version_params("omp")]
+HAS_EXIT_CODE = {"18.2.3": True, "17.2.15": True, "14.9.9": False}
+
+
+def test_the_kept_releases() -> None:
+    """The pin 18.2.3, 17.2.15 and 14.9.9, each the real run of its release."""
+    assert [v.version for v in VERSIONS] == ["18.2.3", "17.2.15", "14.9.9"]
+    for log in VERSIONS:
+        assert log.evidence()["version_output"] == f"omp/{log.version}"
+
+
+@pytest.mark.parametrize("log", VERSIONS, ids=[p.id for p in version_params("omp")])
+def test_every_kept_release_is_recorded_by_its_session_log(log: SessionLog) -> None:
+    """The session-log route of each kept release found the five ``ls /nonexistent`` calls
+    with exit 2 and raised the note; the exit is in ``details.exitCode`` where
+    :data:`HAS_EXIT_CODE` says, else only in the text's last line, and the reader gives 2
+    either way."""
+    run = log.shell_run()
+    assert run["records"] == []
+    assert [(r["command"], r["exit"], r["failed"]) for r in run["session_records"]] == \
+        [("ls /nonexistent", 2, True)] * 5
+    assert run["note"] == "Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)"
+    results = [m for line in log.session_lines()
+               if (m := line.get("message") or {}).get("role") == "toolResult"]
+    assert len(results) == 5
+    for message in results:
+        assert ("exitCode" in message["details"]) is HAS_EXIT_CODE[log.version]
+        assert message["content"][-1]["text"].endswith("\nCommand exited with code 2")
+    ends = [e for e in log.read(log.session_lines()) if e.kind == SHELL_END]
+    assert [(e.command, e.exit, e.failed) for e in ends] == [("ls /nonexistent", 2, True)] * 5
 
 
 def test_reader_is_omps_record_route_and_shares_pis() -> None:

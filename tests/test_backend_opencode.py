@@ -10,13 +10,20 @@ file>``, found through ``session_files`` / ``scenario_sessions``); ids and times
 the rows, never written here. They are the checks every opencode-family store passes
 (``tests/sessionlogs.py``, :class:`TestStore`); Kilo's tests (``tests/test_backend_kilo.py``)
 run the same checks on Kilo's store.
+
+The store of every kept release (issue 26 item 3: the pin 1.18.33 and 1.2.1, the oldest release
+that keeps sessions in SQLite; releases before 1.2 keep JSON files under ``storage/``, which no
+reader reads) gives the shell session exactly (:func:`test_every_kept_release_reads_exactly`).
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-from sessionlogs import EVIDENCE_DIR, StoreChecks
+import pytest
+
+from sessionlogs import EVIDENCE_DIR, StoreChecks, check_kept_store, version_params
 
 EVIDENCE = json.loads((EVIDENCE_DIR / "opencode.json").read_text())
 
@@ -40,3 +47,15 @@ class TestStore(StoreChecks):
     rebuilds every real row exactly; bad rows, undo and the scenarios as the checks say."""
 
     backend = "opencode"
+
+
+def test_the_kept_releases() -> None:
+    """The pin 1.18.33 and 1.2.1 (the oldest release here that keeps its sessions in SQLite)."""
+    assert [p.id for p in version_params("opencode")] == ["opencode-1.18.33", "opencode-1.2.1"]
+
+
+@pytest.mark.parametrize("root", [p.values[0] for p in version_params("opencode")],
+                         ids=[p.id for p in version_params("opencode")])
+def test_every_kept_release_reads_exactly(root: Path, tmp_path: Path) -> None:
+    """See :func:`check_kept_store`, on each kept release's real store."""
+    check_kept_store("opencode", root, tmp_path)

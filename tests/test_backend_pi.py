@@ -4,7 +4,9 @@ session files only.
 Every test runs on each verified release's captures (``version_params("pi")`` of
 ``tests/sessionlogs.py``, from ``harness.evidence.versions``: the pin, pi 1.6.0 of
 ``@earendil-works/pi-coding-agent``, then the kept captures of 0.73.1, the last release of
-``@mariozechner/pi-coding-agent``). The files are found through each release's
+``@mariozechner/pi-coding-agent``, 0.31.1, the oldest whose bash tool is bash (session format
+v2), and 0.27.9, whose session log (format v1) is read though its ``sh -c`` commands are never
+recorded: issue 26 item 3). The files are found through each release's
 ``pi.json`` (``session_files``, ``scenario_sessions``, ``verdict_scenarios``), never named here: a
 harness re-run replaces them with new ids and times. Every id and time a test expects is read
 from the file itself. The checks every JSON Lines reader passes come from ``tests/sessionlogs.py``
@@ -53,6 +55,10 @@ FACTS = {
               "killed_tail": [SHELL_END, ERROR, TURN_END]},
     "0.73.1": {"package": "@mariozechner/pi-coding-agent", "system_message": False,
                "killed_tail": []},
+    "0.31.1": {"package": "@mariozechner/pi-coding-agent", "system_message": False,
+               "killed_tail": []},
+    "0.27.9": {"package": "@mariozechner/pi-coding-agent", "system_message": False,
+               "killed_tail": []},
 }
 READER = VERSIONS[0].reader
 
@@ -64,11 +70,13 @@ def by_version(test):
 
 
 def test_the_pin_and_the_previous_pin_are_verified() -> None:
-    """The versions matrix is pi 1.6.0 (the pin, in the primary evidence) and 0.73.1 (kept
-    under ``harness/evidence/versions/pi/``), each the real run of its own package."""
-    assert [v.version for v in VERSIONS] == ["1.6.0", "0.73.1"]
+    """The versions matrix is pi 1.6.0 (the pin, in the primary evidence), 0.73.1, 0.31.1 and
+    0.27.9 (kept under ``harness/evidence/versions/pi/``), each the real run of its own
+    package."""
+    assert [v.version for v in VERSIONS] == ["1.6.0", "0.73.1", "0.31.1", "0.27.9"]
     assert VERSIONS[0].root == evidence_dirs.primary()
-    assert VERSIONS[1].root == evidence_dirs.primary() / "versions" / "pi" / "0.73.1"
+    for log in VERSIONS[1:]:
+        assert log.root == evidence_dirs.primary() / "versions" / "pi" / log.version
     for log in VERSIONS:
         evidence = log.evidence()
         assert (evidence["package"], evidence["version"]) == (FACTS[log.version]["package"],
@@ -259,7 +267,8 @@ def test_a_killed_run(log: SessionLog) -> None:
     aborts the run before it exits: the call's result is ``Command aborted`` (failed, no exit
     code), then an assistant message ``stopReason: "aborted"`` with ``errorMessage`` "This
     operation was aborted" ends the turn on that error (so the turn is ``agent_error``). pi
-    0.73.1 wrote nothing after the call: the turn has no end (not classified)."""
+    0.73.1, 0.31.1 and 0.27.9 wrote nothing after the call: the turn has no end (not
+    classified)."""
     lines, run = _killed(log)
     assert run["cli_exit"] == 143
     events = log.read_indexed(lines)
@@ -331,7 +340,7 @@ def test_every_check_drift_applies_holds(log: SessionLog) -> None:
     """``harness.checks`` (what ``python -m harness drift`` and the fresh-evidence tests apply)
     finds nothing wrong in each verified release's captures: route, readers and verdicts, the
     verdicts per release (``checks.session_verdicts``: killed is agent_error on 1.6.0 and not
-    classified on 0.73.1)."""
+    classified on 0.73.1 and the releases before it)."""
     assert checks.check("pi", log.root) == {"route": [], "readers": [], "verdicts": [],
                                             "notes": []}
     killed = checks.session_verdicts("pi", log.version)["killed"]

@@ -21,7 +21,10 @@ from repeat_failure.backends.qwen import QwenReader
 from repeat_failure.sessions.tail import SessionTail
 from repeat_failure.turns.verdict import AGENT_ERROR, OK, TurnTracker
 
-from sessionlogs import EVIDENCE_DIR, SessionLog, SessionLogChecks, assert_reader_error, iso_ts
+from repeat_failure.backends.qwen import strip
+from repeat_failure.sidecar.normalize import normalize
+from sessionlogs import (EVIDENCE_DIR, SHELL_REPEAT, SessionLog, SessionLogChecks,
+                         assert_reader_error, evidence_of, iso_ts, version_params)
 
 LOG = SessionLog("qwen")
 READER = LOG.reader
@@ -29,14 +32,24 @@ OUTPUT = "ls: cannot access '/nonexistent': No such file or directory"
 
 
 class TestSessionLog(SessionLogChecks):
-    """The checks every JSON Lines reader passes. Qwen Code's loop guard stopped the repeated
-    run at its fifth identical call: four calls, and no answer (the log ends on the fourth
-    result)."""
+    """The checks every JSON Lines reader passes, on every kept release. Where Qwen Code's loop
+    guard stopped the repeated run at its fifth identical call (0.24.4, 0.5.0): four calls,
+    and no answer (the log ends on the fourth result); where it did not (0.12.0): five calls
+    and the answer (``harness.checks.loop_guard``)."""
 
     log = LOG
     reader_class = QwenReader
-    shell_repeat = checks.LOOP_GUARDED["qwen"]
-    answered = False
+
+    @property
+    def shell_repeat(self) -> int:  # type: ignore[override]
+        """The calls the release's loop guard let through (five without one)."""
+        return checks.loop_guard("qwen", self.log.version) or SHELL_REPEAT
+
+    @property
+    def answered(self) -> bool:  # type: ignore[override]
+        """Whether the repeated run ended with the answer (no guard stopped it)."""
+        return checks.loop_guard("qwen", self.log.version) is None
+
     known_line_kinds = frozenset({"user", "assistant", "tool_result", "system"})
     line_kinds_in_every_file = frozenset({"user", "system"})
 
@@ -146,12 +159,13 @@ def test_session_verdicts(name: str, expected) -> None:
 
 def test_exit_from_the_text_when_no_display() -> None:
     """A real failing result without its ``resultDisplay``: the exit comes from the
-    response's ``Exit Code: 2`` line; ``Exit Code: (none)`` is no number, failed; ``Exit Code:
+    response's ``Exit Code: 2`` line and the output from its ``Output:`` line;
+    ``Exit Code: (none)`` is no number, failed; ``Exit Code:
     two`` is bad_exit."""
     line = _first(LOG.session_lines(), "tool_result")
     del line["toolCallResult"]["resultDisplay"]
     (end,) = READER.parse_line(line, READER.new_file_state())
-    assert (end.kind, end.exit, end.failed, end.output) == (SHELL_END, 2, True, None)
+    assert (end.kind, end.exit, end.failed, end.output) == (SHELL_END, 2, True, OUTPUT)
     response = line["message"]["parts"][0]["functionResponse"]["response"]
     response["error"] = response["error"].replace("Exit Code: 2", "Exit Code: (none)")
     (end,) = READER.parse_line(line, READER.new_file_state())
@@ -225,3 +239,80 @@ def test_harness_checks_hold() -> None:
     found = checks.check("qwen", Path(EVIDENCE_DIR))
     assert {k: found[k] for k in ("route", "readers", "verdicts")} == {
         "route": [], "readers": [], "verdicts": []}
+
+
+@pytest.mark.parametrize("root", version_params("qwen"))
+def test_every_release_gives_exit_failed_and_output(root: Path) -> None:
+    """On each kept release's repeated run (0.24.4's ``resultDisplay`` object, 0.12.0's
+    display string with ``status: success`` for a failure, 0.5.0's): every call ends with exit
+    2, failed, the command and ``ls``'s own message as output; as many calls as the release's
+    loop guard let through."""
+    log = SessionLog("qwen", root)
+    ends = [(e.command, e.exit, e.failed, e.output)
+            for e in log.read(log.session_lines()) if e.kind == SHELL_END]
+    calls = checks.loop_guard("qwen", log.version) or SHELL_REPEAT
+    assert ends == [("ls /nonexistent", 2, True, OUTPUT)] * calls
+
+
+@pytest.mark.parametrize("root", version_params("qwen"))
+def test_every_release_route_records_the_agents_command(root: Path) -> None:
+    """The hook's records of each kept release, stripped of the release's wrapper (0.5.0: ``{
+    <cmd>; }; __code=$?; pgrep -g 0 >... 2>&1; exit $__code;``; 0.12.0 and 0.24.4: none), are
+    the commands the stub asked for, with their exits."""
+    for run in evidence_of("qwen", root)["runs"]:
+        got = [(normalize(r["raw"], "qwen"), r["exit"]) for r in run["records"]]
+        times = min(run["repeat"], checks.loop_guard("qwen", evidence_of("qwen", root)["version"])
+                    or run["repeat"])
+        assert got == [(run["command"], checks.EXITS[run["command"]])] * times
+
+
+def test_strip_takes_off_the_older_wrapper_only() -> None:
+    """The 0.5.0 wrapper around a command (the recorded form), around one ending with ``&``
+    (no ``;`` added), a plain command, a user's own brace group and a wrapper cut before its
+    tail: only the complete wrapper is taken off."""
+    tail = " }; __code=$?; pgrep -g 0 >/tmp/shell_pgrep_3ead38395c97.tmp 2>&1; exit $__code;"
+    assert strip("{ ls /nonexistent;" + tail) == "ls /nonexistent"
+    assert strip("{ sleep 9 &" + tail) == "sleep 9 &"
+    assert strip("{ a; b; }; echo done") == "{ a; b; }; echo done"
+    assert strip("ls /nonexistent") == "ls /nonexistent"
+    cut = "{ ls /nonexistent; }; __code=$?; pgrep"
+    assert strip(cut) == cut
+
+
+def _release_verdict(root: Path, name: str) -> list[SessionEvent]:
+    log = SessionLog("qwen", root)
+    (rel,) = log.evidence()["verdict_scenarios"][name]["session_files"]
+    return log.read(log.lines(log.home / "verdict" / name / rel))
+
+
+@pytest.mark.parametrize("root", version_params("qwen"))
+def test_every_release_error_and_ok_runs(root: Path) -> None:
+    """Each kept release's ``error`` run (HTTP 400) ends the turn with the message: 0.5.0
+    writes ``status_code: null`` and ``error: "400 ..."``, 0.12.0 the status and ``error``,
+    0.24.2 and 0.24.4 ``error_message``; its ``ok`` run's call ends with exit 0, not failed,
+    output ``harness-ok``."""
+    events = _release_verdict(root, "error")
+    assert [e.kind for e in events] == [TURN_START, ERROR, TURN_END]
+    assert events[1].detail == "400 harness: stub refused the request"
+    ends = [(e.command, e.exit, e.failed, e.output)
+            for e in _release_verdict(root, "ok") if e.kind == SHELL_END]
+    assert ends == [("echo harness-ok", 0, False, "harness-ok")]
+
+
+def test_older_api_error_without_a_status_code() -> None:
+    """0.5.0's real api_error line (``status_code: null``): the status comes from the ``error``
+    text; a network error text with no leading status, or a 429 / 503 there, does not end the
+    turn."""
+    root = next(p.values[0] for p in version_params("qwen") if p.id == "qwen-0.5.0")
+    log = SessionLog("qwen", root)
+    (rel,) = log.evidence()["verdict_scenarios"]["error"]["session_files"]
+    lines = log.lines(log.home / "verdict" / "error" / rel)
+    event = lines[-1]["systemPayload"]["uiEvent"]
+    assert (event["status_code"], event["error"]) == (
+        None, "400 harness: stub refused the request")
+    for text in ("Connection error.", "429 slow down", "503 unavailable"):
+        state = READER.new_file_state()
+        READER.parse_line(lines[0], state)
+        line = copy.deepcopy(lines[-1])
+        line["systemPayload"]["uiEvent"]["error"] = text
+        assert READER.parse_line(line, state) == [] and state["open"] is True

@@ -90,25 +90,56 @@ def test_also_verified_releases_are_real_runs(backend: str) -> None:
     """Issue 15 (a version matrix): each kept capture of a row's earlier verified releases
     (which :func:`test_versions_verified_are_the_captures_kept` matches to the row) is a real
     run whose ``--version`` output names its release and whose repeated failure raised the
-    note; the table cell names every release ("1.6.0; also verified 0.73.1")."""
+    note (none where the release's own loop guard stopped the run at four calls,
+    ``harness.checks.loop_guard``); the table cell names every release ("1.6.0; also verified 0.73.1")."""
     row = COVERAGE[backend]
     found = versions(Path(row.evidence).stem)
-    assert len(found) == 1 + len(row.also_verified) > 1
-    for version, root in found[1:]:
+    assert len(found) == 1 + len(row.also_verified) + len(row.read_only) > 1
+    for version, root in found[1:1 + len(row.also_verified)]:
         kept = json.loads((root / Path(row.evidence).name).read_text())
         assert kept["version"] == version and version in kept["version_output"]
-        assert kept["runs"][-1]["note"] == (
+        guarded = checks.loop_guard(Path(row.evidence).stem, version)
+        assert kept["runs"][-1]["note"] == ("" if guarded else
             "Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)")
-    (cell,) = [r[3] for r in table_rows() if r[0] == backend]
-    assert cell == f"{row.evidence} ({row.version}; also verified {', '.join(row.also_verified)})"
+    (cell,) = [r[3] for r in table_rows(hive=row.hive) if r[0] == backend]
+    read = (f"; session log also read on {', '.join(row.read_only)}: {row.read_only_note}"
+            if row.read_only else "")
+    pin = f"; {row.pin_note}" if row.pin_note else ""
+    assert cell == (f"{row.evidence} ({row.version}; also verified "
+                    f"{', '.join(row.also_verified)}{read}{pin})")
+
+
+def test_read_only_releases_are_real_runs_the_route_did_not_record() -> None:
+    """Issue 26 item 3: a release only the session-log reader is verified on (``read_only``:
+    Copilot CLI 1.0.11, whose pseudo-terminal shell sessions BASH_ENV never sees; pi 0.27.9,
+    whose bash tool is ``sh -c``) is a real run whose ``--version`` names it, whose hook records
+    are empty, and whose session log the reader reads as the five failing calls (exit 2)."""
+    assert {b: r.read_only for b, r in COVERAGE.items() if r.read_only} == {
+        "copilot": ("1.0.11",), "pi": ("0.27.9",)}
+    kept = [(backend, version, root) for backend, row in COVERAGE.items() if row.read_only
+            for version, root in versions(backend)[1 + len(row.also_verified):]]
+    assert [(backend, version) for backend, version, _ in kept] == [("copilot", "1.0.11"),
+                                                                    ("pi", "0.27.9")]
+    for backend, version, root in kept:
+        evidence = json.loads((root / f"{backend}.json").read_text())
+        assert evidence["version"] == version and version in evidence["version_output"]
+        last = evidence["runs"][-1]
+        assert last["records"] == [] and last["note"] == ""
+        assert [(r["command"], r["exit"], r["failed"]) for r in last["session_records"]] == \
+            [("ls /nonexistent", 2, True)] * 5
 
 
 def test_pi_is_verified_on_its_new_package_and_the_old_one() -> None:
     """pi's row: the pin is 1.6.0 (``@earendil-works/pi-coding-agent``), and 0.73.1 (the last
-    ``@mariozechner/pi-coding-agent``) is verified too."""
-    assert (COVERAGE["pi"].version, COVERAGE["pi"].also_verified) == ("1.6.0", ("0.73.1",))
+    ``@mariozechner/pi-coding-agent``) and 0.31.1 (the oldest whose bash tool is bash) are
+    verified too; 0.27.9's session log is read only (its bash tool is ``sh -c``)."""
+    row = COVERAGE["pi"]
+    assert (row.version, row.also_verified, row.read_only) == ("1.6.0", ("0.73.1", "0.31.1"),
+                                                               ("0.27.9",))
     (cell,) = [r[3] for r in table_rows() if r[0] == "pi"]
-    assert cell == "harness/evidence/pi.json (1.6.0; also verified 0.73.1)"
+    assert cell.startswith("harness/evidence/pi.json (1.6.0; also verified 0.73.1, 0.31.1; "
+                           "session log also read on 0.27.9: 0.27.9 to 0.30.2 run the bash "
+                           "tool as sh -c")
 
 
 def test_rows_not_covered_say_why() -> None:
@@ -155,4 +186,4 @@ def test_versions_verified_are_the_captures_kept(backend: str) -> None:
     kept = [version for version, _ in versions(source)]
     if source == "bash":
         return
-    assert kept == [row.version, *row.also_verified]
+    assert kept == [row.version, *row.also_verified, *row.read_only]

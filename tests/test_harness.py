@@ -15,7 +15,8 @@ import pytest
 from harness.evidence import primary
 from harness import runner
 from harness.backends import BACKENDS
-from harness.stub import FINAL_TEXT, PATCH_LINE, Script, Step, StubServer, pick_tool
+from harness.stub import (FINAL_TEXT, PATCH_LINE, REQUIRED_TEXT, Script, Step, StubServer,
+                          pick_tool)
 
 EVIDENCE_DIR = primary()
 SHELL = {"type": "object", "properties": {"command": {"type": "string"}}}
@@ -52,6 +53,41 @@ def test_codex_apply_patch_is_the_file_tool_only_without_a_read_tool() -> None:
         f"*** Begin Patch\n*** Update File: /w/notes.txt\n@@\n+{PATCH_LINE}\n*** End Patch\n")
     assert pick_tool(tools, "shell").name == "exec_command"
     assert pick_tool([{"name": "exec_command", "schema": schema("cmd")}], "file") is None
+
+
+def test_other_required_free_text_parameters_are_filled() -> None:
+    """Copilot CLI 1.0.11's ``bash`` requires ``description`` beside ``command``: the shell call
+    fills it (and any other required string without an ``enum``) with ``REQUIRED_TEXT``; a
+    required boolean, an enum string and optional strings are left out."""
+    bash = {"type": "object", "required": ["command", "description", "mode", "async"],
+            "properties": {"command": {"type": "string"}, "description": {"type": "string"},
+                           "mode": {"type": "string", "enum": ["sync", "async"]},
+                           "async": {"type": "boolean"}, "note": {"type": "string"}}}
+    choice = pick_tool([{"name": "bash", "schema": bash}], "shell")
+    assert choice.required_text == ("description",)
+    assert choice.arguments("ls /nonexistent") == {"command": "ls /nonexistent",
+                                                   "description": REQUIRED_TEXT}
+    plain = pick_tool([{"name": "bash", "schema": SHELL}], "shell")
+    assert plain.arguments("ls /nonexistent") == {"command": "ls /nonexistent"}
+
+
+def test_a_release_runs_with_the_settings_its_backend_module_gives() -> None:
+    """``Backend.at_release``: the pin's settings with the version changed, then the module's
+    ``release_settings`` (pi: releases up to 0.73.1 from the old package; copilot: an extra
+    flag; opencode and kilo: no ``--pure``); a backend without one only changes the
+    version."""
+    pi = BACKENDS["pi"]
+    assert (pi.at_release("0.27.9").package, pi.at_release("0.73.1").package,
+            pi.at_release("0.74.0").package) == ("@mariozechner/pi-coding-agent",
+                                                 "@mariozechner/pi-coding-agent", pi.package)
+    assert pi.at_release("0.27.9").version == "0.27.9"
+    assert "--allow-all-paths" in BACKENDS["copilot"].at_release("1.0.62").argv("c", "p")
+    assert BACKENDS["opencode"].at_release("1.2.1").argv("o", "p") == [
+        "o", "run", "--model", "stub/stub-model", "p"]
+    assert "--pure" not in BACKENDS["kilo"].at_release("7.0.33").argv("k", "p")
+    qwen = BACKENDS["qwen"].at_release("0.15.10")
+    assert (qwen.version, qwen.argv, qwen.package) == (
+        "0.15.10", BACKENDS["qwen"].argv, BACKENDS["qwen"].package)
 
 
 def _post(url: str, body: dict) -> dict:

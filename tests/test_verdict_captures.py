@@ -96,6 +96,11 @@ EMPTY_EXIT = {"claude": 0, "codex": 0, "gemini": 0, "pi": 0, "omp": 0, "opencode
               "continue": 0, "droid": 0}
 
 
+#: Where an earlier kept release exits otherwise on the empty reply (issue 26 item 3, real
+#: captures): Copilot CLI 1.0.62 and 1.0.11 and Kilo 7.0.33 exit 0.
+EARLIER_EMPTY_EXIT = {("copilot", "1.0.62"): 0, ("copilot", "1.0.11"): 0, ("kilo", "7.0.33"): 0}
+
+
 def releases(backends) -> list:
     """``(backend, evidence root)`` for every verified release of each backend (the pin first),
     as pytest params with the release in the id."""
@@ -106,6 +111,20 @@ def releases(backends) -> list:
 def scenario_version(backend: str, root: Path) -> str:
     """The CLI release of ``backend``'s evidence under ``root``."""
     return json.loads((root / f"{backend}.json").read_text())["version"]
+
+
+#: Kept releases whose stream-json transcript the verdict reader does not judge right yet
+#: (issue 26 item 3, left open): Qwen Code 0.5.0 and 0.12.0 report an HTTP 400 as assistant
+#: text "[API Error: 400 ...]" with a ``result`` of subtype ``success``, and exit 0 on an empty
+#: reply (0.24.2 and the pin: is_error, exit 1).
+TRANSCRIPT_GAPS = {("qwen", "0.5.0"): ("error", "empty"), ("qwen", "0.12.0"): ("error", "empty")}
+
+
+def known_gap(backend: str, root: Path, name: str) -> None:
+    """Mark the test an expected failure when :data:`TRANSCRIPT_GAPS` lists its release and
+    scenario."""
+    if name in TRANSCRIPT_GAPS.get((backend, scenario_version(backend, root)), ()):
+        pytest.xfail(f"{backend} {scenario_version(backend, root)} {name}: TRANSCRIPT_GAPS")
 
 
 def scenario(backend: str, name: str, root: Path = EVIDENCE) -> dict:
@@ -130,13 +149,17 @@ def run_verdict(*args: str) -> subprocess.CompletedProcess:
 def test_the_cli_exits_0_on_an_empty_reply_and_on_a_normal_turn(backend, root):
     """The failure class the verdicts exist for: an empty reply and no tool call, and most CLIs
     still exit 0 (as they do for a turn that worked)."""
-    assert cli_exit(backend, "empty", root) == EMPTY_EXIT[backend]
+    known_gap(backend, root, "empty")
+    version = scenario_version(backend, root)
+    assert cli_exit(backend, "empty", root) == EARLIER_EMPTY_EXIT.get((backend, version),
+                                                                     EMPTY_EXIT[backend])
     assert cli_exit(backend, "ok", root) == 0
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
 @pytest.mark.parametrize("backend,root", releases(TRANSCRIPT_VERDICTS))
 def test_repeat_failure_verdict_on_real_transcripts(backend, root, name):
+    known_gap(backend, root, name)
     path = root / backend / "verdict" / name / "transcript.jsonl"
     assert path.is_file(), f"{path} missing: python -m harness run --backend {backend}"
     alone, with_exit = {**TRANSCRIPT_VERDICTS[backend], **EARLIER_TRANSCRIPT_VERDICTS.get(

@@ -29,6 +29,8 @@ directory in the harness cache instead (program files only, no state), which cut
 
 from __future__ import annotations
 
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from harness import runner
@@ -37,8 +39,8 @@ from harness.runner import Backend
 VERSION = "1.0.102"
 
 
-def _prepare(home: Path, work: Path, url: str) -> dict[str, str]:
-    pkg_cache = runner.CACHE / f"copilot-{VERSION}" / "pkg-cache"
+def _prepare(home: Path, work: Path, url: str, version: str = VERSION) -> dict[str, str]:
+    pkg_cache = runner.CACHE / f"copilot-{version}" / "pkg-cache"
     pkg_cache.mkdir(parents=True, exist_ok=True)
     return {
         "COPILOT_PROVIDER_BASE_URL": f"{url}/v1",
@@ -53,8 +55,19 @@ def _argv(binary: str, prompt: str) -> list[str]:
             "--no-color"]
 
 
+def _argv_before_pin(binary: str, prompt: str) -> list[str]:
+    return [*_argv(binary, prompt)[:-1], "--allow-all-paths", "--no-color"]
+
+
+def _release(backend: Backend, version: str) -> Backend:
+    """Copilot ``version`` (not the pin): its own unpacked-files cache beside its install, and
+    ``--allow-all-paths`` (1.0.11 denies ``ls /nonexistent`` under ``--allow-all-tools`` alone:
+    "Permission denied and could not request permission from user")."""
+    return replace(backend, prepare=partial(_prepare, version=version), argv=_argv_before_pin)
+
+
 BACKEND = Backend(
     name="copilot", package="@github/copilot", version=VERSION, binary="copilot",
     prepare=_prepare, argv=_argv,
-    session_globs=(".copilot/session-state/*/events.jsonl",),
+    session_globs=(".copilot/session-state/*/events.jsonl",), release_settings=_release,
 )

@@ -26,6 +26,7 @@ the runner reads it with its write-ahead log and keeps its rows as JSON lines.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from harness.backends.opencode import MODEL, stub_config, xdg_dirs
@@ -54,8 +55,19 @@ def _argv(binary: str, prompt: str) -> list[str]:
     return [binary, "run", "--pure", "--auto", "--model", MODEL, prompt]
 
 
+def _argv_without_pure(binary: str, prompt: str) -> list[str]:
+    return [binary, "run", "--auto", "--model", MODEL, prompt]
+
+
+def _release(backend: Backend, version: str) -> Backend:
+    """Kilo ``version`` (not the pin): without ``--pure`` (7.0.33's ``run`` has no such option
+    and prints its help instead of running; no plugin is configured here either way, and
+    ``KILO_DISABLE_DEFAULT_PLUGINS`` stays set)."""
+    return replace(backend, argv=_argv_without_pure)
+
+
 BACKEND = Backend(
     name="kilo", package="@kilocode/cli", version="7.7.7", binary="kilo",
-    prepare=_prepare, argv=_argv,
+    prepare=_prepare, argv=_argv, release_settings=_release,
     session_globs=(".local/share/kilo/kilo.db",),  # read with its WAL by the runner
 )

@@ -14,6 +14,7 @@ session store is SQLite (``~/.local/share/opencode/opencode.db``, table ``part``
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from harness.runner import Backend
@@ -80,9 +81,20 @@ def _argv(binary: str, prompt: str) -> list[str]:
     return [binary, "run", "--pure", "--model", MODEL, prompt]
 
 
+def _argv_without_pure(binary: str, prompt: str) -> list[str]:
+    return [binary, "run", "--model", MODEL, prompt]
+
+
+def _release(backend: Backend, version: str) -> Backend:
+    """opencode ``version`` (not the pin): without ``--pure`` (1.2.1's ``run`` has no such
+    option and prints its help instead of running; no plugin is configured here either way, and
+    ``OPENCODE_DISABLE_DEFAULT_PLUGINS`` stays set)."""
+    return replace(backend, argv=_argv_without_pure)
+
+
 BACKEND = Backend(
     name="opencode", package="opencode-ai", version="1.18.33", binary="opencode",
-    prepare=_prepare, argv=_argv,
+    prepare=_prepare, argv=_argv, release_settings=_release,
     # Everything a run writes is still in the write-ahead log when opencode exits (the main file
     # stays a 4 KiB header), so the log is listed with the database.
     session_globs=(".local/share/opencode/opencode.db",),  # read with its WAL by the runner

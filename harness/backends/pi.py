@@ -16,6 +16,7 @@ its version on stderr.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from harness.runner import Backend
@@ -47,7 +48,21 @@ def _argv(binary: str, prompt: str) -> list[str]:
     return [binary, "--offline", "--provider", "stub", "--model", "stub-model", "-p", prompt]
 
 
+#: The last release of the old package; later releases are published as
+#: ``@earendil-works/pi-coding-agent`` (its first is 0.74.0).
+OLD_PACKAGE, OLD_PACKAGE_LAST = "@mariozechner/pi-coding-agent", (0, 73, 1)
+
+
+def _release(backend: Backend, version: str) -> Backend:
+    """pi ``version`` (not the pin): from the old package ``@mariozechner/pi-coding-agent`` up to
+    its last release 0.73.1; the settings are the pin's otherwise."""
+    if tuple(int(part) for part in version.split(".")[:3]) <= OLD_PACKAGE_LAST:
+        return replace(backend, package=OLD_PACKAGE)
+    return backend
+
+
 BACKEND = Backend(
     name="pi", package="@earendil-works/pi-coding-agent", version="1.6.0", binary="pi",
     prepare=_prepare, argv=_argv, session_globs=(".pi/agent/sessions/*/*.jsonl",),
+    release_settings=_release,
 )

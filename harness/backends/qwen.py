@@ -12,6 +12,12 @@ asking. ``~/.qwen/settings.json`` turns usage statistics, telemetry, auto-update
 nag off. The package's ``engines`` asks for Node >= 22, but 0.24.4 runs on the machine's Node 20
 (nothing here needed more). Session log (chat recording):
 ``~/.qwen/projects/<cwd-slug>/chats/<session-id>.jsonl``.
+
+Earlier releases (``--release V``; issue 26 item 3, ``docs/backend-support.md``) run with the
+same settings: 0.5.0 to 0.24.3 were tried. 0.5.0 to 0.10.1 refuse a ``run_shell_command`` call
+without its required ``is_background`` ("params must have required property
+'is_background'"); the stub passes a tool's required booleans as ``false``
+(``harness.stub.pick_tool``), so nothing here depends on the release.
 """
 
 from __future__ import annotations

@@ -195,6 +195,13 @@ class SessionLogReader:
     edit_tools: ClassVar[frozenset[str]] = frozenset()
     shell_tools: ClassVar[frozenset[str]] = frozenset()
 
+    def never_runs(self, obj: Any, state: dict[str, Any]) -> bool:
+        """Whether the line ``obj`` (with the file's ``state`` after :meth:`parse_line` took
+        it) names tool calls the CLI never runs, which the reader leaves out on purpose (Claude
+        Code's warmup subagents): such a line is no sign of an unread shell call
+        (:mod:`repeat_failure.sessions.unrecognized`). False unless a reader says so."""
+        return False
+
     def new_file_state(self) -> dict[str, Any]:
         """Fresh per-file state (what :meth:`parse_line` keeps between the lines of one file,
         such as tool-call id → command). Lost on a sidecar restart: a reader must cope with a

@@ -262,6 +262,12 @@ class ClaudeSessionReader(JsonLinesReader):
         subagent's file)."""
         return {"calls": {}, "turn_id": "", "ended": None, "open": False, "unanswered": {}}
 
+    def never_runs(self, obj: Any, state: dict[str, Any]) -> bool:
+        """A warmup subagent's line (Claude Code 2.0.x-2.1.x): the calls it names are never run
+        (:data:`_WARMUP`)."""
+        return (isinstance(obj, dict) and obj.get("isSidechain") is True
+                and state.get("warmup") is True)
+
     def parse_typed(self, kind: str, obj: dict[str, Any],
                     state: dict[str, Any]) -> list[SessionEvent]:
         """The events of one line of type ``kind`` (see the class docstring)."""

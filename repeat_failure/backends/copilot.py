@@ -17,6 +17,17 @@ reader uses these, all seen in the 1.0.102 file kept with the evidence:
   ``tool.execution_complete`` (``toolCallId``, ``success``, ``shellExecution.exitCode``,
   ``result.content`` ending ``<shellId: N completed with exit code N>``). ``success`` is the
   tool's own success: ``true`` for a command that exited 2.
+
+Earlier releases (issue 26 item 3; real captures of each under
+``harness/evidence/versions/copilot/``, found by running every installable release between
+1.0.11 and 1.0.102 that the bisection needed) write the same event types, but the exit code only
+in the result text:
+
+* 1.0.85 and later: ``shellExecution.exitCode`` (1.0.83, the release before it here, has none);
+* 1.0.60 to 1.0.83: ``result.content`` ends ``<shellId: N completed with exit code N>``;
+* 1.0.11 to 1.0.59: ``result.content`` ends ``<exited with exit code N>`` (a pseudo-terminal shell
+  session per call; BASH_ENV-recorded commands start at 1.0.62, when the CLI's changelog says
+  "Shell commands run via lightweight process spawning instead of a pseudo-terminal").
 """
 
 from __future__ import annotations
@@ -32,16 +43,19 @@ from repeat_failure.backends import (ERROR, SHELL_END, SHELL_START, TEXT, TOOL, 
 _SHELL_TOOLS = frozenset({"bash"})
 #: At most this many started-but-unfinished shell calls are remembered per file (oldest dropped).
 _MAX_OPEN_CALLS = 512
-# The last line of a shell result, as the 1.0.102 CLI's own renderer matches it.
+# The last line of a shell result: ``<shellId: N completed with exit code N>`` as the 1.0.102
+# CLI's own renderer matches it (written from 1.0.60 on), or ``<exited with exit code N>``, the
+# line of 1.0.11 to 1.0.59 (their pseudo-terminal shell sessions; real 1.0.11 capture).
 _EXIT_TEXT = re.compile(
-    r"^<(?:detached command with )?shellId: [^\r\n]+ completed with exit code (-?\d+)>[ \t]*$",
-    re.M)
+    r"^<(?:(?:detached command with )?shellId: [^\r\n]+ completed|exited) with exit code "
+    r"(-?\d+)>[ \t]*$", re.M)
 
 
 def _exit(data: dict[str, Any]) -> int | None:
     """The exit code of a finished ``bash`` call: ``shellExecution.exitCode`` (a whole number,
-    else ReaderFormatError("bad_exit")), else the ``completed with exit code N`` line of
-    ``result.content``, else ``None``."""
+    else ReaderFormatError("bad_exit"); 1.0.85+), else the last ``<shellId: N completed with
+    exit code N>`` (1.0.60 to 1.0.83) or ``<exited with exit code N>`` (1.0.11 to 1.0.59) line
+    of ``result.content``, else ``None``."""
     shell = data.get("shellExecution")
     if shell is not None:
         return exit_number(require_object(shell).get("exitCode"))
@@ -54,8 +68,9 @@ def _exit(data: dict[str, Any]) -> int | None:
     return None
 
 
-#: The trailing notice of Copilot CLI's shell tool result (1.0.x's real run).
-_SHELL_NOTICE = re.compile(r"\n?<shellId: [^<>\n]*>\s*\Z")
+#: The trailing notice of Copilot CLI's shell tool result: ``<shellId: ...>`` (1.0.60 to
+#: 1.0.102's real runs) or ``<exited with exit code N>`` (1.0.11 to 1.0.59).
+_SHELL_NOTICE = re.compile(r"\n?<(?:shellId: [^<>\n]*|exited with exit code -?\d+)>\s*\Z")
 
 class CopilotReader(JsonLinesReader):
     """Reads GitHub Copilot CLI ``events.jsonl`` session logs.
@@ -96,7 +111,8 @@ class CopilotReader(JsonLinesReader):
     globs = (".copilot/session-state/*/events.jsonl",)
     route_records = False
     signal = ("~/.copilot/session-state/*/events.jsonl: tool.execution_start of bash starts a "
-              "call, its tool.execution_complete ends it (shellExecution.exitCode)")
+              "call, its tool.execution_complete ends it (shellExecution.exitCode, or before "
+              "1.0.85 the result's 'exit code N' line)")
 
     def new_file_state(self) -> dict[str, Any]:
         """``{"turn": <interactionId>, "calls": {call_id: command}, "step": {"message": bool,

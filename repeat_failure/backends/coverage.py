@@ -33,8 +33,12 @@ class CoverageRow:
     ``harness/evidence/``, or the test module for ``bash``), ``version`` (the pinned release)
     and ``also_verified``: the earlier releases whose real captures the tests still run on
     (``harness/evidence/versions/<backend>/<version>/``, issue 15's version matrix; users upgrade
-    at different times). Rows not covered carry ``reason`` and ``follow_up`` (an issue
-    reference). ``hive`` is False for a backend beyond Hive's list (DESIGN.md
+    at different times); ``also_verified[-1]`` is the oldest release the route is verified on
+    (CI re-runs it: ``python -m harness run --covered --oldest``). ``read_only`` names still older
+    releases (newest first) whose real captures are kept and read by the backend's session-log
+    reader, but whose commands the route does not record, and ``read_only_note`` says why (issue
+    26 item 3: every session-log format users run is read). Rows not covered carry ``reason``
+    and ``follow_up`` (an issue reference). ``hive`` is False for a backend beyond Hive's list (DESIGN.md
     "Coverage table" names Hive's).
     """
 
@@ -47,6 +51,8 @@ class CoverageRow:
     evidence: str = ""
     version: str = ""
     also_verified: tuple[str, ...] = ()
+    read_only: tuple[str, ...] = ()
+    read_only_note: str = ""
     #: Why the pin is not the newest release, when it is not: the registry's own error for a
     #: newest release that does not install (``python -m harness drift``).
     pin_note: str = ""
@@ -87,16 +93,20 @@ def shell_activity_signal(backend: str) -> str:
 def _covered(backend: str, name: str, version: str, kind: str = "cli",
              evidence_of: str | None = None, route: str = "bash_env",
              also: tuple[str, ...] = (), shell_activity: str | None = None,
-             hive: bool = True, pin_note: str = "") -> CoverageRow:
+             hive: bool = True, pin_note: str = "", read_only: tuple[str, ...] = (),
+             read_only_note: str = "") -> CoverageRow:
     """A covered row; ``evidence_of`` names the backend whose harness run is the evidence (an
     inference backend runs through the Claude Code CLI, so Claude Code's run covers it);
     ``also`` the earlier releases verified on their kept captures, newest first;
     ``shell_activity`` replaces :func:`shell_activity_signal`'s text (a backend whose session log
-    has shell calls but no reader yet); ``pin_note`` says why the pin is not the newest."""
+    has shell calls but no reader yet); ``pin_note`` says why the pin is not the newest;
+    ``read_only`` the older releases only the session-log reader is verified on, and
+    ``read_only_note`` why the route records nothing there."""
     return CoverageRow(backend, name, kind, True, route=route,
                        shell_activity=shell_activity or shell_activity_signal(backend),
                        evidence=f"harness/evidence/{evidence_of or backend}.json", version=version,
-                       also_verified=also, hive=hive, pin_note=pin_note)
+                       also_verified=also, hive=hive, pin_note=pin_note, read_only=read_only,
+                       read_only_note=read_only_note)
 
 
 #: The earlier Claude Code releases verified on their kept captures, newest first (issue 26 item 3:
@@ -123,13 +133,22 @@ _ROWS = (
     _covered("codex", "OpenAI Codex CLI", "0.171.0",
              also=("0.148.0", "0.145.0", "0.100.0", "0.96.0", "0.64.0")),
     _covered("gemini", "Gemini CLI", "0.61.0", also=GEMINI_ALSO),
-    _covered("copilot", "GitHub Copilot CLI", "1.0.102"),
-    _covered("opencode", "opencode", "1.18.33"),
-    _covered("pi", "pi", "1.6.0", also=("0.73.1",)),
-    _covered("omp", "Oh My Pi", "18.2.3", route="omp_session_log", pin_note=(
+    _covered("copilot", "GitHub Copilot CLI", "1.0.102", also=("1.0.85", "1.0.62"),
+             read_only=("1.0.11",), read_only_note=(
+                 "1.0.11 to 1.0.61 run each command in a pseudo-terminal shell session, which "
+                 "BASH_ENV never sees (the route starts at 1.0.62); older releases cannot run "
+                 "against the stub (no custom-provider settings)")),
+    _covered("opencode", "opencode", "1.18.33", also=("1.2.1",)),
+    _covered("pi", "pi", "1.6.0", also=("0.73.1", "0.31.1"), read_only=("0.27.9",),
+             read_only_note=(
+                 "0.27.9 to 0.30.2 run the bash tool as sh -c (0.31.1 runs /bin/bash), which never "
+                 "loads BASH_ENV; 0.13.2, the one older release of the last 12 months that "
+                 "installs here, writes no session file with -p")),
+    _covered("omp", "Oh My Pi", "18.2.3", route="omp_session_log", also=("17.2.15", "14.9.9"),
+             pin_note=(
         "newest 18.3.4 does not install: npm error code ETARGET, No matching version found for "
         "@oh-my-pi/omp-stats@18.3.4")),
-    _covered("kilo", "Kilo Code CLI", "7.7.7", pin_note=(
+    _covered("kilo", "Kilo Code CLI", "7.7.7", also=("7.0.33",), pin_note=(
         "newest 7.8.1 does not install: npm error code ETARGET, No matching version found for "
         "@kilocode/cli-linux-x64-baseline-musl@7.8.1")),
     _not_covered("aider", "aider", reason=(
@@ -151,9 +170,15 @@ _ROWS = (
     _covered("watsonx", "watsonx (through the Claude Code route)", "2.1.332", kind="inference",
              evidence_of="claude", also=CLAUDE_ALSO),
     # Beyond Hive's list (issue 15, item 7): agent CLIs platform teams run, tried from npm.
-    _covered("qwen", "Qwen Code", "0.24.4", hive=False),
-    _covered("cline", "Cline CLI", "3.0.65", hive=False),
-    _covered("continue", "Continue CLI (cn)", "1.5.47", hive=False),
+    # Qwen Code: 0.5.0 (the oldest release of the last 12 months served here) to 0.10.1 wrap the
+    # command (the qwen stripper); 0.12.0 to 0.24.2 write a display string where 0.24.3 on
+    # writes a shell_result object (issue 26 item 3; docs/backend-support.md).
+    _covered("qwen", "Qwen Code", "0.24.4", hive=False, also=("0.24.2", "0.12.0", "0.5.0")),
+    # Cline CLI: 3.0.57 (the oldest 3.0 release served here) writes the same session files;
+    # 2.x and 1.0.x are another program with another log (docs/backend-support.md).
+    _covered("cline", "Cline CLI", "3.0.65", hive=False, also=("3.0.57",)),
+    # Continue CLI: 1.5.11, the oldest release served here, verified too (issue 26 item 3).
+    _covered("continue", "Continue CLI (cn)", "1.5.47", hive=False, also=("1.5.11",)),
     # Droid's Execute runs the command in a nested shell of its supervisor script; the hook
     # records that inner command (hooks/bash_env.slow.bash).
     _covered("droid", "Factory Droid", "0.215.0", hive=False),
@@ -185,6 +210,8 @@ def table_rows(hive: bool = True) -> list[list[str]]:
         detail = r.evidence if r.covered else r.reason
         versions = "; ".join([r.version] + ([f"also verified {', '.join(r.also_verified)}"]
                                             if r.also_verified else [])
+                             + ([f"session log also read on {', '.join(r.read_only)}: "
+                                 f"{r.read_only_note}"] if r.read_only else [])
                              + ([r.pin_note] if r.pin_note else []))
         rows.append([r.backend, r.route or "-", r.status,
                      f"{detail} ({versions})" if r.version else detail,

@@ -107,11 +107,13 @@ class OmpSessionReader(PiSessionReader):
         return not (isinstance(details, dict) and details.get("executed") is False)
 
     def _exit(self, message: dict[str, Any]) -> int | None:
-        """``details.exitCode`` (omp 18.2.3); ``None`` when absent. Raises ``bad_exit`` when it
-        is present and not an integer."""
+        """``details.exitCode`` (omp 18.2.3); when absent, the result text's last line
+        ``Command exited with code N`` as pi writes it (omp 14.9.9 writes ``details: {}`` and
+        only that line: its real capture); ``None`` when neither is there. Raises ``bad_exit``
+        when ``exitCode`` is present and not an integer, or that line's code is not one."""
         details = message.get("details")
         if not isinstance(details, dict) or details.get("exitCode") is None:
-            return None
+            return super()._exit(message)
         code = details["exitCode"]
         if not isinstance(code, int) or isinstance(code, bool):
             raise ReaderFormatError("bad_exit")

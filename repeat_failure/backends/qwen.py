@@ -1,9 +1,14 @@
 """Qwen Code: the session-log reader of its chat recording (a Gemini CLI fork).
 
-Qwen Code runs its ``run_shell_command`` commands as a plain ``bash -c <cmd>`` in a pty (no
-wrapper: ``harness/evidence/qwen.json``), so the neutral route records them as they are and this
-module registers no stripper. Its session log (seen in the harness's real runs of Qwen Code
-0.24.4, ``harness/evidence/qwen/``) is ``~/.qwen/projects/<cwd-slug>/chats/<session id>.jsonl``:
+Qwen Code 0.24.4 runs its ``run_shell_command`` commands as a plain ``bash -c <cmd>`` in a pty
+(no wrapper: ``harness/evidence/qwen.json``), so the neutral route records them as they are.
+Older releases (0.5.0 to 0.10.1, ``harness/evidence/versions/qwen/``) wrap the
+command the way Gemini CLI once did; :func:`strip` (registered as the ``qwen`` stripper) takes
+that wrapper off and leaves any other text unchanged. Releases before 0.24.3 write the shell
+result differently (below, and :func:`shell_exit`, :func:`_output`, :func:`_terminal_api_error`).
+
+Its session log (seen in the harness's real runs of Qwen Code 0.24.4,
+``harness/evidence/qwen/``) is ``~/.qwen/projects/<cwd-slug>/chats/<session id>.jsonl``:
 one JSON object per line, appended, each with ``uuid``, ``parentUuid``, ``sessionId``,
 ``timestamp`` (ISO-8601), ``type``, ``cwd`` and ``version``:
 
@@ -47,6 +52,7 @@ from repeat_failure.backends import (
     exit_number,
     log_timestamp,
     register_reader,
+    register_stripper,
     remember,
     remember_call,
     require_object,
@@ -64,6 +70,29 @@ _EXIT_LINE = re.compile(r"^Exit Code: (.*)$", re.M)
 _RETRIED = frozenset({429})
 
 
+#: The wrapper of Qwen Code 0.5.0 to 0.10.1: ``{ <cmd>; }; __code=$?; pgrep -g 0
+#: ><tmp>/shell_pgrep_<hex>.tmp 2>&1; exit $__code;`` (the command trimmed, with ``;`` added
+#: unless it ends with ``&``; the temporary file's path is not quoted).
+_WRAPPER = re.compile(r"\{ (?P<cmd>.*) \}; __code=\$\?; pgrep -g 0 >\S*shell_pgrep_[0-9a-f]+\.tmp "
+                      r"2>&1; exit \$__code;\Z", re.S)
+
+
+def strip(command: str) -> str:
+    """The command Qwen Code's agent asked for, from the recorded ``bash -c`` text: the inner
+    command of the older releases' ``{ <cmd>; }; __code=$?; pgrep -g 0 >... 2>&1; exit
+    $__code;`` wrapper (seen in 0.5.0 to 0.10.1), without the ``;`` the CLI added;
+    any other text (0.24.4's plain commands, a record cut before the wrapper's tail) unchanged.
+    Never raises."""
+    try:
+        found = _WRAPPER.match(command)
+        if found is None:
+            return command
+        inner = found["cmd"]
+        return inner[:-1] if inner.endswith(";") else inner
+    except Exception:  # noqa: BLE001 - a stripper must never raise
+        return command
+
+
 def _parts(obj: dict[str, Any]) -> list[dict[str, Any]]:
     """``message.parts`` of a line: a list of objects; anything else raises ``unknown_shape``."""
     message = require_object(obj.get("message"))
@@ -79,11 +108,21 @@ def _visible_text(parts: list[dict[str, Any]]) -> bool:
                for p in parts)
 
 
+#: The HTTP status leading an older release's ``error`` text (0.5.0: ``"400 <message>"``).
+_ERROR_STATUS = re.compile(r"([1-5][0-9][0-9]) ")
+
+
 def _terminal_api_error(event: dict[str, Any]) -> bool:
     """A ``qwen-code.api_error`` telemetry event the CLI did not retry past: its
-    ``status_code`` is an HTTP status Qwen Code does not retry (not 429, not 5xx). An error
-    with no status (a network failure) may be retried, so it is not terminal here."""
+    ``status_code`` is an HTTP status Qwen Code does not retry (not 429, not 5xx). Qwen Code
+    0.5.0 writes ``status_code: null`` and the status only at the start of its ``error`` text
+    (``"400 ..."``; 0.8.2 on fill ``status_code``; 0.21.2 on write ``error_message`` instead of
+    ``error``), so a null status with such an ``error`` text takes the status from there. An
+    error with no status (a network failure) may be retried, so it is not terminal here."""
     status = event.get("status_code")
+    if status is None and isinstance(event.get("error"), str):
+        found = _ERROR_STATUS.match(event["error"])
+        status = int(found[1]) if found else None
     if isinstance(status, bool) or not isinstance(status, int):
         return False
     return 400 <= status < 500 and status not in _RETRIED
@@ -91,7 +130,9 @@ def _terminal_api_error(event: dict[str, Any]) -> bool:
 
 def shell_exit(result: dict[str, Any], text: str) -> tuple[int | None, bool]:
     """``(exit, failed)`` of a finished ``run_shell_command`` call from its ``toolCallResult``
-    (``result``) and its response text (``text``), by Qwen Code 0.24.4's shapes:
+    (``result``) and its response text (``text``), by Qwen Code's shapes (0.24.3 on: a
+    ``shell_result`` display; 0.5.0 to 0.24.2: a display string and ``status: "success"`` even
+    for a failing command, so the text's line decides):
 
     - ``resultDisplay.exitCode`` when the display is a ``shell_result`` whose ``exitCode`` is a
       number (``None`` there: killed by a signal → no number, failed);
@@ -120,13 +161,26 @@ def shell_exit(result: dict[str, Any], text: str) -> tuple[int | None, bool]:
     return None, status != "success"
 
 
-def _output(result: dict[str, Any]) -> str | None:
-    """The command's own output: ``resultDisplay.output`` of a ``shell_result`` (without the
-    tool's ``Command:`` / ``Directory:`` / ``Exit Code:`` lines); ``None`` when absent."""
+#: The command's output in an older release's result text (0.5.0 to 0.24.2: ``Command:`` /
+#: ``Directory:`` / ``Output: <output>`` / ``Error: ...`` / ``Exit Code: N`` lines, ``(empty)``
+#: for no output), when its ``resultDisplay`` is a display string rather than a
+#: ``shell_result``.
+_OUTPUT_LINES = re.compile(r"^Output: (.*?)\nError: ", re.M | re.S)
+
+
+def _output(result: dict[str, Any], text: str) -> str | None:
+    """The command's own output: ``resultDisplay.output`` of a ``shell_result`` (0.24.4; without
+    the tool's ``Command:`` / ``Directory:`` / ``Exit Code:`` lines); else, when the display is
+    not such an object (0.5.0 to 0.24.2 write a display string there), the ``Output:``
+    section of the response text (``(empty)`` read as ``""``); ``None`` when neither is
+    there."""
     display = result.get("resultDisplay")
-    if isinstance(display, dict) and isinstance(display.get("output"), str):
-        return display["output"]
-    return None
+    if isinstance(display, dict):
+        return display["output"] if isinstance(display.get("output"), str) else None
+    found = _OUTPUT_LINES.search(text)
+    if found is None:
+        return None
+    return "" if found[1] == "(empty)" else found[1]
 
 
 class QwenReader(JsonLinesReader):
@@ -146,7 +200,8 @@ class QwenReader(JsonLinesReader):
       started) → ``shell_end`` (exit from :func:`shell_exit`, ``output`` = the command's own
       output); other tools' results → ``[]`` (their ``tool`` event came with the call).
     - ``system`` ``ui_telemetry`` whose event is ``qwen-code.api_error`` with a status Qwen
-      Code does not retry (a 4xx other than 429) → ``error`` (``detail`` = ``error_message``)
+      Code does not retry (a 4xx other than 429; :func:`_terminal_api_error`) → ``error``
+      (``detail`` = ``error_message``, or ``error`` in 0.5.0 to 0.12.0)
       and ``turn_end`` when a turn is open (the ``error`` verdict run: HTTP 400, one request,
       the CLI exits 1); other ``system`` lines → ``[]``.
     - Other line types → :class:`~repeat_failure.backends.UnusedLine`.
@@ -265,7 +320,7 @@ class QwenReader(JsonLinesReader):
         exit_code, failed = shell_exit(result, "\n".join(text))
         return [SessionEvent(SHELL_END, ts, call_id=call_id, command=command, exit=exit_code,
                              failed=failed, tool=name, turn_id=str_or_empty(state.get("turn")),
-                             output=_output(result))]
+                             output=_output(result, "\n".join(text)))]
 
     def _system(self, obj: dict[str, Any], ts: float | None,
                 state: dict[str, Any]) -> list[SessionEvent]:
@@ -280,8 +335,10 @@ class QwenReader(JsonLinesReader):
         turn = str_or_empty(state.get("turn"))
         state["open"] = False
         return [SessionEvent(ERROR, ts, turn_id=turn,
-                             detail=str_or_empty(event.get("error_message")) or "API error"),
+                             detail=(str_or_empty(event.get("error_message"))
+                                     or str_or_empty(event.get("error")) or "API error")),
                 SessionEvent(TURN_END, ts, turn_id=turn)]
 
 
 register_reader(QwenReader())
+register_stripper("qwen", strip)

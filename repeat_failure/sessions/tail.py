@@ -42,9 +42,7 @@ from typing import Any
 import orjson
 
 from repeat_failure.backends import ReaderFormatError, SessionEvent, SessionLogReader, UnusedLine
-from repeat_failure.sessions.stores import UNCHANGED as _UNCHANGED
-from repeat_failure.sessions.stores import open_db as _open_db
-from repeat_failure.sessions.stores import read_document
+from repeat_failure.sessions.stores import UNCHANGED as _UNCHANGED, open_db as _open_db, read_document
 from repeat_failure.sessions.unrecognized import ShellRecognition, Unrecognized
 from repeat_failure.sidecar.normalize import OUTPUT_EDGE_CHARS, cut_output
 
@@ -411,8 +409,9 @@ class SessionTail:
         if events is not None:
             events = _stamped(events, now, key)
             result.events.extend(events)
-        self._flag(key, f, f.shell.on_line(line, obj, events, self.reader.shell_tools),
-                   result, now)
+        if not self.reader.never_runs(obj, f.state):  # Claude Code's warmup subagents
+            self._flag(key, f, f.shell.on_line(line, obj, events, self.reader.shell_tools),
+                       result, now)
 
     def _flag(self, key: str, f: _File, flagged: tuple[str, float | None] | None,
               result: PollResult, now: float) -> None:

@@ -302,7 +302,7 @@ def read_events(source: Source, skipped: Counter,
             if stamped:
                 last = stamped[-1].ts or last
                 out += stamped
-            if shell is not None:
+            if shell is not None and not reader.never_runs(obj, state):
                 shell.on_line(line, obj, stamped, reader.shell_tools)
     return out
 
