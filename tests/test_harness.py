@@ -58,7 +58,8 @@ def test_codex_apply_patch_is_the_file_tool_only_without_a_read_tool() -> None:
 def test_other_required_free_text_parameters_are_filled() -> None:
     """Copilot CLI 1.0.11's ``bash`` requires ``description`` beside ``command``: the shell call
     fills it (and any other required string without an ``enum``) with ``REQUIRED_TEXT``; a
-    required boolean, an enum string and optional strings are left out."""
+    required boolean is ``false`` (Qwen Code 0.5.0-0.10.1's ``is_background``); an enum string
+    and optional strings are left out."""
     bash = {"type": "object", "required": ["command", "description", "mode", "async"],
             "properties": {"command": {"type": "string"}, "description": {"type": "string"},
                            "mode": {"type": "string", "enum": ["sync", "async"]},
@@ -66,7 +67,7 @@ def test_other_required_free_text_parameters_are_filled() -> None:
     choice = pick_tool([{"name": "bash", "schema": bash}], "shell")
     assert choice.required_text == ("description",)
     assert choice.arguments("ls /nonexistent") == {"command": "ls /nonexistent",
-                                                   "description": REQUIRED_TEXT}
+                                                   "description": REQUIRED_TEXT, "async": False}
     plain = pick_tool([{"name": "bash", "schema": SHELL}], "shell")
     assert plain.arguments("ls /nonexistent") == {"command": "ls /nonexistent"}
 
