@@ -29,6 +29,16 @@ from sessionlogs import (EVIDENCE_DIR, SHELL_REPEAT, SessionLog, SessionLogCheck
 LOG = SessionLog("qwen")
 READER = LOG.reader
 OUTPUT = "ls: cannot access '/nonexistent': No such file or directory"
+#: Qwen Code sometimes logs a fast command's output as empty (``Output: (empty)``, ``output:
+#: ""``): its capture races the command's exit (seen in real runs: 1 call in 4 in one CI run,
+#: the ok run's ``echo`` in another). The reader must give what the log holds, so a call's
+#: output is ``ls``'s message or "".
+MAY_LOSE = ("",)
+
+
+def _logged_output(result_line: dict) -> str:
+    """The output a 0.24.x ``tool_result`` line's ``resultDisplay`` object holds."""
+    return result_line["toolCallResult"]["resultDisplay"]["output"]
 
 
 class TestSessionLog(SessionLogChecks):
@@ -89,7 +99,8 @@ def test_shell_calls_have_the_files_ids_times_exits_and_output() -> None:
                          command="ls /nonexistent", tool="run_shell_command", turn_id=turn),
             SessionEvent(SHELL_END, iso_ts(end["timestamp"]), call_id=call["id"],
                          command="ls /nonexistent", exit=2, failed=True,
-                         tool="run_shell_command", turn_id=turn, output=OUTPUT)]
+                         tool="run_shell_command", turn_id=turn, output=_logged_output(end))]
+        assert _logged_output(end) in (OUTPUT, *MAY_LOSE)
     assert len(expected) == 8
     assert [e for e in LOG.read(lines) if e.kind in (SHELL_START, SHELL_END)] == expected
 
@@ -102,8 +113,9 @@ def test_ok_turn_exit_0_text_and_end() -> None:
     turn = lines[0]["uuid"]
     assert [e.kind for e in events] == [TURN_START, SHELL_START, SHELL_END, TEXT, TURN_END]
     end = events[2]
-    assert (end.command, end.exit, end.failed, end.output, end.turn_id) == (
-        "echo harness-ok", 0, False, "harness-ok", turn)
+    assert (end.command, end.exit, end.failed, end.turn_id) == (
+        "echo harness-ok", 0, False, turn)
+    assert end.output in ("harness-ok", *MAY_LOSE)
     assert events[-1].ts == iso_ts(lines[-1]["timestamp"])
 
 
@@ -163,9 +175,10 @@ def test_exit_from_the_text_when_no_display() -> None:
     ``Exit Code: (none)`` is no number, failed; ``Exit Code:
     two`` is bad_exit."""
     line = _first(LOG.session_lines(), "tool_result")
+    logged = _logged_output(line)
     del line["toolCallResult"]["resultDisplay"]
     (end,) = READER.parse_line(line, READER.new_file_state())
-    assert (end.kind, end.exit, end.failed, end.output) == (SHELL_END, 2, True, OUTPUT)
+    assert (end.kind, end.exit, end.failed, end.output) == (SHELL_END, 2, True, logged)
     response = line["message"]["parts"][0]["functionResponse"]["response"]
     response["error"] = response["error"].replace("Exit Code: 2", "Exit Code: (none)")
     (end,) = READER.parse_line(line, READER.new_file_state())
@@ -251,7 +264,8 @@ def test_every_release_gives_exit_failed_and_output(root: Path) -> None:
     ends = [(e.command, e.exit, e.failed, e.output)
             for e in log.read(log.session_lines()) if e.kind == SHELL_END]
     calls = checks.loop_guard("qwen", log.version) or SHELL_REPEAT
-    assert ends == [("ls /nonexistent", 2, True, OUTPUT)] * calls
+    assert [e[:3] for e in ends] == [("ls /nonexistent", 2, True)] * calls
+    assert all(e[3] in (OUTPUT, *MAY_LOSE) for e in ends), ends
 
 
 @pytest.mark.parametrize("root", version_params("qwen"))
@@ -296,7 +310,8 @@ def test_every_release_error_and_ok_runs(root: Path) -> None:
     assert events[1].detail == "400 harness: stub refused the request"
     ends = [(e.command, e.exit, e.failed, e.output)
             for e in _release_verdict(root, "ok") if e.kind == SHELL_END]
-    assert ends == [("echo harness-ok", 0, False, "harness-ok")]
+    assert [e[:3] for e in ends] == [("echo harness-ok", 0, False)]
+    assert ends[0][3] in ("harness-ok", *MAY_LOSE)
 
 
 def test_older_api_error_without_a_status_code() -> None:
