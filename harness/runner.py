@@ -669,6 +669,17 @@ def _run_scenario(backend: Backend, binary: Path, root: Path, command: str, repe
     return run
 
 
+def _mentions_command(dest: Path, marker: Path) -> bool:
+    """Whether any file copied under ``dest`` mentions the running command: its marker's absolute
+    path (JSON may escape ``/`` as ``\\/``). The file's bare name is not enough: Codex 0.64.0's
+    ``ghost_snapshot`` lists the work dir's untracked files, and when it is taken just after the
+    command's ``touch`` it names ``.harness-running`` while the call itself is not logged yet (a
+    real CI run, 2026-12-02)."""
+    needles = (str(marker), str(marker).replace("/", "\\/"))
+    return any(any(n in p.read_text(encoding="utf-8", errors="replace") for n in needles)
+               for p in dest.rglob("*") if p.is_file())
+
+
 def _run_session_scenario(backend: Backend, binary: Path, root: Path,
                           steps: tuple[tuple[str, str], ...], dest: Path) -> tuple[dict, list[str]]:
     """Run one session scenario and copy the CLI's session files to ``dest``; returns its
@@ -708,8 +719,7 @@ def _run_session_scenario(backend: Backend, binary: Path, root: Path,
                 time.sleep(SNAPSHOT_DELAY_S)
                 running = proc.poll() is None
                 files = _copy_sessions(backend, home, dest)
-                logged = any(MARKER in p.read_text(encoding="utf-8", errors="replace")
-                             for p in dest.rglob("*") if p.is_file())
+                logged = _mentions_command(dest, marker)
                 run["snapshot"] = {"seconds": round(time.time() - started, 1),
                                    "cli_running": running, "running_command_logged": logged}
                 if not logged:

@@ -267,3 +267,23 @@ def test_a_release_other_than_the_pin_writes_under_versions(tmp_path) -> None:
     with pytest.raises(SystemExit) as exc:
         harness_main.main(["run", "--release", "0.98.0"])
     assert exc.value.code == 2
+
+
+def test_a_snapshot_mentions_the_running_command_only_by_its_marker_path(tmp_path: Path) -> None:
+    """Codex 0.64.0's ``ghost_snapshot`` lists the work dir's untracked files, so a snapshot taken
+    just after the command's ``touch`` names ``.harness-running`` while the call is not logged;
+    the harness must not read that as "the running command is logged" (a CI run failed on it)."""
+    marker = tmp_path / "work" / runner.MARKER
+    dest = tmp_path / "copies"
+    (dest / "s").mkdir(parents=True)
+    log = dest / "s" / "rollout.jsonl"
+    log.write_text(json.dumps({"type": "response_item", "payload": {
+        "type": "ghost_snapshot", "ghost_commit": {
+            "preexisting_untracked_files": ["notes.txt", runner.MARKER]}}}) + "\n")
+    assert runner._mentions_command(dest, marker) is False
+    call = {"type": "function_call", "arguments": json.dumps(
+        {"command": f"touch {marker} && sleep 8"})}
+    log.write_text(log.read_text() + json.dumps({"payload": call}) + "\n")
+    assert runner._mentions_command(dest, marker) is True
+    log.write_text(str(marker).replace("/", "\\/"))
+    assert runner._mentions_command(dest, marker) is True
