@@ -34,6 +34,7 @@ from repeat_failure.config import (AGENT_NAME_RE, AgentSpec, Config, ConfigError
 DEFAULT_SHARED_DIR = "/var/run/repeat-failure"
 DEFAULT_LISTEN = "0.0.0.0:9466"
 DEFAULT_INJECTOR_LISTEN = "0.0.0.0:8443"
+DEFAULT_INJECTOR_METRICS_LISTEN = "0.0.0.0:9468"
 DEFAULT_FIXLOOP_LISTEN = "0.0.0.0:9467"
 
 
@@ -118,7 +119,8 @@ def cmd_inject_webhook(args: argparse.Namespace) -> int:
     """Serve the sidecar injector, a Kubernetes mutating admission webhook: POST /mutate answers
     an admission.k8s.io/v1 AdmissionReview for a Pod CREATE with a JSONPatch that adds the
     repeat-failure sidecar (docs/kubernetes.md), GET /healthz answers ok; HTTPS only (TLS >= 1.2).
-    The config and the certificate and key are re-read when their files change. Runs until
+    GET /metrics (the injector's series, docs/metrics.md) is served over plain HTTP on
+    --metrics-listen. The config and the certificate and key are re-read when their files change. Runs until
     SIGTERM or SIGINT. Exit 2 for a missing or invalid config, 1 when the certificate or key
     cannot be loaded or the port bound."""
     from repeat_failure.kube.injector import ConfigSource, InjectorServer, TLSFiles
@@ -136,13 +138,15 @@ def cmd_inject_webhook(args: argparse.Namespace) -> int:
         print(f"repeat-failure: cannot load the TLS certificate {args.tls_cert} and key "
               f"{args.tls_key}: {exc}", file=sys.stderr)
         return 1
-    server = InjectorServer(args.listen, config, tls).start()
+    server = InjectorServer(args.listen, config, tls,
+                            metrics_listen=args.metrics_listen or None).start()
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     current = config.current()
     logging.getLogger("repeat_failure").info(
         "injector started", extra={"listen": args.listen, "port": server.port,
+                                   "metrics_port": server.metrics_port,
                                    "enabled": current.enabled,
                                    "native_sidecar": current.native_sidecar,
                                    "image": current.image})
@@ -483,6 +487,11 @@ def build_parser() -> argparse.ArgumentParser:
     inject.add_argument("--listen", default=_env("INJECTOR_LISTEN", DEFAULT_INJECTOR_LISTEN),
                         help=f"HOST:PORT for HTTPS (default {DEFAULT_INJECTOR_LISTEN}; "
                              "REPEAT_FAILURE_INJECTOR_LISTEN)")
+    inject.add_argument("--metrics-listen",
+                        default=_env("INJECTOR_METRICS_LISTEN", DEFAULT_INJECTOR_METRICS_LISTEN),
+                        help=f"HOST:PORT for GET /metrics over plain HTTP (default "
+                             f"{DEFAULT_INJECTOR_METRICS_LISTEN}; empty: not served; "
+                             "REPEAT_FAILURE_INJECTOR_METRICS_LISTEN)")
     inject.add_argument("--tls-cert", default=_env("INJECTOR_TLS_CERT"),
                         help="PEM certificate chain (REPEAT_FAILURE_INJECTOR_TLS_CERT)")
     inject.add_argument("--tls-key", default=_env("INJECTOR_TLS_KEY"),

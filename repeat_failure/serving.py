@@ -14,7 +14,12 @@ thread exists), ``max_head_bytes`` (request line and headers together; more: 431
 ``max_body_bytes`` (:meth:`Handler.content_length`: more is 413, unread; no length 411),
 ``handshake_timeout_s`` (accept to the end of the TLS handshake), ``request_timeout_s`` (first
 byte of a request line to the end of its body), ``idle_timeout_s`` (waiting for the next
-request of a kept-alive connection). A deadline of ``None`` is not enforced (the handler's
+request of a kept-alive connection), ``max_client_connections`` (one client address's share of
+``max_connections``; None: no share, the default). With a share set, a connection that finds
+the cap (or its client's share) full first evicts a connection that holds a place without
+using it: the oldest still in its TLS handshake or waiting for its next request (of the
+client holding the most, for the cap); only when there is none is it refused. So connections
+that never send a TLS hello, or idle keep-alives, cannot lock the cap. A deadline of ``None`` is not enforced (the handler's
 per-operation socket ``timeout`` still is). ``tls`` (:class:`TLSFiles`) serves HTTPS with the
 certificate re-read when its files change. Every error the layer answers goes through
 :meth:`Handler.send_error`, whose body is JSON: ``{"error": "<message>", "status": <code>}``
@@ -239,6 +244,7 @@ class Handler(BaseHTTPRequestHandler):
         self._stream = self.rfile
         if self.server.tls is not None:
             self.request.do_handshake()
+        self.server.mark(self.request, "idle")
 
     def handle_one_request(self) -> None:
         """Wait for a request under the idle deadline, then read and answer it under the
@@ -253,6 +259,7 @@ class Handler(BaseHTTPRequestHandler):
         if not first:
             self.close_connection = True
             return
+        srv.mark(self.request, "busy")
         if srv.request_timeout_s is not None:
             srv.deadlines.arm(self.request, srv.request_timeout_s, "request")
         self.rfile = HeadReader(self._stream, srv.max_head_bytes)
@@ -264,6 +271,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_error(431, str(exc))
         finally:
             self.rfile = self._stream
+            srv.mark(self.request, "idle")
 
     def parse_request(self) -> bool:
         """http.server's parse (through the head limit), then the plain stream again: the
@@ -362,9 +370,11 @@ class Server(ThreadingHTTPServer):
                  max_connections: int, max_head_bytes: int, max_body_bytes: int | None = None,
                  tls: TLSFiles | None = None, handshake_timeout_s: float | None = None,
                  request_timeout_s: float | None = None, idle_timeout_s: float | None = None,
-                 backlog: int = 128, quiet: bool = False) -> None:
+                 backlog: int = 128, quiet: bool = False,
+                 max_client_connections: int | None = None) -> None:
         for key, value in (("max_connections", max_connections),
-                           ("max_head_bytes", max_head_bytes), ("backlog", backlog)):
+                           ("max_head_bytes", max_head_bytes), ("backlog", backlog),
+                           ("max_client_connections", max_client_connections or 1)):
             if value < 1:
                 raise ValueError(f"{key} must be at least 1, got {value}")
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
@@ -377,6 +387,11 @@ class Server(ThreadingHTTPServer):
         self._errors_logged_at = -1e9
         self._count_lock = threading.Lock()
         self.active = 0
+        self.max_client_connections = max_client_connections
+        #: socket -> [client address, "handshake"/"idle"/"busy", since (monotonic), evicted]
+        self._conns: dict[Any, list] = {}
+        self.evicted = Tally("connections evicted: a new one needed the place of one that was "
+                             "handshaking or idle", "connections_evicted")
         self.refused = Tally("connections refused: too many at once", "connections_refused",
                              limit=max_connections)
         self.timed_out = Tally("connections closed past their deadline",
@@ -393,8 +408,8 @@ class Server(ThreadingHTTPServer):
     def start(self) -> "Server":
         """Serve in a daemon thread (and start the deadline thread when a deadline is set);
         returns self."""
-        if (self.handshake_timeout_s, self.request_timeout_s, self.idle_timeout_s) != (
-                None, None, None):
+        if (self.handshake_timeout_s, self.request_timeout_s, self.idle_timeout_s,
+                self.max_client_connections) != (None, None, None, None):
             self.deadlines.start()
         self._thread.start()
         return self
@@ -408,7 +423,7 @@ class Server(ThreadingHTTPServer):
         self.deadlines.stop()
 
     def _expired(self, phase: str) -> None:
-        if phase != "idle":  # an idle keep-alive connection closing is routine
+        if phase not in ("idle", "evicted"):  # an idle keep-alive connection closing is routine
             self.timed_out.add(phase=phase)
 
     def get_request(self) -> tuple[socket.socket, Any]:
@@ -427,11 +442,14 @@ class Server(ThreadingHTTPServer):
 
     def process_request(self, request: Any, client_address: Any) -> None:
         """Serve the connection in a new thread, or close it at once when ``max_connections``
-        are being served (counted in :attr:`refused`)."""
+        are being served (or its client's ``max_client_connections``) and no handshaking or
+        idle connection can be evicted for it (counted in :attr:`refused`)."""
+        client = client_address[0] if isinstance(client_address, tuple) else client_address
         with self._count_lock:
-            full = self.active >= self.max_connections
+            full = not self._make_room(client)
             if not full:
                 self.active += 1
+                self._conns[request] = [client, "handshake", time.monotonic(), False]
         if full:  # closed before its handshake: no thread, no TLS state
             self.refused.add()
             self.shutdown_request(request)
@@ -441,19 +459,64 @@ class Server(ThreadingHTTPServer):
         try:
             super().process_request(request, client_address)
         except BaseException:  # no thread started (the caller closes the socket)
-            self._release()
+            self._release(request)
             raise
+
+    def _make_room(self, client: Any) -> bool:
+        """Whether a connection from ``client`` may be served, evicting a handshaking or idle
+        connection to make room when a share is set (under the count lock)."""
+        share = self.max_client_connections
+        if share is not None:
+            mine = [s for s, c in self._conns.items() if c[0] == client and not c[3]]
+            if len(mine) >= share and not self._evict(mine):
+                return False
+        if self.active < self.max_connections:
+            return True
+        if share is None:
+            return False
+        held: dict[Any, list] = {}
+        for sock, conn in self._conns.items():
+            if not conn[3]:
+                held.setdefault(conn[0], []).append(sock)
+        for _, socks in sorted(held.items(), key=lambda item: -len(item[1])):
+            if self._evict(socks):
+                return True
+        return False
+
+    def _evict(self, socks: list) -> bool:
+        """Shut down the oldest of ``socks`` that is handshaking or idle (its place is free at
+        once; its thread ends on the failed read); False when all are busy."""
+        spare = [s for s in socks if self._conns[s][1] != "busy"]
+        if not spare:
+            return False
+        victim = min(spare, key=lambda s: self._conns[s][2])
+        self._conns[victim][3] = True
+        self.active -= 1
+        self.deadlines.arm(victim, 0.0, "evicted")
+        self.evicted.add()
+        return True
+
+    def mark(self, request: Any, state: str) -> None:
+        """Record that connection ``request`` is now ``"idle"`` (between requests) or
+        ``"busy"`` (a request being read or answered): only handshaking and idle connections
+        are evicted."""
+        with self._count_lock:
+            conn = self._conns.get(request)
+            if conn is not None and conn[1] != state:
+                conn[1], conn[2] = state, time.monotonic()
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         """The connection's thread: serve it, then free its slot."""
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._release()
+            self._release(request)
 
-    def _release(self) -> None:
+    def _release(self, request: Any) -> None:
         with self._count_lock:
-            self.active -= 1
+            conn = self._conns.pop(request, None)
+            if conn is None or not conn[3]:  # an evicted one was released when evicted
+                self.active -= 1
 
     def shutdown_request(self, request: Any) -> None:
         """Drop the connection's deadline, then close it."""

@@ -1200,40 +1200,145 @@ def test_a_deep_value_the_parser_accepts_is_answered(served) -> None:
 
 
 def test_busy_parse_slots_answer_503_with_retry_after(serve) -> None:
-    """With every parse slot taken (a body being read), another review waits busy_wait_s and
-    gets 503 with Retry-After: 1 and the connection closed; once the slot frees, reviews are
+    """With every parse slot taken, a review whose body has arrived waits busy_wait_s and gets
+    503 with Retry-After: 1 and the connection closed; once the slot frees, reviews are
     answered again."""
     server = serve(max_parsing=1, busy_wait_s=0.3)
     review = json.dumps(load("not-annotated")).encode()
     logs = capture_logs()
-    with tls_connect(server) as holder:
-        holder.sendall(head(len(review)) + review[:10])  # the slot is held while the body comes
-        time.sleep(0.3)
+    server.parsing.acquire()  # a parse in progress
+    try:
         with tls_connect(server) as other:
             started = time.monotonic()
             other.sendall(head(len(review)) + review)
             answer = read_until_closed(other)
             assert time.monotonic() - started >= 0.25
-        assert answer.startswith(b"HTTP/1.1 503 ")
-        assert b"\r\nRetry-After: 1\r\n" in answer and b"\r\nConnection: close\r\n" in answer
-        assert answer.endswith(b"\r\n\r\nbusy: too many admission reviews at once; retry\n")
-        holder.sendall(review[10:])
-        assert holder.recv(65536).startswith(b"HTTP/1.1 200 ")
+    finally:
+        server.parsing.release()
+    assert answer.startswith(b"HTTP/1.1 503 ")
+    assert b"\r\nRetry-After: 1\r\n" in answer and b"\r\nConnection: close\r\n" in answer
+    assert answer.endswith(b"\r\n\r\nbusy: too many admission reviews at once; retry\n")
     lines = [json.loads(line) for line in logs.getvalue().splitlines()]
     assert [(line["event"], line["count"]) for line in lines
             if line.get("event") == "reviews_busy"] == [("reviews_busy", 1)]
     with tls_connect(server) as again:
         again.sendall(head(len(review)) + review)
         assert again.recv(65536).startswith(b"HTTP/1.1 200 ")
+    assert 'outcome="error",reason="busy"} 1.0' in server.metrics.scrape().decode()
+
+
+def test_slow_clients_hold_no_parse_slot(serve) -> None:
+    """Issue 28: three clients trickling their bodies (the default 2 parse slots, and one more)
+    held every slot, so the API server's review got 503 and its pod went uninjected. A body is
+    now read before it takes a slot: the review is answered 200 at once while they trickle, and
+    theirs are answered too once complete."""
+    server = serve(busy_wait_s=0.3)
+    review = json.dumps(load("deployment-one-container")).encode()
+    slow = [tls_connect(server) for _ in range(3)]
+    for sock in slow:
+        sock.sendall(head(len(review)) + review[:100])
+    time.sleep(0.3)
+    started = time.monotonic()
+    with tls_connect(server) as tls:
+        tls.sendall(head(len(review)) + review)
+        answer = tls.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 200 ")
+    assert time.monotonic() - started < 0.25
+    for sock in slow:
+        sock.sendall(review[100:])
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")
+        sock.close()
+
+
+def test_large_slow_bodies_are_bounded_per_client(serve) -> None:
+    """Bodies over small_body draw on the body budget, of which one client holds at most
+    max_client_buffered bytes: a client holding its share gets 503 for one more large body
+    (after busy_wait_s), while a small review from it, and a large one from another address,
+    are answered."""
+    server = serve(small_body=4000, max_buffered=30000, max_client_buffered=20000,
+                   busy_wait_s=0.2)
+    big = b'{"pad": "' + b"x" * 9980 + b'"}'  # 9991 bytes: not an AdmissionReview, 400
+    held = [tls_connect(server) for _ in range(2)]
+    for sock in held:
+        sock.sendall(head(len(big)) + big[:10])
+    wait_for(lambda: server.budget.used == 2 * len(big))
+    with tls_connect(server) as tls:
+        tls.sendall(head(len(big)) + big)
+        answer = read_until_closed(tls)
+    assert answer.startswith(b"HTTP/1.1 503 ")
+    assert answer.endswith(b"busy: too many large admission reviews being read; retry\n")
+    review = json.dumps(load("not-annotated")).encode()
+    assert len(review) < 4000
+    with tls_connect(server) as tls:
+        tls.sendall(head(len(review)) + review)
+        assert tls.recv(65536).startswith(b"HTTP/1.1 200 ")
+    raw = socket.socket()
+    raw.settimeout(10)
+    raw.bind(("127.0.0.2", 0))  # another client address (all of 127/8 is loopback)
+    raw.connect(("127.0.0.1", server.port))
+    with server.pki.client_context().wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+        tls.sendall(head(len(big)) + big)
+        assert tls.recv(65536).startswith(b"HTTP/1.1 400 ")
+    for sock in held:
+        sock.sendall(big[10:])
+        assert sock.recv(65536).startswith(b"HTTP/1.1 400 ")
+        sock.close()
+    wait_for(lambda: server.budget.used == 0)
+
+
+def test_silent_handshakes_do_not_lock_the_cap(serve) -> None:
+    """Issue 28: 64 connections that never send a TLS hello filled the cap until their
+    handshake deadline. A new connection past the cap now evicts the oldest one still in its
+    handshake: a real client is served at once."""
+    server = serve(max_connections=4)
+    logs = capture_logs()
+    silent = [socket.create_connection(("127.0.0.1", server.port), timeout=10)
+              for _ in range(4)]
+    wait_for(lambda: server.connections == 4)
+    with tls_connect(server) as tls:
+        tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert tls.recv(4096).startswith(b"HTTP/1.1 200 ")
+    assert read_until_closed(silent[0]) == b""  # the oldest was closed for it
+    assert "connections_evicted" in logs.getvalue()
+    assert "connections_refused" not in logs.getvalue()
+    for sock in silent:
+        sock.close()
+    wait_for(lambda: server.connections == 0)
+
+
+def test_one_client_holds_at_most_its_share(serve) -> None:
+    """max_client_connections per client address: one more busy connection from a client at
+    its share is refused, while another address is served."""
+    server = serve(max_connections=8, max_client_connections=2)
+    busy = [tls_connect(server) for _ in range(2)]
+    for sock in busy:
+        sock.sendall(b"POST /mutate HTTP/1.1\r\n")  # a request being read: not evictable
+    wait_for(lambda: server.connections == 2)
+    time.sleep(0.1)
+    with pytest.raises((ConnectionError, ssl.SSLError)):
+        tls_connect(server).recv(1)
+    raw = socket.socket()
+    raw.settimeout(10)
+    raw.bind(("127.0.0.2", 0))
+    raw.connect(("127.0.0.1", server.port))
+    with server.pki.client_context().wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+        tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert tls.recv(4096).startswith(b"HTTP/1.1 200 ")
+    for sock in busy:
+        sock.close()
 
 
 def test_connections_over_the_cap_are_closed_at_accept(serve) -> None:
-    """max_connections served at once; more are closed before their handshake, counted in one
-    log line a minute at most; a freed place serves again."""
+    """max_connections served at once; when each is busy (a request being read), more are
+    closed before their handshake, counted in one log line a minute at most; a freed place
+    serves again."""
     server = serve(max_connections=3)
     logs = capture_logs()
     held = [tls_connect(server) for _ in range(3)]
+    for sock in held:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\n")
     wait_for(lambda: server.connections == 3)
+    time.sleep(0.1)
     for _ in range(2):
         with pytest.raises((ConnectionError, ssl.SSLError)):
             tls_connect(server).recv(1)
@@ -1332,16 +1437,18 @@ def test_request_head_over_32_kib_is_431(served) -> None:
     assert served.request("GET", "/healthz")[:2] == (200, b"ok\n")
 
 
-def test_many_idle_connections_hold_at_most_64_threads(served) -> None:
-    """200 idle TCP connections: 64 are served (one thread each), the rest closed at accept."""
+def test_many_idle_connections_hold_at_most_their_share_of_threads(served) -> None:
+    """200 idle TCP connections from one address: its share, 32, are held (one thread each),
+    each new one evicting the oldest; a real client is still served."""
     before = threading.active_count()
     socks = [socket.create_connection(("127.0.0.1", served.server.port), timeout=10)
              for _ in range(200)]
     try:
-        wait_for(lambda: served.server.connections == 64)
+        wait_for(lambda: served.server.connections == 32)
         time.sleep(0.3)
-        assert served.server.connections == 64
-        assert threading.active_count() - before <= 64 + 2  # + the parse threads
+        assert served.server.connections == 32
+        assert threading.active_count() - before <= 32 + 3  # + parse and deadline threads
+        assert served.request("GET", "/healthz")[:2] == (200, b"ok\n")
     finally:
         for sock in socks:
             sock.close()
