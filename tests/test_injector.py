@@ -146,6 +146,10 @@ def expected_sidecar(agent: str, backend: str, uid: int, gid: int, native: bool,
         "args": ["run", "--config-optional"],
         "env": env,
         "ports": [{"name": "rf-metrics", "containerPort": 9466, "protocol": "TCP"}],
+        # Issue 29: a native sidecar's startup probe holds the agent container until the
+        # sidecar has rendered the hook and can be written to.
+        "startupProbe": {"httpGet": {"path": "/startupz", "port": "rf-metrics"},
+                         "periodSeconds": 1, "timeoutSeconds": 1, "failureThreshold": 120},
         "livenessProbe": {"httpGet": {"path": "/healthz", "port": "rf-metrics"}},
         "resources": {"requests": {"cpu": "10m", "memory": "48Mi"}, "limits": {"memory": "96Mi"}},
         "volumeMounts": mounts,
@@ -1454,3 +1458,147 @@ def test_many_idle_connections_hold_at_most_their_share_of_threads(served) -> No
             sock.close()
     wait_for(lambda: served.server.connections == 0)
     assert served.request("GET", "/healthz")[:2] == (200, b"ok\n")
+
+
+# -- issue 28 items 2-4, issue 29 items 2-3: pods the injector cannot serve as it would --------
+
+
+def test_windows_pod_is_allowed_unchanged_with_a_warning() -> None:
+    """Issue 28: an annotated Windows pod got the sidecar, whose Linux-only securityContext the
+    API server refuses for Windows pods, so the pod was rejected. It is allowed unchanged, with
+    a warning."""
+    def windows(pod: dict) -> None:
+        pod["spec"]["os"] = {"name": "windows"}
+    response, ops, pod = run(variant(windows), config())
+    assert ops is None
+    assert response["allowed"] is True
+    assert response["warnings"] == [
+        "repeat-failure: a Windows pod (spec.os.name: windows) cannot run the sidecar (its "
+        "securityContext is Linux-only, the hook is bash); not injected"]
+    assert decide(variant(windows)["request"], config()).outcome == "windows"
+    def linux(pod: dict) -> None:
+        pod["spec"]["os"] = {"name": "linux"}
+    assert decide(variant(linux)["request"], config()).outcome == "injected"
+
+
+def test_kube_system_is_never_injected() -> None:
+    """Issue 29: kube-system is refused as an agent namespace, also by the injector itself."""
+    review = load("deployment-one-container")
+    review["request"]["namespace"] = "kube-system"
+    response, ops, _ = run(review, config())
+    assert ops is None
+    assert response["warnings"] == [
+        "repeat-failure: namespace kube-system is never an agent namespace; not injected"]
+    assert decide(review["request"], config()).outcome == "system namespace"
+
+
+@pytest.mark.parametrize("prefix, hooked", [
+    (None, False), ("", False), ("BASH_", False), ("B", False),
+    ("APP_", True), ("BASH_ENV", True), ("BASH_ENVX", True)])
+def test_bash_env_that_may_come_from_env_from_is_not_replaced(prefix, hooked) -> None:
+    """Issue 28: a BASH_ENV from envFrom (a ConfigMap or Secret: unknown at admission) was
+    overridden by the injector's env entry and never chained. A container whose envFrom may
+    define it (no prefix, or a prefix BASH_ENV starts with) is left as it is, with a warning
+    saying how to have it hooked; a prefix that cannot make BASH_ENV changes nothing."""
+    def env_from(pod: dict) -> None:
+        source: dict = {"configMapRef": {"name": "agent-env"}}
+        if prefix is not None:
+            source["prefix"] = prefix
+        pod["spec"]["containers"][0]["envFrom"] = [source, {"secretRef": {"name": "keys"},
+                                                            "prefix": "APP_"}]
+    review = variant(env_from)
+    decision = decide(review["request"], config())
+    assert decision.outcome == "injected"
+    name = review["request"]["object"]["spec"]["containers"][0]["name"]
+    if hooked:
+        assert decision.hooked == (name,) and not decision.warnings
+        return
+    assert decision.hooked == ()
+    assert decision.warnings == (
+        f"repeat-failure: container {name}: BASH_ENV may come from envFrom (configMap "
+        "agent-env), unknown at admission; left as it is (not hooked). Set BASH_ENV in env (an "
+        "empty value if none) to have it hooked and chained",)
+    assert not any(op["path"].startswith("/spec/containers/0/") for op in decision.patch)
+
+
+def test_bash_env_in_env_wins_over_env_from_and_is_chained() -> None:
+    """An env entry overrides envFrom (the kubelet's rule), so a literal BASH_ENV in env is
+    known: chained as always, whatever envFrom holds."""
+    def both(pod: dict) -> None:
+        container = pod["spec"]["containers"][0]
+        container["envFrom"] = [{"configMapRef": {"name": "agent-env"}}]
+        container.setdefault("env", []).append({"name": "BASH_ENV", "value": "/etc/agent.sh"})
+    decision = decide(variant(both)["request"], config())
+    assert decision.outcome == "injected" and not decision.warnings
+    added = next(op["value"] for op in decision.patch if op["path"].startswith(
+        "/spec/initContainers"))
+    sidecar = added[0] if isinstance(added, list) else added
+    assert {"name": "REPEAT_FAILURE_CHAIN_BASH_ENV", "value": "/etc/agent.sh"} in sidecar["env"]
+
+
+@NATIVE
+def test_host_network_pod_binds_the_pod_ip_only_with_a_warning(native: bool) -> None:
+    """Issue 28: a hostNetwork pod's sidecar listened on the node's 0.0.0.0:9466. It now binds
+    the pod's IP (the node's address) only, from status.podIP, and the pod is warned."""
+    def host(pod: dict) -> None:
+        pod["spec"]["hostNetwork"] = True
+    response, ops, pod = run(variant(host), config(native))
+    assert response["warnings"] == [
+        "repeat-failure: a hostNetwork pod: the sidecar's metrics port 9466 is bound on the "
+        "node's address (status.podIP) only, not on every interface of the node; the "
+        "scheduler keeps a second such pod off the node (its port becomes a hostPort)"]
+    sidecar = next(c for c in pod["spec"]["initContainers" if native else "containers"]
+                   if c["name"] == "repeat-failure")
+    names = [e["name"] for e in sidecar["env"]]
+    assert sidecar["env"][names.index("POD_IP")] == {
+        "name": "POD_IP",
+        "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}}
+    assert sidecar["env"][names.index("REPEAT_FAILURE_LISTEN")] == {
+        "name": "REPEAT_FAILURE_LISTEN", "value": "$(POD_IP):9466"}
+    assert names.index("POD_IP") < names.index("REPEAT_FAILURE_LISTEN")  # $(POD_IP) expands
+    assert names.count("REPEAT_FAILURE_LISTEN") == 1
+    validate(pod, native)
+
+
+def test_metrics_count_reviews_and_pods_not_injected(serve) -> None:
+    """Issue 29: GET /metrics on the metrics port counts reviews by outcome and reason, their
+    latency, annotated pods not injected and why, with the certificate's expiry and process_*
+    series; every outcome/reason pair is exported from 0."""
+    server = serve(metrics_listen="127.0.0.1:0")
+    def windows(pod: dict) -> None:
+        pod["spec"]["os"] = {"name": "windows"}
+    for review in (load("deployment-one-container"), load("not-annotated"), variant(windows)):
+        with tls_connect(server) as tls:
+            body = json.dumps(review).encode()
+            tls.sendall(head(len(body)) + body)
+            assert tls.recv(65536).startswith(b"HTTP/1.1 200 ")
+    with tls_connect(server) as tls:
+        tls.sendall(head(5) + b"{nope")
+        assert tls.recv(65536).startswith(b"HTTP/1.1 400 ")
+    conn = http.client.HTTPConnection("127.0.0.1", server.metrics_port, timeout=10)
+    conn.request("GET", "/metrics")
+    response = conn.getresponse()
+    text = response.read().decode()
+    conn.close()
+    assert response.status == 200
+    samples = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+               for line in text.splitlines() if line and not line.startswith("#")}
+    reviews = {k: v for k, v in samples.items()
+               if k.startswith("hive_repeat_failure_injector_admission_reviews_total{")}
+    assert {k: v for k, v in reviews.items() if v} == {
+        'hive_repeat_failure_injector_admission_reviews_total{outcome="injected",reason="injected"}': 1.0,
+        'hive_repeat_failure_injector_admission_reviews_total{outcome="unchanged",reason="not_annotated"}': 1.0,
+        'hive_repeat_failure_injector_admission_reviews_total{outcome="unchanged",reason="windows"}': 1.0,
+        'hive_repeat_failure_injector_admission_reviews_total{outcome="error",reason="bad_request"}': 1.0}
+    assert len(reviews) == 12
+    assert samples["hive_repeat_failure_injector_admission_duration_seconds_count"] == 4.0
+    assert {k: v for k, v in samples.items()
+            if k.startswith("hive_repeat_failure_injector_pods_not_injected_total")} == {
+        f'hive_repeat_failure_injector_pods_not_injected_total{{reason="{r}"}}':
+            (1.0 if r == "windows" else 0.0)
+        for r in ("check_off", "invalid", "windows", "system_namespace", "decision_error")}
+    expiry = x509.load_pem_x509_certificate(server.pki.cert_file.read_bytes()).not_valid_after_utc
+    assert samples["hive_repeat_failure_injector_certificate_expiry_timestamp_seconds"] == \
+        expiry.timestamp()
+    assert samples["process_resident_memory_bytes"] > 0
+    assert "process_start_time_seconds" in samples
