@@ -92,14 +92,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     config file that does not exist yet means the built-in defaults (check off) until it
     appears (the injected sidecar's ConfigMap is optional); without it, a missing file is an
     error (exit 2)."""
+    from prometheus_client import CollectorRegistry, ProcessCollector
+
     from repeat_failure.sidecar.app import Sidecar
     from repeat_failure.sidecar.exporter import Server
     from repeat_failure.malloc import tune_malloc
 
     configure_logging()
     tune_malloc()  # big transient buffers go back to the system when freed (issue 6)
+    registry = CollectorRegistry()
+    ProcessCollector(registry=registry)  # process_* (CPU, memory, descriptors; issue 29)
     sidecar = Sidecar(args.shared_dir, _agents(args), args.config, args.chain_bash_env,
-                      config_optional=args.config_optional)
+                      registry=registry, config_optional=args.config_optional)
     server = Server(sidecar, args.listen).start()
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -18,7 +18,9 @@ import threading
 import time
 from pathlib import Path
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, ProcessCollector, generate_latest,
+)
 
 from repeat_failure import serving
 from repeat_failure.config import ConfigError, parse_listen, read_regular_file
@@ -97,6 +99,7 @@ class FixloopApp:
         self.sweeper = Sweeper(config, self.github, self.ledger, notifier or Notifier(config),
                                clock=clock, on_escalation=self._event)
         self.registry = CollectorRegistry()
+        ProcessCollector(registry=self.registry)  # process_* on every server (issue 29)
         self.registry.register(FixloopCollector(self.sweeper))
         self.duration = Histogram(PREFIX + "sweep_duration_seconds", "Time per sweep.",
                                   registry=self.registry,

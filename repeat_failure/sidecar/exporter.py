@@ -231,6 +231,12 @@ def _handler(sidecar: "Sidecar") -> type[serving.Handler]:
                 body, ctype = b"ok\n", _TEXT
             elif path == "/readyz":
                 body, ctype = b"ok\n", _TEXT
+            elif path == "/startupz":  # the injected sidecar's startup probe (issue 29)
+                started, text = sidecar.started()
+                if not started:
+                    self.send_body(503, (text + "\n").encode(), _TEXT)
+                    return
+                body, ctype = (text + "\n").encode(), _TEXT
             else:
                 self.send_error(404, "not found: try /metrics, /status or /healthz")
                 return
