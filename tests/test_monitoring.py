@@ -64,7 +64,8 @@ SIDECAR_ALERTS = ("RepeatFailureRepeatingFailure", "RepeatFailureCheckNotReceivi
                   "RepeatFailureAgentTurnsFailing", "RepeatFailurePreviewBroken")
 FIXLOOP_ALERTS = ("RepeatFailureFixLoopEscalated", "RepeatFailureFixLoopInconclusive",
                   "RepeatFailureFixLoopSweepsFailing")
-ALERTS = SIDECAR_ALERTS + FIXLOOP_ALERTS
+INJECTOR_ALERTS = ("RepeatFailureInjectorDown", "RepeatFailureInjectorAdmissionsFailing")
+ALERTS = SIDECAR_ALERTS + FIXLOOP_ALERTS + INJECTOR_ALERTS
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 #: The fixloop's series (``hive_repeat_failure_fixloop_<name>``) that carry a repository label.
 FIXLOOP_REPOSITORY_SERIES = ("red_trees", "escalated_prs", "escalations_total",
@@ -103,7 +104,7 @@ def test_promtool_check_rules() -> None:
     done = subprocess.run(["promtool", "check", "rules", str(RULES)], capture_output=True,
                           text=True, timeout=60)
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == f"Checking {RULES}\n  SUCCESS: 9 rules found\n\n"
+    assert done.stdout == f"Checking {RULES}\n  SUCCESS: 11 rules found\n\n"
 
 
 @needs_promtool
@@ -116,21 +117,24 @@ def test_promtool_rule_unit_tests() -> None:
 
 
 def test_every_alert_is_tested_firing_and_not_firing() -> None:
-    """The rule file has exactly the nine alerts, the sidecar's six in the group
-    ``repeat-failure`` and the fixloop's three in ``repeat-failure-fixloop``, each with a ``for``,
+    """The rule file has exactly the eleven alerts, the sidecar's six in the group
+    ``repeat-failure``, the fixloop's three in ``repeat-failure-fixloop`` and the injector's two
+    in ``repeat-failure-injector`` (issue 29), each with a ``for``,
     a severity (warning; info for an escalated PR, already on the forge) and a summary and
     description; the promtool tests expect each of them both firing (a non-empty
     ``exp_alerts``) and not firing (an empty one)."""
     groups = yaml.safe_load(RULES.read_text())["groups"]
     assert [(g["name"], [r["alert"] for r in g["rules"]]) for g in groups] == [
-        ("repeat-failure", list(SIDECAR_ALERTS)), ("repeat-failure-fixloop", list(FIXLOOP_ALERTS))]
+        ("repeat-failure", list(SIDECAR_ALERTS)), ("repeat-failure-fixloop", list(FIXLOOP_ALERTS)),
+        ("repeat-failure-injector", list(INJECTOR_ALERTS))]
     rules = [rule for group in groups for rule in group["rules"]]
     assert {r["alert"]: r["for"] for r in rules} == {
         "RepeatFailureRepeatingFailure": "10m", "RepeatFailureCheckNotReceivingData": "5m",
         "RepeatFailureSidecarDown": "5m", "RepeatFailureCollectionFailing": "5m",
         "RepeatFailureAgentTurnsFailing": "5m",
         "RepeatFailurePreviewBroken": "5m", "RepeatFailureFixLoopEscalated": "1m",
-        "RepeatFailureFixLoopInconclusive": "10m", "RepeatFailureFixLoopSweepsFailing": "5m"}
+        "RepeatFailureFixLoopInconclusive": "10m", "RepeatFailureFixLoopSweepsFailing": "5m",
+        "RepeatFailureInjectorDown": "5m", "RepeatFailureInjectorAdmissionsFailing": "5m"}
     for rule in rules:
         severity = "info" if rule["alert"] == "RepeatFailureFixLoopEscalated" else "warning"
         assert rule["labels"] == {"severity": severity}, rule["alert"]
@@ -864,9 +868,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory):
 
         def pending() -> list[dict[str, Any]] | None:
             alerts = prom.api("alerts")["alerts"]
-            return alerts if len(alerts) == 2 else None
+            return alerts if len(alerts) == 3 else None  # + the injector-down (no injector)
 
-        st.alerts_before_kill = wait_for("both pending alerts", pending)
+        st.alerts_before_kill = wait_for("the three pending alerts", pending)
         yield st
     finally:
         _stop(sidecar)
@@ -1031,12 +1035,16 @@ def test_alert_expressions_against_real_prometheus(stack: Stack) -> None:
         "RepeatFailureFixLoopEscalated": [],
         "RepeatFailureFixLoopInconclusive": [],
         "RepeatFailureFixLoopSweepsFailing": [],
+        # No injector runs here either: no injector target is up, which is what this says.
+        "RepeatFailureInjectorDown": [({}, 1.0)],
+        "RepeatFailureInjectorAdmissionsFailing": [],
     }
     for name, rule in rules.items():
         assert_series(stack.prom.query(rule["expr"], at=stack.t1), want[name], name)
     groups = stack.prom.api("rules")["groups"]
     assert [(g["name"], g["file"]) for g in groups] == [
-        ("repeat-failure", str(RULES)), ("repeat-failure-fixloop", str(RULES))]
+        ("repeat-failure", str(RULES)), ("repeat-failure-fixloop", str(RULES)),
+        ("repeat-failure-injector", str(RULES))]
     assert [(r["name"], r["type"], r["health"]) for g in groups for r in g["rules"]] == [
         (name, "alerting", "ok") for name in ALERTS]
 
@@ -1044,7 +1052,7 @@ def test_alert_expressions_against_real_prometheus(stack: Stack) -> None:
 @needs_prometheus
 def test_pending_alerts_are_rendered_from_real_series(stack: Stack) -> None:
     """While the sidecar runs, the repeating-failure and not-receiving-data alerts are pending
-    (their ``for`` has not passed) with the series' labels and the annotations rendered by
+    (and the injector-down one: this stack runs no injector; their ``for`` has not passed) with the series' labels and the annotations rendered by
     Prometheus: agent, backend, command, exit and the count 5."""
     t = stack.target
     got = sorted(((a["labels"], a["state"], a["annotations"]) for a in stack.alerts_before_kill),
@@ -1060,6 +1068,17 @@ def test_pending_alerts_are_rendered_from_real_series(stack: Stack) -> None:
               "shells still load the hook (BASH_ENV, SHELL=/bin/bash), that the agent can "
               "write the shared records directory, and whether its CLI was updated "
               "(docs/backend-support.md).")}),
+        # No injector in this stack: the injector-down alert is pending (the chart renders
+        # the injector's group only with the injector and its PodMonitor).
+        ({"alertname": "RepeatFailureInjectorDown", "severity": "warning"}, "pending",
+         {"summary": "repeat-failure injector down: no replica can be scraped",
+          "description": (
+              "Prometheus has scraped no repeat-failure injector replica (endpoint "
+              "rf-inj-metrics, port 9468) for 5 minutes. With failurePolicy Ignore, agent pods "
+              "created meanwhile start without the sidecar and run unwatched until they are "
+              "recreated. Look at the injector Deployment (kubectl get deploy,pods -l "
+              "app.kubernetes.io/component=injector), its logs and events, and the "
+              "PodMonitor.")}),
         ({"alertname": "RepeatFailureRepeatingFailure", "severity": "warning", **t,
           "agent": "a1", "backend": "bash", "command": LS, "exit": "2"},
          "pending",
