@@ -54,7 +54,10 @@ machines are noisy; the ratios are what to compare between runs:
   the check at thresholds 3 and 5 (window 600 s, each way of matching "the same result") beside
   OpenHands' stuck detector and Roo Code's repetition detector, on the labelled real sessions
   (:mod:`benchmarks.precision`; ``--corpus DIR`` or ``REPEAT_FAILURE_CORPUS`` adds a local
-  corpus). Not a timing: ``--only precision`` runs it alone.
+  corpus). Not a timing: ``--only precision`` runs it alone;
+* injector (issue 28 item 1): reviews answered 200 of 20, as the API server sends them, with no
+  other client and while slow clients, silent TLS handshakes or large slow bodies press on a
+  real injector on loopback (:mod:`benchmarks.injector`).
 """
 
 from __future__ import annotations
@@ -83,6 +86,7 @@ from repeat_failure.sidecar.collector import COLLECTING
 from repeat_failure.backends import session_reader
 from repeat_failure.config import AgentSpec
 from repeat_failure.sessions.tail import MAX_FILES, SessionTail
+from benchmarks.injector import bench_injector
 from benchmarks.precision import bench_precision
 
 REPO = Path(__file__).resolve().parent.parent
@@ -873,6 +877,7 @@ def main() -> int:
         "replay_hostile": lambda: bench_replay_hostile(2_000 if args.quick else 4_000),
         "github_client": lambda: bench_github_client(3 if args.quick else 7),
         "precision": lambda: bench_precision(args.corpus),
+        "injector": bench_injector,
     }
     only = [name for name in runs if not args.only or
             any(name == want or name.startswith(want + "_")
