@@ -408,8 +408,8 @@ class Server(ThreadingHTTPServer):
     def start(self) -> "Server":
         """Serve in a daemon thread (and start the deadline thread when a deadline is set);
         returns self."""
-        if (self.handshake_timeout_s, self.request_timeout_s, self.idle_timeout_s,
-                self.max_client_connections) != (None, None, None, None):
+        if (self.handshake_timeout_s, self.request_timeout_s, self.idle_timeout_s) != (
+                None, None, None):
             self.deadlines.start()
         self._thread.start()
         return self
@@ -423,7 +423,7 @@ class Server(ThreadingHTTPServer):
         self.deadlines.stop()
 
     def _expired(self, phase: str) -> None:
-        if phase not in ("idle", "evicted"):  # an idle keep-alive connection closing is routine
+        if phase != "idle":  # an idle keep-alive connection closing is routine
             self.timed_out.add(phase=phase)
 
     def get_request(self) -> tuple[socket.socket, Any]:
@@ -456,11 +456,7 @@ class Server(ThreadingHTTPServer):
             return
         if self.tls is not None and self.handshake_timeout_s is not None:
             self.deadlines.arm(request, self.handshake_timeout_s, "handshake")
-        try:
-            super().process_request(request, client_address)
-        except BaseException:  # no thread started (the caller closes the socket)
-            self._release(request)
-            raise
+        super().process_request(request, client_address)  # no thread: the caller shuts it
 
     def _make_room(self, client: Any) -> bool:
         """Whether a connection from ``client`` may be served, evicting a handshaking or idle
@@ -492,7 +488,13 @@ class Server(ThreadingHTTPServer):
         victim = min(spare, key=lambda s: self._conns[s][2])
         self._conns[victim][3] = True
         self.active -= 1
-        self.deadlines.arm(victim, 0.0, "evicted")
+        # Still in _conns, so not closed yet (shutdown_request drops it under this lock
+        # first): its descriptor cannot have been reused. The plain socket's shutdown: an
+        # SSLSocket's would drop its TLS state.
+        try:
+            socket.socket.shutdown(victim, socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.evicted.add()
         return True
 
@@ -505,22 +507,14 @@ class Server(ThreadingHTTPServer):
             if conn is not None and conn[1] != state:
                 conn[1], conn[2] = state, time.monotonic()
 
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        """The connection's thread: serve it, then free its slot."""
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._release(request)
-
-    def _release(self, request: Any) -> None:
+    def shutdown_request(self, request: Any) -> None:
+        """Drop the connection's deadline and free its place (an evicted one's was freed when
+        it was evicted; a refused one never had one), then close it."""
+        self.deadlines.disarm(request)
         with self._count_lock:
             conn = self._conns.pop(request, None)
-            if conn is None or not conn[3]:  # an evicted one was released when evicted
+            if conn is not None and not conn[3]:
                 self.active -= 1
-
-    def shutdown_request(self, request: Any) -> None:
-        """Drop the connection's deadline, then close it."""
-        self.deadlines.disarm(request)
         super().shutdown_request(request)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
