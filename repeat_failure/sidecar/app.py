@@ -324,18 +324,18 @@ class Sidecar:
         """``(started, text)`` for ``GET /startupz``, the injected sidecar's startup probe
         (issue 29: a native sidecar's startup probe holds the agent container until it passes):
         with the check on, every agent's hook file is rendered and ``records/`` is a directory
-        this process may write; with the check off there is nothing to wait for."""
-        with self._lock:
-            if not self.config.enabled:
-                return True, "ok (check off)"
-            records = self.shared_dir / hook.RECORDS_DIR
-            if not (records.is_dir() and os.access(records, os.W_OK | os.X_OK)):
-                return False, f"{records} is not a writable directory yet"
-            missing = [name for name in self.agents
-                       if not hook.hook_path(self.shared_dir, name).is_file()]
-            if missing:
-                return False, f"hook not rendered yet for agent {', '.join(missing)[:200]}"
-            return True, "ok"
+        this process may write; with the check off there is nothing to wait for. Takes no lock
+        (a long collection pass must not time the probe out): it reads the file system."""
+        if not self.config.enabled:
+            return True, "ok (check off)"
+        records = self.shared_dir / hook.RECORDS_DIR
+        if not (records.is_dir() and os.access(records, os.W_OK | os.X_OK)):
+            return False, f"{records} is not a writable directory yet"
+        missing = [name for name in self.agents
+                   if not hook.hook_path(self.shared_dir, name).is_file()]
+        if missing:
+            return False, f"hook not rendered yet for agent {', '.join(missing)[:200]}"
+        return True, "ok"
 
     def collect_stats(self) -> tuple[dict[str, int], float | None]:
         """The collection passes so far by outcome (``ok``, ``failed``) and the time (epoch
