@@ -313,17 +313,23 @@ class Sweeper:
         if labeled:
             if not entry.escalated:  # rule 5: the label says escalated, whatever the ledger
                 entry.escalated, entry.escalated_at, entry.adopted = True, now, True
+                # The label says the PR was escalated once: a later escalation after a green
+                # head or a person's removal is a second one (the hand-off note).
+                entry.escalations = max(entry.escalations, 1)
                 log.info("PR wears the escalation label: escalated (no comment posted)",
                          extra={"event": "fixloop_label_adopted", "pr": key})
+            # Confirmed only by a listing that shows it (issue 31): GitHub's 200 to adding it
+            # is not enough (another automation may strip it, or the add may not stick).
             entry.label_confirmed = True
             self._unparked.discard(key)
+        elif entry.escalated and key in self._unparked:
+            # This process took the label off and its ledger write failed: not a person.
+            entry.reset()
+            self._unparked.discard(key)
         elif entry.escalated and entry.label_confirmed:
-            if key in self._unparked:
-                # This process took the label off and its ledger write failed: not a person.
-                entry.reset()
-                self._unparked.discard(key)
-            else:
-                self._unpark(pr, entry, UNPARK_LABEL, now, comment=None)
+            self._unpark(pr, entry, UNPARK_LABEL, now, comment=None)
+        elif entry.escalated:
+            self._relabel(pr, entry)
         if entry.escalated and entry.comment_pending and not entry.adopted:
             self._post_escalation(pr, entry, [c for c in (state.failing if state else ())
                                               if c.name in entry.escalated_checks])
@@ -331,11 +337,9 @@ class Sweeper:
             self._save(entry)
             return
         if state.state == GREEN:
-            if entry.escalated and entry.adopted:
-                # A label this ledger did not put there (or can no longer say it did): a person
-                # may want it for other reasons, so it stays; the history is forgotten.
-                entry.reset()
-            elif entry.escalated:
+            if entry.escalated:
+                # Whoever put the label on (this ledger, or one lost since): the label is the
+                # record, and a green head un-parks it (issue 31).
                 self._unpark(pr, entry, UNPARK_GREEN, now,
                              comment=f"CI is green at `{pr.head_sha[:12]}`: the fix loop is "
                                      f"over. Removed `{self.config.label}`; the PR's attempt "
@@ -413,7 +417,9 @@ class Sweeper:
                 self._api_error(exc, repo=pr.repo, number=pr.number)
                 return  # still escalated; the next pass tries again
             self._unparked.add(entry.key)
-        if reason == UNPARK_LABEL:
+        if reason in (UNPARK_LABEL, UNPARK_GREEN):
+            # The reviewer lane's pass: a de-escalation (the label removed) or a repair (the
+            # head went green); a later escalation gets the hand-off note (issue 31).
             entry.reviewer_sha, entry.reviewed_at = pr.head_sha, now
             entry.reviewer_tree = entry.head_tree if entry.head_sha == pr.head_sha else None
         entry.reset()
@@ -428,6 +434,17 @@ class Sweeper:
             except GitHubError as exc:
                 self._api_error(exc, repo=pr.repo, number=pr.number)
 
+    def _relabel(self, pr: PullRequest, entry: Entry) -> None:
+        """An escalated PR whose label no listing has shown yet (the add did not stick, or
+        something took it off before any pass saw it): not a person's removal of a confirmed
+        label, so the label is added again (it is the record; adding it is idempotent)."""
+        log.warning("escalation label not on the PR although it was added: adding it again",
+                    extra={"event": "fixloop_label_missing", "pr": entry.key})
+        try:
+            self._call(self.github.add_label, pr.repo, pr.number, self.config.label)
+        except GitHubError as exc:
+            self._api_error(exc, repo=pr.repo, number=pr.number)
+
     def _escalate(self, pr: PullRequest, entry: Entry, failing: list[Check],
                   now: float) -> None:
         handoff = entry.escalations >= 1 and entry.reviewer_sha is not None
@@ -438,7 +455,8 @@ class Sweeper:
         except GitHubError as exc:
             self._api_error(exc, repo=pr.repo, number=pr.number)
             return  # not escalated; the next pass tries again
-        entry.escalated, entry.escalated_at, entry.label_confirmed = True, now, True
+        # Not confirmed yet: only a later listing that shows the label confirms it (issue 31).
+        entry.escalated, entry.escalated_at, entry.label_confirmed = True, now, False
         entry.escalations += 1
         entry.escalated_checks = [c.name for c in failing]
         self._post_escalation(pr, entry, failing)
