@@ -22,11 +22,13 @@ for people is docs/fixloop.md. Per pass (:meth:`Sweeper.run_once`):
    whose every failing check is such an incident learns nothing this pass: no attempt counted,
    no staleness clock, no re-engagement.
 5. The label is authoritative, the ledger a cache: a PR wearing the label is escalated even to
-   an empty ledger (no second comment); once the label has been seen on an escalated PR
-   (*confirmed*), its absence means a human removed it: the PR is un-parked with a fresh budget,
-   and the head it had then is stamped as the reviewer's pass.
+   an empty ledger (no second comment); once a listing has shown the label on an escalated PR
+   (*confirmed*; GitHub's 200 to adding it is not enough, issue 31), its absence means a human
+   removed it: the PR is un-parked with a fresh budget, and the head it had then is stamped as
+   the reviewer's pass. A label no listing has shown yet is added again.
 6. A conclusive green clears the PR's history; an escalated PR going green is un-parked (label
-   removed, ledger reset, a comment saying why). An escalated PR whose escalated checks later
+   removed, ledger reset, a comment saying why), whoever put the label on, and its head is
+   stamped as the reviewer's pass (a repair). An escalated PR whose escalated checks later
    turn out to be shared breakage is un-parked the same way when that breakage clears.
 7. Red, settled, not an incident: the head's *tree* is an attempt when not seen red before (an
    empty retrigger commit has the same tree); at ``threshold`` distinct red trees the PR is
@@ -35,7 +37,8 @@ for people is docs/fixloop.md. Per pass (:meth:`Sweeper.run_once`):
    ``needs-human`` label. A PR escalated a second time after a reviewer's pass gets the hand-off
    note instead (what was tried since, the head the reviewer left, no further automated pass).
 8. Staleness: an unchanged red head whose CI settled ``stale_after_s`` ago is re-engaged (a kick
-   to its owning agent, :mod:`repeat_failure.fixloop.notify`), at most ``max_reengagements`` times per
+   to its owning agent, falling back to the fixer, then the scanner, when the owner is paused
+   or unreachable, :mod:`repeat_failure.fixloop.notify`), at most ``max_reengagements`` times per
    head SHA, spaced at least ``stale_after_s`` and the owner's ``cadence_s``; a kick counts only
    when delivered. A branch that moves resets the count.
 9. Entries are pruned ``prune_after_s`` after their PR stops being listed.
