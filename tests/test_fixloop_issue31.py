@@ -127,6 +127,12 @@ def test_an_escalation_whose_ledger_was_lost_is_unparked_when_the_head_goes_gree
     assert gh.labels(REPO, 1) == []
     assert gh.comments(REPO, 1)[1:] == [GREEN_NOTE.format(sha=sha(2)[:12])]
     assert len(escalations(gh)) == 1
+    # The label was the record of a first escalation: the next one is the hand-off.
+    gh.push(REPO, 1, sha(3), tree(3))
+    red(gh, sha(3))
+    assert [(line["event"], line.get("kind")) for line in op.sweep()
+            if line.get("event") == "fixloop_escalated"] == [("fixloop_escalated", "handoff")]
+    assert HANDOFF in escalations(gh)[1]
 
 
 # -- 2. the hand-off note after a green repair ------------------------------------------------
