@@ -119,12 +119,10 @@ def log_what_runs(config: Config, states: list[AgentState]) -> None:
     if not runs["turn_health"]:
         words.append("turn verdicts and preview probe off (repeat_failure.turn_health)")
     else:
-        words.append("turn verdicts " + (f"on for {', '.join(runs['turn_verdicts'])}"
-                                         if runs["turn_verdicts"] else
-                                         "on, but no agent's session log is read"))
-        words.append("preview probe " + (f"on for {', '.join(runs['preview_probe'])}"
-                                         if runs["preview_probe"] else
-                                         "off: no agent with a preview URL and a session log"))
+        words.append(f"turn verdicts on for {', '.join(runs['turn_verdicts'])}"
+                     if runs["turn_verdicts"] else "turn verdicts: no agent's session log is read")
+        words.append(f"preview probe on for {', '.join(runs['preview_probe'])}"
+                     if runs["preview_probe"] else "preview probe: no agent with a preview URL")
     log.info("; ".join(words), extra={"event": "what_runs", **runs})
     unprobed = sorted(s.spec.name for s in states if s.spec.preview_url)
     if unprobed and not config.turn_health:
