@@ -331,8 +331,8 @@ class Sweeper:
             self._unparked.discard(key)
         elif entry.escalated and entry.label_confirmed:
             self._unpark(pr, entry, UNPARK_LABEL, now, comment=None)
-        elif entry.escalated:
-            self._relabel(pr, entry)
+        elif entry.escalated and not (state is not None and state.state == GREEN):
+            self._relabel(pr, entry)  # (a green head un-parks it below: no label to add)
         if entry.escalated and entry.comment_pending and not entry.adopted:
             self._post_escalation(pr, entry, [c for c in (state.failing if state else ())
                                               if c.name in entry.escalated_checks])
