@@ -15,7 +15,7 @@ def test_wheel_contains_hooks_and_console_script(tmp_path: Path) -> None:
     """`pip wheel .` includes hooks/*.sh as repeat_failure/hooks/ and the repeat-failure entry point."""
     src = tmp_path / "src"  # build from a copy: an in-tree build leaves build/ in the checkout
     src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(REPO / name, src / name)
     for name in ("repeat_failure", "hooks"):
         shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
@@ -26,6 +26,11 @@ def test_wheel_contains_hooks_and_console_script(tmp_path: Path) -> None:
     assert {"repeat_failure/hooks/bash_env.sh", "repeat_failure/hooks/bash_env.slow.bash",
             "repeat_failure/hooks/bash_env.chain.bash", "repeat_failure/hooks/bash_env.trap.bash",
             "repeat_failure/cli.py", "repeat_failure/backends/__init__.py"} <= names
+    # The license travels with the distribution (issue 29): SPDX expression and the text.
+    metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
+    assert "License-Expression: Apache-2.0" in zipfile.ZipFile(wheel).read(metadata).decode()
+    license_file = next(n for n in names if n.endswith(".dist-info/licenses/LICENSE"))
+    assert zipfile.ZipFile(wheel).read(license_file) == (REPO / "LICENSE").read_bytes()
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry).decode()
     assert "repeat-failure = repeat_failure.cli:main" in text
