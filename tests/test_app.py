@@ -90,8 +90,13 @@ def test_note_metrics_and_row(tmp_path: Path) -> None:
     assert series(sc, "hive_repeat_failure_note") == [
         'hive_repeat_failure_note{agent="a1",backend="bash",command="ls /nonexistent",exit="2",output="unknown"} 5.0']
     assert series(sc, "hive_repeat_failure_row_info") == [
-        f'hive_repeat_failure_row_info{{agent="a1",backend="bash",message="{msg}",state="on",'
-        'state_text=""} 1.0']
+        'hive_repeat_failure_row_info{agent="a1",backend="bash",command="ls /nonexistent",'
+        'exit="2",state="on",state_text=""} 1.0']
+    assert series(sc, "hive_repeat_failure_note_span_seconds") == [
+        'hive_repeat_failure_note_span_seconds{agent="a1",backend="bash",'
+        'command="ls /nonexistent",exit="2",output="unknown"} 40.0']
+    assert series(sc, "hive_repeat_failure_notes_active") == [
+        'hive_repeat_failure_notes_active{agent="a1",backend="bash"} 1.0']
     assert series(sc, "hive_repeat_failure_check_state") == [
         'hive_repeat_failure_check_state{agent="a1",backend="bash",state="on"} 1.0',
         'hive_repeat_failure_check_state{agent="a1",backend="bash",state="not_available"} 0.0',
