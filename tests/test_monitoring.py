@@ -57,6 +57,9 @@ DASHBOARD = CHART / "files" / "dashboard.json"
 GENERATOR = CHART / "dashboards" / "generate.py"
 RULE_TESTS = REPO / "tests" / "promtool" / "rules.test.yaml"
 METRICS_DOC = REPO / "docs" / "metrics.md"
+RUNBOOK_DOC = REPO / "docs" / "runbook.md"
+#: Where every alert's ``runbook_url`` points: docs/runbook.md on the repository's main branch.
+RUNBOOK = "https://github.com/hive/repeat-failure/blob/main/docs/runbook.md"
 EVIDENCE = primary()
 
 SIDECAR_ALERTS = ("RepeatFailureRepeatingFailure", "RepeatFailureCheckNotReceivingData",
@@ -134,7 +137,7 @@ def test_every_alert_is_tested_firing_and_not_firing() -> None:
     for rule in rules:
         severity = "info" if rule["alert"] == "RepeatFailureFixLoopEscalated" else "warning"
         assert rule["labels"] == {"severity": severity}, rule["alert"]
-        assert set(rule["annotations"]) == {"summary", "description"}
+        assert set(rule["annotations"]) == {"summary", "description", "runbook_url"}
     tests = yaml.safe_load(RULE_TESTS.read_text())
     assert tests["rule_files"] == ["../../charts/repeat-failure/files/prometheus-rules.yaml"]
     seen: dict[str, set[bool]] = {name: set() for name in ALERTS}
@@ -142,6 +145,31 @@ def test_every_alert_is_tested_firing_and_not_firing() -> None:
         for case in group["alert_rule_test"]:
             seen[case["alertname"]].add(bool(case["exp_alerts"]))
     assert seen == {name: {True, False} for name in ALERTS}
+
+
+def _github_anchor(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading: lower case, spaces to ``-``, punctuation
+    other than ``-`` and ``_`` dropped."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_alert_has_a_runbook_section() -> None:
+    """Issue 29: each alert's ``runbook_url`` is docs/runbook.md on GitHub with the anchor of
+    a ``##`` section named after the alert, and that section says what the alert means, how
+    to check it and how to fix it (in that order); the page has no section for an alert that
+    does not exist."""
+    rules = [r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]]
+    text = RUNBOOK_DOC.read_text(encoding="utf-8")
+    sections = dict(re.findall(r"^## (\S+)\n(.*?)(?=^## |\Z)", text, re.M | re.S))
+    assert list(sections) == [r["alert"] for r in rules]
+    for rule in rules:
+        url = rule["annotations"]["runbook_url"]
+        page, anchor = url.split("#")
+        assert page == RUNBOOK, rule["alert"]
+        assert anchor == _github_anchor(rule["alert"]), rule["alert"]
+        body = sections[rule["alert"]]
+        marks = [body.find(f"**{m}.**") for m in ("What it means", "How to check", "How to fix")]
+        assert -1 not in marks and marks == sorted(marks), rule["alert"]
 
 
 def test_repeating_failure_annotations_name_the_note() -> None:
@@ -1110,7 +1138,8 @@ def test_pending_alerts_are_rendered_from_real_series(stack: Stack) -> None:
     assert got == [
         ({"alertname": "RepeatFailureCheckNotReceivingData", "severity": "warning", **t,
           "agent": "a2", "backend": "claude", "state": "not_receiving_data"}, "pending",
-         {"summary": "repeat-failure check not receiving data for agent a2",
+         {"runbook_url": RUNBOOK + "#repeatfailurechecknotreceivingdata",
+          "summary": "repeat-failure check not receiving data for agent a2",
           "description": (
               f"Agent a2 (claude, namespace {NAMESPACE}, pod {POD}) runs shell commands "
               "according to its session log, but no command record has reached the sidecar "
@@ -1121,7 +1150,8 @@ def test_pending_alerts_are_rendered_from_real_series(stack: Stack) -> None:
         ({"alertname": "RepeatFailureRepeatingFailure", "severity": "warning", **t,
           "agent": "a1", "backend": "bash", "command": LS, "exit": "2"},
          "pending",
-         {"summary": f"Agent a1 keeps running a failing command: {LS} (exit 2)",
+         {"runbook_url": RUNBOOK + "#repeatfailurerepeatingfailure",
+          "summary": f"Agent a1 keeps running a failing command: {LS} (exit 2)",
           "description": (
               f"Agent a1 (bash, namespace {NAMESPACE}, pod {POD}) has run \"{LS}\", which "
               "failed 5 times within the repeat-failure window (exit 2); the note has been "

@@ -82,3 +82,21 @@ def test_contributing_names_the_checks_that_exist() -> None:
     for path in re.findall(r"`(tests/test_\w+\.py)", text):
         assert (REPO / path).is_file(), path
     assert (REPO / "scripts/test").is_file()
+
+
+def test_chart_readme_has_the_operator_sections() -> None:
+    """The chart README (issue 29, item 5) says how to upgrade, how to uninstall and what is
+    left behind (each with how to remove it), how to troubleshoot (pointing at the runbook),
+    and how to test a release."""
+    text = (REPO / "charts/repeat-failure/README.md").read_text(encoding="utf-8")
+    headings = re.findall(r"^## (.+)$", text, re.M)
+    for heading in ("Testing a release", "Upgrading", "Uninstalling", "Troubleshooting"):
+        assert heading in headings, heading
+    uninstall = text.split("## Uninstalling\n", 1)[1].split("\n## ", 1)[0]
+    assert "| what | why | how to remove |" in uninstall
+    rows = [line for line in uninstall.splitlines()
+            if line.startswith("| ") and not line.startswith(("| what", "| ---"))]
+    assert len(rows) == 8 and all(line.count(" | ") == 2 for line in rows)
+    troubleshooting = text.split("## Troubleshooting\n", 1)[1].split("\n## ", 1)[0]
+    assert "(../../docs/runbook.md)" in troubleshooting
+    assert "helm test" in text.split("## Testing a release\n", 1)[1]
