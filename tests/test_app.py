@@ -180,7 +180,7 @@ def test_secrets_scrubbed_everywhere(tmp_path: Path) -> None:
         assert token not in text, name
         assert scrubbed in text, name
     assert list((sc.shared_dir / "records").iterdir()) == []
-    (line,) = [json.loads(l) for l in stream.getvalue().splitlines() if "note_raised" in l]
+    (line,) = [json.loads(ln) for ln in stream.getvalue().splitlines() if "note_raised" in ln]
     assert (line["event"], line["command"], line["exit"], line["count"]) == (
         "note_raised", scrubbed, 1, 5)
     logging.getLogger("repeat_failure").handlers.clear()
@@ -390,7 +390,7 @@ def test_label_values_come_from_the_agent_not_the_record(tmp_path: Path) -> None
         {**base, "ts": T0 + 301},
         {**base, "ts": 1e300},
     ]
-    hook.records_path(sc.shared_dir, "a1").write_bytes(b"".join(orjson.dumps(l) + b"\n" for l in lines))
+    hook.records_path(sc.shared_dir, "a1").write_bytes(b"".join(orjson.dumps(ln) + b"\n" for ln in lines))
     sc.run_once()
     assert series(sc, "hive_repeat_failure_records_rejected_total") == [
         'hive_repeat_failure_records_rejected_total{agent="a1",reason="malformed"} 4.0']

@@ -21,7 +21,7 @@ def test_wheel_contains_hooks_and_console_script(tmp_path: Path) -> None:
         shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
                     "-w", str(tmp_path), str(src)], check=True, capture_output=True)
-    (wheel,) = tmp_path.glob("repeat_failure_sidecar-*.whl")
+    (wheel,) = tmp_path.glob("repeat_failure-0.1.0-*.whl")  # the distribution's name and version
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"repeat_failure/hooks/bash_env.sh", "repeat_failure/hooks/bash_env.slow.bash",
             "repeat_failure/hooks/bash_env.chain.bash", "repeat_failure/hooks/bash_env.trap.bash",

@@ -67,10 +67,8 @@ def test_changelog_has_the_policy_and_the_current_version() -> None:
     rows = re.findall(r"^\| (chart|image|metrics|config keys|alerts and dashboard) \|", policy, re.M)
     assert rows == ["chart", "image", "metrics", "config keys", "alerts and dashboard"]
     assert "**Deprecated**" in policy and "**Breaking**" in policy
-    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"].get("version")
-    if version is None:  # read from the package (issue 29, item 6)
-        from repeat_failure import __version__ as version
-    assert f"## [{version}]" in text
+    from repeat_failure import __version__
+    assert f"## [{__version__}]" in text
     assert "## [Unreleased]" in text
 
 

@@ -178,11 +178,12 @@ class MetricsCollector(Collector):
                      command_label(label_value(shown.command)) if shown else "",
                      str(shown.exit) if shown else ""], 1.0)
                 notes_active.add_metric([v.agent, v.backend], float(len(v.row.notes)))
-                for n in v.row.notes[:MAX_NOTES_SHOWN]:
-                    labels = [v.agent, v.backend, command_label(label_value(n.command)),
-                              str(n.exit), n.output]
-                    note.add_metric(labels, float(n.count))
-                    note_span.add_metric(labels, n.last_ts - n.first_ts)
+                for raised_note in v.row.notes[:MAX_NOTES_SHOWN]:
+                    labels = [v.agent, v.backend,
+                              command_label(label_value(raised_note.command)),
+                              str(raised_note.exit), raised_note.output]
+                    note.add_metric(labels, float(raised_note.count))
+                    note_span.add_metric(labels, raised_note.last_ts - raised_note.first_ts)
                 for command, exit_key, count in v.failures:
                     failures.add_metric(
                         [v.agent, v.backend, command_label(label_value(command)), str(exit_key)],
