@@ -151,7 +151,7 @@ def _key_path(error: jsonschema.ValidationError) -> str:
     text = ".".join(parts).replace(".[", "[")
     if error.validator == "additionalProperties":
         # jsonschema reports the parent; name the offending key itself.
-        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))  # type: ignore[arg-type, union-attr]
         text = ".".join(filter(None, [text, extra[0] if extra else ""]))
         return text
     return text or "(top level)"

@@ -265,7 +265,7 @@ class Sweeper:
         ``rate_limited`` without a request); a ``rate_limited`` answer stops the pass's calls."""
         if self._limited:
             skipped = GitHubError("rate_limited", "rate limited earlier in this pass")
-            skipped.skipped = True  # no request was made: not counted again
+            skipped.skipped = True  # type: ignore[attr-defined]  # no request was made: not counted again
             raise skipped
         try:
             return method(*args)

@@ -88,7 +88,7 @@ def _describe(state: AgentState) -> None:
             log.info("no agent home given: the 'not receiving data' safeguard is off "
                      "(--agent-home)", extra={"agent": spec.name, "backend": spec.backend})
         return
-    home = Path(spec.home)
+    home = Path(spec.home)  # type: ignore[arg-type]
     usable = home.is_dir() and os.access(home, os.R_OK | os.X_OK)
     (log.info if usable else log.warning)(
         "session log read from the agent's home" if usable else
