@@ -156,7 +156,7 @@ def test_a_second_escalation_after_a_green_repair_gets_the_handoff_note(tmp_path
     first, second = escalations(gh)
     assert HANDOFF not in first
     assert HANDOFF in second
-    assert f"- The reviewer's pass (" in second
+    assert "- The reviewer's pass (" in second
     assert f") left the branch at `{sha(2)[:12]}`." in second
     assert f"  - `{tree(3)[:12]}`" in second
     assert gh.labels(REPO, 1) == ["needs-human"]
