@@ -156,7 +156,7 @@ def _handler(server: "InjectorServer") -> type[serving.Handler]:
             self.send_body(*answer)
 
         def _busy(self, message: str) -> None:
-            self.server.busy.add()
+            self.server.busy.add()  # type: ignore[attr-defined]
             server.metrics.review("error", "busy")
             self._fail(503, message, close=True, headers={"Retry-After": "1"})
 
@@ -270,7 +270,7 @@ class InjectorServer:
                 max_body_bytes=max_body, handshake_timeout_s=handshake_timeout_s,
                 request_timeout_s=request_timeout_s, idle_timeout_s=idle_timeout_s,
                 max_client_connections=max_client_connections)
-            self._httpd.busy = serving.Tally(
+            self._httpd.busy = serving.Tally(  # type: ignore[attr-defined]
                 "admission reviews answered 503: all parse slots or the body budget busy",
                 "reviews_busy")
         except OSError as exc:
@@ -324,16 +324,16 @@ class InjectorServer:
             meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
             extra = {"event": "pod_injected" if decision.outcome == "injected"
                      else "pod_not_injected",
-                     "namespace": _text(request.get("namespace")) or _text(meta.get("namespace")),
-                     "pod": _text(meta.get("name")) or _text(request.get("name")) or None,
-                     "generate_name": _text(meta.get("generateName")),
+                     "namespace": _text(request.get("namespace")) or _text(meta.get("namespace")),  # type: ignore[union-attr]
+                     "pod": _text(meta.get("name")) or _text(request.get("name")) or None,  # type: ignore[union-attr]
+                     "generate_name": _text(meta.get("generateName")),  # type: ignore[union-attr]
                      "agent": _text(decision.agent), "backend": _text(decision.backend),
                      "uid": _text(request.get("uid")), "dry_run": bool(request.get("dryRun"))}
             if decision.outcome == "injected":
-                extra.update(native_sidecar=config.native_sidecar,
+                extra.update(native_sidecar=config.native_sidecar,  # type: ignore[call-overload]
                              containers=[_text(name) for name in decision.hooked])
             if decision.warnings:
-                extra["warnings"] = list(decision.warnings)
+                extra["warnings"] = list(decision.warnings)  # type: ignore[assignment]
             (log.info if decision.outcome == "injected" else log.warning)(
                 "pod injected" if decision.outcome == "injected" else "pod not injected",
                 extra=extra)

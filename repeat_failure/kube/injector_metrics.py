@@ -10,6 +10,7 @@ the bytes of large request bodies held at once, and one client's share of them.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -96,7 +97,7 @@ class InjectorMetrics:
         return generate_latest(self.registry)
 
 
-def certificate_expiry(cert_file: str) -> float | None:
+def certificate_expiry(cert_file: str | os.PathLike[str]) -> float | None:
     """The notAfter of the first certificate in the PEM file ``cert_file``, in seconds since the
     epoch; None when the file cannot be read or parsed."""
     from cryptography import x509

@@ -102,7 +102,8 @@ def _env_from_bash_env(container: dict) -> list[str]:
     with), as ``configMap NAME`` / ``secret NAME``."""
     found = []
     for source in _dicts(container.get("envFrom")):
-        prefix = source.get("prefix") if isinstance(source.get("prefix"), str) else ""
+        raw = source.get("prefix")
+        prefix = raw if isinstance(raw, str) else ""
         if prefix == "BASH_ENV" or not "BASH_ENV".startswith(prefix):
             continue
         for key, kind in (("configMapRef", "configMap"), ("secretRef", "secret")):
@@ -191,8 +192,8 @@ def decide(request: Mapping[str, Any], config: InjectorConfig) -> Decision:
     if not isinstance(pod, dict) or not isinstance(pod.get("spec"), dict):
         return _unchanged("not a pod creation")
     meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
-    annotations = _str_map(meta.get("annotations"))
-    labels = _str_map(meta.get("labels"))
+    annotations = _str_map(meta.get("annotations"))  # type: ignore[union-attr]
+    labels = _str_map(meta.get("labels"))  # type: ignore[union-attr]
     spec = pod["spec"]
     containers = spec.get("containers")
     if annotations.get(ANN_INJECT) != "true":
@@ -204,7 +205,7 @@ def decide(request: Mapping[str, Any], config: InjectorConfig) -> Decision:
         return _unchanged("already injected")
     if not config.enabled:
         return _unchanged("check off")
-    namespace = request.get("namespace") or meta.get("namespace")
+    namespace = request.get("namespace") or (meta or {}).get("namespace")
     if namespace in SYSTEM_NAMESPACES:
         return _unchanged("system namespace", f"repeat-failure: namespace {namespace} is never an "
                           "agent namespace; not injected")
@@ -342,7 +343,7 @@ def decide(request: Mapping[str, Any], config: InjectorConfig) -> Decision:
             [] if home_mount is not None else
             [(ANN_SESSION_LOGS, SESSION_LOGS_NOT_COVERED if home else SESSION_LOGS_HOME_UNKNOWN)]):
         ops.append({"op": "add", "path": pointer("metadata", "annotations", key), "value": value})
-    if isinstance(meta.get("labels"), dict):
+    if isinstance(meta.get("labels"), dict):  # type: ignore[union-attr]
         ops.append({"op": "add", "path": pointer("metadata", "labels", LABEL_INJECTED),
                     "value": "true"})
     else:
