@@ -1025,8 +1025,8 @@ def test_chained_hook_stops_reading_after_the_common_cleanup(tmp_path):
 def test_rendered_files_hold_only_code(tmp_path):
     """Issue 17's cost: bash parses every byte it reaches, comments too, so the rendered hook,
     exit path and trap helper hold no comment and no blank line (the notes stay in the
-    templates), and each is still valid bash. The exit path's first line saves the command's
-    status, before anything can change it."""
+    templates), and each is still valid bash. The exit path starts by setting aside what would
+    see its steps and saving the command's status it is given, before anything can change it."""
     shared = tmp_path / "shared"
     hook_mod.render(shared, "a1", "bash", chain="/etc/agent_bash_env")
     files = [hook_mod.hook_path(shared, "a1"), hook_mod.slow_path(shared, "a1"),
@@ -1035,7 +1035,10 @@ def test_rendered_files_hold_only_code(tmp_path):
         lines = path.read_text().splitlines()
         assert lines and not [n for n in lines if not n.strip() or n.lstrip().startswith("#")]
         assert run(["bash", "-n", str(path)], {"PATH": "/usr/bin:/bin"}).returncode == 0, path
-    assert files[1].read_text().startswith("__rf_x=$? ")
+    # The EXIT trap passes the status and `$-`; the exit path first sets aside the command's
+    # DEBUG/RETURN traps and SIGXFSZ, then xtrace, then saves the status (issue 28).
+    assert files[1].read_text().startswith(
+        "builtin trap '' DEBUG RETURN XFSZ\nbuiltin set +x\n__rf_x=$1 ")
     for name in ("bash_env.sh", "bash_env.slow.bash", "bash_env.chain.bash", "bash_env.trap.bash"):
         assert "\n# " in (REPO / "hooks" / name).read_text(), name  # the notes are kept there
 
