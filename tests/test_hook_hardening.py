@@ -369,3 +369,34 @@ def test_declare_p_as_first_command_documented_differences(hooked, tmp_path):
         "PIPESTATUS": (None, 'declare -a PIPESTATUS=([0]="0")'),
         "_": ('declare -- _="bash"', 'declare -- _="EXIT"'),
     }
+
+
+# --- item 20, the sidecar's half: no bidi, C1 or DEL character raw in the state file ----------
+
+def test_state_file_holds_no_unprintable_character_raw(tmp_path):
+    """Issue 28 item 20: a command holding a bidi override (U+202E), a C1 control (U+0085,
+    U+009B) and DEL is saved in the state file as JSON escapes (`cat state/a1.json` in a
+    terminal acts on none of them), and a load restores the exact text."""
+    from repeat_failure.config import AgentSpec
+    from repeat_failure.sidecar.agent import AgentState
+    from repeat_failure.sidecar.detector import Detector
+    from repeat_failure.sidecar.state import StateFile
+
+    text = "make \u202echeck\u0085 \u009b31m \x7f é 🎉 \u2066x\u2069"
+    directory = tmp_path / "state"
+    directory.mkdir(mode=0o700)
+    store = StateFile(directory, lambda checkpoint: None, lambda state, events: None)
+    saved = AgentState(AgentSpec("a1", "bash"), Detector(3, 600))
+    for i in range(3):
+        saved.detector.record(text, 2, True, 1_700_000_000.0 + i, 1_700_000_000.0 + i)
+    saved.dirty = True
+    store.save(saved)
+    raw = (directory / "a1.json").read_bytes()
+    for char in "\u202e\u0085\u009b\x7f\u2066\u2069":
+        assert char.encode() not in raw, hex(ord(char))
+    assert b"\\u202e" in raw and b"\\u0085" in raw and b"\\u007f" in raw
+    assert "é 🎉".encode() in raw  # printable text stays as it is
+    loaded = AgentState(AgentSpec("a1", "bash"), Detector(3, 600))
+    store.load(loaded)
+    assert loaded.detector.to_dict() == saved.detector.to_dict()
+    assert [c["command"] for c in loaded.detector.to_dict()["commands"]] == [text]
