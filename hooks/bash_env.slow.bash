@@ -63,20 +63,24 @@ builtin return "$__rf_x"
 # repeat-failure neutral route: the hook's exit path. The hook (hook/<agent>.sh) sets an EXIT trap
 # that sources this file inside a group with stdout and stderr on /dev/null, on the left of `&&`
 # (errexit cannot fire), through `command` (in POSIX mode `.` of a missing file, the check turned
-# off meanwhile, would otherwise end the shell with status 1), with two arguments: the command's
-# status ($1, saved in __rf_x) and its `$-` ($2). The file returns __rf_x, which a chained hook's
+# off meanwhile, would otherwise end the shell with status 1), with the command's status as $1
+# (saved in __rf_x); a chained hook sources it without `command` (through it, errexit stays on in
+# here). The file returns __rf_x, which a chained hook's
 # trap passes on to the original's EXIT trap (hooks/bash_env.trap.bash).
 #
 # Its first two commands set aside what would otherwise see its steps (issue 28): the command's
 # DEBUG and RETURN traps (ignored, not reset: `.` puts back a DEBUG trap that is unset when it
 # returns) and SIGXFSZ (ignored: an append past a `ulimit -f` the command set would kill the
 # shell with status 153; the write then fails with EFBIG and leaves at most part of a line, which
-# the sidecar's collector reads as torn without losing the next record), then xtrace (with
-# BASH_XTRACEFD set, the trace bypasses the group's redirection). A command's DEBUG trap still
+# the sidecar's collector reads as torn without losing the next record), then errexit and xtrace
+# (with BASH_XTRACEFD set, the trace bypasses the group's redirection); the unchained exit path
+# also ignores ERR (`.` run by `command` would set off the command's ERR trap by returning a
+# failed status). A command's DEBUG trap still
 # runs before the trap's `command` and the `.` it runs, and with `set -T` before the first line
 # here; its xtrace shows the trap's `.` line and these two (docs/neutral-route.md, "Known
-# limits"). Chained, the render puts back the defaults and xtrace (from $2) before each `return`,
-# so the original's EXIT trap runs as it would alone. Bash parses a
+# limits"). Chained, the render leaves ERR, errexit and xtrace alone (its steps are traced, as
+# before) and puts DEBUG, RETURN and SIGXFSZ back to their defaults before each `return`, so the
+# original's EXIT trap runs as it would alone. Bash parses a
 # sourced file only up to the `return` it runs, so the common record is written by the lines at the
 # top and the slow path follows; the render drops every comment line, these notes included (a
 # comment costs parse time too). Keeping the code here rather than in the trap string keeps what

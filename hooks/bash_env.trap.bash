@@ -91,7 +91,7 @@ builtin return "${__rf_y-0}"
 # original are traced.
 #
 # The EXIT trap left is OURS alone or "OURS; ORIG": OURS the hook's trap (rendered in), ORIG what
-# the original set. OURS is `{ builtin command . SLOW "$?" "$-" && builtin :; } &>/dev/null`: the
+# the original set. OURS is `{ builtin . SLOW "$?" && builtin :; } &>/dev/null`: the
 # exit-path file returns the command's status, so ORIG sees the command's $? without `(exit N)`,
 # which forks and, failing under set -e, would end the trap before ORIG ran; the file is sourced on
 # the left of `&&`,

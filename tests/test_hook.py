@@ -1035,10 +1035,13 @@ def test_rendered_files_hold_only_code(tmp_path):
         lines = path.read_text().splitlines()
         assert lines and not [n for n in lines if not n.strip() or n.lstrip().startswith("#")]
         assert run(["bash", "-n", str(path)], {"PATH": "/usr/bin:/bin"}).returncode == 0, path
-    # The EXIT trap passes the status and `$-`; the exit path first sets aside the command's
-    # DEBUG/RETURN traps and SIGXFSZ, then xtrace, then saves the status (issue 28).
+    # The EXIT trap passes the status; the exit path first sets aside the command's DEBUG/RETURN
+    # traps and SIGXFSZ (and, unchained, its ERR trap, errexit and xtrace), then saves the status
+    # (issue 28).
+    assert files[1].read_text().startswith("builtin trap '' DEBUG RETURN XFSZ\n__rf_x=$1 ")
+    hook_mod.render(shared, "a1", "bash")
     assert files[1].read_text().startswith(
-        "builtin trap '' DEBUG RETURN XFSZ\nbuiltin set +x\n__rf_x=$1 ")
+        "builtin trap '' DEBUG RETURN ERR XFSZ\nbuiltin set +ex\n__rf_x=$1 ")
     for name in ("bash_env.sh", "bash_env.slow.bash", "bash_env.chain.bash", "bash_env.trap.bash"):
         assert "\n# " in (REPO / "hooks" / name).read_text(), name  # the notes are kept there
 

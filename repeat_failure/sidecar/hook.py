@@ -45,8 +45,8 @@ _MAIN = re.compile(r"\{ if (?P<test>\[\[ .* \]\]); then (?P<then>.*); fi; \} 2>/
 #: The exit path's first lines (hooks/bash_env.slow.bash), and what they are when an original is
 #: chained; put in front of its `return`s then (:func:`render_text`).
 _UNCHAINED_START = "builtin trap '' DEBUG RETURN ERR XFSZ\nbuiltin set +ex\n"
-_CHAINED_START = "builtin trap '' DEBUG RETURN XFSZ\nbuiltin set +x\n"
-_CHAIN_RESTORE = "builtin trap - DEBUG RETURN XFSZ; [[ ${2-} != *x* ]] || builtin set -x; "
+_CHAINED_START = "builtin trap '' DEBUG RETURN XFSZ\n"
+_CHAIN_RESTORE = "builtin trap - DEBUG RETURN XFSZ; "
 
 
 class HookError(ValueError):
@@ -174,10 +174,10 @@ def render_text(shared_dir: str | os.PathLike[str], agent: str, backend: str,
                 .replace("@PREFIX@", prefix.replace('"', '\\"'))
                 .replace("@RECORDS@", str(records_path(shared, agent))))
     if chain is not None:
-        # The original's EXIT trap runs next: leave the command's ERR trap and errexit alone
-        # (`.` sourced on the left of `&&` ignores both), and give back the defaults the exit
-        # path put aside for its own steps (DEBUG, RETURN, SIGXFSZ) and xtrace if it was on ($2
-        # is the command's `$-`).
+        # The original's EXIT trap runs next: leave the command's ERR trap, errexit and xtrace
+        # alone (`.` sourced on the left of `&&` ignores the first two; a chained hook's steps
+        # are traced, a documented limit) and give back the defaults the exit path put aside for
+        # its own steps (DEBUG, RETURN, SIGXFSZ).
         slow = slow.replace(_UNCHAINED_START, _CHAINED_START, 1)
         slow = slow.replace('builtin return "$__rf_x"', _CHAIN_RESTORE + 'builtin return "$__rf_x"')
     return hook, slow
@@ -194,23 +194,23 @@ def render_trap_text(shared_dir: str | os.PathLike[str], agent: str) -> str:
 
 
 def _without_command(hook: str) -> str:
-    """The unchained hook's text with its EXIT trap sourcing the exit path without ``command``,
-    as a chained hook does (:func:`render_text`)."""
+    """The unchained hook's text with its EXIT trap as a chained hook sets it (:func:`render_text`):
+    the exit path sourced without ``command``."""
     return hook.replace("builtin command . ", "builtin . ")
 
 
 def _exit_trap(hook: str) -> str:
-    """The EXIT trap a hook (its text) sets, OURS: ``{ builtin command . SLOW "$?" "$-" && builtin
-    :; } &>/dev/null`` alone, or, chained, ``{ builtin . SLOW "$?" "$-" && builtin :; }
-    &>/dev/null`` as OURS in "OURS; ORIG" in front of the original's EXIT trap ORIG. The exit-path
-    file is given the command's status and options and returns that status, so ORIG sees that
+    """The EXIT trap a hook (its text) sets, OURS: ``{ builtin command . SLOW "$?" && builtin :; }
+    &>/dev/null`` alone, or, chained, ``{ builtin . SLOW "$?" && builtin :; } &>/dev/null`` as
+    OURS in "OURS; ORIG" in front of the original's EXIT trap ORIG. The exit-path file is given
+    the command's status and returns it, so ORIG sees that
     ``$?`` without a fork (``(exit N)`` forks); it is sourced on the left of ``&&``, where errexit
     cannot fire (``command``, which keeps a file removed meanwhile from being fatal in POSIX mode,
     issue 28 item 7, loses that: the unchained exit path turns errexit off and ignores ERR
     itself), and ``builtin :`` runs inside the group, hidden from xtrace. Raises
     :class:`HookError` if the template lost it (only a broken template)."""
-    ours = re.search(r"builtin trap '(\{ builtin (?:command )?\. [^ ']+ \"\$\?\" \"\$-\" && "
-                     r"builtin :; \} &>/dev/null)' EXIT;", hook)
+    ours = re.search(r"builtin trap '(\{ builtin (?:command )?\. [^ ']+ \"\$\?\" && builtin :; \} "
+                     r"&>/dev/null)' EXIT;", hook)
     if ours is None:
         raise HookError("hooks/bash_env.sh has no EXIT trap to chain after")
     return ours.group(1)
