@@ -202,26 +202,32 @@ def test_run_refuses_to_chain_the_agents_own_hook(tmp_path, clean_env, how):
 
 # --- item 9: a partial line must not cost the next record --------------------------------------
 
-def _collect(shared: Path, agent: str = "a1") -> tuple[list[tuple[str, int]], list[str]]:
-    """What the sidecar's collector takes from ``shared``'s record file, each line parsed as the
-    pipeline parses it: ([(cmd, exit)] of the records, [rejection reasons])."""
+def _pipeline(agent: str = "a1"):
+    """(the sidecar's RecordPipeline, the agent's state, [(cmd, exit)] of every record it
+    takes, in order)."""
+    from repeat_failure.config import AgentSpec
+    from repeat_failure.sidecar.agent import AgentState
+    from repeat_failure.sidecar.detector import Detector
+    from repeat_failure.sidecar.exclude import Exclusions
+    from repeat_failure.sidecar.records import RecordPipeline
+
+    seen: list[tuple[str, int]] = []
+    pipeline = RecordPipeline(Exclusions(()), lambda: 0.0, lambda *a: None)
+    pipeline.record = lambda state, record, now, output=0: seen.append((record.cmd, record.exit))
+    return pipeline, AgentState(AgentSpec(agent, "bash"), Detector(3, 600)), seen
+
+
+def _collect(shared: Path, agent: str = "a1") -> tuple[list[tuple[str, int]], dict[str, int]]:
+    """What the sidecar takes from ``shared``'s record file: its collector's lines through its
+    record pipeline. ([(cmd, exit)] of the records, {rejection reason: count})."""
     import time
 
     from repeat_failure.sidecar.collector import Collector
-    from repeat_failure.sidecar.parse import RecordError, parse_line
 
-    records, rejected = [], []
+    pipeline, state, seen = _pipeline(agent)
     for line in Collector(shared / "records", grace_s=0.0).collect(agent).lines:
-        if isinstance(line, str):
-            rejected.append(line)
-            continue
-        try:
-            record = parse_line(line, agent, "bash", time.time())
-        except RecordError as exc:
-            rejected.append(exc.reason)
-        else:
-            records.append((record.cmd, record.exit))
-    return records, rejected
+        pipeline.line(state, line, time.time())
+    return seen, dict(state.rejected)
 
 
 def test_partial_line_under_a_file_size_limit_does_not_cost_the_next_record(hooked):
@@ -240,31 +246,44 @@ def test_partial_line_under_a_file_size_limit_does_not_cost_the_next_record(hook
     data = hook.records.read_bytes()
     assert len(data) == limit_kib * 1024 and not data.endswith(b"\n")  # a fragment
     assert run(["bash", "-c", "exit 6"], env_on).returncode == 6
-    assert _collect(hook.shared) == ([("exit 5", 5), ("exit 6", 6)], ["torn"])
+    assert _collect(hook.shared) == ([("exit 5", 5), ("exit 6", 6)], {"torn": 1})
 
 
 def test_fragment_before_a_record_is_salvaged_at_any_length():
     """Item 9 at the line-length bound: a fragment of up to 4095 bytes followed by a whole
-    record makes a line over the 4096-byte limit; the record at its end is still taken, the
-    fragment counted torn (oversized when the two pass the limit together), however the bytes
-    arrive, and a line of garbage with no record in it stays ``oversized``."""
+    record, however the bytes arrive; the record is still taken and the fragment counted torn
+    (oversized when the two pass the 4096-byte limit together, where the collector takes the
+    record from the line's last 4096 bytes without holding the rest). A line of garbage with no
+    record in it stays ``oversized`` or ``malformed``, and whole records are untouched."""
+    import time
+
     from repeat_failure.sidecar.collector import _Lines
 
-    record = b'{"v":1,"ts":1.5,"agent":"a1","backend":"bash","route":"bash_env","exit":3,"cmd":"x"}'
-    long_record = record[:-2] + b"x" * (4095 - len(record)) + b'"}'
+    now = time.time()
+    record = (b'{"v":1,"ts":%.6f,"agent":"a1","backend":"bash","route":"bash_env","exit":3,'
+              b'"cmd":"x"}' % (now - 1))
+    long_record = record[:-3] + b"x" * (4095 - len(record)) + b'x"}'
     assert len(long_record) == 4095
     for rec in (record, long_record):
-        for frag_len in (1, 500, 4000, 4095):
+        for frag_len in (1, 12, 500, 4000, 4095):
             fragment = (rec[:-1] + b"y" * 5000)[:frag_len]
             reason = "torn" if frag_len + len(rec) < 4096 else "oversized"
             for chunks in ([fragment, rec + b"\n" + rec + b"\n"],
                            [fragment + rec[:7], rec[7:] + b"\n" + rec + b"\n"],
                            [fragment + rec + b"\n" + rec + b"\n"]):
-                lines = _Lines()
-                got = [x for chunk in chunks for x in lines.feed(chunk)] + list(lines.finish())
-                assert got == [reason, rec, rec], (len(rec), frag_len)
-    lines = _Lines()
-    assert list(lines.feed(b"z" * 5000 + b"\n" + record + b"\n")) == ["oversized", record]
+                lines, (pipeline, state, seen) = _Lines(), _pipeline()
+                for chunk in chunks:
+                    for line in lines.feed(chunk):
+                        pipeline.line(state, line, now)
+                assert list(lines.finish()) == []
+                cmd = rec[rec.index(b'"cmd":"') + 7:-2].decode()
+                assert (seen, dict(state.rejected)) == ([(cmd, 3)] * 2, {reason: 1}), \
+                    (len(rec), frag_len)
+    for garbage, reason in ((b"z" * 5000, "oversized"), (b"z" * 50, "malformed")):
+        lines, (pipeline, state, seen) = _Lines(), _pipeline()
+        for line in lines.feed(garbage + b"\n" + record + b"\n"):
+            pipeline.line(state, line, now)
+        assert (seen, dict(state.rejected)) == ([("x", 3)], {reason: 1})
 
 
 # --- item 10: a command's DEBUG trap and BASH_XTRACEFD ----------------------------------------

@@ -10,9 +10,9 @@ Contract (DESIGN.md "Pipeline", spec Constraints):
   appends is read on the next passes ("grace" files).
 * Leftover ``.collecting.*`` files (a sidecar that died mid-pass) are read on the next pass.
 * A line longer than 4095 bytes is rejected as ``oversized`` without being held in memory; a last
-  line with no newline when the grace period ends is ``torn``; a line holding such a fragment
-  and then the next record (the writer's next record appended to it) gives ``torn`` (or
-  ``oversized``) and that record; a path that is a symlink, a FIFO
+  line with no newline when the grace period ends is ``torn``; an oversized line that is such a
+  fragment with the next record appended to it gives ``oversized`` and that record (a shorter
+  one goes on whole: the pipeline counts the fragment ``torn`` and takes the record); a path that is a symlink, a FIFO
   or anything but a regular file is ``unreadable`` and removed without being followed.
 * A record file that others may read or write (mode ``o+r``/``o+w``: the hook writes it
   ``0660`` under ``umask 007``), that has another name (a hard link), or whose owner is neither the sidecar's user nor in the
@@ -40,34 +40,20 @@ from pathlib import Path
 
 import inotify_simple
 
-from repeat_failure.sidecar.parse import INSECURE, MAX_LINE_BYTES, OVERSIZED, TORN, UNREADABLE
+from repeat_failure.sidecar.parse import (INSECURE, MAX_LINE_BYTES, OVERSIZED, TORN, UNREADABLE,
+                                          salvage)
 
 _CHUNK = 1 << 16
 COLLECTING = ".collecting."
 
 
-#: How every line the hook writes starts. Inside a record's JSON strings a quote is escaped, so
-#: a whole record holds it only at its start: found later in a line, it starts a record written
-#: after a fragment (issue 28 item 9).
-RECORD_START = b'{"v":1,"ts":'
-
-
-def _salvage(line: bytes | bytearray) -> bytes | None:
-    """The record at the end of ``line`` when a fragment comes before it, else None.
-
-    A write cut short (ENOSPC, a file-size limit: the kernel writes what fits) leaves part of a
-    line without its newline, and the next record is appended to it; the last
-    :data:`RECORD_START` after the line's first byte starts that record."""
-    i = line.rfind(RECORD_START, 1)
-    return bytes(line[i:]) if i > 0 else None
-
-
 class _Lines:
     """Splits a byte stream into lines, dropping (and reporting) lines over the size limit.
 
-    A line holding a fragment and then a record (:func:`_salvage`) gives the reason ``torn``
-    for the fragment (``oversized`` when the two together pass the limit) and then the
-    record, so a partial write never costs the next good record."""
+    A line over the limit that ends in a record after a fragment (:func:`salvage`: a short
+    write's fragment and the next record together pass the limit) gives ``oversized`` and then
+    that record, so a partial write never costs the next good record; a shorter such line is
+    handed on whole, and the pipeline takes the record from it when it does not parse."""
 
     def __init__(self) -> None:
         self._buf = bytearray()
@@ -80,8 +66,7 @@ class _Lines:
         del self._tail[:-MAX_LINE_BYTES]  # a record is at most 4095 bytes, after 1 of a fragment
 
     def feed(self, data: bytes) -> Iterator[bytes | str]:
-        """Yield each complete line (bytes, without newline) or the reason string ``oversized``
-        or ``torn``."""
+        """Yield each complete line (bytes, without newline) or the reason string ``oversized``."""
         start = 0
         while True:
             nl = data.find(b"\n", start)
@@ -91,7 +76,7 @@ class _Lines:
                 self._discarding = False
                 self._buf.clear()
                 self._keep_tail(data[start:nl])
-                record = _salvage(self._tail)
+                record = salvage(self._tail)
                 self._tail.clear()
                 if record is not None:
                     yield record
@@ -101,18 +86,13 @@ class _Lines:
                     self._keep_tail(data[start:nl])
                     self._buf.clear()
                     yield OVERSIZED
-                    record = _salvage(self._tail)
+                    record = salvage(self._tail)
                     self._tail.clear()
                     if record is not None:
                         yield record
                 else:
                     self._buf += data[start:nl]
-                    record = _salvage(self._buf)
-                    if record is not None:
-                        yield TORN
-                        yield record
-                    else:
-                        yield bytes(self._buf)
+                    yield bytes(self._buf)
                     self._buf.clear()
             start = nl + 1
         rest = len(data) - start
