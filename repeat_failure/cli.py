@@ -106,6 +106,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     logging.getLogger("repeat_failure").info(
         "sidecar started", extra={"listen": args.listen, "port": server.port,
                                   "enabled": sidecar.config.enabled,
+                                  "turn_health": sidecar.config.turn_health,
                                   "agents": sorted(sidecar.agents)})
     try:
         sidecar.run_forever(stop)

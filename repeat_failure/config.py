@@ -57,6 +57,9 @@ _SCHEMA: dict[str, Any] = {
                 "top_commands": {"type": "integer", "minimum": 1, "maximum": 1000},
                 # One Kubernetes Event per raised note on the sidecar's pod (repeat_failure.kube.events).
                 "events": {"type": "boolean"},
+                # Turn verdicts and the preview probe (seed ard-0038), on their own switch:
+                # independent of `enabled`, the repeat-failure check's (issue 31).
+                "turn_health": {"type": "boolean"},
                 # The preview probe's whole budget: entry document and its assets (repeat_failure.turns.probe).
                 "preview_timeout_s": {"type": "number", "minimum": 0.5, "maximum": 30},
                 "agents": {
@@ -128,6 +131,16 @@ class Config:
     events: bool = False
     #: Seconds one preview probe may take in all (entry document and assets).
     preview_timeout_s: float = 5.0
+    #: Turn verdicts and the preview probe (seed ard-0038), whatever ``enabled`` says: they
+    #: read the agent's session log and fetch its preview, and add nothing to its environment
+    #: or home (C14 is the check's switch; issue 31). On by default.
+    turn_health: bool = True
+
+    @property
+    def reads_sessions(self) -> bool:
+        """True when the agents' session logs are read: for the check (the C12 safeguard, the
+        session-log route) or for turn health (verdicts, the preview probe)."""
+        return self.enabled or self.turn_health
     #: "The same result" (C6) is the same exit and, where a route knows the failure's output,
     #: the same output after normalization (issue 26); ``False``: the exit alone.
     match_output: bool = True
@@ -138,7 +151,7 @@ def _key_path(error: jsonschema.ValidationError) -> str:
     text = ".".join(parts).replace(".[", "[")
     if error.validator == "additionalProperties":
         # jsonschema reports the parent; name the offending key itself.
-        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))  # type: ignore[arg-type, union-attr]
         text = ".".join(filter(None, [text, extra[0] if extra else ""]))
         return text
     return text or "(top level)"
@@ -320,6 +333,7 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
         agents=agents,
         events=section.get("events", False),
         preview_timeout_s=float(section.get("preview_timeout_s", 5)),
+        turn_health=section.get("turn_health", True),
     )
 
 

@@ -247,7 +247,7 @@ class Handler(BaseHTTPRequestHandler):
         if srv.idle_timeout_s is not None:
             srv.deadlines.arm(self.request, srv.idle_timeout_s, "idle")
         try:
-            first = self._stream.peek(1)  # wait for the next request's first byte
+            first = self._stream.peek(1)  # type: ignore[attr-defined]  # wait for the next request's first byte
         except OSError:
             first = b""
         if not first:
@@ -255,7 +255,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         if srv.request_timeout_s is not None:
             srv.deadlines.arm(self.request, srv.request_timeout_s, "request")
-        self.rfile = HeadReader(self._stream, srv.max_head_bytes)
+        self.rfile = HeadReader(self._stream, srv.max_head_bytes)  # type: ignore[assignment]
         try:
             super().handle_one_request()
         except http.client.LineTooLong as exc:  # the request line itself (headers: 431

@@ -90,8 +90,13 @@ def test_note_metrics_and_row(tmp_path: Path) -> None:
     assert series(sc, "hive_repeat_failure_note") == [
         'hive_repeat_failure_note{agent="a1",backend="bash",command="ls /nonexistent",exit="2",output="unknown"} 5.0']
     assert series(sc, "hive_repeat_failure_row_info") == [
-        f'hive_repeat_failure_row_info{{agent="a1",backend="bash",message="{msg}",state="on",'
-        'state_text=""} 1.0']
+        'hive_repeat_failure_row_info{agent="a1",backend="bash",command="ls /nonexistent",'
+        'exit="2",state="on",state_text=""} 1.0']
+    assert series(sc, "hive_repeat_failure_note_span_seconds") == [
+        'hive_repeat_failure_note_span_seconds{agent="a1",backend="bash",'
+        'command="ls /nonexistent",exit="2",output="unknown"} 40.0']
+    assert series(sc, "hive_repeat_failure_notes_active") == [
+        'hive_repeat_failure_notes_active{agent="a1",backend="bash"} 1.0']
     assert series(sc, "hive_repeat_failure_check_state") == [
         'hive_repeat_failure_check_state{agent="a1",backend="bash",state="on"} 1.0',
         'hive_repeat_failure_check_state{agent="a1",backend="bash",state="not_available"} 0.0',
@@ -175,7 +180,7 @@ def test_secrets_scrubbed_everywhere(tmp_path: Path) -> None:
         assert token not in text, name
         assert scrubbed in text, name
     assert list((sc.shared_dir / "records").iterdir()) == []
-    (line,) = [json.loads(l) for l in stream.getvalue().splitlines() if "note_raised" in l]
+    (line,) = [json.loads(ln) for ln in stream.getvalue().splitlines() if "note_raised" in ln]
     assert (line["event"], line["command"], line["exit"], line["count"]) == (
         "note_raised", scrubbed, 1, 5)
     logging.getLogger("repeat_failure").handlers.clear()
@@ -385,7 +390,7 @@ def test_label_values_come_from_the_agent_not_the_record(tmp_path: Path) -> None
         {**base, "ts": T0 + 301},
         {**base, "ts": 1e300},
     ]
-    hook.records_path(sc.shared_dir, "a1").write_bytes(b"".join(orjson.dumps(l) + b"\n" for l in lines))
+    hook.records_path(sc.shared_dir, "a1").write_bytes(b"".join(orjson.dumps(ln) + b"\n" for ln in lines))
     sc.run_once()
     assert series(sc, "hive_repeat_failure_records_rejected_total") == [
         'hive_repeat_failure_records_rejected_total{agent="a1",reason="malformed"} 4.0']

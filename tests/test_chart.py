@@ -376,41 +376,42 @@ _INJECTOR_OBJECTS = {"ServiceAccount": 1, "Service": 1, "Deployment": 1,
                      "MutatingWebhookConfiguration": 1, "PodDisruptionBudget": 1}
 _HELM_TLS = {**_INJECTOR_OBJECTS, "Secret": 1}
 #: Objects per combination, kind by kind. ConfigMaps: one sidecar config per agent namespace, the
-#: injector's config, the Grafana dashboard.
+#: injector's config, the Grafana dashboard. Pods: the `helm test` hooks (issue 29): the
+#: injector's with the injector, the sidecar's too with the check on and native sidecars.
 EXPECTED_COUNTS: dict[str, dict[str, int]] = {
-    "defaults": {"ConfigMap": 2, **_HELM_TLS},
-    "defaults-kube-1.28": {"ConfigMap": 2, **_HELM_TLS},
-    "defaults-kube-newest": {"ConfigMap": 2, **_HELM_TLS},
-    "enabled-events": {"ConfigMap": 2, **_HELM_TLS, "Role": 1, "RoleBinding": 1},
-    "cert-manager": {"ConfigMap": 2, **_INJECTOR_OBJECTS, "Certificate": 2, "Issuer": 2},
-    "cert-manager-issuer-ref": {"ConfigMap": 2, **_INJECTOR_OBJECTS, "Certificate": 1},
-    "monitoring-networkpolicy": {"ConfigMap": 3, **_HELM_TLS, "NetworkPolicy": 1,
+    "defaults": {"Pod": 1, "ConfigMap": 2, **_HELM_TLS},
+    "defaults-kube-1.28": {"Pod": 1, "ConfigMap": 2, **_HELM_TLS},
+    "defaults-kube-newest": {"Pod": 1, "ConfigMap": 2, **_HELM_TLS},
+    "enabled-events": {"Pod": 2, "ConfigMap": 2, **_HELM_TLS, "Role": 1, "RoleBinding": 1},
+    "cert-manager": {"Pod": 1, "ConfigMap": 2, **_INJECTOR_OBJECTS, "Certificate": 2, "Issuer": 2},
+    "cert-manager-issuer-ref": {"Pod": 1, "ConfigMap": 2, **_INJECTOR_OBJECTS, "Certificate": 1},
+    "monitoring-networkpolicy": {"Pod": 1, "ConfigMap": 3, **_HELM_TLS, "NetworkPolicy": 1,
                                  "PodMonitor": 1, "PrometheusRule": 1},
-    "agent-namespaces": {"ConfigMap": 5, **_HELM_TLS, "Role": 3, "RoleBinding": 3,
+    "agent-namespaces": {"Pod": 2, "ConfigMap": 5, **_HELM_TLS, "Role": 3, "RoleBinding": 3,
                          "NetworkPolicy": 3, "PodMonitor": 1, "PrometheusRule": 1},
-    "native-sidecar-true-kube-1.28": {"ConfigMap": 2, **_HELM_TLS},
-    "native-sidecar-false": {"ConfigMap": 2, **_HELM_TLS},
-    "single-replica": {"ConfigMap": 2, **_HELM_TLS, "PodDisruptionBudget": 0},
-    "injector-disabled": {"ConfigMap": 1, "Role": 1, "RoleBinding": 1, "NetworkPolicy": 1},
-    "everything-kube-1.28": {"ConfigMap": 5, **_INJECTOR_OBJECTS, "Certificate": 2, "Issuer": 2,
+    "native-sidecar-true-kube-1.28": {"Pod": 1, "ConfigMap": 2, **_HELM_TLS},
+    "native-sidecar-false": {"Pod": 1, "ConfigMap": 2, **_HELM_TLS},
+    "single-replica": {"Pod": 1, "ConfigMap": 2, **_HELM_TLS, "PodDisruptionBudget": 0},
+    "injector-disabled": {"Pod": 0, "ConfigMap": 1, "Role": 1, "RoleBinding": 1, "NetworkPolicy": 1},
+    "everything-kube-1.28": {"Pod": 1, "ConfigMap": 5, **_INJECTOR_OBJECTS, "Certificate": 2, "Issuer": 2,
                              "Role": 3, "RoleBinding": 3, "NetworkPolicy": 3, "PodMonitor": 1,
                              "PrometheusRule": 1},
     # The fixloop adds its ConfigMap, Deployment, Service, ServiceAccount and (unless
     # existingClaim) PVC; the chart's Secret with `token`; the Events Role and RoleBinding with
     # events (default on); its PodMonitor and NetworkPolicy with the monitoring toggles.
-    "fixloop-token": {"ConfigMap": 3, "Secret": 2, "ServiceAccount": 2, "Service": 2,
+    "fixloop-token": {"Pod": 1, "ConfigMap": 3, "Secret": 2, "ServiceAccount": 2, "Service": 2,
                       "Deployment": 2, "MutatingWebhookConfiguration": 1,
                       "PodDisruptionBudget": 1, "PersistentVolumeClaim": 1, "Role": 1,
                       "RoleBinding": 1},
-    "fixloop-existing-secret-kube-1.28": {"ConfigMap": 3, **_HELM_TLS, "ServiceAccount": 2,
+    "fixloop-existing-secret-kube-1.28": {"Pod": 1, "ConfigMap": 3, **_HELM_TLS, "ServiceAccount": 2,
                                           "Service": 2, "Deployment": 2,
                                           "PersistentVolumeClaim": 1, "Role": 1,
                                           "RoleBinding": 1},
-    "fixloop-existing-claim-events-off": {"ConfigMap": 3, "Secret": 2, "ServiceAccount": 2,
+    "fixloop-existing-claim-events-off": {"Pod": 1, "ConfigMap": 3, "Secret": 2, "ServiceAccount": 2,
                                           "Service": 2, "Deployment": 2,
                                           "MutatingWebhookConfiguration": 1,
                                           "PodDisruptionBudget": 1},
-    "fixloop-everything": {"ConfigMap": 6, "Secret": 2, "ServiceAccount": 2, "Service": 2,
+    "fixloop-everything": {"Pod": 2, "ConfigMap": 6, "Secret": 2, "ServiceAccount": 2, "Service": 2,
                            "Deployment": 2, "MutatingWebhookConfiguration": 1,
                            "PodDisruptionBudget": 1, "PersistentVolumeClaim": 1, "Role": 4,
                            "RoleBinding": 4, "NetworkPolicy": 4, "PodMonitor": 2,
@@ -447,7 +448,7 @@ def test_labels_and_namespaces_everywhere(combo: str) -> None:
                 "app.kubernetes.io/part-of": "repeat-failure",
                 "app.kubernetes.io/managed-by": "Helm"}
     components = {"injector", "sidecar-config", "events", "monitoring", "network-policy",
-                  "fixloop"}
+                  "fixloop", "test"}
     for obj in render(*sets, kube=kube):
         labels = obj["metadata"]["labels"]
         where = f"{obj['kind']}/{obj['metadata']['name']}"
@@ -524,14 +525,15 @@ def test_image_is_one_reference(reference: str) -> None:
 
 def test_default_image_is_the_released_version() -> None:
     """The default `image.reference` is the published image of this version: its tag is the
-    chart's appVersion, the package version (pyproject.toml) and the Dockerfile's VERSION, so a
-    release bumps them together (docs/image.md "Versions")."""
+    chart's appVersion, the package version (``repeat_failure.__version__``, written once:
+    issue 29) and the Dockerfile's VERSION, so a release bumps them together (docs/image.md
+    "Versions"; tests/test_version.py holds every copy to it)."""
+    from repeat_failure import __version__
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
-    version = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M)
     dockerfile = re.search(r"^ARG VERSION=(\S+)$", (REPO / "Dockerfile").read_text(), re.M)
     assert values_yaml()["image"] == {"reference": f"ghcr.io/hive/repeat-failure:{chart['appVersion']}",
                                  "pullPolicy": "IfNotPresent"}
-    assert chart["appVersion"] == version.group(1) == dockerfile.group(1)
+    assert chart["appVersion"] == __version__ == dockerfile.group(1)
 
 
 def test_readme_explains_the_image() -> None:

@@ -33,7 +33,7 @@ from repeat_failure.sessions.tail import SessionTail
 from repeat_failure.sessions.unrecognized import (MIN_OPEN, OPEN_LIMIT, ShellRecognition,
                                                   names_shell_call)
 from repeat_failure.sidecar.app import Sidecar
-from repeat_failure.sidecar.checkstate import ON, SESSION_LOG_UNRECOGNIZED, STATE_TEXT
+from repeat_failure.sidecar.checkstate import ON, SESSION_LOG_UNRECOGNIZED
 from repeat_failure.sidecar.exporter import MetricsCollector
 
 from sessionlogs import EVIDENCE_DIR, evidence_of
@@ -147,8 +147,8 @@ def test_codex_calls_that_never_end_are_counted_logged_and_shown(tmp_path: Path,
         SESSION_LOG_UNRECOGNIZED, "repeat-failure check cannot read this agent's session log")
     assert sc.agents["a1"].activity.unrecognized_ts == turn_end
     assert flagged_logs(caplog) == [("WARNING", "a1", "codex", "no_end", rel)]
-    assert (f'hive_repeat_failure_check_state{{agent="a1",backend="codex",'
-            f'state="session_log_unrecognized"}} 1.0') in series(
+    assert ('hive_repeat_failure_check_state{agent="a1",backend="codex",'
+            'state="session_log_unrecognized"} 1.0') in series(
                 sc, "hive_repeat_failure_check_state")
     assert sc.agents["a1"].records == {}  # nothing was read as a command
 

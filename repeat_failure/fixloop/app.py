@@ -51,7 +51,7 @@ def read_token(config: FixloopConfig, environ: dict[str, str] | None = None) -> 
     hour, and every label or comment refused; logged as a warning naming both places). Raises
     :class:`ConfigError` when the file exists but cannot be read or is empty, or when a
     ``token_file`` other than the default was configured and does not exist (a mount mistake)."""
-    environ = os.environ if environ is None else environ
+    environ = os.environ if environ is None else environ  # type: ignore[assignment]
     path = Path(config.token_file)
     if not path.exists() and config.token_file != DEFAULT_TOKEN_FILE:
         raise ConfigError(f"fixloop.token_file: {path} does not exist (mount the token Secret "
@@ -65,7 +65,7 @@ def read_token(config: FixloopConfig, environ: dict[str, str] | None = None) -> 
         if not token:
             raise ConfigError(f"{path}: the GitHub token file is empty")
         return token
-    token = environ.get("GITHUB_TOKEN") or None
+    token = environ.get("GITHUB_TOKEN") or None  # type: ignore[assignment, union-attr]
     if token is None:
         log.warning("no GitHub token: neither the token file nor GITHUB_TOKEN is there; requests "
                     "go out anonymous (public repositories only, and labels and comments fail)",

@@ -189,7 +189,7 @@ class GitHub(GitHubTransport):
             shape.integer(doc, "total_count", "check-suites")
             for i, item in enumerate(shape.array(doc.get("check_suites", MISSING),
                                                  "check-suites.check_suites")):
-                check = self._check_suite(shape, item, f"check_suites[{i}]")
+                check = self._check_suite(shape, item, f"check_suites[{i}]")  # type: ignore[assignment]
                 if check is not None and check.suite_id not in with_runs:
                     suites.append(check)
         statuses: dict[str, tuple[tuple[float, int], Check]] = {}
@@ -199,9 +199,9 @@ class GitHub(GitHubTransport):
             shape.string(doc, "state", "status")
             for i, item in enumerate(shape.array(doc.get("statuses", MISSING),
                                                  "status.statuses")):
-                key, check = self._status(shape, item, f"statuses[{i}]")
-                if check.name not in statuses or key > statuses[check.name][0]:
-                    statuses[check.name] = (key, check)
+                key, check = self._status(shape, item, f"statuses[{i}]")  # type: ignore[assignment]
+                if check.name not in statuses or key > statuses[check.name][0]:  # type: ignore[operator]
+                    statuses[check.name] = (key, check)  # type: ignore[assignment]
         ordered = sorted(runs, key=lambda k: (k[2], k[0], k[1] if k[1] is not None else -1))
         return [runs[key][1] for key in ordered] + \
             sorted(suites, key=lambda c: (c.name, c.suite_id or 0)) + \

@@ -110,7 +110,7 @@ def _handler(server: "InjectorServer") -> type[serving.Handler]:
             # own malloc arena, and freed memory stays in it, so parses spread over ever new
             # connection threads measured 200 MB peak and growing where two threads hold 143.
             if not server.parsing.acquire(timeout=server.busy_wait_s):
-                self.server.busy.add()
+                self.server.busy.add()  # type: ignore[attr-defined]
                 self._fail(503, "busy: too many admission reviews at once; retry", close=True,
                            headers={"Retry-After": "1"})
                 return
@@ -200,7 +200,7 @@ class InjectorServer:
                 max_connections=max_connections, max_head_bytes=max_head_bytes,
                 max_body_bytes=max_body, handshake_timeout_s=handshake_timeout_s,
                 request_timeout_s=request_timeout_s, idle_timeout_s=idle_timeout_s)
-            self._httpd.busy = serving.Tally(
+            self._httpd.busy = serving.Tally(  # type: ignore[attr-defined]
                 "admission reviews answered 503: all parse slots busy", "reviews_busy")
         except OSError as exc:
             raise OSError(exc.errno, f"cannot listen on {listen}: {exc.strerror}") from None
@@ -237,16 +237,16 @@ class InjectorServer:
             meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
             extra = {"event": "pod_injected" if decision.outcome == "injected"
                      else "pod_not_injected",
-                     "namespace": _text(request.get("namespace")) or _text(meta.get("namespace")),
-                     "pod": _text(meta.get("name")) or _text(request.get("name")) or None,
-                     "generate_name": _text(meta.get("generateName")),
+                     "namespace": _text(request.get("namespace")) or _text(meta.get("namespace")),  # type: ignore[union-attr]
+                     "pod": _text(meta.get("name")) or _text(request.get("name")) or None,  # type: ignore[union-attr]
+                     "generate_name": _text(meta.get("generateName")),  # type: ignore[union-attr]
                      "agent": _text(decision.agent), "backend": _text(decision.backend),
                      "uid": _text(request.get("uid")), "dry_run": bool(request.get("dryRun"))}
             if decision.outcome == "injected":
-                extra.update(native_sidecar=config.native_sidecar,
+                extra.update(native_sidecar=config.native_sidecar,  # type: ignore[call-overload]
                              containers=[_text(name) for name in decision.hooked])
             if decision.warnings:
-                extra["warnings"] = list(decision.warnings)
+                extra["warnings"] = list(decision.warnings)  # type: ignore[assignment]
             (log.info if decision.outcome == "injected" else log.warning)(
                 "pod injected" if decision.outcome == "injected" else "pod not injected",
                 extra=extra)

@@ -173,8 +173,8 @@ def decide(request: Mapping[str, Any], config: InjectorConfig) -> Decision:
     if not isinstance(pod, dict) or not isinstance(pod.get("spec"), dict):
         return _unchanged("not a pod creation")
     meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
-    annotations = _str_map(meta.get("annotations"))
-    labels = _str_map(meta.get("labels"))
+    annotations = _str_map(meta.get("annotations"))  # type: ignore[union-attr]
+    labels = _str_map(meta.get("labels"))  # type: ignore[union-attr]
     spec = pod["spec"]
     containers = spec.get("containers")
     if annotations.get(ANN_INJECT) != "true":
@@ -302,7 +302,7 @@ def decide(request: Mapping[str, Any], config: InjectorConfig) -> Decision:
             [] if home_mount is not None else
             [(ANN_SESSION_LOGS, SESSION_LOGS_NOT_COVERED if home else SESSION_LOGS_HOME_UNKNOWN)]):
         ops.append({"op": "add", "path": pointer("metadata", "annotations", key), "value": value})
-    if isinstance(meta.get("labels"), dict):
+    if isinstance(meta.get("labels"), dict):  # type: ignore[union-attr]
         ops.append({"op": "add", "path": pointer("metadata", "labels", LABEL_INJECTED),
                     "value": "true"})
     else:

@@ -102,7 +102,7 @@ def expand_globs(reader: SessionLogReader, home: Path,
         match = _VAR.match(pattern)
         if match:
             var = match.group(1)
-            value = env.get(var) or reader.env_defaults.get(var)
+            value = env.get(var) or reader.env_defaults.get(var)  # type: ignore[assignment]
             if not value:
                 continue
             base = home / value
@@ -519,7 +519,7 @@ class SessionTail:
             return
         for key, entry in data.items():
             if (isinstance(key, str) and isinstance(entry, dict)
-                    and all(isinstance(entry.get(k), int) and entry.get(k) >= 0
+                    and all(isinstance(entry.get(k), int) and entry.get(k) >= 0  # type: ignore[operator]
                             for k in ("dev", "ino", "offset"))):
                 self._saved[key] = entry
         self._scanned_at = None

@@ -44,7 +44,7 @@ from repeat_failure.sidecar.layout import SharedDir
 from repeat_failure.sidecar.loop import PassHealth, RunLoop, soonest_change
 from repeat_failure.sidecar.records import RecordPipeline
 from repeat_failure.sidecar.session_feed import (SessionFeed, describe_sessions, log_receiving,
-                                                 session_tail)
+                                                 log_what_runs, session_tail)
 from repeat_failure.sidecar.state import StateFile
 from repeat_failure.turns.probe import PreviewProber, ProbeResult
 from repeat_failure.turns.verdict import TurnTracker
@@ -121,6 +121,7 @@ class Sidecar:
             if state.tail is not None:
                 state.turns = TurnTracker(state.tail.reader.edit_tools)
         describe_sessions(list(self.agents.values()))
+        log_what_runs(self.config, list(self.agents.values()))
         self._passes = PassHealth(self.registry, monotonic)
         self._shared.prepare()
         self.collector = Collector(self.shared_dir / hook.RECORDS_DIR, self.config.collect_grace_s,
@@ -151,9 +152,16 @@ class Sidecar:
 
     def _apply_enabled(self) -> None:
         """Render (check on) or remove (check off) each agent's hook; with the check off, also
-        forget the agent's notes, C12 timer, turns and state file. A failure is logged, not
-        raised: the next pass repairs the layout and tries again."""
+        forget the agent's notes, C12 timer and state file, and its turns unless turn health is
+        on (its own switch, issue 31); with turn health off, forget the turns and drop waiting
+        preview probes. A failure is logged, not raised: the next pass repairs the layout and
+        tries again."""
+        health = self.config.turn_health
+        if not health:
+            self.prober.clear()
         for name, state in self.agents.items():
+            if not health:
+                state.forget_turns()
             try:
                 if self.config.enabled:
                     self._shared.render_hook(name, state.spec.backend)
@@ -161,16 +169,17 @@ class Sidecar:
                     if self._shared.remove_hook(name):
                         log.info("check off: hook removed", extra={"agent": name})
                     state.forget(self.config.threshold, self.config.window_s, self.clock(),
-                                 self.config.match_output)
-                    self.prober.clear()
+                                 self.config.match_output, turns=not health)
                     self._state_file.remove(name)
             except (OSError, hook.HookError) as exc:
                 log.error("hook files not updated", extra={"agent": name, "error": str(exc)})
 
     def _apply_events(self) -> None:
-        """Start (check and ``events`` on) or stop (either off) the Kubernetes Events publisher.
-        Off costs nothing: no thread, and ``kubernetes`` is never imported."""
-        wanted = self.config.enabled and self.config.events
+        """Start (``events`` on, and the check or turn health with a preview to probe) or stop
+        the Kubernetes Events publisher. Off costs nothing: no thread, and ``kubernetes`` is
+        never imported."""
+        probes = self.config.turn_health and any(s.spec.preview_url for s in self.agents.values())
+        wanted = self.config.events and (self.config.enabled or probes)
         if wanted and self.events is None:
             self.events = EventPublisher(self._event_stats, self._events_configuration).start()
             log.info("Kubernetes Events on: one Event per raised note",
@@ -191,14 +200,20 @@ class Sidecar:
             log.warning("repeat_failure.agents changed: the agent list is read at start-up only; "
                         "restart the sidecar to apply it")
         with self._lock:
-            if new.enabled and not self.config.enabled:
-                # Off → on: what the session logs gained while the check was off had no records
-                # (no hook), so it is skipped, not read as missing data.
+            if new.reads_sessions and not self.config.reads_sessions:
+                # Not read → read: what the session logs gained meanwhile is skipped (it had no
+                # records, no hook), not read as missing data or as turns.
                 for state in self.agents.values():
                     state.tail = session_tail(state.spec, self.clock, 0.0)
-                    state.activity = Activity(not_before=self.clock())
                     state.turns = TurnTracker(state.tail.reader.edit_tools
                                               if state.tail is not None else frozenset())
+            if new.enabled and not self.config.enabled:
+                # Check off → on: the C12 timer starts now (calls read for turn health alone
+                # had no hook to record them).
+                for state in self.agents.values():
+                    state.activity = Activity(not_before=self.clock())
+            changed = (new.enabled, new.turn_health) != (self.config.enabled,
+                                                         self.config.turn_health)
             self.config = new
             self._records.exclusions = Exclusions(new.exclude)
             self.collector.grace_s = new.collect_grace_s
@@ -210,7 +225,10 @@ class Sidecar:
                     new.threshold, new.window_s, now, new.match_output))
                 if state.dirty and new.enabled:
                     self._save_state(state)
-        log.info("config reloaded", extra={"enabled": new.enabled})
+        log.info("config reloaded", extra={"enabled": new.enabled,
+                                           "turn_health": new.turn_health})
+        if changed:
+            log_what_runs(new, list(self.agents.values()))
         return True
 
     # -- one pass ------------------------------------------------------------------------------
@@ -256,7 +274,7 @@ class Sidecar:
         session log is a route (C3), the record pipeline). Reader errors are counted by
         reason, never raised."""
         self.session_polled_at = time.monotonic()
-        if not self.config.enabled:  # C14: with the check off, the agent's home is not read
+        if not self.config.reads_sessions:  # neither the check nor turn health: not read
             return
         for state in list(self.agents.values()):
             if state.tail is None:
@@ -267,17 +285,17 @@ class Sidecar:
 
     def _on_probe(self, agent: str, url: str, result: ProbeResult) -> None:
         """A preview probe finished (on the prober's thread): :meth:`SessionFeed.probed`,
-        unless the agent is unknown or the check went off meanwhile."""
+        unless the agent is unknown or turn health went off meanwhile."""
         with self._lock:
             state = self.agents.get(agent)
-            if state is None or not self.config.enabled:
+            if state is None or not self.config.turn_health:
                 return
             self._feed.probed(state, url, result)
 
     def session_dirs(self) -> list[Path]:
-        """The directories holding the agents' session logs (for inotify); empty while the
-        check is off (the home is not read)."""
-        if not self.config.enabled:
+        """The directories holding the agents' session logs (for inotify); empty while
+        neither the check nor turn health is on (the home is not read)."""
+        if not self.config.reads_sessions:
             return []
         return [d for s in self.agents.values() if s.tail is not None for d in s.tail.watch_dirs()]
 

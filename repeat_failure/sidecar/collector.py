@@ -228,7 +228,7 @@ class Collector:
             for name in leftovers:
                 if budget[0] <= 0 or len(mine) >= MAX_HELD_PER_AGENT:
                     break
-                held = self._take(agent, dir_fd, name, batch, now, budget)
+                held = self._take(agent, dir_fd, name, batch, now, budget)  # type: ignore[assignment]
                 if held is not None:
                     mine.append(held)
             if budget[0] > 0 and len(mine) < MAX_HELD_PER_AGENT:
@@ -276,7 +276,7 @@ class Collector:
                 _discard(dir_fd, name)
             return None  # out of descriptors, say: leave the file for a later pass
         info = os.fstat(fd)
-        what = (_not_regular(info.st_mode) if not stat.S_ISREG(info.st_mode)
+        what = (_not_regular(info.st_mode) if not stat.S_ISREG(info.st_mode)  # type: ignore[assignment]
                 else _untrusted(info, os.fstat(dir_fd)))
         if what is not None:
             os.close(fd)

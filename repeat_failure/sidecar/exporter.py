@@ -69,10 +69,24 @@ class MetricsCollector(Collector):
             "Failures in the window of a command whose repeating-failure note is raised; "
             "output: same, changing or unknown (whether those failures had the same output).",
             labels=["agent", "backend", "command", "exit", "output"])
+        # Issue 29: no label value changes with a count or a time. The row's note text is
+        # built from the row's command and exit (row_info), its count (note), its minutes
+        # (note_span_seconds) and the other notes (notes_active - 1).
         row_info = GaugeMetricFamily(
             PREFIX + "row_info",
-            "What the agent's dashboard row shows: state, state text and note message.",
-            labels=["agent", "backend", "state", "state_text", "message"])
+            "What identifies the agent's dashboard row and its state: state, state text, and "
+            "the command and exit of the note it shows (empty without one); the counts are "
+            "the note, note_span_seconds and notes_active series.",
+            labels=["agent", "backend", "state", "state_text", "command", "exit"])
+        note_span = GaugeMetricFamily(
+            PREFIX + "note_span_seconds",
+            "Seconds from the first to the last failure a raised note counts (its text's M is "
+            "this in minutes, rounded up, at least 1).",
+            labels=["agent", "backend", "command", "exit", "output"])
+        notes_active = GaugeMetricFamily(
+            PREFIX + "notes_active",
+            "Repeating-failure notes raised now for the agent (the row shows the newest and "
+            "\"+K others\" for the rest).", labels=["agent", "backend"])
         failures = GaugeMetricFamily(
             PREFIX + "command_failures",
             "Failures in the window for the agent's top failing commands.",
@@ -158,12 +172,18 @@ class MetricsCollector(Collector):
             if v.row is not None:
                 for s in STATES:
                     state.add_metric([v.agent, v.backend, s], 1.0 if s == v.row.state else 0.0)
+                shown = v.row.notes[0] if v.row.notes else None
                 row_info.add_metric(
                     [v.agent, v.backend, v.row.state, label_value(v.row.state_text),
-                     label_value(v.row.message)], 1.0)
-                for n in v.row.notes[:MAX_NOTES_SHOWN]:
-                    note.add_metric([v.agent, v.backend, command_label(label_value(n.command)),
-                                     str(n.exit), n.output], float(n.count))
+                     command_label(label_value(shown.command)) if shown else "",
+                     str(shown.exit) if shown else ""], 1.0)
+                notes_active.add_metric([v.agent, v.backend], float(len(v.row.notes)))
+                for raised_note in v.row.notes[:MAX_NOTES_SHOWN]:
+                    labels = [v.agent, v.backend,
+                              command_label(label_value(raised_note.command)),
+                              str(raised_note.exit), raised_note.output]
+                    note.add_metric(labels, float(raised_note.count))
+                    note_span.add_metric(labels, raised_note.last_ts - raised_note.first_ts)
                 for command, exit_key, count in v.failures:
                     failures.add_metric(
                         [v.agent, v.backend, command_label(label_value(command)), str(exit_key)],
@@ -187,7 +207,7 @@ class MetricsCollector(Collector):
                 last_shell.add_metric([v.agent, v.backend], v.last_shell_ts)
             for outcome, n in sorted(v.events.items()):
                 k8s_events.add_metric([v.agent, outcome], float(n))
-        yield from (state, note, row_info, failures, records, rejected, raised, last,
+        yield from (state, note, note_span, notes_active, row_info, failures, records, rejected, raised, last,
                     reader_errors, reader_ignored, unrecognized, last_shell, k8s_events, turns,
                     verdict, in_a_row, probes, preview_errors, preview_state)
 

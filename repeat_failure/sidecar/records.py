@@ -97,7 +97,7 @@ class RecordPipeline:
             outcome = DUPLICATE
             if from_session and record.failed:
                 # Counted from the neutral route first: the session record's output is its own.
-                events = state.detector.set_output(command, matched.exit, matched.ts, output,
+                events = state.detector.set_output(command, matched.exit, matched.ts, output,  # type: ignore[arg-type]
                                                    now) or []
         else:
             outcome = FAILURE if record.failed else SUCCESS
@@ -148,7 +148,7 @@ class RecordPipeline:
         seen = state.outputs.match(SESSION, command, True, record.ts, exit_key(record.exit),
                                    output)
         if seen is not None:
-            self.report(state, state.detector.set_output(command, seen.exit, seen.ts, output,
+            self.report(state, state.detector.set_output(command, seen.exit, seen.ts, output,  # type: ignore[arg-type]
                                                          now) or [])
 
     def rejected_file(self, state: AgentState, name: str, reason: str, what: str) -> None:
@@ -169,7 +169,7 @@ class RecordPipeline:
         extra = {"event": "record_file_rejected", "agent": state.spec.name,
                  "file": f"{hook.RECORDS_DIR}/{shown}", "reason": reason, "detail": what}
         if state.rejected_unlogged:
-            extra["unlogged"], state.rejected_unlogged = state.rejected_unlogged, 0
+            extra["unlogged"], state.rejected_unlogged = state.rejected_unlogged, 0  # type: ignore[assignment]
         log.warning("record file rejected and removed unread", extra=extra)
 
     def report(self, state: AgentState, events: list) -> None:

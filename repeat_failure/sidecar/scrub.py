@@ -84,7 +84,7 @@ def apply_rule(pattern: re.Pattern[str], replacement: Replacement, text: str) ->
     ``whole_text`` attribute, such as
     :func:`repeat_failure.sidecar.scrub_replacements.shell_assignments`)."""
     if getattr(replacement, "whole_text", False):
-        return replacement(pattern, text)  # type: ignore[call-arg,arg-type]
+        return replacement(pattern, text)  # type: ignore[operator, call-arg, arg-type]
     return pattern.sub(replacement, text)
 
 

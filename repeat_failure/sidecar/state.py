@@ -94,7 +94,7 @@ class StateFile:
                         extra={"agent": state.spec.name, "error": exc.__class__.__name__})
             return
         finally:
-            raw = None  # the parsed objects are all that is needed from here on
+            raw = None  # type: ignore[assignment]  # the parsed objects are all that is needed from here on
         try:
             if not isinstance(data, dict) or data.get("version") != STATE_FILE_VERSION:
                 raise StateError(f"not a version {STATE_FILE_VERSION} state file")

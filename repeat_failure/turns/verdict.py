@@ -128,7 +128,7 @@ class TurnCounts:
                 and isinstance(data[4], str) and isinstance(data[5], str)
                 and isinstance(data[6], bool)):
             return None
-        return cls(*data[:4], clean(data[4], MAX_ERROR_CHARS),
+        return cls(*data[:4], clean(data[4], MAX_ERROR_CHARS),  # type: ignore[call-arg]
                    clean(data[5], MAX_TURN_ID_CHARS), data[6])
 
 
