@@ -10,17 +10,19 @@ shell itself, the one process it limits.
 from __future__ import annotations
 
 import os
-import re
 import signal
-import subprocess
-import threading
 from pathlib import Path
 
 import pytest
 
 from repeat_failure.sidecar import hook as hook_mod
-from test_hook import (FAULT_CMDS, _chain, _declare_p, _records, hooked, one_record,  # noqa: F401
-                       outcome, run)
+from test_hook import FAULT_CMDS, _chain, _declare_p, _records, one_record, outcome, run
+
+
+@pytest.fixture
+def hooked(rendered_hook, clean_env):
+    """(hook, environment with the hook on, environment without BASH_ENV), as in test_hook."""
+    return rendered_hook, rendered_hook.env(clean_env), dict(clean_env)
 
 
 # --- item 5: SIGXFSZ from the hook's own append ------------------------------------------------
