@@ -325,6 +325,27 @@ def test_command_debug_trap_sees_the_documented_extra_runs(hooked, tmp_path, opt
     assert (record["cmd"], record["exit"]) == (_debug_cmd(cmd, tmp_path), 0)
 
 
+@pytest.mark.parametrize("opts", ["", "set -T; "], ids=["plain", "functrace"])
+def test_chained_debug_trap_sees_the_documented_extra_runs(tmp_path, clean_env, opts):
+    """Item 10, chained, documented (docs/neutral-route.md, "Known limits"): against the original
+    alone, a command's DEBUG trap runs twice more (before the `.` and before the trap's
+    `builtin :`, where `.` put it back); with `set -T` once more, and the original's EXIT trap
+    then runs without it. Output, status and the record are unchanged."""
+    records, env_on, env_orig = _chain(tmp_path, clean_env, "trap 'echo orig $?' EXIT\n")
+    cmd = opts + "true"
+    log = tmp_path / "debug.log"
+    lines = []
+    for env in (env_orig, env_on):
+        log.unlink(missing_ok=True)
+        res = run(["bash", "-c", _debug_cmd(cmd, tmp_path)], env)
+        assert outcome(res) == (0, b"orig 0\n", b"")
+        lines.append(log.read_text().splitlines())
+    own = ["D set -T", "D true"] if opts else ["D true"]
+    assert lines[0] == own + ["D trap 'echo orig $?' EXIT"]
+    assert lines[1] == own + ["D builtin return"] * (2 if opts else 3)
+    assert _records(records) == [(_debug_cmd(cmd, tmp_path), 0)]
+
+
 def test_command_xtracefd_sees_three_lines_and_no_command_text(hooked, tmp_path):
     """Issue 28 item 10, documented: with BASH_XTRACEFD set (xtrace then bypasses the EXIT trap's
     `2>/dev/null`), the command's trace file gets exactly three lines of the hook's (the EXIT
