@@ -439,7 +439,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--listen", default=_env("LISTEN", DEFAULT_LISTEN),
                      help=f"HOST:PORT for /metrics and /status (default {DEFAULT_LISTEN})")
     run.add_argument("--chain-bash-env", default=_env("CHAIN_BASH_ENV"),
-                     help="the agent's original BASH_ENV, sourced by the rendered hook")
+                     help="the agent's original BASH_ENV, sourced by the rendered hook (never a "
+                          "file under the shared dir's hook/: exit 2)")
     run.add_argument("--agent-home", default=_env("AGENT_HOME"),
                      help="the agent's home as mounted in the sidecar, an absolute path "
                           "(read-only is enough): "

@@ -10,7 +10,9 @@ Contract (DESIGN.md "Pipeline", spec Constraints):
   appends is read on the next passes ("grace" files).
 * Leftover ``.collecting.*`` files (a sidecar that died mid-pass) are read on the next pass.
 * A line longer than 4095 bytes is rejected as ``oversized`` without being held in memory; a last
-  line with no newline when the grace period ends is ``torn``; a path that is a symlink, a FIFO
+  line with no newline when the grace period ends is ``torn``; an oversized line that is such a
+  fragment with the next record appended to it gives ``oversized`` and that record (a shorter
+  one goes on whole: the pipeline counts the fragment ``torn`` and takes the record); a path that is a symlink, a FIFO
   or anything but a regular file is ``unreadable`` and removed without being followed.
 * A record file that others may read or write (mode ``o+r``/``o+w``: the hook writes it
   ``0660`` under ``umask 007``), that has another name (a hard link), or whose owner is neither the sidecar's user nor in the
@@ -38,18 +40,30 @@ from pathlib import Path
 
 import inotify_simple
 
-from repeat_failure.sidecar.parse import INSECURE, MAX_LINE_BYTES, OVERSIZED, TORN, UNREADABLE
+from repeat_failure.sidecar.parse import (INSECURE, MAX_LINE_BYTES, OVERSIZED, TORN, UNREADABLE,
+                                          salvage)
 
 _CHUNK = 1 << 16
 COLLECTING = ".collecting."
 
 
 class _Lines:
-    """Splits a byte stream into lines, dropping (and reporting) lines over the size limit."""
+    """Splits a byte stream into lines, dropping (and reporting) lines over the size limit.
+
+    A line over the limit that ends in a record after a fragment (:func:`salvage`: a short
+    write's fragment and the next record together pass the limit) gives ``oversized`` and then
+    that record, so a partial write never costs the next good record; a shorter such line is
+    handed on whole, and the pipeline takes the record from it when it does not parse."""
 
     def __init__(self) -> None:
         self._buf = bytearray()
         self._discarding = False
+        #: While discarding: the line's last bytes, where a record after a fragment would be.
+        self._tail = bytearray()
+
+    def _keep_tail(self, data: bytes | bytearray) -> None:
+        self._tail += data
+        del self._tail[:-MAX_LINE_BYTES]  # a record is at most 4095 bytes, after 1 of a fragment
 
     def feed(self, data: bytes) -> Iterator[bytes | str]:
         """Yield each complete line (bytes, without newline) or the reason string ``oversized``."""
@@ -61,10 +75,21 @@ class _Lines:
             if self._discarding:
                 self._discarding = False
                 self._buf.clear()
+                self._keep_tail(data[start:nl])
+                record = salvage(self._tail)
+                self._tail.clear()
+                if record is not None:
+                    yield record
             else:
                 if len(self._buf) + nl - start >= MAX_LINE_BYTES:
+                    self._keep_tail(self._buf)
+                    self._keep_tail(data[start:nl])
                     self._buf.clear()
                     yield OVERSIZED
+                    record = salvage(self._tail)
+                    self._tail.clear()
+                    if record is not None:
+                        yield record
                 else:
                     self._buf += data[start:nl]
                     yield bytes(self._buf)
@@ -72,8 +97,11 @@ class _Lines:
             start = nl + 1
         rest = len(data) - start
         if self._discarding:
+            self._keep_tail(data[start:])
             return
         if len(self._buf) + rest >= MAX_LINE_BYTES:
+            self._keep_tail(self._buf)
+            self._keep_tail(data[start:])
             self._buf.clear()
             self._discarding = True
             yield OVERSIZED
@@ -90,6 +118,7 @@ class _Lines:
             self._buf.clear()
             yield TORN
         self._discarding = False
+        self._tail.clear()
 
 
 @dataclass

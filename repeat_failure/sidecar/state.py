@@ -31,6 +31,7 @@ from repeat_failure.sidecar.dedup import NEUTRAL
 from repeat_failure.sidecar.detector import StateError
 from repeat_failure.sidecar.parse import REASONS, ROUTES
 from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.terminal import json_bytes
 from repeat_failure.turns.verdict import VERDICTS
 
 log = logging.getLogger("repeat_failure")
@@ -179,11 +180,15 @@ def state_bytes(state: AgentState, data: dict) -> bytearray:
     """The state file's bytes: ``data`` (a dict orjson can write, without ``"detector"``) plus
     the detector under ``"detector"``, in one buffer the detector is appended to a command at
     a time (:meth:`Detector.iter_json`): no dict per command, no second copy of the text
-    (issue 6, memory). Raises ``TypeError`` for data orjson cannot write."""
-    out = bytearray(orjson.dumps(data)[:-1])
+    (issue 6, memory). Every unprintable character (a bidi override, a C1 control, DEL: orjson
+    escapes C0 controls only) is written as its ``\\uXXXX`` escape (:func:`json_bytes`), so the
+    file is safe to print and loads as the same text (issue 28 item 20); each piece is whole
+    UTF-8, the detector's split between commands. Raises ``TypeError`` for data orjson cannot
+    write."""
+    out = bytearray(json_bytes(orjson.dumps(data))[:-1])
     out += b',"detector":'
     for piece in state.detector.iter_json():
-        out += piece
+        out += json_bytes(piece)
     out += b"}"
     return out
 
