@@ -622,8 +622,10 @@ def test_prometheus_discovers_scrapes_and_fires(story: Story) -> None:
     assert alert["labels"]["exit"] == "2"
     assert alert["labels"]["pod"] == "agent-1"
     assert float(alert["value"]) == 5
-    assert not [a for a in c.prometheus("/api/v1/alerts")["data"]["alerts"]
-                if a["labels"]["alertname"] == "RepeatFailureInjectorDown"]
+    # Pending only in the seconds before the injector's first scrape, then gone for good.
+    wait("no RepeatFailureInjectorDown", lambda: not [
+        a for a in c.prometheus("/api/v1/alerts")["data"]["alerts"]
+        if a["labels"]["alertname"] == "RepeatFailureInjectorDown"], 30)
 
 
 def test_sidecar_restart_keeps_the_note(story: Story) -> None:
