@@ -14,6 +14,11 @@ not-annotated Pod review of about 3 KiB):
 * ``large_bodies``: the same 20 while 4 clients post 2 MiB bodies slowly (half a MiB at once,
   every 0.2 s), plus ``busy_503`` of those large bodies.
 
+* ``memory``: VmHWM of a real ``repeat-failure inject-webhook`` process (kB) idle, and after 8
+  clients from 4 addresses posted 10 rounds of 2 MiB hostile bodies (``[{},{},...]``, about 25
+  bytes of memory per byte parsed) while 40 connections held 30 KiB request heads (the chart's
+  memory limit is 256Mi).
+
 Each scenario reports ``<scenario>_ok`` (of 20), ``_p50_ms``, ``_max_ms`` and ``_failed``
 (anything but 200); the figures to compare between runs are ``ok`` against ``baseline``'s.
 """
@@ -26,6 +31,8 @@ import json
 import socket
 import ssl
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -185,5 +192,69 @@ def bench_injector() -> dict:
         finally:
             stop.set()
             server.stop()
+        results["memory"] = _memory(directory, cert, key, ctx)
     return {f"{scenario}_{key}": value for scenario, figures in results.items()
             for key, value in figures.items()}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _memory(directory: Path, cert: Path, key: Path, ctx: ssl.SSLContext) -> dict:
+    """The ``memory`` scenario of the module's docstring (its own process, stopped at the end)."""
+    port = _free_port()
+    config = directory / "memory.yaml"
+    config.write_text("enabled: true\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "repeat_failure", "inject-webhook", "--config", str(config),
+         "--tls-cert", str(cert), "--tls-key", str(key), "--listen", f"127.0.0.1:{port}",
+         "--metrics-listen", ""], stderr=subprocess.DEVNULL)
+
+    def hwm() -> int:
+        with open(f"/proc/{proc.pid}/status") as f:
+            return int(next(line for line in f if line.startswith("VmHWM")).split()[1])
+
+    heads: list[ssl.SSLSocket] = []
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "inject-webhook did not start"
+                time.sleep(0.1)
+        idle = hwm()
+        hostile = b"[" + b"{}," * ((2 << 20) // 3 - 2) + b"{}]"
+        for i in range(40):
+            try:
+                tls = _connect(port, ctx, f"127.0.3.{1 + i % 20}", timeout=60)
+                tls.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * (30 << 10))
+                heads.append(tls)
+            except OSError:
+                pass
+
+        def post(source: str) -> None:
+            for _ in range(10):
+                try:
+                    with _connect(port, ctx, source, timeout=60) as tls:
+                        tls.sendall(_head(len(hostile)) + hostile)
+                        tls.recv(100)
+                except OSError:
+                    pass
+
+        posters = [threading.Thread(target=post, args=(f"127.0.4.{1 + i % 4}",))
+                   for i in range(8)]
+        for t in posters:
+            t.start()
+        for t in posters:
+            t.join(300)
+        return {"idle_vmhwm_kib": idle, "hostile_vmhwm_kib": hwm()}
+    finally:
+        for tls in heads:
+            tls.close()
+        proc.terminate()
+        proc.wait(10)
