@@ -353,3 +353,29 @@ def test_a_foreign_owner_is_named(tmp_path: Path) -> None:
     (rejected,) = Collector(d, grace_s=0).collect("a1").rejected_files
     assert rejected == ("a1.jsonl", "insecure", "owned by uid 54321 and gid 54321: neither the "
                                                 "sidecar's user nor the records directory's group")
+
+
+def test_collection_never_stalls_at_the_bound_of_held_files(tmp_path: Path) -> None:
+    """Issue 28 item 14: with exactly MAX_HELD_PER_AGENT files held in their grace period, the
+    live file was not taken (only below the bound) and no held file was closed early (only
+    above it): collection stalled until a grace period ended. Now the oldest file read to the
+    end is closed early to make room, every pass takes the live file, and no more than the
+    bound are ever held."""
+    from repeat_failure.sidecar.collector import MAX_HELD_PER_AGENT
+
+    d = records_dir(tmp_path)
+    clock = Clock()
+    col = Collector(d, grace_s=60, clock=clock)
+    names = []
+    for i in range(MAX_HELD_PER_AGENT + 3):
+        (d / "a1.jsonl").write_bytes(f"r{i}\n".encode())
+        batch = col.collect("a1")
+        assert batch.lines == [f"r{i}".encode()], i
+        assert col.holding() == min(i + 1, MAX_HELD_PER_AGENT)
+        names += [n for n in batch.checkpoint if n not in names]
+        # Past the bound, each pass closes (and its release deletes) the oldest held file.
+        assert batch.done == ([names[i - MAX_HELD_PER_AGENT]] if i >= MAX_HELD_PER_AGENT
+                              else [])
+        col.release(batch)
+        clock.t += 0.025  # 40 records/s
+    assert len(leftovers(d)) == MAX_HELD_PER_AGENT

@@ -131,8 +131,9 @@ class Batch:
     rejected_files: list[tuple[str, str, str]] = field(default_factory=list)
 
 
-#: Collected files held open per agent at most; past it the oldest is closed early (a record
-#: of a writer that opened it more than a whole series of passes ago is lost, not the sidecar).
+#: Collected files held open per agent at most; at it the oldest read to the end is closed early
+#: so each pass can still take the live file (a record of a writer that opened it more than a
+#: whole series of passes ago is lost, not the sidecar; issue 28 item 14).
 MAX_HELD_PER_AGENT = 64
 
 
@@ -180,9 +181,12 @@ class Collector:
         budget = [self.budget]
         now = self._clock()
         mine = [h for h in self._held if h.agent == agent]
-        for held in list(mine):
+        for held in list(mine):  # oldest first
             self._read(held, batch, budget)
-            if held.at_eof and (now >= held.deadline or len(mine) > MAX_HELD_PER_AGENT):
+            # At the bound, the oldest files read to the end are closed early so the live file
+            # can be taken below (issue 28 item 14: at exactly the bound, nothing was closed and
+            # the live file not taken, so collection stalled until a grace period ended).
+            if held.at_eof and (now >= held.deadline or len(mine) >= MAX_HELD_PER_AGENT):
                 self._close(held, batch)
                 mine.remove(held)
         try:
