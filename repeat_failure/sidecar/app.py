@@ -91,7 +91,7 @@ class Sidecar:
         # --config-optional: a config file missing at start-up means the built-in defaults
         # (check off) until it appears; once read, the file behaves as without the flag.
         self.config_optional = config_optional
-        self._config_file = ConfigFile(config_path, config_optional)
+        self._config_file = ConfigFile(config_path, config_optional, monotonic)
         self.config: Config = self._config_file.initial()
         self._lock = threading.RLock()
         #: Probes agents' previews after turns that edited files; its thread starts on first use.
@@ -182,9 +182,11 @@ class Sidecar:
 
     def reload_config(self, force: bool = False) -> bool:
         """Re-read the config file if it changed on disk (or ``force``). A file that does not
-        validate is logged and ignored; the last good config stays (:meth:`ConfigFile.reread`).
-        Returns True on a change."""
-        new = self._config_file.reread(force)
+        validate is logged and ignored; the last good config stays; a change that turns the
+        check off is applied only once the file reads the same ``OFF_SETTLE_S`` seconds apart
+        (:meth:`ConfigFile.reread`; the run loop reads again meanwhile). Returns True on a
+        change."""
+        new = self._config_file.reread(force, self.config)
         if new is None or new == self.config:
             return False
         if new.agents != self.config.agents:
