@@ -291,7 +291,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_HEAD(self) -> None:  # noqa: N802 (http.server's naming)
         """Answer as ``GET`` would (status and headers, ``Content-Length`` included), without
-        the body (RFC 9110 §9.3.2); 501 with a length when the handler has no ``GET``."""
+        the body (RFC 9110 section 9.3.2); 501 with a length when the handler has no ``GET``."""
         get = getattr(self, "do_GET", None)
         if get is None:
             self.send_error(501, "Unsupported method ('HEAD')")
@@ -353,8 +353,8 @@ class Handler(BaseHTTPRequestHandler):
         None when the request was answered instead (connection closed): 411 with a
         ``Transfer-Encoding`` or without a length, 400 for a length that is not ASCII digits
         alone (``+5``, ``5_0`` and `` 5`` are not: ``int()`` took them), or for several lengths
-        (repeated headers or a list) that differ (RFC 9112 §6.3; the same value repeated is
-        that value, RFC 9110 §8.6), 413 over the limit (the body unread)."""
+        (repeated headers or a list) that differ (RFC 9112 section 6.3; the same value repeated is
+        that value, RFC 9110 section 8.6), 413 over the limit (the body unread)."""
         limit = self.server.max_body_bytes
         if self.headers.get("Transfer-Encoding"):
             self.send_error(411, "send the body with a Content-Length")
