@@ -915,7 +915,7 @@ def test_a_collection_failing_every_pass_fails_healthz_and_is_counted(tmp_path: 
         finally:
             conn.close()
 
-    def broken() -> None:
+    def broken(agents=None) -> None:
         raise hook.HookError("shared dir 'shared' must be an absolute path")
 
     try:

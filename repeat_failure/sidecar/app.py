@@ -115,6 +115,7 @@ class Sidecar:
         }
         #: Monotonic time of the last session-log poll (0.0: none yet), for the run loop.
         self.session_polled_at = 0.0
+        self._repaired_at = 0.0  # monotonic time every agent's hook files were last checked
         started = self.clock()
         for state in self.agents.values():
             state.activity = Activity(not_before=started)
@@ -217,10 +218,14 @@ class Sidecar:
 
     # -- one pass ------------------------------------------------------------------------------
 
-    def _repair_layout(self) -> None:
-        """:meth:`SharedDir.repair`, with every agent's hook while the check is on."""
-        self._shared.repair({name: state.spec.backend for name, state in self.agents.items()}
-                            if self.config.enabled else {})
+    def _repair_layout(self, agents: set[str] | None = None) -> None:
+        """:meth:`SharedDir.repair`, with the hooks of ``agents`` (None: every agent's; every
+        agent's anyway once a second) while the check is on."""
+        now = time.monotonic()
+        if agents is None or now - self._repaired_at >= 1.0:
+            agents, self._repaired_at = set(self.agents), now
+        self._shared.repair({name: self.agents[name].spec.backend for name in agents
+                             if name in self.agents} if self.config.enabled else {})
 
     def _state_path(self, agent: str) -> Path:
         return self._state_file.path(agent)
@@ -283,18 +288,22 @@ class Sidecar:
             return []
         return [d for s in self.agents.values() if s.tail is not None for d in s.tail.watch_dirs()]
 
-    def run_once(self, stop: threading.Event | None = None, sessions: bool = True) -> None:
+    def run_once(self, stop: threading.Event | None = None, sessions: bool = True,
+                 agents: set[str] | None = None) -> None:
         """One pass: the session logs (unless ``sessions`` is False: :meth:`run_forever` polls
-        them on its own schedule), then collection over every agent, then expiry. A large file
-        is taken in slices of the collector's byte budget; the lock is released between slices
-        so scrapes are answered meanwhile, and ``stop`` ends the pass between slices."""
+        them on its own schedule), then collection over ``agents`` (names; None: every agent;
+        the run loop names those whose record files changed, issue 28), then expiry. A large
+        file is taken in slices of the collector's byte budget; the lock is released between
+        slices so scrapes are answered meanwhile, and ``stop`` ends the pass between slices."""
         started = time.perf_counter()
         try:
             with self._lock:
-                self._repair_layout()
+                self._repair_layout(agents)
             if sessions:
                 self.poll_sessions()
-            for state in list(self.agents.values()):
+            states = (list(self.agents.values()) if agents is None
+                      else [self.agents[n] for n in sorted(agents) if n in self.agents])
+            for state in states:
                 more = True
                 while more and not (stop is not None and stop.is_set()):
                     with self._lock:

@@ -165,11 +165,17 @@ class Collector:
         self._closed: dict[str, dict[str, int]] = {}  # agent -> closed name -> final offset
         self._resume: dict[str, int] = {}
         self._seq = itertools.count()
+        #: Agents whose leftover ``.collecting.*`` files were all taken: the records directory
+        #: is not listed for them again (issue 28 item 16: a pass listed it once per agent,
+        #: every file of every agent each time). Only this collector makes such files, and it
+        #: knows those it makes; leftovers come from an earlier process.
+        self._listed: set[str] = set()
 
     def restore(self, checkpoint: dict[str, int]) -> None:
         """Resume leftover files at the offsets a saved checkpoint gives (file name -> bytes)."""
         self._resume.update({n: o for n, o in checkpoint.items()
                              if isinstance(n, str) and isinstance(o, int) and o >= 0})
+        self._listed.clear()
 
     # -- one pass ------------------------------------------------------------------------------
 
@@ -197,15 +203,23 @@ class Collector:
             return self._finish(batch)
         try:
             live = f"{agent}.jsonl"
-            held_names = {h.name for h in self._held} | set(self._closed.get(agent, ()))
-            leftovers = sorted(n for n in os.listdir(dir_fd)
-                               if n.startswith(live + COLLECTING) and n not in held_names)
-            for name in leftovers:
-                if budget[0] <= 0 or len(mine) >= MAX_HELD_PER_AGENT:
-                    break
-                held = self._take(agent, dir_fd, name, batch, now, budget)
-                if held is not None:
-                    mine.append(held)
+            if agent not in self._listed:
+                held_names = {h.name for h in self._held} | set(self._closed.get(agent, ()))
+                leftovers = sorted(n for n in os.listdir(dir_fd)
+                                   if n.startswith(live + COLLECTING) and n not in held_names)
+                retry = False
+                for name in leftovers:
+                    if budget[0] <= 0 or len(mine) >= MAX_HELD_PER_AGENT:
+                        retry = True
+                        break
+                    rejected = len(batch.rejected_files)
+                    held = self._take(agent, dir_fd, name, batch, now, budget)
+                    if held is not None:
+                        mine.append(held)
+                    elif len(batch.rejected_files) == rejected:  # left for a later pass
+                        retry = True
+                if not retry:
+                    self._listed.add(agent)
             if budget[0] > 0 and len(mine) < MAX_HELD_PER_AGENT:
                 target = f"{live}{COLLECTING}{time.time_ns()}-{next(self._seq)}"
                 try:
@@ -324,6 +338,12 @@ class Collector:
             batches.append(self._finish(batch))
         return batches
 
+    def due_agents(self) -> set[str]:
+        """The agents with a held file that needs a pass now: one not read to the end, or one
+        whose grace period is over."""
+        now = self._clock()
+        return {h.agent for h in self._held if not h.at_eof or now >= h.deadline}
+
     def next_deadline(self) -> float | None:
         """The monotonic time a held file next needs a pass (now, if one is not read to the
         end), or ``None``."""
@@ -401,7 +421,17 @@ class Watcher:
         self._records_wd: int | None = None
         self._config_wd: int | None = None
         self._session_wds: dict[int, Path] = {}
+        #: Agents whose record file changed since :meth:`take_changed_agents` (None: any may
+        #: have, after a queue overflow or a lost watch).
+        self._changed: set[str] | None = set()
         self._arm()
+
+    def take_changed_agents(self) -> set[str] | None:
+        """The agents whose ``<agent>.jsonl`` the waits since the last call saw change (by
+        the inotify event's name), or None when any may have (an overflow, a lost watch);
+        starts a new set."""
+        changed, self._changed = self._changed, set()
+        return changed
 
     def watch_session_dirs(self, dirs: list[Path]) -> None:
         """Watch exactly ``dirs`` (the first :attr:`MAX_SESSION_WATCHES`) for session-log
@@ -443,16 +473,21 @@ class Watcher:
         for event in events:
             if event.mask & inotify_simple.flags.Q_OVERFLOW:
                 records = config = sessions = True
+                self._changed = None
             elif event.mask & inotify_simple.flags.IGNORED:
                 # The watched directory went away; re-arm on the next wait.
                 if event.wd == self._records_wd:
                     self._records_wd, records = None, True
+                    self._changed = None
                 if event.wd == self._config_wd:
                     self._config_wd, config = None, True
                 if self._session_wds.pop(event.wd, None) is not None:
                     sessions = True
             elif event.wd == self._records_wd:
-                records = records or COLLECTING not in event.name
+                if COLLECTING not in event.name:
+                    records = True
+                    if self._changed is not None and event.name.endswith(".jsonl"):
+                        self._changed.add(event.name[:-len(".jsonl")])
             elif event.wd == self._config_wd:
                 config = True
             elif event.wd in self._session_wds:
