@@ -163,7 +163,6 @@ class SessionTail:
         self.clock = clock
         self.backfill_s = backfill_s
         self.globs = expand_globs(reader, self.home, env)
-        self._real_home = Path(os.path.realpath(self.home))
         self._rotation = 0  # which file a poll starts with, so one big file starves none
         self._pending_total = 0  # bytes of unfinished lines held over all files
         self._files: dict[str, _File] = {}  # key (digest of the path, _key) -> file
@@ -182,14 +181,6 @@ class SessionTail:
         except ValueError:
             rel = path
         return hashlib.blake2b(os.fsencode(rel), digest_size=8).hexdigest()
-
-    def _inside_home(self, path: Path) -> bool:
-        """False for a path that leaves the home through a symlinked directory."""
-        try:
-            real = Path(os.path.realpath(path))
-        except (OSError, ValueError):
-            return False
-        return real == self._real_home or self._real_home in real.parents
 
     def watch_dirs(self) -> list[Path]:
         """Directories whose changes should wake a poll: each followed file's directory and
