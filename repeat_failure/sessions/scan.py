@@ -93,7 +93,7 @@ class Scanner:
         self.globs = [(base, Path(pattern)) for base, pattern in globs]
         self.real_home = Path(os.path.realpath(home))
         self._wall, self._monotonic = wall, monotonic
-        self._dirs: dict[Path, _Dir] = {}
+        self._dirs: dict[tuple[Path, str], _Dir] = {}  # (directory, file-name pattern) ->
         self._full_at: float | None = None
         #: Syscalls that touch one file (``lstat``), for tests and benchmarks.
         self.file_stats = 0
@@ -129,34 +129,36 @@ class Scanner:
                 fresh[path] = st
         if full:
             self._full_at = now
-        seen: set[Path] = set()
-        for directory, name in self._directories():
-            if directory in seen:
+        seen: set[tuple[Path, str]] = set()
+        for where in self._directories():  # two globs may share a directory (Gemini CLI's)
+            if where in seen:
                 continue
-            seen.add(directory)
-            self._scan_dir(directory, name, full, fresh)
+            seen.add(where)
+            self._scan_dir(where, full, fresh)
         for gone in [d for d in self._dirs if d not in seen]:
             del self._dirs[gone]
         newest = heapq.nlargest(limit, fresh.items(), key=lambda kv: kv[1].st_mtime_ns)
         return newest
 
-    def _scan_dir(self, directory: Path, name: str, full: bool,
+    def _scan_dir(self, where: tuple[Path, str], full: bool,
                   fresh: dict[Path, os.stat_result]) -> None:
-        """Add to ``fresh`` the new files of ``directory`` matching ``name`` (all of them when
-        ``full``), listing it only when its stamp changed (or ``full``)."""
+        """Add to ``fresh`` the new files of the directory ``where[0]`` matching the pattern
+        ``where[1]`` (all of them when ``full``), listing it only when its stamp changed (or
+        ``full``)."""
+        directory, name = where
         try:
             st = os.stat(directory)
         except OSError:
-            self._dirs.pop(directory, None)
+            self._dirs.pop(where, None)
             return
         if not stat.S_ISDIR(st.st_mode):
             return
         stamp = (st.st_dev, st.st_ino, st.st_mtime_ns)
-        known = self._dirs.get(directory)
+        known = self._dirs.get(where)
         if known is not None and known.stamp == stamp and not full:
             return
         if known is None or known.stamp is None or known.stamp[:2] != stamp[:2]:
-            known = self._dirs[directory] = _Dir(inside=inside(directory, self.real_home))
+            known = self._dirs[where] = _Dir(inside=inside(directory, self.real_home))
         if not known.inside:
             known.stamp = stamp
             return
@@ -182,7 +184,7 @@ class Scanner:
                             if got is not None:
                                 fresh[path] = got
         except OSError:  # vanished while listed: the next scan sees it
-            self._dirs.pop(directory, None)
+            self._dirs.pop(where, None)
             return
         known.known = keys
         known.stamp = None if racy else stamp
