@@ -94,21 +94,60 @@ class Scanner:
         self.real_home = Path(os.path.realpath(home))
         self._wall, self._monotonic = wall, monotonic
         self._dirs: dict[tuple[Path, str], _Dir] = {}  # (directory, file-name pattern) ->
+        #: A directory a wildcard part lists -> (its stamp when listed, None: list again; the
+        #: names of its subdirectories).
+        self._subdirs: dict[Path, tuple[tuple[int, int, int] | None, list[str]]] = {}
         self._full_at: float | None = None
         #: Syscalls that touch one file (``lstat``), for tests and benchmarks.
         self.file_stats = 0
 
     def _directories(self) -> list[tuple[Path, str]]:
-        """Each directory the globs' directory parts reach now, with its file-name pattern."""
+        """Each directory the globs' directory parts reach now, with its file-name pattern.
+        A wildcard part lists the subdirectories of the directory it applies to, again only
+        when that directory's stamp changed (Claude Code's ``projects/*/*/subagents`` would
+        otherwise go through every session file of a project at each scan)."""
         out = []
+        visited: set[Path] = set()
         for base, pattern in self.globs:
-            parent, name = pattern.parent, pattern.name
-            try:
-                dirs = [base] if str(parent) == "." else [d for d in base.glob(str(parent))]
-            except OSError:
-                continue
-            out += [(d, name) for d in dirs]
+            dirs = [base]
+            for part in pattern.parent.parts:
+                if not any(c in part for c in "*?["):
+                    dirs = [d / part for d in dirs]
+                    continue
+                dirs = [d / n for d in dirs for n in self._subdir_names(d, visited)
+                        if fnmatch.fnmatchcase(n, part)]
+            out += [(d, pattern.name) for d in dirs]
+        for gone in [d for d in self._subdirs if d not in visited]:
+            del self._subdirs[gone]
         return out
+
+    def _subdir_names(self, directory: Path, visited: set[Path]) -> list[str]:
+        """The names of ``directory``'s subdirectories (a symlink to one counts, as in
+        ``Path.glob``), listed again only when its stamp changed; [] when it cannot be
+        listed."""
+        visited.add(directory)
+        try:
+            st = os.stat(directory)
+        except OSError:
+            return []
+        stamp = (st.st_dev, st.st_ino, st.st_mtime_ns)
+        cached = self._subdirs.get(directory)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        names = []
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    try:
+                        if entry.is_dir():
+                            names.append(entry.name)
+                    except OSError:
+                        continue
+        except OSError:
+            return []
+        racy = self._wall() - st.st_mtime_ns / 1e9 < RACY_S
+        self._subdirs[directory] = (None if racy else stamp, names)
+        return names
 
     def scan(self, followed: Iterable[Path], limit: int
              ) -> list[tuple[Path, os.stat_result]]:
