@@ -322,3 +322,44 @@ def test_fuzzed_state_files_are_logged_and_ignored_never_raised(tmp_path, log_st
             assert not s.dirty, (path, junk)
             cases += 1
     assert cases > 400
+
+
+def _json_values():
+    from hypothesis import strategies as st
+
+    scalars = (st.none() | st.booleans() | st.integers(-2**70, 2**70)
+               | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20)
+               | st.sampled_from(["bash", "bash_env", "failure", "success", "torn", "ok",
+                                  "a1.jsonl.collecting.1", "0" * 32]))
+    return st.recursive(scalars, lambda inner: st.lists(inner, max_size=5)
+                        | st.dictionaries(st.text(max_size=8) | st.sampled_from(
+                            ["records", "rejected", "notes_raised", "commands", "command",
+                             "failures", "version", "open", "dev", "ino", "offset"]),
+                            inner, max_size=5), max_leaves=25)
+
+
+def test_hypothesis_fuzzed_parts_never_raise(tmp_path, log_stream):
+    """Issue 28 item 11, generated: any JSON value in place of any part of a real state file
+    (at any depth) loads without raising, and the agent can still be exported and saved."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from repeat_failure.config import Config
+
+    store = Store(tmp_path)
+    store.file.save(filled())
+    good = orjson.loads((store.dir / "a1.json").read_bytes())
+
+    @settings(max_examples=400, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(st.sampled_from([path for path, _ in _paths(good) if path]), _json_values())
+    def load(path, value):
+        (store.dir / "a1.json").write_bytes(json.dumps(_replaced(good, path, value)).encode())
+        s = agent()
+        store.file.load(s, T0 + 10)
+        s.view(T0 + 10, Config(enabled=True), {})
+        s.dirty = True
+        store.file.save(s)
+        assert not s.dirty
+
+    load()
