@@ -379,3 +379,26 @@ def test_collection_never_stalls_at_the_bound_of_held_files(tmp_path: Path) -> N
         col.release(batch)
         clock.t += 0.025  # 40 records/s
     assert len(leftovers(d)) == MAX_HELD_PER_AGENT
+
+
+def test_the_watcher_names_the_agents_and_session_files_that_changed(tmp_path: Path) -> None:
+    """Issue 28 items 16 and 13: the inotify events' names say which agents' record files and
+    which session files changed, so a pass collects only those agents and a poll looks at
+    those files."""
+    from repeat_failure.sidecar.collector import Watcher
+
+    d = records_dir(tmp_path)
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    watcher = Watcher(d)
+    try:
+        watcher.watch_session_dirs([sessions])
+        (d / "a3.jsonl").write_bytes(b"x\n")
+        (d / "a3.jsonl.collecting.1-0").write_bytes(b"x\n")  # the collector's own: no wake
+        (sessions / "s.jsonl").write_bytes(b"{}\n")
+        assert watcher.wait(1.0) == (True, False, True)
+        assert watcher.take_changed_agents() == {"a3"}
+        assert watcher.take_session_paths() == {sessions / "s.jsonl"}
+        assert (watcher.take_changed_agents(), watcher.take_session_paths()) == (set(), set())
+    finally:
+        watcher.close()

@@ -615,3 +615,29 @@ def test_a_rescan_costs_nothing_per_file_that_does_not_change(
     (project / "s0499.jsonl").unlink()
     tail.poll(rescan=True)
     assert "s0436.jsonl" in {f.path.name for f in tail._files.values()}
+
+
+def test_an_old_file_growing_again_is_found_when_inotify_names_it(home: Path) -> None:
+    """Issue 28 item 13: a rescan no longer looks at unchanged files, so an old file outside
+    the MAX_FILES followed that grows again (its directory unchanged) is found at the next
+    full scan, or at once when the sidecar's inotify watch names it (``changed``)."""
+    import time as time_mod
+
+    old = time_mod.time() - 86_400
+    project = home / "sessions" / "a"
+    for i in range(sessionlog.MAX_FILES + 5):
+        path = project / f"s{i:04}.jsonl"
+        path.write_bytes(LINES[0])
+        os.utime(path, (old + i, old + i))
+    os.utime(project, (old, old))
+    os.utime(home / "sessions", (old, old))
+    tail = tail_of(home)
+    tail.poll(rescan=True)
+    first = project / "s0000.jsonl"
+    assert first not in {f.path for f in tail._files.values()}
+    with open(first, "ab") as f:
+        f.write(LINES[1])
+    tail.poll(rescan=True)
+    assert first not in {f.path for f in tail._files.values()}  # not looked at
+    tail.poll(changed=[first, project / "other.txt"])
+    assert first in {f.path for f in tail._files.values()}

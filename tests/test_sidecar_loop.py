@@ -53,7 +53,7 @@ class Driven:
         if self.fail_pass:
             raise RuntimeError("a bug")
 
-    def poll_sessions(self):
+    def poll_sessions(self, rescan=False, changed=None):
         self.calls.append("poll_sessions")
         self.session_polled_at = self.mono.t
 
@@ -96,6 +96,9 @@ class Watcher:
 
     def take_changed_agents(self):
         return {"a1"}
+
+    def take_session_paths(self):
+        return set()
 
     def close(self):
         self.closed = True

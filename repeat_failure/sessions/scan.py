@@ -13,8 +13,9 @@ scan. Whether a directory leaves the home through a symlink is decided once per 
 once per file (a regular file's real path is its directory's plus its name).
 
 What this misses until the next full scan (every :data:`FULL_SCAN_S`, or at once when a
-followed file disappears): an old file, not among those followed, that starts to grow again
-without its directory changing.
+followed file disappears) unless inotify names it (the sidecar passes the names its watches
+report as ``hints``): an old file, not among those followed, that starts to grow again without
+its directory changing.
 """
 
 from __future__ import annotations
@@ -149,10 +150,11 @@ class Scanner:
         self._subdirs[directory] = (None if racy else stamp, names)
         return names
 
-    def scan(self, followed: Iterable[Path], limit: int
+    def scan(self, followed: Iterable[Path], limit: int, hints: Iterable[Path] = ()
              ) -> list[tuple[Path, os.stat_result]]:
         """The ``limit`` most recently modified session files, each with a fresh ``lstat``:
-        among the ``followed`` ones (the caller's, from the last scan) and every file that
+        among the ``followed`` ones (the caller's, from the last scan), the ``hints`` (files
+        inotify saw change; one the globs do not match is ignored) and every file that
         appeared since; among all of them at a full scan (the first, every
         :data:`FULL_SCAN_S`, and whenever a followed file is gone). Never raises for what the
         home holds (a directory that vanishes is skipped)."""
@@ -176,6 +178,14 @@ class Scanner:
             self._scan_dir(where, full, fresh)
         for gone in [d for d in self._dirs if d not in seen]:
             del self._dirs[gone]
+        for path in hints:  # an old file growing again, in a directory that did not change
+            if path in fresh or path.name.endswith(_SKIPPED_SUFFIXES):
+                continue
+            if any(d == path.parent and fnmatch.fnmatchcase(path.name, n)
+                   and self._dirs.get((d, n), _Dir(inside=False)).inside for d, n in seen):
+                got = self._lstat(path)
+                if got is not None:
+                    fresh[path] = got
         newest = heapq.nlargest(limit, fresh.items(), key=lambda kv: kv[1].st_mtime_ns)
         return newest
 

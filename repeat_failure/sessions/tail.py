@@ -195,12 +195,13 @@ class SessionTail:
             dirs.add(fixed)
         return sorted(d for d in dirs if _is_dir(d))
 
-    def scan(self) -> None:
+    def scan(self, hints: Iterable[Path] = ()) -> None:
         """Find the session files now (bounded): new ones are followed, vanished ones
         forgotten, at most :data:`MAX_FILES` (the most recently modified). The files that did
-        not change are not looked at again (:class:`repeat_failure.sessions.scan.Scanner`)."""
+        not change are not looked at again (:class:`repeat_failure.sessions.scan.Scanner`);
+        ``hints`` are files inotify saw change, looked at too."""
         found = {self._key(path): (path, st) for path, st in self._scanner.scan(
-            [f.path for f in self._files.values()], MAX_FILES)}
+            [f.path for f in self._files.values()], MAX_FILES, hints)}
         newest = sorted(found.items(), key=lambda kv: kv[1][1].st_mtime_ns, reverse=True)
         keep = dict(newest[:MAX_FILES])
         renamed = self._renamed(keep)
@@ -266,12 +267,15 @@ class SessionTail:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def poll(self, rescan: bool = False) -> PollResult:
-        """Read what was added since the last poll. Rescans the globs first when ``rescan`` or
-        when :data:`SCAN_INTERVAL_S` passed. Never raises for what the files contain."""
+    def poll(self, rescan: bool = False, changed: Iterable[Path] = ()) -> PollResult:
+        """Read what was added since the last poll. Rescans the globs first when ``rescan``,
+        when :data:`SCAN_INTERVAL_S` passed, or when ``changed`` (files inotify saw change)
+        names a file not followed. Never raises for what the files contain."""
         now = self.clock()
-        if rescan or self._scanned_at is None or now - self._scanned_at >= SCAN_INTERVAL_S:
-            self.scan()
+        hints = {Path(p) for p in changed} - {f.path for f in self._files.values()}
+        if (rescan or hints or self._scanned_at is None
+                or now - self._scanned_at >= SCAN_INTERVAL_S):
+            self.scan(hints)
         result = PollResult()
         budget = READ_BUDGET
         files = list(self._files.items())

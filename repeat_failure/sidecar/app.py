@@ -257,8 +257,9 @@ class Sidecar:
             return
         self.collector.release(batch)
 
-    def poll_sessions(self, rescan: bool = False) -> None:
-        """Read what each agent's session log added (its tail) and feed it to the
+    def poll_sessions(self, rescan: bool = False, changed: set[Path] | None = None) -> None:
+        """Read what each agent's session log added (its tail; ``changed``: the session files
+        inotify saw change, so an old one growing again is found at once) and feed it to the
         agent's state (:meth:`SessionFeed.feed`: the C12 tracker, turn verdicts and, where the
         session log is a route (C3), the record pipeline). Reader errors are counted by
         reason, never raised."""
@@ -268,7 +269,7 @@ class Sidecar:
         for state in list(self.agents.values()):
             if state.tail is None:
                 continue
-            result = state.tail.poll(rescan=rescan)
+            result = state.tail.poll(rescan=rescan, changed=changed or ())
             with self._lock:
                 self._feed.feed(state, result, self.clock())
 

@@ -424,7 +424,20 @@ class Watcher:
         #: Agents whose record file changed since :meth:`take_changed_agents` (None: any may
         #: have, after a queue overflow or a lost watch).
         self._changed: set[str] | None = set()
+        #: Session files the watches saw change since :meth:`take_session_paths` (at most
+        #: :data:`MAX_SESSION_PATHS`; None: more, or an overflow).
+        self._session_paths: set[Path] | None = set()
         self._arm()
+
+    #: Session files remembered between two polls at most; more means "any may have changed".
+    MAX_SESSION_PATHS = 1024
+
+    def take_session_paths(self) -> set[Path] | None:
+        """The session files whose change the waits since the last call saw (a directory's
+        watch names them), or None when more than :data:`MAX_SESSION_PATHS` or an overflow;
+        starts a new set."""
+        paths, self._session_paths = self._session_paths, set()
+        return paths
 
     def take_changed_agents(self) -> set[str] | None:
         """The agents whose ``<agent>.jsonl`` the waits since the last call saw change (by
@@ -473,7 +486,7 @@ class Watcher:
         for event in events:
             if event.mask & inotify_simple.flags.Q_OVERFLOW:
                 records = config = sessions = True
-                self._changed = None
+                self._changed = self._session_paths = None
             elif event.mask & inotify_simple.flags.IGNORED:
                 # The watched directory went away; re-arm on the next wait.
                 if event.wd == self._records_wd:
@@ -492,6 +505,10 @@ class Watcher:
                 config = True
             elif event.wd in self._session_wds:
                 sessions = True
+                if self._session_paths is not None and event.name:
+                    self._session_paths.add(self._session_wds[event.wd] / event.name)
+                    if len(self._session_paths) > self.MAX_SESSION_PATHS:
+                        self._session_paths = None
         return records, config, sessions
 
     def close(self) -> None:

@@ -125,8 +125,9 @@ class Driven(Protocol):
         """One collection pass (and expiry) over ``agents`` (None: every agent); may
         raise."""
 
-    def poll_sessions(self) -> None:
-        """Read what the session logs added; sets ``session_polled_at``; may raise."""
+    def poll_sessions(self, rescan: bool = False, changed: set[Path] | None = None) -> None:
+        """Read what the session logs added (``changed``: the files inotify saw change);
+        sets ``session_polled_at``; may raise."""
 
     def session_dirs(self) -> list[Path]:
         """The directories to watch for session-log changes."""
@@ -205,7 +206,8 @@ class RunLoop:
                 if has_sessions and (sessions_changed or monotonic()
                                      >= d.session_polled_at + SESSION_POLL_S):
                     try:
-                        d.poll_sessions()
+                        d.poll_sessions(changed=watcher.take_session_paths()
+                                        if watcher is not None else None)
                     except Exception:  # a bug must not stop monitoring
                         log.exception("session-log pass failed")
                     self._watch_sessions(watcher)
