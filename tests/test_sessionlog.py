@@ -577,7 +577,6 @@ def test_a_rescan_costs_nothing_per_file_that_does_not_change(
     followed (a full scan)."""
     import time as time_mod
 
-    from repeat_failure.sessions import scan as scan_mod
 
     old = time_mod.time() - 86_400
     project = home / "sessions" / "a"
