@@ -58,6 +58,9 @@ machines are noisy; the ratios are what to compare between runs:
 * injector (issue 28 item 1): reviews answered 200 of 20, as the API server sends them, with no
   other client and while slow clients, silent TLS handshakes or large slow bodies press on a
   real injector on loopback (:mod:`benchmarks.injector`).
+* sidecar scale (issue 28, :mod:`benchmarks.sidecar_scale`): ``agents_pass``, CPU per lone
+  record with 1 and 300 agents; ``held_files``, record → counted lag at 40 records/s (p99
+  target 1 s); ``session_scan``, a session-log rescan of 64 and of 60,000 unchanged files.
 """
 
 from __future__ import annotations
@@ -88,6 +91,7 @@ from repeat_failure.config import AgentSpec
 from repeat_failure.sessions.tail import MAX_FILES, SessionTail
 from benchmarks.injector import bench_injector
 from benchmarks.precision import bench_precision
+from benchmarks.sidecar_scale import bench_agents_pass, bench_held_files, bench_session_scan
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -878,6 +882,10 @@ def main() -> int:
         "github_client": lambda: bench_github_client(3 if args.quick else 7),
         "precision": lambda: bench_precision(args.corpus),
         "injector": bench_injector,
+        # Issue 28 (benchmarks/sidecar_scale.py): items 16, 14 and 13.
+        "agents_pass": lambda: bench_agents_pass(20 if args.quick else 60),
+        "held_files": lambda: bench_held_files(4.0 if args.quick else 10.0),
+        "session_scan": lambda: bench_session_scan(6_000 if args.quick else 60_000),
     }
     only = [name for name in runs if not args.only or
             any(name == want or name.startswith(want + "_")

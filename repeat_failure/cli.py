@@ -246,7 +246,9 @@ def cmd_verdict(args: argparse.Namespace) -> int:
     read at all: an agent that crashed before writing anything); the verdict's name is the one
     line on stderr. --exit-status 0 with an empty transcript is agent_no_output. 1: the
     transcript cannot be read (empty, not JSON, or its format is not known) and no exit status
-    was given, or it was 0 and the transcript holds other output; 2: bad usage. Formats: claude (Claude Code `-p --output-format stream-json --verbose`; Qwen Code's
+    was given, or it was 0 and the transcript holds other output (also: over 1 GiB read,
+    MAX_TRANSCRIPT_BYTES, so an endless stream ends); 2: bad usage. --json writes control and
+    bidi characters as \\u escapes, never raw. Formats: claude (Claude Code `-p --output-format stream-json --verbose`; Qwen Code's
     stream-json has the same shape), gemini (Gemini CLI `--output-format stream-json`), codex
     (Codex `exec --json`). Never probes a preview (batch mode). Example:
     `status=0; claude -p "$TASK" --output-format stream-json --verbose > t.jsonl || status=$?;
@@ -270,7 +272,11 @@ def cmd_verdict(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     if args.json:
-        sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
+        # No control or bidi character raw (issue 28 item 19): each is written as its \\u escape,
+        # the same JSON value.
+        from repeat_failure.terminal import json_text
+
+        sys.stdout.write(json_text(json.dumps(result.to_json(), ensure_ascii=False)) + "\n")
     print(result.verdict, file=sys.stderr)
     return EXIT_CODES[result.verdict]
 

@@ -20,10 +20,14 @@ the cap (or its client's share) full first evicts a connection that holds a plac
 using it: the oldest still in its TLS handshake or waiting for its next request (of the
 client holding the most, for the cap); only when there is none is it refused. So connections
 that never send a TLS hello, or idle keep-alives, cannot lock the cap. A deadline of ``None`` is not enforced (the handler's
-per-operation socket ``timeout`` still is). ``tls`` (:class:`TLSFiles`) serves HTTPS with the
+per-operation socket ``timeout`` still is), and no other phase's deadline is left armed in its
+place: the handshake's ends with the handshake, the idle one with a request's first byte (issue
+28: a leftover one killed requests). ``tls`` (:class:`TLSFiles`) serves HTTPS with the
 certificate re-read when its files change. Every error the layer answers goes through
 :meth:`Handler.send_error`, whose body is JSON: ``{"error": "<message>", "status": <code>}``
-(plus ``"detail"`` when http.server gives one).
+(plus ``"detail"`` when http.server gives one), with a status line even for a request line
+that cannot be parsed (HTTP/0.9 is not served: 400). ``HEAD`` is answered as ``GET`` would be,
+without the body; :meth:`Server.stop` also closes the connections still open (kept alive).
 """
 
 from __future__ import annotations
@@ -244,6 +248,9 @@ class Handler(BaseHTTPRequestHandler):
         self._stream = self.rfile
         if self.server.tls is not None:
             self.request.do_handshake()
+            # The handshake's deadline ends with it: left armed, it would kill the first request
+            # when no idle or request deadline replaces it (issue 28).
+            self.server.deadlines.disarm(self.request)
         self.server.mark(self.request, "idle")
 
     def handle_one_request(self) -> None:
@@ -262,6 +269,8 @@ class Handler(BaseHTTPRequestHandler):
         srv.mark(self.request, "busy")
         if srv.request_timeout_s is not None:
             srv.deadlines.arm(self.request, srv.request_timeout_s, "request")
+        else:  # the idle deadline ends with the request's first byte (issue 28)
+            srv.deadlines.disarm(self.request)
         self.rfile = HeadReader(self._stream, srv.max_head_bytes)  # type: ignore[assignment]
         try:
             super().handle_one_request()
@@ -275,27 +284,47 @@ class Handler(BaseHTTPRequestHandler):
 
     def parse_request(self) -> bool:
         """http.server's parse (through the head limit), then the plain stream again: the
-        ``do_*`` methods read bodies from ``self.rfile``."""
+        ``do_*`` methods read bodies from ``self.rfile``. An HTTP/0.9 request (a request line
+        without a version) is answered 400, with a status line: no client of ours speaks it,
+        and its answer would have none."""
         try:
-            return super().parse_request()
+            if not super().parse_request():
+                return False
         finally:
             self.rfile = self._stream
+        if self.request_version == "HTTP/0.9":
+            self.send_error(400, "Bad request: HTTP/0.9 is not served (send HTTP/1.0 or 1.1)")
+            return False
+        return True
+
+    def do_HEAD(self) -> None:  # noqa: N802 (http.server's naming)
+        """Answer as ``GET`` would (status and headers, ``Content-Length`` included), without
+        the body (RFC 9110 section 9.3.2); 501 with a length when the handler has no ``GET``."""
+        get = getattr(self, "do_GET", None)
+        if get is None:
+            self.send_error(501, "Unsupported method ('HEAD')")
+            return
+        get()
 
     def send_error(self, code: int, message: str | None = None,
                    explain: str | None = None) -> None:
         """Answer ``code`` with ``Connection: close`` and the JSON body ``{"error": message,
         "status": code}`` (``"detail": explain`` when given; no body for 1xx, 204, 205, 304 or
-        HEAD). ``message`` defaults to the code's standard phrase and is also the status line's
-        reason phrase, as in http.server."""
+        HEAD, which gets the headers with the length of the body it would have had).
+        ``message`` defaults to the code's standard phrase and is also the status line's reason
+        phrase, as in http.server. A request line that could not be parsed still gets a status
+        line (http.server wrote none: the request was taken for HTTP/0.9)."""
         short = self.responses.get(code, ("???", "???"))[0]
         message = message or short
+        if self.request_version == "HTTP/0.9":
+            self.request_version = "HTTP/1.0"
         self.send_response(code, message)
         self.send_header("Connection", "close")
         payload: dict[str, Any] = {"error": message, "status": code}
         if explain:
             payload["detail"] = explain
         body = b""
-        if code >= 200 and code not in (204, 205, 304) and self.command != "HEAD":
+        if code >= 200 and code not in (204, 205, 304):
             body = json.dumps(payload).encode() + b"\n"
             self.send_header("Content-Type", JSON_TYPE)
             self.send_header("Content-Length", str(len(body)))
@@ -317,6 +346,8 @@ class Handler(BaseHTTPRequestHandler):
         self._finish(body)
 
     def _finish(self, body: bytes) -> None:
+        if self.command == "HEAD":
+            body = b""  # its headers (Content-Length included) are GET's
         if self.request_version == "HTTP/0.9" or not hasattr(self, "_headers_buffer"):
             self.end_headers()
             if body:
@@ -328,23 +359,26 @@ class Handler(BaseHTTPRequestHandler):
     def content_length(self) -> int | None:
         """The request's ``Content-Length``, checked against the server's ``max_body_bytes``;
         None when the request was answered instead (connection closed): 411 with a
-        ``Transfer-Encoding`` or without a length, 400 for a length that is not a whole number
-        >= 0, 413 over the limit (the body unread)."""
+        ``Transfer-Encoding`` or without a length, 400 for a length that is not ASCII digits
+        alone (``+5``, ``5_0`` and `` 5`` are not: ``int()`` took them), or for several lengths
+        (repeated headers or a list) that differ (RFC 9112 section 6.3; the same value repeated is
+        that value, RFC 9110 section 8.6), 413 over the limit (the body unread)."""
         limit = self.server.max_body_bytes
         if self.headers.get("Transfer-Encoding"):
             self.send_error(411, "send the body with a Content-Length")
             return None
-        text = self.headers.get("Content-Length")
-        if text is None:
+        fields = self.headers.get_all("Content-Length")
+        if not fields:
             self.send_error(411, "Content-Length required")
             return None
-        try:
-            length = int(text)
-            if length < 0:
-                raise ValueError
-        except ValueError:
+        values = {v.strip(" \t") for field in fields for v in field.split(",")}
+        if not all(v.isascii() and v.isdigit() for v in values):
             self.send_error(400, "bad Content-Length")
             return None
+        if len({int(v) for v in values}) > 1:
+            self.send_error(400, "bad Content-Length: differing values")
+            return None
+        length = int(values.pop())
         if limit is not None and length > limit:
             self.send_error(413, f"request body over {limit} bytes")
             return None
@@ -415,11 +449,22 @@ class Server(ThreadingHTTPServer):
         return self
 
     def stop(self) -> None:
-        """Stop serving (waits up to one poll interval, 0.5 s), close the listening socket and
-        stop the deadline thread."""
+        """Stop serving (waits up to one poll interval, 0.5 s), close the listening socket,
+        shut down every connection still open (a kept-alive one would go on being served:
+        issue 28; each one's thread then ends on its failed read or write, waited for up to
+        1 s) and stop the deadline thread."""
         if self._thread.is_alive():
             self.shutdown()
         self.server_close()
+        with self._count_lock:  # shutdown_request drops a socket here before closing it
+            for sock in self._conns:
+                try:
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        deadline = time.monotonic() + 1.0
+        while self.active and time.monotonic() < deadline:
+            time.sleep(0.01)
         self.deadlines.stop()
 
     def _expired(self, phase: str) -> None:

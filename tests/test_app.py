@@ -128,9 +128,10 @@ def test_not_covered_backend_row(tmp_path: Path) -> None:
     assert 'state="not_available"} 1.0' in "\n".join(series(sc, "hive_repeat_failure_check_state"))
 
 
-def test_off_means_off(tmp_path: Path) -> None:
+def test_off_means_off(tmp_path: Path, monkeypatch) -> None:
     """C-AC12 (sidecar side): with the default config nothing is rendered or exported; on → off
     removes the hook file and the check-state series; raw records are still deleted."""
+    monkeypatch.setattr("repeat_failure.sidecar.config_file.OFF_SETTLE_S", 0)  # off at once
     sc = make(tmp_path, enabled=False)
     shared = sc.shared_dir
     assert sorted(p.name for p in (shared / "hook").iterdir()) == []
@@ -919,7 +920,7 @@ def test_a_collection_failing_every_pass_fails_healthz_and_is_counted(tmp_path: 
         finally:
             conn.close()
 
-    def broken() -> None:
+    def broken(agents=None) -> None:
         raise hook.HookError("shared dir 'shared' must be an absolute path")
 
     try:
@@ -964,3 +965,49 @@ def test_a_missing_trap_helper_of_a_chained_hook_is_rendered_again(tmp_path: Pat
     (sc.shared_dir / "hook" / "a1.trap.bash").unlink()
     sc.run_once()
     assert sorted(p.name for p in (sc.shared_dir / "hook").iterdir()) == names
+
+
+def test_a_config_rewritten_line_by_line_never_turns_the_check_off(tmp_path: Path,
+                                                                   caplog) -> None:
+    """Issue 28 item 12: a config rewritten in several writes (truncate, then a line at a time)
+    validated part-way without ``enabled`` (which is off): the sidecar removed the hooks and
+    deleted the state and the records not yet read. A change to "off" now needs the file to read
+    the same OFF_SETTLE_S seconds apart; every record written meanwhile is counted, and a real
+    "off" still takes effect once the file settles."""
+    from repeat_failure.sidecar.config_file import OFF_SETTLE_S
+
+    caplog.set_level(logging.INFO, logger="repeat_failure")
+    mono = Clock(0.0)
+    cfg = tmp_path / "config.yaml"
+    full = ["repeat_failure:\n", "  collect_grace_s: 1\n", "  window_s: 600\n",
+            "  threshold: 5\n", "  enabled: true\n"]
+    cfg.write_text("".join(full))
+    sc = Sidecar(tmp_path / "shared", [AgentSpec("a1", "bash")], cfg, clock=Clock(),
+                 monotonic=mono)
+    hook_file = hook.hook_path(sc.shared_dir, "a1")
+    written = 0
+    for rewrite in range(3):
+        cfg.write_text("")
+        for n in range(len(full)):
+            with open(cfg, "a") as f:
+                f.write(full[n])
+            os.utime(cfg, ns=(rewrite * 10**9 + n, rewrite * 10**9 + n))  # a new stamp each
+            append(sc.shared_dir, "a1", f"make check {rewrite}", 2, T0)
+            written += 1
+            sc.reload_config()
+            sc.run_once(sessions=False)
+            mono.t += 0.01
+            assert (sc.config.enabled, hook_file.exists()) == (True, True), (rewrite, n)
+    sc.drain()
+    assert sum(sc.snapshot()[0].records.values()) == written == 15
+    assert (sc.config.window_s, sc.config.threshold) == (600, 5)
+
+    cfg.write_text("repeat_failure:\n  enabled: false\n")  # a real "off"
+    assert sc.reload_config() is False and sc.config.enabled and sc.config_changed()
+    mono.t += OFF_SETTLE_S - 0.01
+    assert sc.reload_config() is False and sc.config.enabled
+    mono.t += 0.01
+    assert sc.reload_config() is True
+    assert (sc.config.enabled, hook_file.exists(), sc.config_changed()) == (False, False, False)
+    assert [r.getMessage() for r in caplog.records if "settle" in r.getMessage()] == [
+        "config turns the check off: waiting for the file to settle"] * 4

@@ -304,11 +304,12 @@ def test_the_unmodified_capture_is_not_reported(backend: str, tmp_path: Path) ->
     assert result.unrecognized == []
 
 
-def test_turning_the_check_off_and_on_reports_the_file_again(tmp_path: Path, caplog) -> None:
+def test_turning_the_check_off_and_on_reports_the_file_again(tmp_path: Path, caplog, monkeypatch) -> None:
     """With the check off the row and its state are gone (C14); turned on again, the agent's
     rollout, still written in the rewritten shape (its lines appended once more: another turn),
     is reported again at that turn's end: a second log line, the count at 2 (counters stay),
     the row session_log_unrecognized."""
+    monkeypatch.setattr("repeat_failure.sidecar.config_file.OFF_SETTLE_S", 0)  # off at once
     home = tmp_path / "home"
     rel, turn_end = unknown_end_codex(home)
     clock = [turn_end + 60]

@@ -42,6 +42,11 @@ MAX_CONNECTIONS = 64
 MAX_HEAD_BYTES = 32 << 10
 #: Listen backlog: socketserver's default, as before the shared layer.
 BACKLOG = 5
+#: Seconds a connection may wait before its request's first byte, and then take from that byte
+#: to the end of its answer: as the sidecar's exporter (issue 28: without them, clients
+#: trickling bytes held every connection and /healthz went unanswered).
+IDLE_TIMEOUT_S = 5.0
+REQUEST_TIMEOUT_S = 10.0
 
 #: The Kubernetes Event reason of an escalation (with ``events: true``).
 EVENT_REASON = "FixLoopEscalated"
@@ -212,7 +217,9 @@ class FixloopApp:
         try:
             self._httpd = serving.Server(address, Handler, name="fixloop-http",
                                          max_connections=MAX_CONNECTIONS,
-                                         max_head_bytes=MAX_HEAD_BYTES, backlog=BACKLOG)
+                                         max_head_bytes=MAX_HEAD_BYTES, backlog=BACKLOG,
+                                         idle_timeout_s=IDLE_TIMEOUT_S,
+                                         request_timeout_s=REQUEST_TIMEOUT_S)
         except OSError as exc:
             raise OSError(exc.errno, f"cannot listen on {listen}: {exc.strerror}") from None
         self._httpd.start()

@@ -91,7 +91,7 @@ class Sidecar:
         # --config-optional: a config file missing at start-up means the built-in defaults
         # (check off) until it appears; once read, the file behaves as without the flag.
         self.config_optional = config_optional
-        self._config_file = ConfigFile(config_path, config_optional)
+        self._config_file = ConfigFile(config_path, config_optional, monotonic)
         self.config: Config = self._config_file.initial()
         self._lock = threading.RLock()
         #: Probes agents' previews after turns that edited files; its thread starts on first use.
@@ -115,6 +115,7 @@ class Sidecar:
         }
         #: Monotonic time of the last session-log poll (0.0: none yet), for the run loop.
         self.session_polled_at = 0.0
+        self._repaired_at = 0.0  # monotonic time every agent's hook files were last checked
         started = self.clock()
         for state in self.agents.values():
             state.activity = Activity(not_before=started)
@@ -191,9 +192,11 @@ class Sidecar:
 
     def reload_config(self, force: bool = False) -> bool:
         """Re-read the config file if it changed on disk (or ``force``). A file that does not
-        validate is logged and ignored; the last good config stays (:meth:`ConfigFile.reread`).
-        Returns True on a change."""
-        new = self._config_file.reread(force)
+        validate is logged and ignored; the last good config stays; a change that turns the
+        check off is applied only once the file reads the same ``OFF_SETTLE_S`` seconds apart
+        (:meth:`ConfigFile.reread`; the run loop reads again meanwhile). Returns True on a
+        change."""
+        new = self._config_file.reread(force, self.config)
         if new is None or new == self.config:
             return False
         if new.agents != self.config.agents:
@@ -233,10 +236,14 @@ class Sidecar:
 
     # -- one pass ------------------------------------------------------------------------------
 
-    def _repair_layout(self) -> None:
-        """:meth:`SharedDir.repair`, with every agent's hook while the check is on."""
-        self._shared.repair({name: state.spec.backend for name, state in self.agents.items()}
-                            if self.config.enabled else {})
+    def _repair_layout(self, agents: set[str] | None = None) -> None:
+        """:meth:`SharedDir.repair`, with the hooks of ``agents`` (None: every agent's; every
+        agent's anyway once a second) while the check is on."""
+        now = time.monotonic()
+        if agents is None or now - self._repaired_at >= 1.0:
+            agents, self._repaired_at = set(self.agents), now
+        self._shared.repair({name: self.agents[name].spec.backend for name in agents
+                             if name in self.agents} if self.config.enabled else {})
 
     def _state_path(self, agent: str) -> Path:
         return self._state_file.path(agent)
@@ -268,8 +275,9 @@ class Sidecar:
             return
         self.collector.release(batch)
 
-    def poll_sessions(self, rescan: bool = False) -> None:
-        """Read what each agent's session log added (its tail) and feed it to the
+    def poll_sessions(self, rescan: bool = False, changed: set[Path] | None = None) -> None:
+        """Read what each agent's session log added (its tail; ``changed``: the session files
+        inotify saw change, so an old one growing again is found at once) and feed it to the
         agent's state (:meth:`SessionFeed.feed`: the C12 tracker, turn verdicts and, where the
         session log is a route (C3), the record pipeline). Reader errors are counted by
         reason, never raised."""
@@ -279,7 +287,7 @@ class Sidecar:
         for state in list(self.agents.values()):
             if state.tail is None:
                 continue
-            result = state.tail.poll(rescan=rescan)
+            result = state.tail.poll(rescan=rescan, changed=changed or ())
             with self._lock:
                 self._feed.feed(state, result, self.clock())
 
@@ -299,18 +307,22 @@ class Sidecar:
             return []
         return [d for s in self.agents.values() if s.tail is not None for d in s.tail.watch_dirs()]
 
-    def run_once(self, stop: threading.Event | None = None, sessions: bool = True) -> None:
+    def run_once(self, stop: threading.Event | None = None, sessions: bool = True,
+                 agents: set[str] | None = None) -> None:
         """One pass: the session logs (unless ``sessions`` is False: :meth:`run_forever` polls
-        them on its own schedule), then collection over every agent, then expiry. A large file
-        is taken in slices of the collector's byte budget; the lock is released between slices
-        so scrapes are answered meanwhile, and ``stop`` ends the pass between slices."""
+        them on its own schedule), then collection over ``agents`` (names; None: every agent;
+        the run loop names those whose record files changed, issue 28), then expiry. A large
+        file is taken in slices of the collector's byte budget; the lock is released between
+        slices so scrapes are answered meanwhile, and ``stop`` ends the pass between slices."""
         started = time.perf_counter()
         try:
             with self._lock:
-                self._repair_layout()
+                self._repair_layout(agents)
             if sessions:
                 self.poll_sessions()
-            for state in list(self.agents.values()):
+            states = (list(self.agents.values()) if agents is None
+                      else [self.agents[n] for n in sorted(agents) if n in self.agents])
+            for state in states:
                 more = True
                 while more and not (stop is not None and stop.is_set()):
                     with self._lock:

@@ -229,6 +229,12 @@ MAX_CONNECTIONS = 64
 MAX_HEAD_BYTES = 32 << 10
 #: Listen backlog: the default 5 drops connections when many scrapers arrive at once.
 BACKLOG = 128
+#: Seconds a connection may wait before its request's first byte, and then take from that byte
+#: to the end of its answer (issue 28: with neither, 64 clients trickling a byte now and then
+#: held every connection, and scrapes and the kubelet's /healthz probes were refused). A scrape
+#: sends its request at once and its answer is written in one go.
+IDLE_TIMEOUT_S = 5.0
+REQUEST_TIMEOUT_S = 10.0
 _TEXT = "text/plain; charset=utf-8"
 
 
@@ -268,7 +274,9 @@ def _handler(sidecar: "Sidecar") -> type[serving.Handler]:
 class Server:
     """The HTTP endpoint (HTTP/1.0: one request per connection), served from a daemon thread
     on :mod:`repeat_failure.serving`: at most :data:`MAX_CONNECTIONS` connections, request
-    heads up to :data:`MAX_HEAD_BYTES` (431 beyond), 10 s per socket operation, errors as JSON.
+    heads up to :data:`MAX_HEAD_BYTES` (431 beyond), 10 s per socket operation,
+    :data:`IDLE_TIMEOUT_S` to the request's first byte and :data:`REQUEST_TIMEOUT_S` from it to
+    the end of the answer, errors as JSON.
 
     ``listen`` is ``HOST:PORT`` (port 0 picks a free port; :attr:`port` tells which).
     Raises ``ValueError`` for a malformed ``listen``, ``OSError`` if the port is taken.
@@ -281,6 +289,8 @@ class Server:
             self._httpd = serving.Server(address, _handler(sidecar), name="exporter",
                                          max_connections=MAX_CONNECTIONS,
                                          max_head_bytes=MAX_HEAD_BYTES, backlog=BACKLOG,
+                                         idle_timeout_s=IDLE_TIMEOUT_S,
+                                         request_timeout_s=REQUEST_TIMEOUT_S,
                                          quiet=True)  # a client hung up: not ours to log
         except OSError as exc:
             raise OSError(exc.errno, f"cannot listen on {listen}: {exc.strerror}") from None

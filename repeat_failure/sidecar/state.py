@@ -10,7 +10,11 @@ session-log tail's offsets), ``session_calls`` (call ids delivered as records), 
 scrubbed (it is written after the pipeline, and scrubbed again as it is read back).
 
 :class:`StateFile` reads and writes it for an :class:`~repeat_failure.sidecar.agent.AgentState`;
-a file that cannot be used is logged and ignored (the agent starts empty), never raised.
+a file that cannot be used is logged and ignored (the agent starts empty), never raised; a
+part of a readable file that cannot be used is left out, and any error a part of it causes
+while it is restored is logged ("state file ignored from the part that could not be used",
+with the error's class) and never raised (issue 28 item 11: the agent's user can write the
+file).
 """
 
 from __future__ import annotations
@@ -135,6 +139,11 @@ class StateFile:
             state.last_record_ts = float(last) if isinstance(last, (int, float)) else None
         except StateError as exc:
             log.warning("state file ignored", extra={"agent": state.spec.name, "error": str(exc)})
+        except Exception as exc:  # noqa: BLE001 - issue 28 item 11: the agent's user can write
+            # the file; a shape no check above foresaw must not crash-loop the sidecar. What was
+            # restored before the part that failed stays (each part is checked as it loads).
+            log.warning("state file ignored from the part that could not be used",
+                        extra={"agent": state.spec.name, "error": exc.__class__.__name__})
 
     def save(self, state: AgentState) -> None:
         """Write the agent's scrubbed state; a failure (a full disk) is logged and retried at the
@@ -209,12 +218,13 @@ def load_counters(state: AgentState, data: object) -> None:
     records = data.get("records")
     for item in records if isinstance(records, list) else ():
         if (isinstance(item, list) and len(item) == 4 and item[0] == backend
-                and item[1] in routes and item[2] in OUTCOMES
+                and isinstance(item[1], str) and item[1] in routes
+                and isinstance(item[2], str) and item[2] in OUTCOMES
                 and count(item[3]) is not None):
             state.records[(item[0], item[1], item[2])] = item[3]
     rejected = data.get("rejected")
     for reason, n in (rejected.items() if isinstance(rejected, dict) else ()):
-        if reason in REASONS and count(n) is not None:
+        if isinstance(reason, str) and reason in REASONS and count(n) is not None:
             state.rejected[reason] = n
     state.notes_raised = count(data.get("notes_raised")) or 0
     state.saved_counts = (dict(state.records), dict(state.rejected), state.notes_raised)
