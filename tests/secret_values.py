@@ -192,15 +192,27 @@ def corpus() -> list[Planted]:
 
 
 def pieces(value: str, n: int = PIECE) -> set[str]:
-    """Every ``n``-character piece of ``value`` (the whole value when it is shorter)."""
-    if len(value) <= n:
-        return {value}
+    """Every ``n``-character piece of ``value`` (none when it is shorter: issue 27 judges
+    pieces of eight characters or more)."""
+    if len(value) < n:
+        return set()
     return {value[i:i + n] for i in range(len(value) - n + 1)}
 
 
-def survivors(value: str, text: str, n: int = PIECE) -> list[str]:
-    """The pieces of ``value`` (:func:`pieces`) found in ``text``, sorted; ``[]`` when none is."""
-    return sorted(p for p in pieces(value, n) if p in text)
+def survivors(value: str, text: str, n: int = PIECE, context: str = "") -> list[str]:
+    """The pieces of ``value`` (:func:`pieces`) found in ``text``, sorted; ``[]`` when none is.
+    A piece the command also holds outside the value (``context``: the command with every
+    occurrence of the value taken out) is no evidence and is not counted: gitleaks' example
+    ``shippo_token: shippo_test_…`` names its vendor in the key, which stays."""
+    return sorted(p for p in pieces(value, n) if p in text and p not in context)
+
+
+def context_of(command: str, values: list[str] | set[str]) -> str:
+    """``command`` with every occurrence of each of ``values`` taken out (longest first), each
+    leaving a newline, so no piece spans the gap."""
+    for value in sorted(values, key=len, reverse=True):
+        command = command.replace(value, "\n")
+    return command
 
 
 def survivors_escaped(value: str, text: str) -> list[str]:
@@ -213,3 +225,18 @@ def survivors_escaped(value: str, text: str) -> list[str]:
         unescaped = unescaped.replace(code, ch)
     found.update(survivors(value, unescaped))
     return sorted(found)
+
+
+#: gitleaks rules whose secret holds a name before the secret: curl's ``user:password`` (the
+#: user name is no secret) and a cookie's ``name=value``. The planted value is what follows the
+#: first separator.
+_NAMED_SECRETS = {"curl-auth-user": ":", "gitlab-session-cookie": "="}
+
+
+def planted_value(rule: str, secret: str) -> str:
+    """The value of gitleaks' ``secret`` for ``rule`` that must not survive: the secret, or
+    for :data:`_NAMED_SECRETS` the part after the name (``developer:PASSWORD`` -> ``PASSWORD``)."""
+    sep = _NAMED_SECRETS.get(rule)
+    if sep and sep in secret:
+        return secret.split(sep, 1)[1].strip("\"'")
+    return secret

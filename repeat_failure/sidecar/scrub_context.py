@@ -5,16 +5,19 @@ The rules of :data:`CONTEXT_RULES` (run by :func:`repeat_failure.sidecar.scrub.s
 :data:`repeat_failure.sidecar.scrub_rules.RULES`, before the rules that read names):
 
 * what ``echo``/``printf`` pipe into a credential reader (:data:`_READER`: ``--with-token``,
-  ``--password-stdin``, ``--token-stdin`` ...; or ``tee`` into a credentials-like file) goes
-  whole: ``echo <tok> | gh auth login --with-token``;
+  ``--password-stdin``, ``--token-stdin`` ...; or a ``login`` subcommand) goes whole:
+  ``echo <tok> | gh auth login --with-token``; piped into ``tee`` of a credentials-like file,
+  its random-looking words go;
 * a here-string (``<<<``) of a command that reads a credential or writes a credentials-like
   file, and a here-document's body when its first line does (``gh auth login --with-token
   <<'EOF'``, ``cat <<EOF | docker login --password-stdin``, ``cat > ~/.netrc <<EOF``): for a
-  reader the whole text goes, for a file every random-looking word (:func:`looks_random`);
+  reader the whole text goes, for a file every word taken for a credential
+  (:func:`credential_word`);
 * ``echo``/``printf`` writing to a credentials-like file (:data:`CRED_FILE`: ``.netrc``,
   ``.npmrc``, ``.pypirc``, ``.git-credentials``, ``*.env``, ``.env.*``, ``credentials``,
   ``token`` and ``*.token`` files, ``*secret*``, anything under ``~/.config/<vendor>/`` or
-  ``~/.aws/``): every random-looking word of what they write goes;
+  ``~/.aws/``): every word of what they write that is taken for a credential goes (eight or
+  more characters with a digit, a capital or a symbol: :func:`credential_word`);
 * the arguments of a ``login`` subcommand (``<cli> [sub] login ...``): a positional argument of
   eight characters or more goes unless it is a host, a URL, an e-mail address, a path, a plain
   lower-case word or a ``$VAR``; a flag's value goes when it looks random (not a UUID);
@@ -79,9 +82,13 @@ def looks_random(word: str) -> bool:
     has_upper = any(r[0].isupper() for r in runs)
     has_lower = any(r[0].islower() for r in runs)
     symbols = any(not c.isalnum() and c not in "._-/:@" for c in w)
+    mean = chars / len(runs)
+    if digits == 0 and has_upper and has_lower and not symbols:
+        # Letters only: random when capitals come in runs too (camelCase has single ones).
+        return chars >= 10 and mean <= 2.6 and sum(
+            1 for r in runs if r[0].isupper() and len(r) >= 2) >= 2
     if not (0 < digits < chars or (has_upper and has_lower and symbols)):
         return False
-    mean = chars / len(runs)
     # Long words of small letters and digits only have longer runs (26 letters to 10 digits).
     return mean <= 2.6 or (chars >= 24 and digits * 8 >= chars and mean <= 4)
 
@@ -99,23 +106,43 @@ CRED_FILE = (r"""(?:(?:~|\$HOME|\$\{HOME\})?[^\s;&|<>'"()]*/\.config/[^\s;&|<>'"
 #: Flags by which a command reads a credential from its standard input.
 _READER = (r"--(?:with-token|password-stdin|token-stdin|secret-stdin|stdin-password"
            r"|api-key-stdin|key-stdin)\b")
-#: Where a simple command (one without ``| ; & newline``) reads a credential from its input or
-#: writes a credentials-like file.
-_READS = re.compile(_READER + r"|\btee\b(?:[ \t]+-[a-z]+)*[ \t]+(?:[^\s|;&]+[ \t]+)*?" + CRED_FILE)
-_WRITES = re.compile(r"(?:>>?|\btee\b(?:[ \t]+-[a-z]+)*)[ \t]*" + CRED_FILE)
-#: A word of what a command writes: runs between blanks, quotes, ``=`` ``:`` ``,`` ``;``.
-_DATA_WORD = re.compile(r"""[^\s'"=:,;]+""")
+#: Where a simple command (one without ``| ; & newline``) reads a credential from its input
+#: (:data:`_READS`) or writes a credentials-like file (:data:`_WRITES`: ``>``, ``>>``, ``tee``).
+_READS = re.compile(_READER)
+_WRITES = re.compile(r"(?:>>?[ \t]*|\btee\b(?:[ \t]+-[a-z]+)*[ \t]+(?:[^\s|;&<>]+[ \t]+)*?)"
+                     + CRED_FILE)
+#: A word of what a command writes: runs between blanks, quotes, ``=`` ``,`` ``;``.
+_DATA_WORD = re.compile(r"""[^\s'"=,;]+""")
+
+
+def credential_word(word: str) -> bool:
+    """Whether ``word``, written to a credentials-like file, is taken for a credential: eight
+    characters or more with a digit, a capital beside small letters or a symbol (a UUID, a
+    ``user:password``, a hexadecimal run too), but no host, URL, e-mail address, path of plain
+    words, plain word (``production``, ``eu-west-1``), number of up to 11 digits or ``$VAR``."""
+    if len(word) < 8 or word.startswith(REDACTED) or not value_is_secret(SECRET, word):
+        return False
+    if _HOST.fullmatch(word) or _URL.fullmatch(word) or _EMAIL.fullmatch(word) \
+            or _PLAIN_WORD.fullmatch(word) and not _HEX.fullmatch(word):
+        return False
+    if _PATH.fullmatch(word) and not looks_random(word):
+        return False
+    if word.isdigit():
+        return len(word) >= 12
+    if not any(c.isalpha() for c in word):
+        return False
+    return any(c.isdigit() for c in word) or any(c.isupper() for c in word) \
+        or any(not c.isalnum() for c in word) or bool(_HEX.fullmatch(word))
 
 
 def random_words(text: str) -> str:
-    """``text`` with every word of it that looks random (:func:`looks_random`; words end at
-    blanks, quotes, ``= : , ;``) redacted, and an escaped newline (``\\n``) ending a word."""
+    """``text`` written to a credentials-like file, with every word of it that is taken for a
+    credential (:func:`credential_word`; words end at blanks, quotes, ``= , ;`` and an escaped
+    newline ``\\n``) redacted."""
     def one(m: re.Match[str]) -> str:
-        word = m[0]
         out = []
-        for part in re.split(r"(\\[nrt])", word):
-            out.append(REDACTED if looks_random(part) and not part.startswith(REDACTED)
-                       else part)
+        for part in re.split(r"(\\[nrt])", m[0]):
+            out.append(REDACTED if credential_word(part) else part)
         return "".join(out)
     return _DATA_WORD.sub(one, text)
 
@@ -131,15 +158,19 @@ def _whole(value: str) -> str:
 
 def piped_into_reader(m: re.Match[str]) -> str:
     """The replacement of the echo-into-a-reader rule: group ``data`` (what ``echo``/``printf``
-    print) goes whole when the command after the pipe reads a credential (:data:`_READS`)."""
-    if not _READS.search(m["after"]):
-        return m[0]
-    return m["head"] + _whole(m["data"]) + m["after"]
+    print) goes whole when the command after the pipe reads a credential (:data:`_READS`, or a
+    ``login`` subcommand), its credential words when it writes a credentials-like file."""
+    if _READS.search(m["after"]) or _LOGIN_HEAD.search(m["after"]):
+        return m["head"] + _whole(m["data"]) + m["after"]
+    if _WRITES.search(m["after"]):
+        return m["head"] + random_words(m["data"]) + m["after"]
+    return m[0]
 
 
 def here_string(m: re.Match[str]) -> str:
     """The replacement of the here-string rule: the word after ``<<<`` goes whole for a
-    credential reader, its random-looking words for a credentials-like file."""
+    credential reader, its credential words (:func:`credential_word`) for a credentials-like
+    file."""
     head, word = m["head"], m["word"]
     if _READS.search(head) or _LOGIN_HEAD.search(head):
         return head + _whole(word)
@@ -150,8 +181,8 @@ def here_string(m: re.Match[str]) -> str:
 
 def here_doc(m: re.Match[str]) -> str:
     """The replacement of the here-document rule: the body goes line by line for a credential
-    reader (also one after a pipe on the first line), its random-looking words for a
-    credentials-like file; the delimiter lines stay."""
+    reader (also one after a pipe on the first line), its credential words
+    (:func:`credential_word`) for a credentials-like file; the delimiter lines stay."""
     first, body = m["first"], m["body"]
     if _READS.search(first) or _LOGIN_HEAD.search(first):
         lines = [_whole(line) for line in body.split("\n")]
@@ -162,8 +193,8 @@ def here_doc(m: re.Match[str]) -> str:
 
 
 def written_to_file(m: re.Match[str]) -> str:
-    """The replacement of the echo-to-a-file rule: the random-looking words of what
-    ``echo``/``printf`` write to a credentials-like file go."""
+    """The replacement of the echo-to-a-file rule: the credential words
+    (:func:`credential_word`) of what ``echo``/``printf`` write to a credentials-like file go."""
     return m["head"] + random_words(m["data"]) + m["tail"]
 
 
@@ -176,7 +207,9 @@ _LOGIN_HEAD = re.compile(r"(?:^|[;&|({]|\$\()[ \t]*(?:sudo[ \t]+|npx[ \t]+|(?:[A
                          r"(?![=:.-])", re.M)
 _LOGIN = re.compile(_LOGIN_HEAD.pattern + r"(?P<rest>[^|;&\n]*)", re.M)
 _SHELL_WORD = re.compile(r"""(?:'[^']*'?|"(?:\\.|[^"\\])*"?|\\.|[^\s'"\\])+""")
-_PLAIN_WORD = re.compile(r"[a-z]+(?:[-_.][a-z0-9]+)*|[A-Za-z]+")
+#: A plain word: small letters in parts (``eu-west``, ``my_app.local``) with at most a short
+#: number at the end (``eu-west-1``), or a capitalised word.
+_PLAIN_WORD = re.compile(r"[a-z]+(?:[-_.][a-z]+)*(?:[-_.]?[0-9]{1,3})?|[A-Z]?[a-z]+|[A-Z]+")
 
 
 def _login_positional_is_secret(word: str) -> bool:

@@ -63,6 +63,9 @@ def assignment(m: re.Match[str]) -> str:
         return m[0]
     if not quoted and (m.string.startswith("(", m.end()) or _ATTRIBUTE_PATH.fullmatch(value)):
         return m[0]  # code: a call (token = get_token()) or an attribute (process.env.TOKEN)
+    if m["word"] and looks_random(m["word"]):
+        # "name: <random>=<random>": no type word but the head of the value (issue 27).
+        return m[0][: m.start("word") - m.start()] + REDACTED
     return m[0][: m.start("value") - m.start()] + REDACTED
 
 
@@ -120,8 +123,8 @@ def shell_assignments(pattern: re.Pattern[str], text: str) -> str:
     ``'TOKEN=x' `` pairs take 3 ms)."""
     starts, closes = _closed_quotes(text)
     out: list[str] = []
-    pos = 0
-    while (name := _SHELL_NAME_RE.search(text, pos)) is not None:
+    pos = search = 0  # pos: copied up to here; search: look for the next name from here
+    while (name := _SHELL_NAME_RE.search(text, search)) is not None:
         start = name.start()
         i = bisect.bisect_left(starts, start) - 1
         # Inside a quoted word the value may not pass its closing quote (the search stops
@@ -129,14 +132,14 @@ def shell_assignments(pattern: re.Pattern[str], text: str) -> str:
         inside = i >= 0 and start < closes[i]
         m = pattern.match(text, start, closes[i] if inside else len(text))
         if m is None:  # no word after "=" (or the closing quote right after it)
-            pos = name.end()
+            search = name.end()  # (the text before it is still to be copied: issue 27)
             continue
         vstart, vend = m.span(2)
         value = text[vstart:vend]
         kind = NOT_SECRET if _names_a_file(text, start) else name_kind(m[1])
         out.append(text[pos:vstart])
         out.append(REDACTED if value and value_is_secret(kind, value) else value)
-        pos = max(vend, m.end(1) + 1)
+        pos = search = max(vend, m.end(1) + 1)
     if not out:
         return text
     out.append(text[pos:])

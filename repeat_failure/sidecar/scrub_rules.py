@@ -318,6 +318,12 @@ RULES: tuple[tuple, ...] = (
      header_value,
      _ci("authorization", "apikey", "api-key", "cookie", "-token", "-key", "-secret", "-auth",
          "-pass", "-credential"), _cs(":")),
+    # An Authorization header's scheme the rule above did not know (RFC 9110: any token, as
+    # "Api-Token"): it took the scheme for the value; the credential after it, up to the
+    # closing quote, goes too.
+    (re.compile(r"(?i)(authorization(?:\s|\\ )*:(?:\s|\\ )*\[REDACTED\])[ \t]+"
+                r"[A-Za-z0-9._~+/=-]{8,}(?=['\"])"), keep(1), _ci("authorization"),
+     _cs("[REDACTED]")),
     # Bearer and Basic credentials anywhere else (Basic: base64 with a digit or + / =, so
     # "Basic configuration" stays).
     (re.compile(r"(?i)\b(bearer)\s+(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{8,}"),
@@ -457,7 +463,8 @@ RULES: tuple[tuple, ...] = (
      encoded_secret, _cs(*string.ascii_letters, *string.digits)),
     # What an earlier rule left of a value it redacted the head of (a run of token characters
     # right after [REDACTED]: "[REDACTED]+CuNb1/..." when a rule's alphabet stopped at "+").
-    (re.compile(r"\[REDACTED\][A-Za-z0-9+/=_-]+"), REDACTED, _cs("[REDACTED]")),
+    (re.compile(r"\[REDACTED\][A-Za-z0-9+/=_.~%-]*[A-Za-z0-9+/=_~%-]"), REDACTED,
+     _cs("[REDACTED]")),
 )
 
 #: Rules for a text the route cut short (``scrub(text, cut=True)``), run after :data:`RULES`:
