@@ -117,9 +117,10 @@ _DATA_WORD = re.compile(r"""[^\s'"=,;]+""")
 
 def credential_word(word: str) -> bool:
     """Whether ``word``, written to a credentials-like file, is taken for a credential: eight
-    characters or more with a digit, a capital beside small letters or a symbol (a UUID, a
-    ``user:password``, a hexadecimal run too), but no host, URL, e-mail address, path of plain
-    words, plain word (``production``, ``eu-west-1``), number of up to 11 digits or ``$VAR``."""
+    characters or more with a digit or a symbol (a UUID, a ``user:password``, a hexadecimal run
+    too), or letters that look random (:func:`looks_random`; not a name such as
+    ``dropboxToken``); but no host, URL, e-mail address, path of plain words, plain word
+    (``production``, ``eu-west-1``), number of up to 11 digits or ``$VAR``."""
     if len(word) < 8 or word.startswith(REDACTED) or not value_is_secret(SECRET, word):
         return False
     if _HOST.fullmatch(word) or _URL.fullmatch(word) or _EMAIL.fullmatch(word) \
@@ -131,8 +132,12 @@ def credential_word(word: str) -> bool:
         return len(word) >= 12
     if not any(c.isalpha() for c in word):
         return False
-    return any(c.isdigit() for c in word) or any(c.isupper() for c in word) \
-        or any(not c.isalnum() for c in word) or bool(_HEX.fullmatch(word))
+    if _HEX.fullmatch(word) or any(c.isdigit() for c in word) \
+            or any(not c.isalnum() and c not in "_.-[](){}<>" for c in word):
+        return True
+    # Letters only (and _ . - brackets): a name (dropboxToken, API_KEY, [pypi]) unless it
+    # looks random.
+    return looks_random(word)
 
 
 def random_words(text: str) -> str:

@@ -321,7 +321,7 @@ RULES: tuple[tuple, ...] = (
     # An Authorization header's scheme the rule above did not know (RFC 9110: any token, as
     # "Api-Token"): it took the scheme for the value; the credential after it, up to the
     # closing quote, goes too.
-    (re.compile(r"(?i)(authorization(?:\s|\\ )*:(?:\s|\\ )*\[REDACTED\])[ \t]+"
+    (re.compile(r"(?i)(authorization(?:\s|\\ )*:(?:\s|\\ )*(?-i:\[REDACTED\]))[ \t]+"
                 r"[A-Za-z0-9._~+/=-]{8,}(?=['\"])"), keep(1), _ci("authorization"),
      _cs("[REDACTED]")),
     # Bearer and Basic credentials anywhere else (Basic: base64 with a digit or + / =, so
@@ -404,7 +404,8 @@ RULES: tuple[tuple, ...] = (
     # every NAME=value, :func:`shell_assignments` keeps those whose name does not, and ends a
     # value at the closing quote of a quoted word holding the assignment).
     (re.compile(SHELL_NAME + "(" + _WORD + ")"), shell_assignments,
-     _ci("token", "secret", "pass", "pw", "key", "cred", "auth"), _cs("=")),
+     _ci("token", "secret", "pass", "pw", "key", "cred", "auth", *VENDORS, *VENDOR_PARTS),
+     _cs("=")),
     # --password value / --token=value (a flag name ends at = or whitespace).
     (re.compile(r"(?i)(?<![\w-])(--(?!no-)(?:[a-z0-9]+-){0,4}" + _FLAG_NAME + r")(=|\s+)(?!\[REDACTED\])"
                 r"(" + _WORD + ")"), flag_value,
