@@ -205,13 +205,13 @@ def written_to_file(m: re.Match[str]) -> str:
 
 # --- login subcommands ------------------------------------------------------------------------------
 
-#: ``<cli> [sub [sub]] login`` at the start of a simple command (after ``sudo``, ``npx`` or
-#: assignments); group ``rest`` the rest of that simple command.
-_LOGIN_HEAD = re.compile(r"(?:^|[;&|({]|\$\()[ \t]*(?:sudo[ \t]+|npx[ \t]+|(?:[A-Za-z_]\w*=\S*"
-                         r"[ \t]+))*[a-z][\w.-]*(?:[ \t]+[a-z][\w-]*){0,2}[ \t]+login\b"
-                         r"(?![=:.-])", re.M)
+#: ``<cli> [sub [sub]] login`` wherever it stands (a command, or one quoted in an error message
+#: or CI output: ``failed: somecli auth login …``); group ``rest`` the rest of that simple
+#: command.
+_LOGIN_HEAD = re.compile(r"(?<![\w./$-])[a-z][\w.-]*(?:[ \t]+[a-z][\w-]*){0,2}[ \t]+login\b"
+                         r"(?![=:.-])")
 _LOGIN = re.compile(_LOGIN_HEAD.pattern + r"(?P<rest>[^|;&\n]*)", re.M)
-_SHELL_WORD = re.compile(r"""(?:'[^']*'?|"(?:\\.|[^"\\])*"?|\\.|[^\s'"\\])+""")
+_SHELL_WORD = re.compile(r"""(?:'[^']*'|"(?:\\.|[^"\\])*"|\\.|[^\s'"\\])+""")
 #: A plain word: small letters in parts (``eu-west``, ``my_app.local``) with at most a short
 #: number at the end (``eu-west-1``), or a capitalised word.
 _PLAIN_WORD = re.compile(r"[a-z]+(?:[-_.][a-z]+)*(?:[-_.]?[0-9]{1,3})?|[A-Z]?[a-z]+|[A-Z]+")
@@ -235,8 +235,12 @@ def login_arguments(m: re.Match[str]) -> str:
     goes, and so does a flag's value that looks random (:func:`looks_random`)."""
     rest = m["rest"]
     out, pos, after_flag = [], 0, False
+    last = 0
     for w in _SHELL_WORD.finditer(rest):
         word = w[0]
+        if "'" in rest[last:w.start()] or '"' in rest[last:w.start()]:
+            break  # a quote that closes what the login stands in (echo '... login ci' > f)
+        last = w.end()
         secret = False
         if word.startswith("-") and len(word) > 1:
             after_flag = "=" not in word

@@ -322,7 +322,7 @@ RULES: tuple[tuple, ...] = (
     # "Api-Token"): it took the scheme for the value; the credential after it, up to the
     # closing quote, goes too.
     (re.compile(r"(?i)(authorization(?:\s|\\ )*:(?:\s|\\ )*(?-i:\[REDACTED\]))[ \t]+"
-                r"[A-Za-z0-9._~+/=-]{8,}(?=['\"])"), keep(1), _ci("authorization"),
+                r"[A-Za-z0-9._~+/=-]{8,}(?=['\"])"), lambda m: m[1], _ci("authorization"),
      _cs("[REDACTED]")),
     # Bearer and Basic credentials anywhere else (Basic: base64 with a digit or + / =, so
     # "Basic configuration" stays).
