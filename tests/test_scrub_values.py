@@ -267,7 +267,8 @@ def test_no_planted_value_in_replay_output(tmp_path, capsys) -> None:
     path.write_text(json.dumps({"messages": msgs, "trajectory_format": "mini-swe-agent-1"}))
     code = main(["replay", "--threshold", "2", str(path)])
     out = capsys.readouterr()
-    assert code == 0 and out.out.count("note: ") > 100
+    # Commands that differ only in their (redacted) secret are one note: about one per shape.
+    assert code == 0 and out.out.count("note: ") >= len(sv.SHAPES)
     assert _leaks({"stdout": out.out, "stderr": out.err}, planted) == []
 
 
