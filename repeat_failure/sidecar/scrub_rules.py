@@ -2,7 +2,7 @@
 ``[REDACTED]``, as data: each rule is ``(pattern, replacement, needs groups...)``, applied in
 the order of :data:`RULES`.
 
-Four kinds of rule, applied in order:
+Five kinds of rule, applied in order (the fifth, the command's grammar, runs after the names):
 
 * private key blocks (PEM, OpenSSH, PGP; a block cut short, a bare ``BEGIN ... PRIVATE KEY``
   header and PuTTY key files are redacted to the end of the text);
@@ -39,6 +39,14 @@ Four kinds of rule, applied in order:
   that is a boolean, empty, or a bare ``$VAR`` stays. A name holding a vendor's name
   (:data:`~repeat_failure.sidecar.scrub_names.VENDORS`: ``TWITTER_…``, ``ADOBE_CLIENT_ID`` ...) counts too when its value is
   token-shaped (twelve or more token characters with a digit).
+
+* the command's grammar (issue 27, :mod:`repeat_failure.sidecar.scrub_context`): what is
+  piped, here-string'd or here-doc'd into a credential reader (``--with-token``,
+  ``--password-stdin``), a login's arguments, values written to credentials-like files
+  (``.netrc``, ``.pypirc``, ``*.env``, ``~/.config/<vendor>/…``), connection strings; and the
+  generic vendor-token shape (a short lower-case prefix, ``_``/``-``, a random body) found by
+  the base64 rule's scan. Last, a run of token characters an earlier rule left right after a
+  ``[REDACTED]`` (its alphabet stopped at ``+``) goes too.
 
 A text the route cut short (``cut=True``) also loses its last word, and a quoted value of a
 secret-named key whose closing quote the cut took runs to the end of the text (:data:`CUT_RULES`).
