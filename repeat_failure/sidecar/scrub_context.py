@@ -25,7 +25,8 @@ The rules of :data:`CONTEXT_RULES` (run by :func:`repeat_failure.sidecar.scrub.s
   Oracle's ``jdbc:oracle:thin:user/password@host``;
 * the generic vendor-token shape, needing no list of vendors (:data:`GENERIC_TOKEN`): a short
   lower-case prefix of one to three parts, each followed by ``_`` or ``-``, then a body of 20 or
-  more letters and digits (``_`` and ``-`` may stand between them) that looks random (:func:`looks_random`) and is no hexadecimal run
+  more letters and digits (``_`` and ``-`` may stand between them) whose longest part (16 or
+  more) looks random (:func:`looks_random`) and is no hexadecimal run
   (a SHA or a UUID's tail: ``sha-<40 hex>``, ``pr-<sha>`` stay); found by the base64 rule's scan of every long
   word (:func:`repeat_failure.sidecar.scrub_replacements.encoded_secret`), so it costs no scan of
   its own.
@@ -84,9 +85,9 @@ def looks_random(word: str) -> bool:
     symbols = any(not c.isalnum() and c not in "._-/:@" for c in w)
     mean = chars / len(runs)
     if digits == 0 and has_upper and has_lower and not symbols:
-        # Letters only: random when capitals come in runs too (camelCase has single ones).
-        return chars >= 10 and mean <= 2.6 and sum(
-            1 for r in runs if r[0].isupper() and len(r) >= 2) >= 2
+        # Letters only: random when the runs are short and capitals come in runs too
+        # (camelCase has single capitals before runs of small letters: dropboxToken).
+        return mean <= 2.6 and any(r[0].isupper() and len(r) >= 2 for r in runs)
     if not (0 < digits < chars or (has_upper and has_lower and symbols)):
         return False
     # Long words of small letters and digits only have longer runs (26 letters to 10 digits).
@@ -271,12 +272,16 @@ GENERIC_TOKEN = re.compile(r"(?<![A-Za-z0-9])[a-z]{2,10}(?:[_-][a-z]{2,10}){0,2}
 
 
 def generic_tokens(word: str) -> str:
-    """``word`` with every generic vendor token in it (:data:`GENERIC_TOKEN`) redacted: its body
-    looks random (:func:`looks_random`) and is no hexadecimal run (a SHA after ``sha-``)."""
+    """``word`` with every generic vendor token in it (:data:`GENERIC_TOKEN`) redacted: the
+    longest part of its body between ``_``/``-`` has 16 characters or more, looks random
+    (:func:`looks_random`) and is no hexadecimal run (a SHA after ``sha-``); so names, dates and
+    UUIDs joined by dashes (``rollout-2026-11-30T17-35-04-<uuid>``,
+    ``tmp-harness-claude-8ick90g8-run3-work``) stay."""
     def one(m: re.Match[str]) -> str:
         body = m["body"]
-        if _HEX.fullmatch(body.replace("-", "").replace("_", "")) or sum(c.isalnum() for c in body) < 20 \
-                or not looks_random(body):
+        longest = max(re.split(r"[-_]", body), key=len)
+        if _HEX.fullmatch(body.replace("-", "").replace("_", "")) or len(longest) < 16 \
+                or _HEX.fullmatch(longest) or not looks_random(longest):
             return m[0]
         return REDACTED
     return GENERIC_TOKEN.sub(one, word)

@@ -471,9 +471,10 @@ RULES: tuple[tuple, ...] = (
     (re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}"),
      encoded_secret, _cs(*string.ascii_letters, *string.digits)),
     # What an earlier rule left of a value it redacted the head of (a run of token characters
-    # right after [REDACTED]: "[REDACTED]+CuNb1/..." when a rule's alphabet stopped at "+").
-    (re.compile(r"\[REDACTED\][A-Za-z0-9+/=_.~%-]*[A-Za-z0-9+/=_~%-]"), REDACTED,
-     _cs("[REDACTED]")),
+    # right after [REDACTED] holding a "+" or "=": "[REDACTED]+CuNb1/..." when a rule's alphabet
+    # stopped at "+"; a path after it, "[REDACTED]/x.jsonl", stays).
+    (re.compile(r"\[REDACTED\]\.?(?=[A-Za-z0-9/_.~%-]*[+=])[A-Za-z0-9+/=_.~%-]*"
+                r"[A-Za-z0-9+/=_~%-]"), REDACTED, _cs("[REDACTED]"), _cs("+", "=")),
 )
 
 #: Rules for a text the route cut short (``scrub(text, cut=True)``), run after :data:`RULES`:
