@@ -65,10 +65,13 @@ def _unquote(word: str) -> str:
 
 def looks_random(word: str) -> bool:
     """Whether ``word`` (quoted or not) looks like a random credential: eight or more
-    characters, letters and digits both (or capitals, small letters and a symbol), with short
+    letters and digits, both of them (or capitals, small letters and a symbol), with short
     runs of each character class (the mean run of small letters, capitals and digits at most
-    2.6 characters; a word, ``v1.2.3``, ``x86_64``, ``getUserToken2`` have longer ones). Never a
-    UUID, a host, an e-mail address, a URL or a path of words (``reports/2024/q1.csv``)."""
+    2.6 characters, or 4 for 24 or more small letters and digits with a digit in eight; a
+    word, ``v1.2.3``, ``python3.11-slim``, ``getUserToken2`` have longer ones); letters alone
+    when their runs are that short and capitals come in a run of two or more somewhere
+    (``yqDVtkqPECriaLRi``; not camelCase). Never a UUID, a host, an e-mail address, a URL, a
+    ``$VAR`` or a path of words (``reports/2024/q1.csv``)."""
     w = _unquote(word)
     if len(w) < 8 or any(c.isspace() for c in w) or _UUID.fullmatch(w) or _HOST.fullmatch(w) \
             or _EMAIL.fullmatch(w) or _URL.fullmatch(w) or is_reference(w):
