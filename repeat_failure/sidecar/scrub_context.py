@@ -301,7 +301,7 @@ CONTEXT_RULES: tuple[tuple, ...] = (
     (re.compile(r"(?P<head>" + _ECHO + r")(?P<data>[^|;&\n]*?)(?P<after>[ \t]*\|[^|;&\n]*)"),
      piped_into_reader, (("|",), 0), (("echo", "printf"), 0)),
     # ... --password-stdin <<< WORD, tee CREDFILE <<< WORD, <cli> login <<< WORD.
-    (re.compile(r"(?P<head>(?:[^|;&\n<]|<(?!<<))*<<<[ \t]*)"
+    (re.compile(r"(?P<head>(?:^|(?<=[|;&\n]))(?:[^|;&\n<]|<(?!<<))*<<<[ \t]*)"
                 r"""(?P<word>(?:'[^']*'?|"(?:\\.|[^"\\])*"?|\\.|[^\s'"\\;&|<>()])+)"""),
      here_string, (("<<<",), 0)),
     # A here-document whose first line reads a credential or writes a credentials-like file.
