@@ -315,3 +315,21 @@ def test_ordinary_corpus_path(tmp_path) -> None:
     for needle in ("git show ", "sha256sum -c", "kubectl get pod ", "@sha256:", "--tenant ",
                    "gh auth login --hostname", "echo 'NODE_ENV=production' >> .env"):
         assert needle in text, needle
+
+
+@pytest.mark.slow
+def test_gitleaks_is_the_second_opinion(tmp_path) -> None:
+    """gitleaks (the pinned release, as in ``tests/test_scrub_gitleaks.py``) flags 743 of the
+    1,416 planted commands before ``scrub()`` and none after: it agrees, but it is not the
+    judge (it stays silent on the 673 it never flagged). Skipped without go or the binary."""
+    import gitleaks_oracle as oracle
+
+    go = oracle.find_go()
+    binary = oracle.gitleaks(go) if go else None
+    if binary is None:
+        pytest.skip(f"gitleaks {oracle.VERSION} is not installed; scripts/test installs it")
+    planted = sv.corpus()
+    before = oracle.scan(binary, [p.command for p in planted], tmp_path)
+    after = oracle.scan(binary, [scrub(p.command) for p in planted], tmp_path)
+    assert sum(1 for found in before if found) == 743
+    assert [(p.shape, p.kind, f) for p, f in zip(planted, after) if f] == []
