@@ -145,6 +145,7 @@ def test_a_quoted_assignment_with_no_value_keeps_the_text_before_it() -> None:
     "echo '63d9a376dc898cb69eaa9cedb695ec51c8a0c05653922527cf191afb493483eb  app.tgz' | sha256sum -c -",
     "git clone https://git.example.com:8443/org/repo.git",
     "printf 'key = \"logging.level\"\\n' >> settings.toml",
+    "echo 'user login failed for id 4f3a2b1c9d8e7f6a5b4c3d2e' >> app.log",
 ])
 def test_ordinary_commands_in_those_contexts_stay(command: str) -> None:
     """The same grammar with nothing secret in it (a ``$VAR``, a host, an e-mail address, a

@@ -18,9 +18,10 @@ The rules of :data:`CONTEXT_RULES` (run by :func:`repeat_failure.sidecar.scrub.s
   ``token`` and ``*.token`` files, ``*secret*``, anything under ``~/.config/<vendor>/`` or
   ``~/.aws/``): every word of what they write that is taken for a credential goes (eight or
   more characters with a digit, a capital or a symbol: :func:`credential_word`);
-* the arguments of a ``login`` subcommand (``<cli> [sub] login ...``): a positional argument of
-  eight characters or more goes unless it is a host, a URL, an e-mail address, a path, a plain
-  lower-case word or a ``$VAR``; a flag's value goes when it looks random (not a UUID);
+* the arguments of a ``login`` subcommand (``<cli> [sub] login ...``, also quoted in an error
+  message): the first positional argument of eight characters or more goes unless it is a
+  host, a URL, an e-mail address, a path, a plain word or a ``$VAR``; a flag's value goes when
+  it looks random (not a UUID);
 * ``Pwd=``/``Password=`` in a connection string (``;``-separated, ADO.NET/ODBC/JDBC) and
   Oracle's ``jdbc:oracle:thin:user/password@host``;
 * the generic vendor-token shape, needing no list of vendors (:data:`GENERIC_TOKEN`): a short
@@ -234,11 +235,12 @@ def _login_positional_is_secret(word: str) -> bool:
 
 
 def login_arguments(m: re.Match[str]) -> str:
-    """The replacement of the login rule: in the arguments of ``<cli> [sub] login``, a
-    positional argument that is no host, URL, e-mail address, path, plain word or ``$VAR``
-    goes, and so does a flag's value that looks random (:func:`looks_random`)."""
+    """The replacement of the login rule: in the arguments of ``<cli> [sub] login``, the first
+    positional argument goes when it is no host, URL, e-mail address, path, plain word or
+    ``$VAR`` (later ones are more often prose: ``user login failed for id <hex>``), and so does
+    a flag's value that looks random (:func:`looks_random`)."""
     rest = m["rest"]
-    out, pos, after_flag = [], 0, False
+    out, pos, after_flag, positional_seen = [], 0, False, False
     last = 0
     for w in _SHELL_WORD.finditer(rest):
         word = w[0]
@@ -253,8 +255,9 @@ def login_arguments(m: re.Match[str]) -> str:
             break
         if after_flag:
             secret = looks_random(word) and not word.startswith(REDACTED)
-        else:
+        elif not positional_seen:
             secret = _login_positional_is_secret(word)
+            positional_seen = True
         after_flag = False
         if secret:
             out.append(rest[pos:w.start()])
