@@ -15,7 +15,7 @@ machines are noisy; the ratios are what to compare between runs:
   against bash without BASH_ENV is given too;
 * pipeline throughput: records/s through collect → parse → scrub → normalize → detector, and the
   ratio to bare ``orjson.loads`` of the same lines (issue 16's target: >= 20,000 records/s), for
-  ``gh pr view N`` commands and for the scrubber's false-positive corpus of 560 ordinary commands
+  ``gh pr view N`` commands and for the scrubber's false-positive corpus of 653 ordinary commands
   (``ordinary_cmds``: many name a secret without holding one, so more rules run);
 * record → metric latency: a record appended to the live file until the exporter's snapshot shows
   it, with the real inotify-driven loop (median and p95, ms);
@@ -100,7 +100,7 @@ REPO = Path(__file__).resolve().parent.parent
 os.umask(0o007)
 
 
-#: The false-positive corpus of the scrubber's tests: 560 ordinary agent commands, many naming
+#: The false-positive corpus of the scrubber's tests: 653 ordinary agent commands, many naming
 #: a secret without holding one (``TOKEN_TTL=3600``), which run more of the scrubber's rules.
 ORDINARY = REPO / "tests" / "data" / "ordinary_commands.txt"
 
