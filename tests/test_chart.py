@@ -2008,3 +2008,27 @@ def test_injector_network_policy_admits_only_the_api_server() -> None:
         test_pod["metadata"]["labels"].items()
     err = render_fails("injector.networkPolicy.enabled=true")
     assert "injector.networkPolicy.enabled needs injector.networkPolicy.apiServerCIDRs" in err
+
+
+def test_prometheus_rule_runbook_base_url() -> None:
+    """``monitoring.prometheusRule.runbookBaseUrl`` points every alert's ``runbook_url`` at the
+    operator's copy of the runbook, the alert's name lower-cased as the anchor (the section ids
+    docs/runbook.md has); empty keeps the rules file's URLs; a value that is not an http(s) URL
+    without a fragment fails the install."""
+    groups = yaml.safe_load(RULES_FILE.read_text())["groups"]
+    rule = one(render("monitoring.prometheusRule.enabled=true",
+                      "monitoring.prometheusRule.runbookBaseUrl=https://wiki.example.test/rf/"),
+               "PrometheusRule")
+    urls = {r["alert"]: r["annotations"]["runbook_url"]
+            for g in rule["spec"]["groups"] for r in g["rules"] if "alert" in r}
+    assert urls == {r["alert"]: f"https://wiki.example.test/rf#{r['alert'].lower()}"
+                    for r in groups[0]["rules"] if "alert" in r}
+    assert urls["RepeatFailureSidecarDown"] == \
+        "https://wiki.example.test/rf#repeatfailuresidecardown"
+    kept = one(render("monitoring.prometheusRule.enabled=true"), "PrometheusRule")
+    assert [r["annotations"]["runbook_url"] for g in kept["spec"]["groups"] for r in g["rules"]
+            if "alert" in r] == [r["annotations"]["runbook_url"] for r in groups[0]["rules"]
+                                 if "alert" in r]
+    assert "does not match pattern" in render_fails(
+        "monitoring.prometheusRule.enabled=true",
+        "monitoring.prometheusRule.runbookBaseUrl=wiki page#x")
