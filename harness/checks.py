@@ -31,7 +31,7 @@ from repeat_failure.turns.verdict import AGENT_ERROR, AGENT_NO_OUTPUT, OK, TurnT
 
 #: The exit status of each command the harness's stub asks for.
 EXITS = {"ls /nonexistent": 2, "false": 1, "echo harness-ok": 0}
-#: The note the sidecar must raise on the repeated run (DESIGN.md "Metrics", the row message).
+#: The note the sidecar must raise on the repeated run (docs/metrics.md "The agent's row").
 NOTE = "Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)"
 #: The verdict each backend's session log gives per verdict scenario (``None``: that turn never
 #: ends in the log, so it is not classified; docs/metrics.md "Turn verdicts" says why).

@@ -1,6 +1,6 @@
 """Configuration: the ``repeat_failure:`` YAML section, validated against a JSON Schema.
 
-Contract (DESIGN.md "Config"): one YAML file, usually mounted from a ConfigMap. Unknown keys,
+Contract (README.md "Configuration"): one YAML file, usually mounted from a ConfigMap. Unknown keys,
 wrong types and out-of-range values are rejected with one message that names the key. The file
 is re-read when it changes; a change that does not validate is refused and the last good
 configuration stays in force, so a typo in a ConfigMap never turns the check off or on by itself.

@@ -1,4 +1,5 @@
-"""The dashboard row's message (repeat_failure.sidecar.checkstate.Row, DESIGN.md "Metrics"): the newest note's
+"""The dashboard row's message (repeat_failure.sidecar.checkstate.Row, docs/metrics.md
+"The agent's row"): the newest note's
 message, plus how many other notes are raised, in English ("(+1 other)", "(+2 others)")."""
 
 from __future__ import annotations

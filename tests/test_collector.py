@@ -1,4 +1,4 @@
-"""Collector (DESIGN.md "Pipeline"): rename-then-read, grace for late writers, leftovers,
+"""Collector (docs/operations.md "Shared volume"): rename-then-read, grace for late writers, leftovers,
 bad files, and C-AC14a (records survive repeated collection)."""
 
 from __future__ import annotations

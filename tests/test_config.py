@@ -1,4 +1,4 @@
-"""Config validation (DESIGN.md "Config"): defaults, clear errors naming the key, CLI exit codes."""
+"""Config validation (README.md "Configuration"): defaults, clear errors naming the key, CLI exit codes."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from repeat_failure.sidecar.normalize import normalize
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs" / "backend-support.md"
 
-#: Hive's backends (DESIGN.md "Coverage table"): CLI backends, inference backends, and `bash`.
+#: Hive's backends (docs/backend-support.md "The table"): CLI backends, inference backends, and `bash`.
 HIVE_BACKENDS = {
     "claude", "codex", "gemini", "copilot", "opencode", "pi", "omp", "kilo", "aider", "goose",
     "agy", "bob", "muse", "vllm", "llm-d", "litellm", "watsonx", "bash",

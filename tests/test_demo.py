@@ -14,7 +14,7 @@ def test_demo_shows_note_appear_and_clear() -> None:
     out = done.stdout
     assert "message=Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)" in out
     assert ("message=Repeating failure: test -e build.ok failed 5 times in 1 min (exit 1) "
-            "(+1 other)") in out  # one other: DESIGN.md "Metrics"
+            "(+1 other)") in out  # one other: docs/metrics.md "The agent's row"
     assert ('(the note\'s M in "failed N times in M min" is the minutes from the first to the '
             'last of those N failures, rounded up and at least 1: these came within a second, so '
             'they read "1 min"; the window, 3 s here, decides which failures count)') in out

@@ -1,5 +1,6 @@
 """The neutral route (``hooks/bash_env.sh``, rendered by ``repeat_failure.sidecar.hook.render``) against its
-contract: DESIGN.md "Shared volume" and "Raw record (C1)", HOOK-NOTES.md, spec C8 / C-AC5
+contract: docs/neutral-route.md "Guarantees" and "Bash facts the hook relies on", docs/operations.md
+"Shared volume", spec C8 / C-AC5
 (one record per agent command), C-AC14 (never changes the command) and C-AC14a (no torn records).
 
 Real bash, real files, exact values; no mocks. Every child process gets an environment built from
@@ -766,7 +767,7 @@ def test_record_file_mode_and_command_umask(hooked, caller_umask):
 # --- lint ---------------------------------------------------------------------------------------
 
 def test_shellcheck_clean():
-    """HOOK-NOTES: the hook templates pass shellcheck for bash with no findings."""
+    """The hook templates pass shellcheck for bash with no findings."""
     if shutil.which("shellcheck") is None:
         pytest.skip("shellcheck is not installed")
     res = run(["shellcheck", "-s", "bash", "hooks/bash_env.sh", "hooks/bash_env.slow.bash",
@@ -1116,7 +1117,7 @@ def test_unchanged_when_disk_full(full_disk_hook, clean_env):
 
 
 def test_socket_stdin_needs_the_launch_shlvl(rendered_hook, clean_env):
-    """HOOK-NOTES: with a socket on stdin and SHLVL below 1, bash reads ~/.bashrc instead of
+    """With a socket on stdin and SHLVL below 1, bash reads ~/.bashrc instead of
     BASH_ENV; the launch environment's SHLVL=1 makes the hook load anyway."""
     import socket
 

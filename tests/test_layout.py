@@ -8,7 +8,7 @@ REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "repeat_failure"
 LAYOUT = (REPO / "docs" / "layout.md").read_text(encoding="utf-8")
 
-#: A record's path through the sidecar, stage by stage (DESIGN.md; issue 21 item 1).
+#: A record's path through the sidecar, stage by stage (README.md "How it works"; issue 21 item 1).
 PIPELINE = ["hook", "collector", "parse", "scrub", "normalize", "exclude", "dedup", "detector",
             "checkstate", "exporter"]
 

@@ -1,4 +1,4 @@
-"""Normalization (spec C7, DESIGN.md) and exclusion (C9, C-AC6) on exact strings."""
+"""Normalization (spec C7, README.md "How it works") and exclusion (C9, C-AC6) on exact strings."""
 
 from __future__ import annotations
 

@@ -106,7 +106,7 @@ def test_promtool_accepts_the_escaped_metrics(tmp_path) -> None:
 
 
 def test_escaped_label_stays_within_200_characters(tmp_path) -> None:
-    """The escape comes before the 200-character cut (DESIGN.md "Metrics"): sixty ESCs (360
+    """The escape comes before the 200-character cut (docs/metrics.md "Series"): sixty ESCs (360
     characters escaped) make a label of exactly 200 characters, the last one "…"."""
     import re
 

@@ -139,7 +139,7 @@ def strip(command: str) -> str:
         return quoted
 
 
-#: Inference backends run through the Claude Code CLI (DESIGN.md "Coverage table").
+#: Inference backends run through the Claude Code CLI (docs/backend-support.md "The table").
 for _backend in ("claude", "vllm", "llm-d", "litellm", "watsonx"):
     register_stripper(_backend, strip)
 

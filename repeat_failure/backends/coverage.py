@@ -6,7 +6,7 @@ re-runnable harness (C4); the row then names its route, the shell-activity signa
 version. Every other backend is listed as not covered with the reason and the follow-up issue,
 and its agent rows say "repeat-failure check not available for this backend" (C5, C-AC9).
 
-Hive's backends (DESIGN.md "Coverage table") have ``hive=True``; agent CLIs platform teams run
+Hive's backends (docs/backend-support.md "The table") have ``hive=True``; agent CLIs platform teams run
 beyond Hive's list (issue 15, item 7: Qwen Code, Cline, Continue, Factory Droid, Crush) have
 ``hive=False`` and their own table (:func:`table_rows` with ``hive=False``), under the same rules.
 
@@ -38,8 +38,8 @@ class CoverageRow:
     releases (newest first) whose real captures are kept and read by the backend's session-log
     reader, but whose commands the route does not record, and ``read_only_note`` says why (issue
     26 item 3: every session-log format users run is read). Rows not covered carry ``reason``
-    and ``follow_up`` (an issue reference). ``hive`` is False for a backend beyond Hive's list (DESIGN.md
-    "Coverage table" names Hive's).
+    and ``follow_up`` (an issue reference). ``hive`` is False for a backend beyond Hive's list (docs/backend-support.md
+    "Beyond Hive's list").
     """
 
     backend: str

@@ -37,8 +37,8 @@ STATE_TEXT = {
 @dataclass(frozen=True)
 class Row:
     """One agent's row: ``notes`` newest first; ``message`` is the newest note's message plus
-    `` (+K others)`` when K more notes are raised (`` (+1 other)`` for one, DESIGN.md
-    "Metrics"), or ``""``."""
+    `` (+K others)`` when K more notes are raised (`` (+1 other)`` for one, docs/metrics.md
+    "The agent's row"), or ``""``."""
 
     agent: str
     backend: str
@@ -61,7 +61,7 @@ class Row:
         return f"{self.notes[0].message} (+{others} other{'s' if others > 1 else ''})"
 
     def to_json(self) -> dict:
-        """The row as ``GET /status`` returns it (DESIGN.md "Metrics")."""
+        """The row as ``GET /status`` returns it (docs/metrics.md "The agent's row")."""
         return {
             "agent": self.agent,
             "backend": self.backend,

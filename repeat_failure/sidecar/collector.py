@@ -1,6 +1,6 @@
 """Collector: take raw record files from the shared volume by rename-then-read.
 
-Contract (DESIGN.md "Pipeline", spec Constraints):
+Contract (docs/operations.md "Shared volume", spec Constraints):
 
 * ``records/<agent>.jsonl`` is renamed to ``records/<agent>.jsonl.collecting.<n>`` first, so new
   records go to a fresh file and none are torn by the collection itself.

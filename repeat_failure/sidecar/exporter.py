@@ -3,7 +3,7 @@
 A custom collector in the style of prometheus/client_python: :meth:`MetricsCollector.collect`
 builds every family fresh from :meth:`repeat_failure.sidecar.app.Sidecar.snapshot` at scrape time and owns no
 state, so a cleared note's series disappears by construction. Metric names and labels are
-DESIGN.md "Metrics". ``command`` label values are scrubbed and normalized upstream and cut here
+docs/metrics.md "Series". ``command`` label values are scrubbed and normalized upstream and cut here
 to 200 characters (ending in ``…``); at most 100 note series per agent (the newest). Control and
 bidi characters in a label value are written as ``\\uXXXX`` (:mod:`repeat_failure.terminal`; before
 the cut, so a label stays within 200 characters), so ``curl /metrics`` in a terminal never acts
@@ -45,7 +45,7 @@ class MetricsCollector(Collector):
         self._sidecar = sidecar
 
     def collect(self) -> Iterator[Metric]:
-        """Build every family of DESIGN.md's metrics table from the current snapshot."""
+        """Build every family of docs/metrics.md "Series" from the current snapshot."""
         views = self._sidecar.snapshot()
         passes, last_pass = self._sidecar.collect_stats()
         collect_passes = CounterMetricFamily(

@@ -86,7 +86,7 @@ def normalize(command: str, backend: str, now: float | None = None) -> str:
     return " ".join(command.split())
 
 
-#: Longest command text shown in a label or a message (DESIGN.md "Metrics").
+#: Longest command text shown in a label or a message (docs/metrics.md "Series").
 MAX_COMMAND_CHARS = 200
 #: The mark ending a command the route cut short (:func:`mark_cut`).
 CUT_MARK = re.compile(r" \[cut:[0-9a-f]{12}\]\Z")

@@ -1,6 +1,6 @@
 """Parse: one raw record line (bytes) into a :class:`Record`, or a rejection with its reason.
 
-The raw record format is DESIGN.md "Raw record (C1)":
+The raw record format (C1; written by the hook, docs/neutral-route.md "Guarantees"):
 ``{"v":1,"ts":<seconds>,"agent":…,"backend":…,"route":…,"exit":<0-255>|null[,"failed":bool]
 [,"cut":true],"cmd":…}``, one line of at most 4096 bytes including the newline.
 

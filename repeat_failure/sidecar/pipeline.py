@@ -38,7 +38,7 @@ def session_record(event: SessionEvent, agent: str, backend: str, now: float) ->
 
 
 def record_command(record: Record, now: float, cut_key: bytes) -> str:
-    """The command text the detector counts for ``record`` (DESIGN.md "Pipeline"): scrubbed
+    """The command text the detector counts for ``record`` (README.md "How it works"): scrubbed
     (as cut when the route cut it), normalized for its backend at ``now`` (spec C7), scrubbed
     again when the backend has a wrapper (Codex writes each ``'`` as ``'"'"'``, which can hide
     a secret's shape until unwrapped), and for a cut record marked with a digest keyed with

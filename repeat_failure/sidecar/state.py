@@ -1,5 +1,5 @@
 """Each agent's state file, ``state/<agent>.json`` on the shared volume: what a restart resumes
-from (DESIGN.md "State", issue 17).
+from (docs/operations.md "Shared volume", issue 17).
 
 One JSON object: ``version`` (:data:`STATE_FILE_VERSION`), ``agent``, ``last_record_ts``,
 ``collecting`` (the collector's checkpoint: file name → offset handed out), ``activity`` (the
