@@ -2,6 +2,7 @@
 builtin trap '' DEBUG RETURN ERR XFSZ
 builtin set +ex
 __rf_x=$1 __rf_t=${EPOCHREALTIME-} __rf_r=${BASH_EXECUTION_STRING-}
+if [[ $BASHPID != "$$" ]]; then builtin return "$__rf_x"; fi
 builtin umask 007
 __rf_t=${__rf_t/,/.} __rf_c=${__rf_r//\\/\\\\} __rf_c=${__rf_c//\"/\\\"} __rf_l='{"v":1,"ts":'$__rf_t',@PREFIX_SQ@,"exit":'$__rf_x',"cmd":"'"$__rf_c"'"}'
 if [[ -n $__rf_t && $__rf_r != *[[:cntrl:]]* && ${#__rf_l} != ????* ]]; then [[ -L @RECORDS@ || -p @RECORDS@ || -S @RECORDS@ || -c @RECORDS@ || -b @RECORDS@ ]] || builtin printf '%s\n' "$__rf_l" >>@RECORDS@; builtin return "$__rf_x"; fi
@@ -67,6 +68,12 @@ builtin return "$__rf_x"
 # (saved in __rf_x); a chained hook sources it without `command` (through it, errexit stays on in
 # here). The file returns __rf_x, which a chained hook's
 # trap passes on to the original's EXIT trap (hooks/bash_env.trap.bash).
+#
+# The line after the one that saves the status returns at once in any process but the shell
+# itself (BASHPID is not $$): a child the shell forked for `cmd &`, `( )` or `$( )` resets the
+# EXIT trap only after the fork, and a signal that reaches it before then (`sleep 5 & kill $!`)
+# makes it run the trap: without this line, one record of the whole command per such child (282
+# records for one `bash -c` of 300 `sleep 5 & kill $!`).
 #
 # Its first two commands set aside what would otherwise see its steps (issue 28): the command's
 # DEBUG and RETURN traps (ignored, not reset: `.` puts back a DEBUG trap that is unset when it

@@ -442,3 +442,31 @@ def test_state_file_holds_no_unprintable_character_raw(tmp_path):
     store.load(loaded)
     assert loaded.detector.to_dict() == saved.detector.to_dict()
     assert [c["command"] for c in loaded.detector.to_dict()["commands"]] == [text]
+
+
+# --- a child the shell forks, signalled before it resets the EXIT trap -------------------------
+
+#: 100 background children killed at once: most are signalled before they reset the EXIT trap
+#: they were forked with (bash resets it after the fork), so without the hook's BASHPID check
+#: each of those ran the trap and wrote a record of the whole command (282 of 300 seen).
+BACKGROUND_KILLED = "for i in $(seq 100); do sleep 5 & kill $!; done; wait; exit 4"
+
+
+def test_children_signalled_before_they_reset_the_trap_write_no_record(hooked):
+    """C8 (one record per agent command): `cmd & kill $!` in a hooked `bash -c` gives the one
+    record of that command, with its status, whatever the killed children were doing; the
+    command's output and status are those of the run without the hook (C-AC14)."""
+    hook, env_on, env_off = hooked
+    on, off = run(["bash", "-c", BACKGROUND_KILLED], env_on), run(["bash", "-c", BACKGROUND_KILLED],
+                                                                  env_off)
+    assert outcome(on) == outcome(off) == (4, b"", b"")
+    assert _records(hook.records) == [(BACKGROUND_KILLED, 4)]
+
+
+def test_chained_children_signalled_early_write_no_record(tmp_path, clean_env):
+    """The same with the hook chained to an original that sets no trap: one record."""
+    records, env_on, env_orig = _chain(tmp_path, clean_env, "ORIG=1\n")
+    on, orig = run(["bash", "-c", BACKGROUND_KILLED], env_on), run(["bash", "-c", BACKGROUND_KILLED],
+                                                                   env_orig)
+    assert outcome(on) == outcome(orig) == (4, b"", b"")
+    assert _records(records) == [(BACKGROUND_KILLED, 4)]
