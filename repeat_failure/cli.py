@@ -86,6 +86,15 @@ def _agents(args: argparse.Namespace) -> list[AgentSpec]:
     return [AgentSpec(args.agent, args.backend, home, preview_url=preview)]
 
 
+def _stop_on_signals() -> threading.Event:
+    """An event SIGTERM and SIGINT set (the handlers installed now, in the main thread): a
+    long-running command waits on it and then stops cleanly, exit 0."""
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    return stop
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the sidecar: render the agent's hook (check on), collect its records, detect repeating
     failures and serve /metrics and /status until SIGTERM or SIGINT. With --config-optional a
@@ -104,10 +113,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     ProcessCollector(registry=registry)  # process_* (CPU, memory, descriptors; issue 29)
     sidecar = Sidecar(args.shared_dir, _agents(args), args.config, args.chain_bash_env,
                       registry=registry, config_optional=args.config_optional)
+    # The handlers before the server: a SIGTERM that comes once /healthz answers must stop the
+    # sidecar cleanly (exit 0), not kill it (a loaded CI machine sent one in between).
+    stop = _stop_on_signals()
     server = Server(sidecar, args.listen).start()
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
     logging.getLogger("repeat_failure").info(
         "sidecar started", extra={"listen": args.listen, "port": server.port,
                                   "enabled": sidecar.config.enabled,
@@ -143,11 +152,9 @@ def cmd_inject_webhook(args: argparse.Namespace) -> int:
         print(f"repeat-failure: cannot load the TLS certificate {args.tls_cert} and key "
               f"{args.tls_key}: {exc}", file=sys.stderr)
         return 1
+    stop = _stop_on_signals()  # before the server answers (see cmd_run)
     server = InjectorServer(args.listen, config, tls,
                             metrics_listen=args.metrics_listen or None).start()
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
     current = config.current()
     logging.getLogger("repeat_failure").info(
         "injector started", extra={"listen": args.listen, "port": server.port,
@@ -303,12 +310,10 @@ def cmd_fixloop(args: argparse.Namespace) -> int:
     app = FixloopApp(config, events=events)
     if args.once:
         return 0 if app.run_once() == "complete" else 1
+    stop = _stop_on_signals()  # before the server answers (see cmd_run)
     port = app.serve(args.listen)
     logging.getLogger("repeat_failure").info("fixloop started", extra={
         "listen": args.listen, "port": port, "repositories": list(config.repositories)})
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
     try:
         app.run_forever(stop)
     finally:
