@@ -24,6 +24,7 @@ plus a SQLite index ``~/.cline/data/db/sessions.db``.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from harness.runner import Backend
@@ -53,9 +54,45 @@ def _argv(binary: str, prompt: str) -> list[str]:
     return [binary, "--json", "--auto-approve", "true", prompt]
 
 
+#: Where Cline CLI 1.x and 2.x keep a task: ``~/.cline/data/tasks/<id>/`` (the VS Code
+#: extension's layout), ``ui_messages.json`` and ``api_conversation_history.json`` among others.
+TASK_GLOBS = (".cline/data/tasks/*/*.json",)
+
+
+def _prepare_2(home: Path, work: Path, url: str) -> dict[str, str]:
+    """Cline CLI 2.x's settings (what ``cline auth -p openai -k KEY -b URL -m MODEL`` writes,
+    seen with 2.18.0): ``~/.cline/data/globalState.json`` names the ``openai`` provider (an
+    OpenAI-compatible base URL, the stub's ``/v1``) for act and plan mode and turns telemetry
+    off (``telemetrySetting: "disabled"``); the dummy key is in ``secrets.json``.
+    ``CLINE_NO_AUTO_UPDATE=1``: without it 2.18.0 starts a detached ``npm install -g
+    cline@latest`` after it checks the registry for a newer release."""
+    data = home / ".cline" / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    (data / "globalState.json").write_text(json.dumps({
+        "actModeApiProvider": "openai", "planModeApiProvider": "openai",
+        "actModeOpenAiModelId": MODEL, "planModeOpenAiModelId": MODEL,
+        "openAiBaseUrl": f"{url}/v1", "welcomeViewCompleted": True,
+        "telemetrySetting": "disabled", "mode": "act"}, indent=2))
+    (data / "secrets.json").write_text(json.dumps({"openAiApiKey": "stub-key-not-a-secret"}))
+    return {"CLINE_NO_AUTO_UPDATE": "1"}
+
+
+def _argv_2(binary: str, prompt: str) -> list[str]:
+    return [binary, "--yolo", "--act", "--json", prompt]
+
+
+def _release(backend: Backend, version: str) -> Backend:
+    """Cline CLI ``version`` (not the pin): 2.x is another program (a Node CLI: ``--yolo``
+    instead of ``--auto-approve``, settings in ``globalState.json``, tasks under
+    ``~/.cline/data/tasks/``); 3.x runs with the pin's settings."""
+    if int(version.split(".")[0]) == 2:
+        return replace(backend, prepare=_prepare_2, argv=_argv_2, session_globs=TASK_GLOBS)
+    return backend
+
+
 BACKEND = Backend(
     name="cline", package="cline", version="3.0.65", binary="cline",
-    prepare=_prepare, argv=_argv,
+    prepare=_prepare, argv=_argv, release_settings=_release,
     session_globs=(".cline/data/sessions/*/*.json", ".cline/data/db/sessions.db"),
     looks_up="data.cline.bot (its feature flags; no setting turns it off)",
 )

@@ -42,7 +42,7 @@ from typing import Any
 import orjson
 
 from repeat_failure.backends import ReaderFormatError, SessionEvent, SessionLogReader, UnusedLine
-from repeat_failure.sessions.stores import UNCHANGED as _UNCHANGED, open_db as _open_db, read_document
+from repeat_failure.sessions.stores import UNCHANGED as _UNCHANGED, open_db as _open_db
 from repeat_failure.sessions.unrecognized import ShellRecognition, Unrecognized
 from repeat_failure.sidecar.normalize import OUTPUT_EDGE_CHARS, cut_output
 
@@ -441,9 +441,9 @@ class SessionTail:
 
     def _poll_document(self, key: str, f: _File, result: PollResult, now: float) -> int:
         """Read a whole JSON document again when its ``(mtime_ns, size)`` changed
-        (:func:`repeat_failure.sessions.stores.read_document`) and hand it to the reader.
+        (:meth:`SessionLogReader.read_document`) and hand it to the reader.
         Returns the bytes read."""
-        got = read_document(f.path, f.stamp, MAX_LINE)
+        got = self.reader.read_document(f.path, f.stamp, MAX_LINE)
         if got.error:
             result.errors[got.error] += 1
         f.stamp = got.stamp or f.stamp
