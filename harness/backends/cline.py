@@ -30,6 +30,8 @@ from pathlib import Path
 from harness.runner import Backend
 
 MODEL = "stub-model"
+#: The model's name for Cline CLI 2.x (:func:`_prepare_2`); the stub answers any name.
+MODEL_2 = "gpt-oss-stub"
 PROVIDER = "openai-compatible"
 
 
@@ -64,13 +66,17 @@ def _prepare_2(home: Path, work: Path, url: str) -> dict[str, str]:
     seen with 2.18.0): ``~/.cline/data/globalState.json`` names the ``openai`` provider (an
     OpenAI-compatible base URL, the stub's ``/v1``) for act and plan mode and turns telemetry
     off (``telemetrySetting: "disabled"``); the dummy key is in ``secrets.json``.
+    The model's name says ``gpt-oss``: for an OpenAI-compatible provider 2.18.0 offers its
+    tools through the API's native tool calls only to model families it knows (``gpt-oss``,
+    ``gpt-5``, ...; for any other name it asks for tool calls written as XML in the reply's
+    text, which the stub does not write: "Too many consecutive mistakes").
     ``CLINE_NO_AUTO_UPDATE=1``: without it 2.18.0 starts a detached ``npm install -g
     cline@latest`` after it checks the registry for a newer release."""
     data = home / ".cline" / "data"
     data.mkdir(parents=True, exist_ok=True)
     (data / "globalState.json").write_text(json.dumps({
         "actModeApiProvider": "openai", "planModeApiProvider": "openai",
-        "actModeOpenAiModelId": MODEL, "planModeOpenAiModelId": MODEL,
+        "actModeOpenAiModelId": MODEL_2, "planModeOpenAiModelId": MODEL_2,
         "openAiBaseUrl": f"{url}/v1", "welcomeViewCompleted": True,
         "telemetrySetting": "disabled", "mode": "act"}, indent=2))
     (data / "secrets.json").write_text(json.dumps({"openAiApiKey": "stub-key-not-a-secret"}))

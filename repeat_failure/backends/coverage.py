@@ -138,7 +138,9 @@ _ROWS = (
                  "1.0.11 to 1.0.61 run each command in a pseudo-terminal shell session, which "
                  "BASH_ENV never sees (the route starts at 1.0.62); older releases cannot run "
                  "against the stub (no custom-provider settings)")),
-    _covered("opencode", "opencode", "1.18.33", also=("1.2.1",)),
+    # opencode: 1.2.1 is the oldest release with the SQLite store; 1.1.65 and 1.0.152 keep their
+    # sessions as JSON files under storage/ (repeat_failure/backends/opencode_storage.py).
+    _covered("opencode", "opencode", "1.18.33", also=("1.2.1", "1.1.65", "1.0.152")),
     _covered("pi", "pi", "1.6.0", also=("0.73.1", "0.31.1"), read_only=("0.27.9",),
              read_only_note=(
                  "0.27.9 to 0.30.2 run the bash tool as sh -c (0.31.1 runs /bin/bash), which never "
