@@ -81,6 +81,10 @@ EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
     ("pi", "0.31.1"): {"killed": None},
     ("pi", "0.27.9"): {"killed": None},
     ("codex", "0.100.0"): {"error": AGENT_NO_OUTPUT},
+    # Cline CLI 2.18.0 takes an answer without a tool call as a mistake and, after three, ends
+    # the task with an error ("Too many consecutive mistakes"); a killed run leaves the running
+    # command and a resume_task prompt, no end.
+    ("cline", "2.18.0"): {"ok": AGENT_ERROR, "killed": None},
     ("codex", "0.96.0"): {"ok": None, "empty": None, "error": None, "killed": None},
     ("codex", "0.64.0"): {"ok": None, "empty": None, "error": None, "killed": None},
     ("claude", "2.0.56"): {"empty": None, "killed": None},
@@ -121,7 +125,12 @@ GUARD_REFUSAL_LOGGED = frozenset({"cline"})
 #: Kept earlier releases whose loop guard differs from :data:`LOOP_GUARDED`'s pin: the calls the
 #: repeated run records, or None when nothing stopped the five calls (Qwen Code 0.12.0's real
 #: run: five calls and the answer; 0.5.0 and 0.24.4 stop at four).
-EARLIER_LOOP_GUARD: dict[tuple[str, str], int | None] = {("qwen", "0.12.0"): None}
+EARLIER_LOOP_GUARD: dict[tuple[str, str], int | None] = {("qwen", "0.12.0"): None,
+                                                         ("cline", "2.18.0"): None}
+#: Kept releases whose session log ends fewer of the repeated run's calls than ran: Cline CLI
+#: 2.18.0 ran all five, then failed the task ("Too many consecutive mistakes") before any
+#: request carried the fifth call's result, the only place its exit code is logged.
+LOGGED_ENDS: dict[tuple[str, str], int] = {("cline", "2.18.0"): 4}
 #: What :func:`check` raises on evidence it cannot read: missing or unreadable files
 #: (``OSError``), bad JSON (``ValueError``), and JSON of the wrong shape (a field missing:
 #: ``KeyError`` / ``IndexError``; a value of the wrong type: ``TypeError`` /
@@ -246,7 +255,9 @@ def _readers(backend: str, data: dict[str, Any], base: Path) -> tuple[list[str],
         if label == "shell run" and not session_route(backend):
             ends = [(e.command, e.exit, e.failed) for e in result.events if e.kind == SHELL_END]
             guard = loop_guard(backend, str(data.get("version", "")))
-            want = [("ls /nonexistent", 2, True)] * (guard or 5)
+            version = str(data.get("version", ""))
+            want = [("ls /nonexistent", 2, True)] * LOGGED_ENDS.get((backend, version),
+                                                                    guard or 5)
             if backend in GUARD_REFUSAL_LOGGED and guard:
                 want.append(("ls /nonexistent", None, True))
             got = [(normalize(c, backend), x, f) for c, x, f in ends]
