@@ -131,6 +131,10 @@ EARLIER_LOOP_GUARD: dict[tuple[str, str], int | None] = {("qwen", "0.12.0"): Non
 #: 2.18.0 ran all five, then failed the task ("Too many consecutive mistakes") before any
 #: request carried the fifth call's result, the only place its exit code is logged.
 LOGGED_ENDS: dict[tuple[str, str], int] = {("cline", "2.18.0"): 4}
+#: Kept releases whose repeated run raises no note in the harness's single pass of the pipeline
+#: although five failures were recorded: Cline CLI 2.18.0's log shows the fifth call started and
+#: never ended, so its failure awaits its output (``OUTPUT_WAIT_S``, 15 s) past that pass.
+NO_NOTE: frozenset[tuple[str, str]] = frozenset({("cline", "2.18.0")})
 #: What :func:`check` raises on evidence it cannot read: missing or unreadable files
 #: (``OSError``), bad JSON (``ValueError``), and JSON of the wrong shape (a field missing:
 #: ``KeyError`` / ``IndexError``; a value of the wrong type: ``TypeError`` /
@@ -213,7 +217,7 @@ def _route(backend: str, data: dict[str, Any]) -> list[str]:
         if got != want:
             problems.append(f"run {i + 1} ({run['command']!r} x{run['repeat']}): recorded "
                             f"{_short(got)}, expected {_short(want)}")
-        note = NOTE if times >= 5 else ""
+        note = NOTE if times >= 5 and (backend, data.get("version")) not in NO_NOTE else ""
         if run["repeat"] > 1 and run.get("note") != note:
             problems.append(f"run {i + 1}: note {run.get('note')!r}, expected {note!r}")
     if not data.get("runs"):

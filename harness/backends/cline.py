@@ -87,10 +87,25 @@ def _argv_2(binary: str, prompt: str) -> list[str]:
     return [binary, "--yolo", "--act", "--json", prompt]
 
 
+def _prepare_1(home: Path, work: Path, url: str) -> dict[str, str]:
+    """Cline CLI 1.0.x's settings: the 2.x files (its ``cline-core``, the same engine, keeps the
+    same ``~/.cline/data``), and ``NO_AUTO_UPDATE=1`` for its Go front end's updater (which
+    otherwise runs ``npm install -g cline``)."""
+    return {**_prepare_2(home, work, url), "NO_AUTO_UPDATE": "1"}
+
+
+def _argv_1(binary: str, prompt: str) -> list[str]:
+    return [binary, "--no-interactive", "--mode", "act", "--output-format", "json", prompt]
+
+
 def _release(backend: Backend, version: str) -> Backend:
-    """Cline CLI ``version`` (not the pin): 2.x is another program (a Node CLI: ``--yolo``
+    """Cline CLI ``version`` (not the pin): 1.0.x is a Go front end (``--no-interactive``) that
+    starts the extension's engine (``cline-core``) and talks to it over gRPC on localhost; 2.x
+    is another program (a Node CLI: ``--yolo``
     instead of ``--auto-approve``, settings in ``globalState.json``, tasks under
     ``~/.cline/data/tasks/``); 3.x runs with the pin's settings."""
+    if int(version.split(".")[0]) == 1:
+        return replace(backend, prepare=_prepare_1, argv=_argv_1, session_globs=TASK_GLOBS)
     if int(version.split(".")[0]) == 2:
         return replace(backend, prepare=_prepare_2, argv=_argv_2, session_globs=TASK_GLOBS)
     return backend
