@@ -81,10 +81,11 @@ EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
     ("pi", "0.31.1"): {"killed": None},
     ("pi", "0.27.9"): {"killed": None},
     ("codex", "0.100.0"): {"error": AGENT_NO_OUTPUT},
-    # Cline CLI 2.18.0 takes an answer without a tool call as a mistake and, after three, ends
+    # Cline CLI 2.x (2.14.0, 2.18.0) takes an answer without a tool call as a mistake and, after three, ends
     # the task with an error ("Too many consecutive mistakes"); a killed run leaves the running
     # command and a resume_task prompt, no end.
     ("cline", "2.18.0"): {"ok": AGENT_ERROR, "killed": None},
+    ("cline", "2.14.0"): {"ok": AGENT_ERROR, "killed": None},
     ("codex", "0.96.0"): {"ok": None, "empty": None, "error": None, "killed": None},
     ("codex", "0.64.0"): {"ok": None, "empty": None, "error": None, "killed": None},
     ("claude", "2.0.56"): {"empty": None, "killed": None},
@@ -126,15 +127,16 @@ GUARD_REFUSAL_LOGGED = frozenset({"cline"})
 #: repeated run records, or None when nothing stopped the five calls (Qwen Code 0.12.0's real
 #: run: five calls and the answer; 0.5.0 and 0.24.4 stop at four).
 EARLIER_LOOP_GUARD: dict[tuple[str, str], int | None] = {("qwen", "0.12.0"): None,
-                                                         ("cline", "2.18.0"): None}
+                                                         ("cline", "2.18.0"): None,
+                                                         ("cline", "2.14.0"): None}
 #: Kept releases whose session log ends fewer of the repeated run's calls than ran: Cline CLI
-#: 2.18.0 ran all five, then failed the task ("Too many consecutive mistakes") before any
+#: 2.14.0 and 2.18.0 ran all five, then failed the task ("Too many consecutive mistakes") before any
 #: request carried the fifth call's result, the only place its exit code is logged.
-LOGGED_ENDS: dict[tuple[str, str], int] = {("cline", "2.18.0"): 4}
+LOGGED_ENDS: dict[tuple[str, str], int] = {("cline", "2.18.0"): 4, ("cline", "2.14.0"): 4}
 #: Kept releases whose repeated run raises no note in the harness's single pass of the pipeline
-#: although five failures were recorded: Cline CLI 2.18.0's log shows the fifth call started and
+#: although five failures were recorded: Cline CLI 2.x's log (2.14.0, 2.18.0) shows the fifth call started and
 #: never ended, so its failure awaits its output (``OUTPUT_WAIT_S``, 15 s) past that pass.
-NO_NOTE: frozenset[tuple[str, str]] = frozenset({("cline", "2.18.0")})
+NO_NOTE: frozenset[tuple[str, str]] = frozenset({("cline", "2.18.0"), ("cline", "2.14.0")})
 #: What :func:`check` raises on evidence it cannot read: missing or unreadable files
 #: (``OSError``), bad JSON (``ValueError``), and JSON of the wrong shape (a field missing:
 #: ``KeyError`` / ``IndexError``; a value of the wrong type: ``TypeError`` /

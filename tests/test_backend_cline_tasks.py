@@ -1,8 +1,9 @@
 """Cline CLI 2.x's task log ``~/.cline/data/tasks/<id>/ui_messages.json`` (issue 26 item 3), read
 by :mod:`repeat_failure.backends.cline_tasks` through :class:`~repeat_failure.backends.cline.ClineReader`.
 
-Every test reads the real files the harness kept for Cline CLI 2.18.0
-(``harness/evidence/versions/cline/2.18.0/``); times, commands and outputs come from the files.
+Every test reads the real files the harness kept for Cline CLI 2.18.0 and 2.14.0 (the oldest
+2.x release served here; ``harness/evidence/versions/cline/<version>/``); times, commands and
+outputs come from the files.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import dataclasses
 import json
 import shutil
 from pathlib import Path
+
+import pytest
 
 from harness import checks
 from repeat_failure.backends import (ERROR, SHELL_END, SHELL_START, TURN_END, TURN_START,
@@ -21,14 +24,17 @@ from repeat_failure.sessions.tail import SessionTail, discover, expand_globs
 from sessionlogs import EVIDENCE_DIR, evidence_of
 
 READER = session_reader("cline")
-VERSION = "2.18.0"
-ROOT = EVIDENCE_DIR / "versions" / "cline" / VERSION
+VERSIONS = ["2.18.0", "2.14.0"]
 OUTPUT = "ls: cannot access '/nonexistent': No such file or directory"
 
 
-def home_copy(tmp_path: Path, where: str = "") -> Path:
+def root(version: str) -> Path:
+    return EVIDENCE_DIR / "versions" / "cline" / version
+
+
+def home_copy(version: str, tmp_path: Path, where: str = "") -> Path:
     home = tmp_path / "home"
-    shutil.copytree(ROOT / "cline" / where / ".cline", home / ".cline")
+    shutil.copytree(root(version) / "cline" / where / ".cline", home / ".cline")
     return home
 
 
@@ -41,26 +47,28 @@ def poll(home: Path):
     return SessionTail(READER, home, env={}, backfill_s=float("inf")).poll(rescan=True)
 
 
-def test_kept_capture_and_glob(tmp_path: Path) -> None:
-    """2.18.0 is kept with its task files; the reader's glob finds the task's
+@pytest.mark.parametrize("version", VERSIONS)
+def test_kept_capture_and_glob(version: str, tmp_path: Path) -> None:
+    """The release is kept with its task files; the reader's glob finds the task's
     ``ui_messages.json`` only (not ``api_conversation_history.json`` nor
     ``task_metadata.json``)."""
-    data = evidence_of("cline", ROOT)
-    assert data["version"] == VERSION
+    data = evidence_of("cline", root(version))
+    assert data["version"] == version
     assert {Path(rel).name for rel in data["session_files"]} == {
         "ui_messages.json", "api_conversation_history.json", "task_metadata.json"}
-    home = home_copy(tmp_path)
+    home = home_copy(version, tmp_path)
     found = discover(expand_globs(READER, home, env={}), home)
     assert [p.name for p, _ in found] == ["ui_messages.json"]
 
 
-def test_shell_run_gives_the_exact_events(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", VERSIONS)
+def test_shell_run_gives_the_exact_events(version: str, tmp_path: Path) -> None:
     """The repeated run: the task starts the turn; each ``say command`` starts a call and the
     next request's ``execute_command`` result ends it with its exit code (2) and the
     ``command_output`` text; the fifth call ran (its output is logged) but the task failed
     before any request carried its result ("Too many consecutive mistakes"), so it starts and
     never ends; the error ends the turn."""
-    home = home_copy(tmp_path)
+    home = home_copy(version, tmp_path)
     msgs = ui_messages(home)
     result = poll(home)
     assert not result.errors
@@ -82,11 +90,12 @@ def test_shell_run_gives_the_exact_events(tmp_path: Path) -> None:
     assert len(starts) == 5 and len(commands) == 5
 
 
-def test_document_read_as_it_grew(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", VERSIONS)
+def test_document_read_as_it_grew(version: str, tmp_path: Path) -> None:
     """The real list read as it grew (its first 1, 2, ... messages, then whole) with one state
     that goes through JSON each time: the same events as one read, each once; an error with
     nothing after it yet waits for the next message."""
-    msgs = ui_messages(home_copy(tmp_path))
+    msgs = ui_messages(home_copy(version, tmp_path))
     whole = READER.parse_document(msgs, READER.new_file_state())
     state: dict = READER.new_file_state()
     got = []
@@ -106,9 +115,10 @@ def test_command_end_rules() -> None:
     assert command_end("The user denied this operation.") == (None, True)
 
 
-def test_harness_checks_hold() -> None:
-    """``python -m harness``'s checks of the kept 2.18.0 evidence hold, with its own loop
+@pytest.mark.parametrize("version", VERSIONS)
+def test_harness_checks_hold(version: str) -> None:
+    """``python -m harness``'s checks of the kept evidence hold, with its own loop
     guard and verdicts (``harness/checks.py``)."""
-    found = checks.check("cline", ROOT)
+    found = checks.check("cline", root(version))
     assert {k: found[k] for k in ("route", "readers", "verdicts")} == {
         "route": [], "readers": [], "verdicts": []}

@@ -177,9 +177,10 @@ _ROWS = (
     # writes a shell_result object (issue 26 item 3; docs/backend-support.md).
     _covered("qwen", "Qwen Code", "0.24.4", hive=False, also=("0.24.2", "0.12.0", "0.5.0")),
     # Cline CLI: 3.0.57 (the oldest 3.0 release served here) writes the same session files;
-    # 2.x is another program with another log, its task's ui_messages.json (2.18.0 verified;
-    # repeat_failure/backends/cline_tasks.py); 1.0.x was not run (docs/backend-support.md).
-    _covered("cline", "Cline CLI", "3.0.65", hive=False, also=("3.0.57", "2.18.0")),
+    # 2.x is another program with another log, its task's ui_messages.json (2.18.0 and 2.14.0,
+    # the oldest 2.x served, verified; repeat_failure/backends/cline_tasks.py); 1.0.x does not
+    # run on the harness's Node (docs/backend-support.md).
+    _covered("cline", "Cline CLI", "3.0.65", hive=False, also=("3.0.57", "2.18.0", "2.14.0")),
     # Continue CLI: 1.5.11, the oldest release served here, verified too (issue 26 item 3).
     _covered("continue", "Continue CLI (cn)", "1.5.47", hive=False, also=("1.5.11",)),
     # Droid's Execute runs the command in a nested shell of its supervisor script; the hook
