@@ -100,6 +100,8 @@ EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
     # the last line of an API error's or an empty reply's turn (0.39.0 to 0.41.x log the CLI's
     # own "System: Please continue." after an empty reply, which is no new turn). So do the
     # session-*.json documents of 0.19.1 to 0.38.2.
+    ("gemini", "0.27.0"): {"empty": None, "error": None},
+    ("gemini", "0.30.0"): {"empty": None, "error": None},
     ("gemini", "0.36.0"): {"empty": None, "error": None},
     ("gemini", "0.38.2"): {"empty": None, "error": None},
     ("gemini", "0.39.0"): {"empty": None, "error": None},
@@ -125,10 +127,12 @@ LOOP_GUARDED = {"qwen": 4, "cline": 4}
 GUARD_REFUSAL_LOGGED = frozenset({"cline"})
 #: Kept earlier releases whose loop guard differs from :data:`LOOP_GUARDED`'s pin: the calls the
 #: repeated run records, or None when nothing stopped the five calls (Qwen Code 0.12.0's real
-#: run: five calls and the answer; 0.5.0 and 0.24.4 stop at four).
+#: run: five calls and the answer; 0.5.0 and 0.24.4 stop at four). Gemini CLI 0.27.0 (as 0.25.0)
+#: made four of the five calls; 0.30.0 on make all five.
 EARLIER_LOOP_GUARD: dict[tuple[str, str], int | None] = {("qwen", "0.12.0"): None,
                                                          ("cline", "2.18.0"): None,
-                                                         ("cline", "2.14.0"): None}
+                                                         ("cline", "2.14.0"): None,
+                                                         ("gemini", "0.27.0"): 4}
 #: Kept releases whose session log ends fewer of the repeated run's calls than ran: Cline CLI
 #: 2.14.0 and 2.18.0 ran all five, then failed the task ("Too many consecutive mistakes") before any
 #: request carried the fifth call's result, the only place its exit code is logged.

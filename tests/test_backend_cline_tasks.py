@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness import checks
-from repeat_failure.backends import (ERROR, SHELL_END, SHELL_START, TURN_END, TURN_START,
+from repeat_failure.backends import (ERROR, SHELL_END, SHELL_START, TOOL, TURN_END, TURN_START,
                                      session_reader)
 from repeat_failure.backends.cline_tasks import command_end
 from repeat_failure.sessions.tail import SessionTail, discover, expand_globs
@@ -122,3 +122,14 @@ def test_harness_checks_hold(version: str) -> None:
     found = checks.check("cline", root(version))
     assert {k: found[k] for k in ("route", "readers", "verdicts")} == {
         "route": [], "readers": [], "verdicts": []}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_file_read_is_a_tool_call(version: str, tmp_path: Path) -> None:
+    """The ``read`` run: its ``say tool`` message (``readFile``) is a ``tool`` event at the
+    message's time, and no shell call."""
+    home = home_copy(version, tmp_path, "read")
+    (read,) = [m for m in ui_messages(home) if m.get("say") == "tool"]
+    events = poll(home).events
+    tools = [(e.kind, e.tool, e.ts) for e in events if e.kind in (TOOL, SHELL_START, SHELL_END)]
+    assert tools == [(TOOL, "readFile", read["ts"] / 1000)]

@@ -134,8 +134,11 @@ class ClineReader(SessionLogReader):
         "call per command, its tool_result item ends it ('[Command exited with code N]'); "
         "2.x: ~/.cline/data/tasks/*/ui_messages.json (say command, then the execute_command "
         "result's exit code)")
-    #: Cline CLI 3.0.65's file-writing tool.
-    edit_tools: ClassVar[frozenset[str]] = frozenset({"editor"})
+    #: Cline CLI 3.0.65's file-writing tool; and the names 2.x's ``say tool`` messages give a file
+    #: written (the extension engine's ``editedExistingFile``, ``newFileCreated``: from its
+    #: source, not seen in the captures, whose only tool besides the shell is ``readFile``).
+    edit_tools: ClassVar[frozenset[str]] = frozenset({"editor", "editedExistingFile",
+                                                      "newFileCreated"})
 
     def new_file_state(self) -> dict[str, Any]:
         """``{"turn": <prompt id>, "open": bool, "done": {message or call id: 1}}``: what was

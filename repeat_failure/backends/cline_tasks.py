@@ -29,7 +29,8 @@ import json
 import re
 from typing import Any
 
-from repeat_failure.backends import (ERROR, SHELL_END, SHELL_START, TEXT, TURN_END, TURN_START,
+from repeat_failure.backends import (ERROR, SHELL_END, SHELL_START, TEXT, TOOL, TURN_END,
+                                     TURN_START,
                                      ReaderFormatError, SessionEvent, log_timestamp,
                                      require_object, str_or_empty)
 
@@ -81,6 +82,16 @@ def _request(message: dict[str, Any]) -> str:
     return str_or_empty(body.get("request")) if isinstance(body, dict) else ""
 
 
+def _tool_name(text: str) -> str:
+    """The ``tool`` of a ``say tool`` message's JSON text (2.18.0's file read: ``readFile``);
+    ``""`` when there is none."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return ""
+    return str_or_empty(body.get("tool")) if isinstance(body, dict) else ""
+
+
 def _error_text(text: str) -> str:
     """An error message's text: an ``api_req_failed`` message's is a JSON object whose
     ``message`` is the provider's (2.18.0: ``400 harness: stub refused the request``)."""
@@ -102,6 +113,8 @@ def parse_ui_messages(doc: list[Any], state: dict[str, Any]) -> list[SessionEven
       ``shell_end`` of the oldest open call (:func:`command_end`; ``output`` the
       ``command_output`` messages between the command and the result, joined; ``ts`` the
       request's);
+    - ``say tool`` / ``ask tool`` (another tool: its ``text`` is a JSON object naming the
+      ``tool``, ``readFile`` in 2.18.0's read run) → ``tool`` (``call_id`` its ``ts``);
     - ``say text`` with something besides whitespace → ``text``;
     - ``say completion_result`` → ``text`` and ``turn_end``;
     - ``say error`` or ``ask api_req_failed`` (the provider's error after the CLI's retries)
@@ -146,6 +159,11 @@ def parse_ui_messages(doc: list[Any], state: dict[str, Any]) -> list[SessionEven
                     SHELL_END, ts, call_id=call_id, command=str_or_empty(command.get("text")),
                     exit=end[0], failed=end[1], tool=SHELL_TOOL, turn_id=turn,
                     output="".join(chunks) if chunks else None))
+        elif kind in ("say:tool", "ask:tool"):
+            name = _tool_name(text)
+            if name:
+                events.append(SessionEvent(TOOL, ts, call_id=str(message.get("ts")), tool=name,
+                                           turn_id=turn))
         elif kind == "say:text" and text.strip():
             events.append(SessionEvent(TEXT, ts, turn_id=turn))
         elif kind.startswith("say:") and kind[4:] in _ANSWERS:
