@@ -101,6 +101,7 @@ EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
     # own "System: Please continue." after an empty reply, which is no new turn). So do the
     # session-*.json documents of 0.19.1 to 0.38.2.
     ("gemini", "0.27.0"): {"empty": None, "error": None},
+    ("gemini", "0.28.1"): {"empty": None, "error": None},
     ("gemini", "0.30.0"): {"empty": None, "error": None},
     ("gemini", "0.36.0"): {"empty": None, "error": None},
     ("gemini", "0.38.2"): {"empty": None, "error": None},
@@ -127,8 +128,8 @@ LOOP_GUARDED = {"qwen": 4, "cline": 4}
 GUARD_REFUSAL_LOGGED = frozenset({"cline"})
 #: Kept earlier releases whose loop guard differs from :data:`LOOP_GUARDED`'s pin: the calls the
 #: repeated run records, or None when nothing stopped the five calls (Qwen Code 0.12.0's real
-#: run: five calls and the answer; 0.5.0 and 0.24.4 stop at four). Gemini CLI 0.27.0 (as 0.25.0)
-#: made four of the five calls; 0.30.0 on make all five.
+#: run: five calls and the answer; 0.5.0 and 0.24.4 stop at four). Gemini CLI 0.27.0 (as 0.25.0
+#: and 0.27.4) made four of the five calls; 0.28.1 on make all five.
 EARLIER_LOOP_GUARD: dict[tuple[str, str], int | None] = {("qwen", "0.12.0"): None,
                                                          ("cline", "2.18.0"): None,
                                                          ("cline", "2.14.0"): None,

@@ -191,6 +191,7 @@ RELEASES = {
     "0.38.2": GUARD + "(\n{command}\n); " + _PGREP,
     "0.36.0": GUARD + "{{ {command} }}; " + _PGREP,
     "0.30.0": GUARD + "{{ {command} }}; " + _PGREP,
+    "0.28.1": GUARD + "{{ {command} }}; " + _PGREP,
     "0.27.0": GUARD + "{{ {command} }}; " + _PGREP,
 }
 
@@ -532,10 +533,11 @@ def _read_document(doc, state=None) -> list:
 
 
 def test_releases_of_both_forms_are_verified() -> None:
-    """The kept captures hold releases of both forms: 0.38.2, 0.36.0, 0.30.0 and 0.27.0 write
-    documents, 0.39.0 JSON Lines."""
+    """The kept captures hold releases of both forms: 0.38.2, 0.36.0, 0.30.0, 0.28.1 and 0.27.0
+    write documents, 0.39.0 JSON Lines."""
     assert [p.id for p in DOCUMENT_RELEASES] == ["gemini-0.38.2", "gemini-0.36.0",
-                                                 "gemini-0.30.0", "gemini-0.27.0"]
+                                                 "gemini-0.30.0", "gemini-0.28.1",
+                                                 "gemini-0.27.0"]
     assert "gemini-0.39.0" in [p.id for p in JSONL_RELEASES]
 
 
@@ -575,7 +577,7 @@ def test_four_calls_and_no_answer_in_0_27_0() -> None:
 def test_document_shell_run_gives_the_exact_events(root) -> None:
     """The repeated run's document: the prompt starts the turn (its id and time); each of the
     five model messages carries one finished ``run_shell_command`` call (0.30.0: one message
-    carries all five), which starts at the message's time and ends at the call's own time with exit 2 (its ``Exit Code: 2`` line),
+    carries all five: 0.28.1 and 0.30.0), which starts at the message's time and ends at the call's own time with exit 2 (its ``Exit Code: 2`` line),
     failed, and the command's output alone; the closing text ends the turn."""
     doc = _shell_document(root)
     messages = doc["messages"]
@@ -689,7 +691,7 @@ def test_junk_in_any_field_of_a_real_document_raises_only_format_errors(root) ->
     assert variants > 100
 
 
-#: The document releases whose repeated run has one call per model message (0.30.0 and 0.27.0
+#: The document releases whose repeated run has one call per model message (0.27.0 to 0.30.0
 #: keep the turn's calls in one message).
 ONE_CALL_RELEASES = [p for p in DOCUMENT_RELEASES
                      if all(len(m.get("toolCalls") or []) <= 1
