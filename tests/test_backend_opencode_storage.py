@@ -14,6 +14,7 @@ import dataclasses
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,8 @@ import pytest
 from harness import checks
 from repeat_failure.backends import (SHELL_END, SHELL_START, TEXT, TURN_END, TURN_START,
                                      ReaderFormatError, SessionEvent, session_reader)
-from repeat_failure.backends.opencode_storage import MAX_MESSAGES, read_storage
+from repeat_failure.backends.opencode_storage import ACTIVE, MAX_MESSAGES, read_storage
+from repeat_failure.sessions.stores import UNCHANGED
 from repeat_failure.cli import main
 from repeat_failure.sessions.tail import SessionTail, discover, expand_globs
 
@@ -236,3 +238,30 @@ def test_replay_reads_the_storage_session(version: str, tmp_path: Path, capsys) 
     out = capsys.readouterr().out
     assert "(opencode): 5 commands, 5 failures\n" in out
     assert "  note: ls /nonexistent (exit 2): 5 failures in 1 min, output same" in out
+
+
+def test_after_a_first_read_only_recent_messages_are_looked_at(tmp_path: Path) -> None:
+    """A long session costs a listing of its messages, not of every message's parts: after the
+    first read only the :data:`ACTIVE` newest messages and those written since the last read
+    are looked at. With every message but the newest four an hour old: rewriting an old part
+    file changes nothing (opencode writes a message's parts while it is among the newest);
+    rewriting the newest message's part is seen, and the document holds the four newest."""
+    home = home_copy("1.1.65", tmp_path)
+    ((session, _),) = discover(expand_globs(READER, home, env={}), home)
+    messages = sorted((home / STORAGE / "message").glob("*/*.json"), key=lambda p: p.name)
+    old = time.time() - 3600
+    for path in messages[:-ACTIVE]:
+        for f in [path, *(home / STORAGE / "part" / path.stem).glob("*.json")]:
+            os.utime(f, (old, old))
+    first = read_storage(session, None, 8 << 20)
+    assert len(first.doc["messages"]) == 7
+    stamp = read_storage(session, first.stamp, 8 << 20).stamp  # the recent view's own stamp
+    assert read_storage(session, stamp, 8 << 20).doc is UNCHANGED
+    (old_part, *_) = sorted((home / STORAGE / "part" / messages[1].stem).glob("*.json"))
+    old_part.write_text(old_part.read_text())
+    os.utime(old_part, (old, old + 1))
+    assert read_storage(session, stamp, 8 << 20).doc is UNCHANGED
+    (new_part, *_) = sorted((home / STORAGE / "part" / messages[-1].stem).glob("*.json"))
+    os.utime(new_part)
+    again = read_storage(session, stamp, 8 << 20)
+    assert [m["info"]["id"] for m in again.doc["messages"]] == [p.stem for p in messages[-ACTIVE:]]

@@ -44,6 +44,11 @@ MAX_MESSAGES = 512
 MAX_DONE = 8192
 #: ``doc["opencode_storage"]``: the layout of the gathered document.
 LAYOUT = 1
+#: After a first read, the newest messages always looked at again (with their parts).
+ACTIVE = 4
+#: A message file written up to this long before the last read's newest file is looked at again
+#: (file times of one machine; opencode may write a file just before the newest one).
+SLACK_NS = 2_000_000_000
 
 
 def storage_root(path: Path) -> Path | None:
@@ -78,13 +83,22 @@ def _json_files(directory: Path) -> list[tuple[str, Path, os.stat_result]]:
 def read_storage(path: Path, last: tuple[int, int] | tuple[()] | None,
                  limit: int) -> Document:
     """The session at ``path`` (``storage/session/<project>/<id>.json``) gathered with its
-    newest :data:`MAX_MESSAGES` messages and their parts into one document (see the module
-    docstring), when any of those files changed since the stamp ``last``. The stamp is
-    ``(newest mtime_ns, total size + file count × 2**40)`` over the files; the messages are
-    taken newest first while their files add up to at most ``limit`` bytes. A message or part
-    file that is not JSON (caught while opencode wrote it) stands as ``None``; the session file's
-    own errors are :func:`repeat_failure.sessions.stores.read_document`'s. Never raises for
-    what the files hold."""
+    messages and their parts into one document (see the module docstring), when any of those
+    files changed since the stamp ``last``.
+
+    Which messages: on a first read (``last`` None or empty) the newest :data:`MAX_MESSAGES`;
+    after that only those that can have changed since ``last`` (whose stamp's first number is
+    the newest ``mtime_ns`` seen then): the :data:`ACTIVE` newest, and any whose message file
+    was written since then (less :data:`SLACK_NS`). opencode writes a message's parts while the
+    message is the newest, and writes the message file again when its step completes, so an
+    older message's parts are not looked at again: a session of hundreds of messages costs a
+    directory listing and a ``stat`` per message, not a listing per message. The stamp is
+    ``(newest mtime_ns, total size + file count × 2**40)`` over the session file, every message
+    file and the parts of the messages looked at; messages are taken newest first while their
+    files add up to at most ``limit`` bytes. A message or part file that is not JSON (caught
+    while opencode wrote it) stands as ``None``; the session file's own errors are
+    :func:`repeat_failure.sessions.stores.read_document`'s. Never raises for what the files
+    hold."""
     root = storage_root(path)
     if root is None:
         return read_document(path, last, limit)
@@ -94,18 +108,24 @@ def read_storage(path: Path, last: tuple[int, int] | tuple[()] | None,
         return Document(UNCHANGED, None, 0, "")
     except OSError:
         return Document(None, None, 0, "unreadable")
-    session_id = path.stem
-    messages = _json_files(root / "message" / session_id)[-MAX_MESSAGES:]
+    messages = _json_files(root / "message" / path.stem)[-MAX_MESSAGES:]
+    since = last[0] - SLACK_NS if last else None
+    newest = max([st.st_mtime_ns, *(m[2].st_mtime_ns for m in messages)])
+    total = st.st_size + sum(m[2].st_size for m in messages)
+    count = 1 + len(messages)
     chosen: list[tuple[Path, list[Path]]] = []
-    newest, total, count = st.st_mtime_ns, st.st_size, 1
-    for _name, msg_path, msg_st in reversed(messages):
+    size, full = 0, False
+    for age, (_name, msg_path, msg_st) in enumerate(reversed(messages)):
+        if since is not None and age >= ACTIVE and msg_st.st_mtime_ns < since:
+            continue
         parts = _json_files(root / "part" / msg_path.stem)
-        size = msg_st.st_size + sum(p[2].st_size for p in parts)
-        if chosen and total + size > limit:
-            break
-        chosen.append((msg_path, [p[1] for p in parts]))
-        newest = max([newest, msg_st.st_mtime_ns, *(p[2].st_mtime_ns for p in parts)])
-        total, count = total + size, count + 1 + len(parts)
+        grown = msg_st.st_size + sum(p[2].st_size for p in parts)
+        newest = max([newest, *(p[2].st_mtime_ns for p in parts)])
+        total, count = total + sum(p[2].st_size for p in parts), count + len(parts)
+        full = full or bool(chosen and size + grown > limit)
+        if not full:  # the newest that fit; older history past the limit is left out
+            chosen.append((msg_path, [p[1] for p in parts]))
+            size += grown
     stamp = (newest, total + (count << 40))
     if stamp == last:
         return Document(UNCHANGED, stamp, 0, "")
@@ -117,7 +137,7 @@ def read_storage(path: Path, last: tuple[int, int] | tuple[()] | None,
         info = _object(msg_path, limit)
         out.append({"info": info, "parts": [_object(p, limit) for p in part_paths]})
     return Document({"opencode_storage": LAYOUT, "session": session.doc, "messages": out},
-                    stamp, total, "")
+                    stamp, size + st.st_size, "")
 
 
 def _object(path: Path, limit: int) -> Any:
