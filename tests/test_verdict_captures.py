@@ -64,13 +64,18 @@ TRANSCRIPT_VERDICTS = {
 #: empty reply's run with a ``result`` of subtype ``error_during_execution`` (the CLI calls it an
 #: error itself); 2.1.212 and 2.1.218 log the SIGTERM as an interrupt and end with an error
 #: ``result`` line, so the error outranks the exit status; Gemini CLI 0.36.0 to 0.40.0 end an
-#: empty reply's run with ``status: success`` and no error (0.44.0 on report it).
+#: empty reply's run with ``status: success`` and no error (0.44.0 on report it), and so do
+#: 0.27.0 to 0.30.0.
 EARLIER_TRANSCRIPT_VERDICTS = {
     **{("claude", v): {"empty": (AGENT_ERROR, AGENT_ERROR)}
        for v in ("2.0.56", "2.0.57", "2.0.77", "2.1.70")},
     **{("claude", v): {"killed": (AGENT_ERROR, AGENT_ERROR)} for v in ("2.1.212", "2.1.218")},
     **{("gemini", v): {"empty": (AGENT_NO_OUTPUT, AGENT_NO_OUTPUT)}
        for v in ("0.36.0", "0.38.2", "0.39.0", "0.40.0")},
+    # 0.27.0 to 0.30.0 besides exit 143 when killed (0.36.0 on: 0), so the status tells.
+    **{("gemini", v): {"empty": (AGENT_NO_OUTPUT, AGENT_NO_OUTPUT),
+                       "killed": (AGENT_ERROR, NONZERO_EXIT)}
+       for v in ("0.27.0", "0.28.1", "0.30.0")},
 }
 #: Releases whose killed run's transcript still ends with its ``result`` line (the SIGTERM
 #: logged as an interrupt).
