@@ -103,6 +103,7 @@ EARLIER_VERDICTS: dict[tuple[str, str], dict[str, str | None]] = {
     ("gemini", "0.27.0"): {"empty": None, "error": None},
     ("gemini", "0.28.1"): {"empty": None, "error": None},
     ("gemini", "0.30.0"): {"empty": None, "error": None},
+    ("gemini", "0.32.1"): {"empty": None, "error": None},
     ("gemini", "0.36.0"): {"empty": None, "error": None},
     ("gemini", "0.38.2"): {"empty": None, "error": None},
     ("gemini", "0.39.0"): {"empty": None, "error": None},

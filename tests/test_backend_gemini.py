@@ -190,6 +190,7 @@ RELEASES = {
     "0.39.0": GUARD + "(\n{command}\n); " + _PGREP,
     "0.38.2": GUARD + "(\n{command}\n); " + _PGREP,
     "0.36.0": GUARD + "{{ {command} }}; " + _PGREP,
+    "0.32.1": GUARD + "{{ {command} }}; " + _PGREP,
     "0.30.0": GUARD + "{{ {command} }}; " + _PGREP,
     "0.28.1": GUARD + "{{ {command} }}; " + _PGREP,
     "0.27.0": GUARD + "{{ {command} }}; " + _PGREP,
@@ -533,10 +534,11 @@ def _read_document(doc, state=None) -> list:
 
 
 def test_releases_of_both_forms_are_verified() -> None:
-    """The kept captures hold releases of both forms: 0.38.2, 0.36.0, 0.30.0, 0.28.1 and 0.27.0
-    write documents, 0.39.0 JSON Lines."""
+    """The kept captures hold releases of both forms: 0.38.2, 0.36.0, 0.32.1, 0.30.0, 0.28.1 and
+    0.27.0 write documents, 0.39.0 JSON Lines."""
     assert [p.id for p in DOCUMENT_RELEASES] == ["gemini-0.38.2", "gemini-0.36.0",
-                                                 "gemini-0.30.0", "gemini-0.28.1",
+                                                 "gemini-0.32.1", "gemini-0.30.0",
+                                                 "gemini-0.28.1",
                                                  "gemini-0.27.0"]
     assert "gemini-0.39.0" in [p.id for p in JSONL_RELEASES]
 
@@ -691,15 +693,16 @@ def test_junk_in_any_field_of_a_real_document_raises_only_format_errors(root) ->
     assert variants > 100
 
 
-#: The document releases whose repeated run has one call per model message (0.27.0 to 0.30.0
-#: keep the turn's calls in one message).
+#: The document releases whose repeated run has one call per model message (0.32.1 on; 0.27.0 to
+#: 0.31.0 keep the turn's calls in one message).
 ONE_CALL_RELEASES = [p for p in DOCUMENT_RELEASES
                      if all(len(m.get("toolCalls") or []) <= 1
                             for m in _shell_document(p.values[0])["messages"])]
 
 
 def test_one_call_per_message_releases() -> None:
-    assert [p.id for p in ONE_CALL_RELEASES] == ["gemini-0.38.2", "gemini-0.36.0"]
+    assert [p.id for p in ONE_CALL_RELEASES] == ["gemini-0.38.2", "gemini-0.36.0",
+                                                 "gemini-0.32.1"]
 
 
 @pytest.mark.parametrize("root", ONE_CALL_RELEASES)

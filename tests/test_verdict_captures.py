@@ -71,7 +71,7 @@ EARLIER_TRANSCRIPT_VERDICTS = {
        for v in ("2.0.56", "2.0.57", "2.0.77", "2.1.70")},
     **{("claude", v): {"killed": (AGENT_ERROR, AGENT_ERROR)} for v in ("2.1.212", "2.1.218")},
     **{("gemini", v): {"empty": (AGENT_NO_OUTPUT, AGENT_NO_OUTPUT)}
-       for v in ("0.36.0", "0.38.2", "0.39.0", "0.40.0")},
+       for v in ("0.32.1", "0.36.0", "0.38.2", "0.39.0", "0.40.0")},
     # 0.27.0 to 0.30.0 besides exit 143 when killed (0.36.0 on: 0), so the status tells.
     **{("gemini", v): {"empty": (AGENT_NO_OUTPUT, AGENT_NO_OUTPUT),
                        "killed": (AGENT_ERROR, NONZERO_EXIT)}

@@ -120,10 +120,11 @@ CLAUDE_ALSO = ("2.1.314", "2.1.277", "2.1.268", "2.1.218", "2.1.212", "2.1.197",
 #: of them, 0.36.0 the last with the ``{ <cmd>; }`` wrapper (0.25.0 is the first whose shell
 #: tool no longer refuses a command before its parser has loaded, but its CLI made 4 of the 5
 #: calls of the repeated run; bisected in the 0.26-0.35 gap: 0.28.1 is the first to make all
-#: five (0.29.0 and 0.30.0 run alike), 0.27.0 and 0.27.4 still make 4 of the 5 calls, read
-#: exactly; 0.27.0 is the oldest kept).
+#: five (0.29.0 to 0.31.0 run alike, the turn's calls in one message), 0.32.1 the first to
+#: write one message per call (as 0.33.0 and 0.36.0); 0.27.0 and 0.27.4 still make 4 of the 5
+#: calls, read exactly; 0.27.0 is the oldest kept).
 GEMINI_ALSO = ("0.54.4", "0.45.2", "0.44.0", "0.40.0", "0.39.0", "0.38.2",
-               "0.36.0", "0.30.0", "0.28.1", "0.27.0")
+               "0.36.0", "0.32.1", "0.30.0", "0.28.1", "0.27.0")
 
 
 _ROWS = (
