@@ -29,7 +29,7 @@ RUN python -m venv /opt/venv
 # only changes with the lock.
 COPY requirements.lock ./
 RUN /opt/venv/bin/pip install --no-cache-dir --require-hashes -r requirements.lock
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY repeat_failure/ repeat_failure/
 COPY hooks/ hooks/
 # The package alone, built with the pinned setuptools; then pip and setuptools leave the
@@ -43,6 +43,7 @@ ARG VERSION=0.1.0
 LABEL org.opencontainers.image.title="repeat-failure" \
       org.opencontainers.image.description="Sidecar that notices an AI coding agent running the same failing shell command again and again; Prometheus metrics, monitor only." \
       org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.base.name="docker.io/library/python:3.11.14-slim-bookworm"
 
 COPY --from=build /opt/venv /opt/venv

@@ -15,7 +15,7 @@ machines are noisy; the ratios are what to compare between runs:
   against bash without BASH_ENV is given too;
 * pipeline throughput: records/s through collect → parse → scrub → normalize → detector, and the
   ratio to bare ``orjson.loads`` of the same lines (issue 16's target: >= 20,000 records/s), for
-  ``gh pr view N`` commands and for the scrubber's false-positive corpus of 560 ordinary commands
+  ``gh pr view N`` commands and for the scrubber's false-positive corpus of 653 ordinary commands
   (``ordinary_cmds``: many name a secret without holding one, so more rules run);
 * record → metric latency: a record appended to the live file until the exporter's snapshot shows
   it, with the real inotify-driven loop (median and p95, ms);
@@ -54,7 +54,13 @@ machines are noisy; the ratios are what to compare between runs:
   the check at thresholds 3 and 5 (window 600 s, each way of matching "the same result") beside
   OpenHands' stuck detector and Roo Code's repetition detector, on the labelled real sessions
   (:mod:`benchmarks.precision`; ``--corpus DIR`` or ``REPEAT_FAILURE_CORPUS`` adds a local
-  corpus). Not a timing: ``--only precision`` runs it alone.
+  corpus). Not a timing: ``--only precision`` runs it alone;
+* injector (issue 28 item 1): reviews answered 200 of 20, as the API server sends them, with no
+  other client and while slow clients, silent TLS handshakes or large slow bodies press on a
+  real injector on loopback (:mod:`benchmarks.injector`).
+* sidecar scale (issue 28, :mod:`benchmarks.sidecar_scale`): ``agents_pass``, CPU per lone
+  record with 1 and 300 agents; ``held_files``, record → counted lag at 40 records/s (p99
+  target 1 s); ``session_scan``, a session-log rescan of 64 and of 60,000 unchanged files.
 """
 
 from __future__ import annotations
@@ -83,7 +89,9 @@ from repeat_failure.sidecar.collector import COLLECTING
 from repeat_failure.backends import session_reader
 from repeat_failure.config import AgentSpec
 from repeat_failure.sessions.tail import MAX_FILES, SessionTail
+from benchmarks.injector import bench_injector
 from benchmarks.precision import bench_precision
+from benchmarks.sidecar_scale import bench_agents_pass, bench_held_files, bench_session_scan
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -92,7 +100,7 @@ REPO = Path(__file__).resolve().parent.parent
 os.umask(0o007)
 
 
-#: The false-positive corpus of the scrubber's tests: 560 ordinary agent commands, many naming
+#: The false-positive corpus of the scrubber's tests: 653 ordinary agent commands, many naming
 #: a secret without holding one (``TOKEN_TTL=3600``), which run more of the scrubber's rules.
 ORDINARY = REPO / "tests" / "data" / "ordinary_commands.txt"
 
@@ -873,6 +881,11 @@ def main() -> int:
         "replay_hostile": lambda: bench_replay_hostile(2_000 if args.quick else 4_000),
         "github_client": lambda: bench_github_client(3 if args.quick else 7),
         "precision": lambda: bench_precision(args.corpus),
+        "injector": bench_injector,
+        # Issue 28 (benchmarks/sidecar_scale.py): items 16, 14 and 13.
+        "agents_pass": lambda: bench_agents_pass(20 if args.quick else 60),
+        "held_files": lambda: bench_held_files(4.0 if args.quick else 10.0),
+        "session_scan": lambda: bench_session_scan(6_000 if args.quick else 60_000),
     }
     only = [name for name in runs if not args.only or
             any(name == want or name.startswith(want + "_")

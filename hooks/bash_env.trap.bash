@@ -91,9 +91,10 @@ builtin return "${__rf_y-0}"
 # original are traced.
 #
 # The EXIT trap left is OURS alone or "OURS; ORIG": OURS the hook's trap (rendered in), ORIG what
-# the original set. OURS is `{ builtin . SLOW && builtin :; } &>/dev/null`: the exit-path file
-# returns the command's status, so ORIG sees the command's $? without `(exit N)`, which forks and,
-# failing under set -e, would end the trap before ORIG ran; the file is sourced on the left of `&&`,
+# the original set. OURS is `{ builtin . SLOW "$?" && builtin :; } &>/dev/null`: the
+# exit-path file returns the command's status, so ORIG sees the command's $? without `(exit N)`,
+# which forks and, failing under set -e, would end the trap before ORIG ran; the file is sourced on
+# the left of `&&`,
 # where errexit cannot fire, and a group that fails that way does not stop the shell either (bash
 # manual, `set -e`), so ORIG still runs; `builtin :` runs inside the group, hidden from xtrace. ORIG
 # runs after the record is written, with the umask 007 the record file needs (and LC_ALL=C when the

@@ -9,4 +9,7 @@ safeguard), :mod:`repeat_failure.turns` (verdicts, preview probe), :mod:`repeat_
 :mod:`repeat_failure.backends`, :mod:`repeat_failure.config`, :mod:`repeat_failure.terminal`.
 """
 
+#: The version of everything this repository releases (the distribution, the image and the chart;
+#: CHANGELOG.md "Versioning and compatibility"), written here only: pyproject.toml reads it, and
+#: tests/test_version.py fails when the Dockerfile or the chart says otherwise.
 __version__ = "0.1.0"

@@ -34,6 +34,7 @@ from repeat_failure.config import (AGENT_NAME_RE, AgentSpec, Config, ConfigError
 DEFAULT_SHARED_DIR = "/var/run/repeat-failure"
 DEFAULT_LISTEN = "0.0.0.0:9466"
 DEFAULT_INJECTOR_LISTEN = "0.0.0.0:8443"
+DEFAULT_INJECTOR_METRICS_LISTEN = "0.0.0.0:9468"
 DEFAULT_FIXLOOP_LISTEN = "0.0.0.0:9467"
 
 
@@ -91,14 +92,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     config file that does not exist yet means the built-in defaults (check off) until it
     appears (the injected sidecar's ConfigMap is optional); without it, a missing file is an
     error (exit 2)."""
+    from prometheus_client import CollectorRegistry, ProcessCollector
+
     from repeat_failure.sidecar.app import Sidecar
     from repeat_failure.sidecar.exporter import Server
     from repeat_failure.malloc import tune_malloc
 
     configure_logging()
     tune_malloc()  # big transient buffers go back to the system when freed (issue 6)
+    registry = CollectorRegistry()
+    ProcessCollector(registry=registry)  # process_* (CPU, memory, descriptors; issue 29)
     sidecar = Sidecar(args.shared_dir, _agents(args), args.config, args.chain_bash_env,
-                      config_optional=args.config_optional)
+                      registry=registry, config_optional=args.config_optional)
     server = Server(sidecar, args.listen).start()
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -106,6 +111,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     logging.getLogger("repeat_failure").info(
         "sidecar started", extra={"listen": args.listen, "port": server.port,
                                   "enabled": sidecar.config.enabled,
+                                  "turn_health": sidecar.config.turn_health,
                                   "agents": sorted(sidecar.agents)})
     try:
         sidecar.run_forever(stop)
@@ -118,7 +124,8 @@ def cmd_inject_webhook(args: argparse.Namespace) -> int:
     """Serve the sidecar injector, a Kubernetes mutating admission webhook: POST /mutate answers
     an admission.k8s.io/v1 AdmissionReview for a Pod CREATE with a JSONPatch that adds the
     repeat-failure sidecar (docs/kubernetes.md), GET /healthz answers ok; HTTPS only (TLS >= 1.2).
-    The config and the certificate and key are re-read when their files change. Runs until
+    GET /metrics (the injector's series, docs/metrics.md) is served over plain HTTP on
+    --metrics-listen. The config and the certificate and key are re-read when their files change. Runs until
     SIGTERM or SIGINT. Exit 2 for a missing or invalid config, 1 when the certificate or key
     cannot be loaded or the port bound."""
     from repeat_failure.kube.injector import ConfigSource, InjectorServer, TLSFiles
@@ -136,13 +143,15 @@ def cmd_inject_webhook(args: argparse.Namespace) -> int:
         print(f"repeat-failure: cannot load the TLS certificate {args.tls_cert} and key "
               f"{args.tls_key}: {exc}", file=sys.stderr)
         return 1
-    server = InjectorServer(args.listen, config, tls).start()
+    server = InjectorServer(args.listen, config, tls,
+                            metrics_listen=args.metrics_listen or None).start()
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     current = config.current()
     logging.getLogger("repeat_failure").info(
         "injector started", extra={"listen": args.listen, "port": server.port,
+                                   "metrics_port": server.metrics_port,
                                    "enabled": current.enabled,
                                    "native_sidecar": current.native_sidecar,
                                    "image": current.image})
@@ -237,7 +246,9 @@ def cmd_verdict(args: argparse.Namespace) -> int:
     read at all: an agent that crashed before writing anything); the verdict's name is the one
     line on stderr. --exit-status 0 with an empty transcript is agent_no_output. 1: the
     transcript cannot be read (empty, not JSON, or its format is not known) and no exit status
-    was given, or it was 0 and the transcript holds other output; 2: bad usage. Formats: claude (Claude Code `-p --output-format stream-json --verbose`; Qwen Code's
+    was given, or it was 0 and the transcript holds other output (also: over 1 GiB read,
+    MAX_TRANSCRIPT_BYTES, so an endless stream ends); 2: bad usage. --json writes control and
+    bidi characters as \\u escapes, never raw. Formats: claude (Claude Code `-p --output-format stream-json --verbose`; Qwen Code's
     stream-json has the same shape), gemini (Gemini CLI `--output-format stream-json`), codex
     (Codex `exec --json`). Never probes a preview (batch mode). Example:
     `status=0; claude -p "$TASK" --output-format stream-json --verbose > t.jsonl || status=$?;
@@ -261,7 +272,11 @@ def cmd_verdict(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     if args.json:
-        sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
+        # No control or bidi character raw (issue 28 item 19): each is written as its \\u escape,
+        # the same JSON value.
+        from repeat_failure.terminal import json_text
+
+        sys.stdout.write(json_text(json.dumps(result.to_json(), ensure_ascii=False)) + "\n")
     print(result.verdict, file=sys.stderr)
     return EXIT_CODES[result.verdict]
 
@@ -430,7 +445,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--listen", default=_env("LISTEN", DEFAULT_LISTEN),
                      help=f"HOST:PORT for /metrics and /status (default {DEFAULT_LISTEN})")
     run.add_argument("--chain-bash-env", default=_env("CHAIN_BASH_ENV"),
-                     help="the agent's original BASH_ENV, sourced by the rendered hook")
+                     help="the agent's original BASH_ENV, sourced by the rendered hook (never a "
+                          "file under the shared dir's hook/: exit 2)")
     run.add_argument("--agent-home", default=_env("AGENT_HOME"),
                      help="the agent's home as mounted in the sidecar, an absolute path "
                           "(read-only is enough): "
@@ -483,6 +499,11 @@ def build_parser() -> argparse.ArgumentParser:
     inject.add_argument("--listen", default=_env("INJECTOR_LISTEN", DEFAULT_INJECTOR_LISTEN),
                         help=f"HOST:PORT for HTTPS (default {DEFAULT_INJECTOR_LISTEN}; "
                              "REPEAT_FAILURE_INJECTOR_LISTEN)")
+    inject.add_argument("--metrics-listen",
+                        default=_env("INJECTOR_METRICS_LISTEN", DEFAULT_INJECTOR_METRICS_LISTEN),
+                        help=f"HOST:PORT for GET /metrics over plain HTTP (default "
+                             f"{DEFAULT_INJECTOR_METRICS_LISTEN}; empty: not served; "
+                             "REPEAT_FAILURE_INJECTOR_METRICS_LISTEN)")
     inject.add_argument("--tls-cert", default=_env("INJECTOR_TLS_CERT"),
                         help="PEM certificate chain (REPEAT_FAILURE_INJECTOR_TLS_CERT)")
     inject.add_argument("--tls-key", default=_env("INJECTOR_TLS_KEY"),

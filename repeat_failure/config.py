@@ -57,6 +57,9 @@ _SCHEMA: dict[str, Any] = {
                 "top_commands": {"type": "integer", "minimum": 1, "maximum": 1000},
                 # One Kubernetes Event per raised note on the sidecar's pod (repeat_failure.kube.events).
                 "events": {"type": "boolean"},
+                # Turn verdicts and the preview probe (seed ard-0038), on their own switch:
+                # independent of `enabled`, the repeat-failure check's (issue 31).
+                "turn_health": {"type": "boolean"},
                 # The preview probe's whole budget: entry document and its assets (repeat_failure.turns.probe).
                 "preview_timeout_s": {"type": "number", "minimum": 0.5, "maximum": 30},
                 "agents": {
@@ -128,6 +131,16 @@ class Config:
     events: bool = False
     #: Seconds one preview probe may take in all (entry document and assets).
     preview_timeout_s: float = 5.0
+    #: Turn verdicts and the preview probe (seed ard-0038), whatever ``enabled`` says: they
+    #: read the agent's session log and fetch its preview, and add nothing to its environment
+    #: or home (C14 is the check's switch; issue 31). On by default.
+    turn_health: bool = True
+
+    @property
+    def reads_sessions(self) -> bool:
+        """True when the agents' session logs are read: for the check (the C12 safeguard, the
+        session-log route) or for turn health (verdicts, the preview probe)."""
+        return self.enabled or self.turn_health
     #: "The same result" (C6) is the same exit and, where a route knows the failure's output,
     #: the same output after normalization (issue 26); ``False``: the exit alone.
     match_output: bool = True
@@ -138,7 +151,7 @@ def _key_path(error: jsonschema.ValidationError) -> str:
     text = ".".join(parts).replace(".[", "[")
     if error.validator == "additionalProperties":
         # jsonschema reports the parent; name the offending key itself.
-        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))  # type: ignore[arg-type, union-attr]
         text = ".".join(filter(None, [text, extra[0] if extra else ""]))
         return text
     return text or "(top level)"
@@ -320,6 +333,7 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
         agents=agents,
         events=section.get("events", False),
         preview_timeout_s=float(section.get("preview_timeout_s", 5)),
+        turn_health=section.get("turn_health", True),
     )
 
 
@@ -328,6 +342,11 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
 #: levels deep (``exclude: [[[[…]]]]``, 1 KB) raised RecursionError out of ``yaml.safe_load``
 #: instead of a YAML error (issue 17), and less deep from a deeper call stack.
 MAX_YAML_DEPTH = 64
+#: A YAML document whose aliases expand it past this many nodes is refused (issue 28 item 15:
+#: a 511-byte alias bomb, nine anchors of nine aliases each, took 13 s and 1.1 GB on reload:
+#: PyYAML builds it cheaply, sharing what an alias names, but validating it walks every
+#: expanded node). No config of ours has more than a few thousand nodes.
+MAX_YAML_NODES = 100_000
 
 
 class _Loader(yaml.SafeLoader):
@@ -336,6 +355,11 @@ class _Loader(yaml.SafeLoader):
     near Python's limit."""
 
     _depth = 0
+
+    def compose_document(self) -> Any:  # noqa: D102 (PyYAML's hook)
+        node = super().compose_document()
+        _check_expansion(node)
+        return node
 
     def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: D102 (PyYAML's hook)
         if self._depth >= MAX_YAML_DEPTH:
@@ -347,6 +371,27 @@ class _Loader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+
+def _check_expansion(root: Any) -> None:
+    """Raise a ``ComposerError`` (marked at the document's start) when the node graph ``root``
+    expands past :data:`MAX_YAML_NODES` nodes, each alias counted as a copy of what it names.
+    Stops counting at the bound, so the time it takes is bounded too; a recursive alias, which
+    would expand for ever, is refused the same way."""
+    count, stack = 0, [root]
+    while stack:
+        node = stack.pop()
+        count += 1
+        if count > MAX_YAML_NODES:
+            raise yaml.composer.ComposerError(
+                None, None, f"its aliases expand it past {MAX_YAML_NODES:,} nodes",
+                root.start_mark)
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                stack.append(key)
+                stack.append(value)
 
 
 def open_regular(path: str | os.PathLike[str]) -> int:
@@ -392,8 +437,8 @@ def read_yaml(path: str | os.PathLike[str], what: str) -> object:
     """The YAML document in the file at ``path`` (``None`` for an empty file). Raises
     :class:`ConfigError` naming ``path`` (and ``what`` it is) when the file cannot be read, is
     not a regular file (:func:`read_regular_file`), or is not valid YAML, with the line and
-    column of the problem; a document nested deeper than :data:`MAX_YAML_DEPTH` levels is not
-    valid YAML here."""
+    column of the problem; a document nested deeper than :data:`MAX_YAML_DEPTH` levels, or
+    whose aliases expand it past :data:`MAX_YAML_NODES` nodes, is not valid YAML here."""
     try:
         text = read_regular_file(path, what).decode("utf-8")
     except UnicodeDecodeError as exc:

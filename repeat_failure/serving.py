@@ -14,11 +14,20 @@ thread exists), ``max_head_bytes`` (request line and headers together; more: 431
 ``max_body_bytes`` (:meth:`Handler.content_length`: more is 413, unread; no length 411),
 ``handshake_timeout_s`` (accept to the end of the TLS handshake), ``request_timeout_s`` (first
 byte of a request line to the end of its body), ``idle_timeout_s`` (waiting for the next
-request of a kept-alive connection). A deadline of ``None`` is not enforced (the handler's
-per-operation socket ``timeout`` still is). ``tls`` (:class:`TLSFiles`) serves HTTPS with the
+request of a kept-alive connection), ``max_client_connections`` (one client address's share of
+``max_connections``; None: no share, the default). With a share set, a connection that finds
+the cap (or its client's share) full first evicts a connection that holds a place without
+using it: the oldest still in its TLS handshake or waiting for its next request (of the
+client holding the most, for the cap); only when there is none is it refused. So connections
+that never send a TLS hello, or idle keep-alives, cannot lock the cap. A deadline of ``None`` is not enforced (the handler's
+per-operation socket ``timeout`` still is), and no other phase's deadline is left armed in its
+place: the handshake's ends with the handshake, the idle one with a request's first byte (issue
+28: a leftover one killed requests). ``tls`` (:class:`TLSFiles`) serves HTTPS with the
 certificate re-read when its files change. Every error the layer answers goes through
 :meth:`Handler.send_error`, whose body is JSON: ``{"error": "<message>", "status": <code>}``
-(plus ``"detail"`` when http.server gives one).
+(plus ``"detail"`` when http.server gives one), with a status line even for a request line
+that cannot be parsed (HTTP/0.9 is not served: 400). ``HEAD`` is answered as ``GET`` would be,
+without the body; :meth:`Server.stop` also closes the connections still open (kept alive).
 """
 
 from __future__ import annotations
@@ -239,6 +248,10 @@ class Handler(BaseHTTPRequestHandler):
         self._stream = self.rfile
         if self.server.tls is not None:
             self.request.do_handshake()
+            # The handshake's deadline ends with it: left armed, it would kill the first request
+            # when no idle or request deadline replaces it (issue 28).
+            self.server.deadlines.disarm(self.request)
+        self.server.mark(self.request, "idle")
 
     def handle_one_request(self) -> None:
         """Wait for a request under the idle deadline, then read and answer it under the
@@ -247,15 +260,18 @@ class Handler(BaseHTTPRequestHandler):
         if srv.idle_timeout_s is not None:
             srv.deadlines.arm(self.request, srv.idle_timeout_s, "idle")
         try:
-            first = self._stream.peek(1)  # wait for the next request's first byte
+            first = self._stream.peek(1)  # type: ignore[attr-defined]  # wait for the next request's first byte
         except OSError:
             first = b""
         if not first:
             self.close_connection = True
             return
+        srv.mark(self.request, "busy")
         if srv.request_timeout_s is not None:
             srv.deadlines.arm(self.request, srv.request_timeout_s, "request")
-        self.rfile = HeadReader(self._stream, srv.max_head_bytes)
+        else:  # the idle deadline ends with the request's first byte (issue 28)
+            srv.deadlines.disarm(self.request)
+        self.rfile = HeadReader(self._stream, srv.max_head_bytes)  # type: ignore[assignment]
         try:
             super().handle_one_request()
         except http.client.LineTooLong as exc:  # the request line itself (headers: 431
@@ -264,30 +280,51 @@ class Handler(BaseHTTPRequestHandler):
             self.send_error(431, str(exc))
         finally:
             self.rfile = self._stream
+            srv.mark(self.request, "idle")
 
     def parse_request(self) -> bool:
         """http.server's parse (through the head limit), then the plain stream again: the
-        ``do_*`` methods read bodies from ``self.rfile``."""
+        ``do_*`` methods read bodies from ``self.rfile``. An HTTP/0.9 request (a request line
+        without a version) is answered 400, with a status line: no client of ours speaks it,
+        and its answer would have none."""
         try:
-            return super().parse_request()
+            if not super().parse_request():
+                return False
         finally:
             self.rfile = self._stream
+        if self.request_version == "HTTP/0.9":
+            self.send_error(400, "Bad request: HTTP/0.9 is not served (send HTTP/1.0 or 1.1)")
+            return False
+        return True
+
+    def do_HEAD(self) -> None:  # noqa: N802 (http.server's naming)
+        """Answer as ``GET`` would (status and headers, ``Content-Length`` included), without
+        the body (RFC 9110 section 9.3.2); 501 with a length when the handler has no ``GET``."""
+        get = getattr(self, "do_GET", None)
+        if get is None:
+            self.send_error(501, "Unsupported method ('HEAD')")
+            return
+        get()
 
     def send_error(self, code: int, message: str | None = None,
                    explain: str | None = None) -> None:
         """Answer ``code`` with ``Connection: close`` and the JSON body ``{"error": message,
         "status": code}`` (``"detail": explain`` when given; no body for 1xx, 204, 205, 304 or
-        HEAD). ``message`` defaults to the code's standard phrase and is also the status line's
-        reason phrase, as in http.server."""
+        HEAD, which gets the headers with the length of the body it would have had).
+        ``message`` defaults to the code's standard phrase and is also the status line's reason
+        phrase, as in http.server. A request line that could not be parsed still gets a status
+        line (http.server wrote none: the request was taken for HTTP/0.9)."""
         short = self.responses.get(code, ("???", "???"))[0]
         message = message or short
+        if self.request_version == "HTTP/0.9":
+            self.request_version = "HTTP/1.0"
         self.send_response(code, message)
         self.send_header("Connection", "close")
         payload: dict[str, Any] = {"error": message, "status": code}
         if explain:
             payload["detail"] = explain
         body = b""
-        if code >= 200 and code not in (204, 205, 304) and self.command != "HEAD":
+        if code >= 200 and code not in (204, 205, 304):
             body = json.dumps(payload).encode() + b"\n"
             self.send_header("Content-Type", JSON_TYPE)
             self.send_header("Content-Length", str(len(body)))
@@ -309,6 +346,8 @@ class Handler(BaseHTTPRequestHandler):
         self._finish(body)
 
     def _finish(self, body: bytes) -> None:
+        if self.command == "HEAD":
+            body = b""  # its headers (Content-Length included) are GET's
         if self.request_version == "HTTP/0.9" or not hasattr(self, "_headers_buffer"):
             self.end_headers()
             if body:
@@ -320,23 +359,26 @@ class Handler(BaseHTTPRequestHandler):
     def content_length(self) -> int | None:
         """The request's ``Content-Length``, checked against the server's ``max_body_bytes``;
         None when the request was answered instead (connection closed): 411 with a
-        ``Transfer-Encoding`` or without a length, 400 for a length that is not a whole number
-        >= 0, 413 over the limit (the body unread)."""
+        ``Transfer-Encoding`` or without a length, 400 for a length that is not ASCII digits
+        alone (``+5``, ``5_0`` and `` 5`` are not: ``int()`` took them), or for several lengths
+        (repeated headers or a list) that differ (RFC 9112 section 6.3; the same value repeated is
+        that value, RFC 9110 section 8.6), 413 over the limit (the body unread)."""
         limit = self.server.max_body_bytes
         if self.headers.get("Transfer-Encoding"):
             self.send_error(411, "send the body with a Content-Length")
             return None
-        text = self.headers.get("Content-Length")
-        if text is None:
+        fields = self.headers.get_all("Content-Length")
+        if not fields:
             self.send_error(411, "Content-Length required")
             return None
-        try:
-            length = int(text)
-            if length < 0:
-                raise ValueError
-        except ValueError:
+        values = {v.strip(" \t") for field in fields for v in field.split(",")}
+        if not all(v.isascii() and v.isdigit() for v in values):
             self.send_error(400, "bad Content-Length")
             return None
+        if len({int(v) for v in values}) > 1:
+            self.send_error(400, "bad Content-Length: differing values")
+            return None
+        length = int(values.pop())
         if limit is not None and length > limit:
             self.send_error(413, f"request body over {limit} bytes")
             return None
@@ -362,9 +404,11 @@ class Server(ThreadingHTTPServer):
                  max_connections: int, max_head_bytes: int, max_body_bytes: int | None = None,
                  tls: TLSFiles | None = None, handshake_timeout_s: float | None = None,
                  request_timeout_s: float | None = None, idle_timeout_s: float | None = None,
-                 backlog: int = 128, quiet: bool = False) -> None:
+                 backlog: int = 128, quiet: bool = False,
+                 max_client_connections: int | None = None) -> None:
         for key, value in (("max_connections", max_connections),
-                           ("max_head_bytes", max_head_bytes), ("backlog", backlog)):
+                           ("max_head_bytes", max_head_bytes), ("backlog", backlog),
+                           ("max_client_connections", max_client_connections or 1)):
             if value < 1:
                 raise ValueError(f"{key} must be at least 1, got {value}")
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
@@ -377,6 +421,11 @@ class Server(ThreadingHTTPServer):
         self._errors_logged_at = -1e9
         self._count_lock = threading.Lock()
         self.active = 0
+        self.max_client_connections = max_client_connections
+        #: socket -> [client address, "handshake"/"idle"/"busy", since (monotonic), evicted]
+        self._conns: dict[Any, list] = {}
+        self.evicted = Tally("connections evicted: a new one needed the place of one that was "
+                             "handshaking or idle", "connections_evicted")
         self.refused = Tally("connections refused: too many at once", "connections_refused",
                              limit=max_connections)
         self.timed_out = Tally("connections closed past their deadline",
@@ -400,11 +449,22 @@ class Server(ThreadingHTTPServer):
         return self
 
     def stop(self) -> None:
-        """Stop serving (waits up to one poll interval, 0.5 s), close the listening socket and
-        stop the deadline thread."""
+        """Stop serving (waits up to one poll interval, 0.5 s), close the listening socket,
+        shut down every connection still open (a kept-alive one would go on being served:
+        issue 28; each one's thread then ends on its failed read or write, waited for up to
+        1 s) and stop the deadline thread."""
         if self._thread.is_alive():
             self.shutdown()
         self.server_close()
+        with self._count_lock:  # shutdown_request drops a socket here before closing it
+            for sock in self._conns:
+                try:
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        deadline = time.monotonic() + 1.0
+        while self.active and time.monotonic() < deadline:
+            time.sleep(0.01)
         self.deadlines.stop()
 
     def _expired(self, phase: str) -> None:
@@ -427,37 +487,79 @@ class Server(ThreadingHTTPServer):
 
     def process_request(self, request: Any, client_address: Any) -> None:
         """Serve the connection in a new thread, or close it at once when ``max_connections``
-        are being served (counted in :attr:`refused`)."""
+        are being served (or its client's ``max_client_connections``) and no handshaking or
+        idle connection can be evicted for it (counted in :attr:`refused`)."""
+        client = client_address[0] if isinstance(client_address, tuple) else client_address
         with self._count_lock:
-            full = self.active >= self.max_connections
+            full = not self._make_room(client)
             if not full:
                 self.active += 1
+                self._conns[request] = [client, "handshake", time.monotonic(), False]
         if full:  # closed before its handshake: no thread, no TLS state
             self.refused.add()
             self.shutdown_request(request)
             return
         if self.tls is not None and self.handshake_timeout_s is not None:
             self.deadlines.arm(request, self.handshake_timeout_s, "handshake")
-        try:
-            super().process_request(request, client_address)
-        except BaseException:  # no thread started (the caller closes the socket)
-            self._release()
-            raise
+        super().process_request(request, client_address)  # no thread: the caller shuts it
 
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        """The connection's thread: serve it, then free its slot."""
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._release()
+    def _make_room(self, client: Any) -> bool:
+        """Whether a connection from ``client`` may be served, evicting a handshaking or idle
+        connection to make room when a share is set (under the count lock)."""
+        share = self.max_client_connections
+        if share is not None:
+            mine = [s for s, c in self._conns.items() if c[0] == client and not c[3]]
+            if len(mine) >= share and not self._evict(mine):
+                return False
+        if self.active < self.max_connections:
+            return True
+        if share is None:
+            return False
+        held: dict[Any, list] = {}
+        for sock, conn in self._conns.items():
+            if not conn[3]:
+                held.setdefault(conn[0], []).append(sock)
+        for _, socks in sorted(held.items(), key=lambda item: -len(item[1])):
+            if self._evict(socks):
+                return True
+        return False
 
-    def _release(self) -> None:
+    def _evict(self, socks: list) -> bool:
+        """Shut down the oldest of ``socks`` that is handshaking or idle (its place is free at
+        once; its thread ends on the failed read); False when all are busy."""
+        spare = [s for s in socks if self._conns[s][1] != "busy"]
+        if not spare:
+            return False
+        victim = min(spare, key=lambda s: self._conns[s][2])
+        self._conns[victim][3] = True
+        self.active -= 1
+        # Still in _conns, so not closed yet (shutdown_request drops it under this lock
+        # first): its descriptor cannot have been reused. The plain socket's shutdown: an
+        # SSLSocket's would drop its TLS state.
+        try:
+            socket.socket.shutdown(victim, socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.evicted.add()
+        return True
+
+    def mark(self, request: Any, state: str) -> None:
+        """Record that connection ``request`` is now ``"idle"`` (between requests) or
+        ``"busy"`` (a request being read or answered): only handshaking and idle connections
+        are evicted."""
         with self._count_lock:
-            self.active -= 1
+            conn = self._conns.get(request)
+            if conn is not None and conn[1] != state:
+                conn[1], conn[2] = state, time.monotonic()
 
     def shutdown_request(self, request: Any) -> None:
-        """Drop the connection's deadline, then close it."""
+        """Drop the connection's deadline and free its place (an evicted one's was freed when
+        it was evicted; a refused one never had one), then close it."""
         self.deadlines.disarm(request)
+        with self._count_lock:
+            conn = self._conns.pop(request, None)
+            if conn is not None and not conn[3]:
+                self.active -= 1
         super().shutdown_request(request)
 
     def handle_error(self, request: Any, client_address: Any) -> None:

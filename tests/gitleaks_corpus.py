@@ -44,6 +44,9 @@ class Case:
     before: set[str] = field(default_factory=set)
     #: Every rule one of whose examples gave this command (``rule`` is the first).
     sources: set[str] = field(default_factory=set)
+    #: The secrets gitleaks found in the examples that gave this command (issue 27: the values
+    #: no 8-character piece of which may survive scrub).
+    secrets: set[str] = field(default_factory=set)
 
 
 def secrets_of(example: Example, findings: list[Finding]) -> list[str]:
@@ -60,11 +63,12 @@ def build(examples: list[Example], findings: list[list[Finding]]) -> list[Case]:
         secrets = secrets_of(example, found)
         for name, template in SHAPES:
             if "{line}" in template:
-                commands = [template.format(line=example.text)]
+                commands = [(template.format(line=example.text), secrets)]
             else:
-                commands = [template.format(secret=s) for s in secrets]
-            for command in commands:
+                commands = [(template.format(secret=s), [s]) for s in secrets]
+            for command, planted in commands:
                 if command not in seen:
                     seen[command] = Case(example.rule, name, command)
                 seen[command].sources.add(example.rule)
+                seen[command].secrets.update(planted)
     return list(seen.values())

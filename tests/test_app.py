@@ -90,8 +90,13 @@ def test_note_metrics_and_row(tmp_path: Path) -> None:
     assert series(sc, "hive_repeat_failure_note") == [
         'hive_repeat_failure_note{agent="a1",backend="bash",command="ls /nonexistent",exit="2",output="unknown"} 5.0']
     assert series(sc, "hive_repeat_failure_row_info") == [
-        f'hive_repeat_failure_row_info{{agent="a1",backend="bash",message="{msg}",state="on",'
-        'state_text=""} 1.0']
+        'hive_repeat_failure_row_info{agent="a1",backend="bash",command="ls /nonexistent",'
+        'exit="2",state="on",state_text=""} 1.0']
+    assert series(sc, "hive_repeat_failure_note_span_seconds") == [
+        'hive_repeat_failure_note_span_seconds{agent="a1",backend="bash",'
+        'command="ls /nonexistent",exit="2",output="unknown"} 40.0']
+    assert series(sc, "hive_repeat_failure_notes_active") == [
+        'hive_repeat_failure_notes_active{agent="a1",backend="bash"} 1.0']
     assert series(sc, "hive_repeat_failure_check_state") == [
         'hive_repeat_failure_check_state{agent="a1",backend="bash",state="on"} 1.0',
         'hive_repeat_failure_check_state{agent="a1",backend="bash",state="not_available"} 0.0',
@@ -123,9 +128,10 @@ def test_not_covered_backend_row(tmp_path: Path) -> None:
     assert 'state="not_available"} 1.0' in "\n".join(series(sc, "hive_repeat_failure_check_state"))
 
 
-def test_off_means_off(tmp_path: Path) -> None:
+def test_off_means_off(tmp_path: Path, monkeypatch) -> None:
     """C-AC12 (sidecar side): with the default config nothing is rendered or exported; on → off
     removes the hook file and the check-state series; raw records are still deleted."""
+    monkeypatch.setattr("repeat_failure.sidecar.config_file.OFF_SETTLE_S", 0)  # off at once
     sc = make(tmp_path, enabled=False)
     shared = sc.shared_dir
     assert sorted(p.name for p in (shared / "hook").iterdir()) == []
@@ -175,7 +181,7 @@ def test_secrets_scrubbed_everywhere(tmp_path: Path) -> None:
         assert token not in text, name
         assert scrubbed in text, name
     assert list((sc.shared_dir / "records").iterdir()) == []
-    (line,) = [json.loads(l) for l in stream.getvalue().splitlines() if "note_raised" in l]
+    (line,) = [json.loads(ln) for ln in stream.getvalue().splitlines() if "note_raised" in ln]
     assert (line["event"], line["command"], line["exit"], line["count"]) == (
         "note_raised", scrubbed, 1, 5)
     logging.getLogger("repeat_failure").handlers.clear()
@@ -385,7 +391,7 @@ def test_label_values_come_from_the_agent_not_the_record(tmp_path: Path) -> None
         {**base, "ts": T0 + 301},
         {**base, "ts": 1e300},
     ]
-    hook.records_path(sc.shared_dir, "a1").write_bytes(b"".join(orjson.dumps(l) + b"\n" for l in lines))
+    hook.records_path(sc.shared_dir, "a1").write_bytes(b"".join(orjson.dumps(ln) + b"\n" for ln in lines))
     sc.run_once()
     assert series(sc, "hive_repeat_failure_records_rejected_total") == [
         'hive_repeat_failure_records_rejected_total{agent="a1",reason="malformed"} 4.0']
@@ -914,7 +920,7 @@ def test_a_collection_failing_every_pass_fails_healthz_and_is_counted(tmp_path: 
         finally:
             conn.close()
 
-    def broken() -> None:
+    def broken(agents=None) -> None:
         raise hook.HookError("shared dir 'shared' must be an absolute path")
 
     try:
@@ -959,3 +965,49 @@ def test_a_missing_trap_helper_of_a_chained_hook_is_rendered_again(tmp_path: Pat
     (sc.shared_dir / "hook" / "a1.trap.bash").unlink()
     sc.run_once()
     assert sorted(p.name for p in (sc.shared_dir / "hook").iterdir()) == names
+
+
+def test_a_config_rewritten_line_by_line_never_turns_the_check_off(tmp_path: Path,
+                                                                   caplog) -> None:
+    """Issue 28 item 12: a config rewritten in several writes (truncate, then a line at a time)
+    validated part-way without ``enabled`` (which is off): the sidecar removed the hooks and
+    deleted the state and the records not yet read. A change to "off" now needs the file to read
+    the same OFF_SETTLE_S seconds apart; every record written meanwhile is counted, and a real
+    "off" still takes effect once the file settles."""
+    from repeat_failure.sidecar.config_file import OFF_SETTLE_S
+
+    caplog.set_level(logging.INFO, logger="repeat_failure")
+    mono = Clock(0.0)
+    cfg = tmp_path / "config.yaml"
+    full = ["repeat_failure:\n", "  collect_grace_s: 1\n", "  window_s: 600\n",
+            "  threshold: 5\n", "  enabled: true\n"]
+    cfg.write_text("".join(full))
+    sc = Sidecar(tmp_path / "shared", [AgentSpec("a1", "bash")], cfg, clock=Clock(),
+                 monotonic=mono)
+    hook_file = hook.hook_path(sc.shared_dir, "a1")
+    written = 0
+    for rewrite in range(3):
+        cfg.write_text("")
+        for n in range(len(full)):
+            with open(cfg, "a") as f:
+                f.write(full[n])
+            os.utime(cfg, ns=(rewrite * 10**9 + n, rewrite * 10**9 + n))  # a new stamp each
+            append(sc.shared_dir, "a1", f"make check {rewrite}", 2, T0)
+            written += 1
+            sc.reload_config()
+            sc.run_once(sessions=False)
+            mono.t += 0.01
+            assert (sc.config.enabled, hook_file.exists()) == (True, True), (rewrite, n)
+    sc.drain()
+    assert sum(sc.snapshot()[0].records.values()) == written == 15
+    assert (sc.config.window_s, sc.config.threshold) == (600, 5)
+
+    cfg.write_text("repeat_failure:\n  enabled: false\n")  # a real "off"
+    assert sc.reload_config() is False and sc.config.enabled and sc.config_changed()
+    mono.t += OFF_SETTLE_S - 0.01
+    assert sc.reload_config() is False and sc.config.enabled
+    mono.t += 0.01
+    assert sc.reload_config() is True
+    assert (sc.config.enabled, hook_file.exists(), sc.config_changed()) == (False, False, False)
+    assert [r.getMessage() for r in caplog.records if "settle" in r.getMessage()] == [
+        "config turns the check off: waiting for the file to settle"] * 4

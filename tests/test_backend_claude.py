@@ -353,10 +353,10 @@ def _indexes(lines: list[Any], what: str) -> list[int]:
     assistant line with a tool_use), ``result`` (a user line with a tool_result) or ``answer``
     (an assistant line without a tool_use)."""
     tests = {
-        "prompt": lambda l: l["type"] == "user" and isinstance(l["message"]["content"], str),
-        "call": lambda l: l["type"] == "assistant" and _blocks(l, "tool_use"),
-        "result": lambda l: l["type"] == "user" and _blocks(l, "tool_result"),
-        "answer": lambda l: l["type"] == "assistant" and not _blocks(l, "tool_use"),
+        "prompt": lambda ln: ln["type"] == "user" and isinstance(ln["message"]["content"], str),
+        "call": lambda ln: ln["type"] == "assistant" and _blocks(ln, "tool_use"),
+        "result": lambda ln: ln["type"] == "user" and _blocks(ln, "tool_result"),
+        "answer": lambda ln: ln["type"] == "assistant" and not _blocks(ln, "tool_use"),
     }
     return [i for i, line in enumerate(lines) if tests[what](line)]
 

@@ -95,6 +95,10 @@ COMBOS: dict[str, tuple[tuple[str, ...], str]] = {
     "agent-namespaces": ((f"agentNamespaces={{{','.join(TEAMS)}}}", "repeatFailure.enabled=true",
                           "repeatFailure.events=true", "agentServiceAccounts={default,runner}",
                           *MONITORING), KUBE_NEW),
+    # Issue 28: the injector's NetworkPolicy (only the API server's addresses reach the webhook).
+    "injector-networkpolicy": (("injector.networkPolicy.enabled=true",
+                                "injector.networkPolicy.apiServerCIDRs={10.0.0.0/24,fd00:10::/64}"),
+                               KUBE_NEW),
     "native-sidecar-true-kube-1.28": (("injector.nativeSidecar=true",), KUBE_OLD),
     "native-sidecar-false": (("injector.nativeSidecar=false",), KUBE_NEW),
     "single-replica": (("injector.replicas=1",), KUBE_NEW),
@@ -376,44 +380,47 @@ _INJECTOR_OBJECTS = {"ServiceAccount": 1, "Service": 1, "Deployment": 1,
                      "MutatingWebhookConfiguration": 1, "PodDisruptionBudget": 1}
 _HELM_TLS = {**_INJECTOR_OBJECTS, "Secret": 1}
 #: Objects per combination, kind by kind. ConfigMaps: one sidecar config per agent namespace, the
-#: injector's config, the Grafana dashboard.
+#: injector's config, the Grafana dashboard. Pods: the `helm test` hooks (issue 29): the
+#: injector's with the injector, the sidecar's too with the check on and native sidecars.
 EXPECTED_COUNTS: dict[str, dict[str, int]] = {
-    "defaults": {"ConfigMap": 2, **_HELM_TLS},
-    "defaults-kube-1.28": {"ConfigMap": 2, **_HELM_TLS},
-    "defaults-kube-newest": {"ConfigMap": 2, **_HELM_TLS},
-    "enabled-events": {"ConfigMap": 2, **_HELM_TLS, "Role": 1, "RoleBinding": 1},
-    "cert-manager": {"ConfigMap": 2, **_INJECTOR_OBJECTS, "Certificate": 2, "Issuer": 2},
-    "cert-manager-issuer-ref": {"ConfigMap": 2, **_INJECTOR_OBJECTS, "Certificate": 1},
-    "monitoring-networkpolicy": {"ConfigMap": 3, **_HELM_TLS, "NetworkPolicy": 1,
-                                 "PodMonitor": 1, "PrometheusRule": 1},
-    "agent-namespaces": {"ConfigMap": 5, **_HELM_TLS, "Role": 3, "RoleBinding": 3,
-                         "NetworkPolicy": 3, "PodMonitor": 1, "PrometheusRule": 1},
-    "native-sidecar-true-kube-1.28": {"ConfigMap": 2, **_HELM_TLS},
-    "native-sidecar-false": {"ConfigMap": 2, **_HELM_TLS},
-    "single-replica": {"ConfigMap": 2, **_HELM_TLS, "PodDisruptionBudget": 0},
-    "injector-disabled": {"ConfigMap": 1, "Role": 1, "RoleBinding": 1, "NetworkPolicy": 1},
-    "everything-kube-1.28": {"ConfigMap": 5, **_INJECTOR_OBJECTS, "Certificate": 2, "Issuer": 2,
-                             "Role": 3, "RoleBinding": 3, "NetworkPolicy": 3, "PodMonitor": 1,
+    "defaults": {"Pod": 1, "ConfigMap": 2, **_HELM_TLS},
+    "defaults-kube-1.28": {"Pod": 1, "ConfigMap": 2, **_HELM_TLS},
+    "defaults-kube-newest": {"Pod": 1, "ConfigMap": 2, **_HELM_TLS},
+    "enabled-events": {"Pod": 2, "ConfigMap": 2, **_HELM_TLS, "Role": 1, "RoleBinding": 1},
+    "cert-manager": {"Pod": 1, "ConfigMap": 2, **_INJECTOR_OBJECTS, "Certificate": 2, "Issuer": 2},
+    "cert-manager-issuer-ref": {"Pod": 1, "ConfigMap": 2, **_INJECTOR_OBJECTS, "Certificate": 1},
+    # PodMonitors: the sidecars' and the injector's (issue 29).
+    "monitoring-networkpolicy": {"Pod": 1, "ConfigMap": 3, **_HELM_TLS, "NetworkPolicy": 1,
+                                 "PodMonitor": 2, "PrometheusRule": 1},
+    "agent-namespaces": {"Pod": 2, "ConfigMap": 5, **_HELM_TLS, "Role": 3, "RoleBinding": 3,
+                         "NetworkPolicy": 3, "PodMonitor": 2, "PrometheusRule": 1},
+    "injector-networkpolicy": {"Pod": 1, "ConfigMap": 2, **_HELM_TLS, "NetworkPolicy": 1},
+    "native-sidecar-true-kube-1.28": {"Pod": 1, "ConfigMap": 2, **_HELM_TLS},
+    "native-sidecar-false": {"Pod": 1, "ConfigMap": 2, **_HELM_TLS},
+    "single-replica": {"Pod": 1, "ConfigMap": 2, **_HELM_TLS, "PodDisruptionBudget": 0},
+    "injector-disabled": {"Pod": 0, "ConfigMap": 1, "Role": 1, "RoleBinding": 1, "NetworkPolicy": 1},
+    "everything-kube-1.28": {"Pod": 1, "ConfigMap": 5, **_INJECTOR_OBJECTS, "Certificate": 2, "Issuer": 2,
+                             "Role": 3, "RoleBinding": 3, "NetworkPolicy": 3, "PodMonitor": 2,
                              "PrometheusRule": 1},
     # The fixloop adds its ConfigMap, Deployment, Service, ServiceAccount and (unless
     # existingClaim) PVC; the chart's Secret with `token`; the Events Role and RoleBinding with
     # events (default on); its PodMonitor and NetworkPolicy with the monitoring toggles.
-    "fixloop-token": {"ConfigMap": 3, "Secret": 2, "ServiceAccount": 2, "Service": 2,
+    "fixloop-token": {"Pod": 1, "ConfigMap": 3, "Secret": 2, "ServiceAccount": 2, "Service": 2,
                       "Deployment": 2, "MutatingWebhookConfiguration": 1,
                       "PodDisruptionBudget": 1, "PersistentVolumeClaim": 1, "Role": 1,
                       "RoleBinding": 1},
-    "fixloop-existing-secret-kube-1.28": {"ConfigMap": 3, **_HELM_TLS, "ServiceAccount": 2,
+    "fixloop-existing-secret-kube-1.28": {"Pod": 1, "ConfigMap": 3, **_HELM_TLS, "ServiceAccount": 2,
                                           "Service": 2, "Deployment": 2,
                                           "PersistentVolumeClaim": 1, "Role": 1,
                                           "RoleBinding": 1},
-    "fixloop-existing-claim-events-off": {"ConfigMap": 3, "Secret": 2, "ServiceAccount": 2,
+    "fixloop-existing-claim-events-off": {"Pod": 1, "ConfigMap": 3, "Secret": 2, "ServiceAccount": 2,
                                           "Service": 2, "Deployment": 2,
                                           "MutatingWebhookConfiguration": 1,
                                           "PodDisruptionBudget": 1},
-    "fixloop-everything": {"ConfigMap": 6, "Secret": 2, "ServiceAccount": 2, "Service": 2,
+    "fixloop-everything": {"Pod": 2, "ConfigMap": 6, "Secret": 2, "ServiceAccount": 2, "Service": 2,
                            "Deployment": 2, "MutatingWebhookConfiguration": 1,
                            "PodDisruptionBudget": 1, "PersistentVolumeClaim": 1, "Role": 4,
-                           "RoleBinding": 4, "NetworkPolicy": 4, "PodMonitor": 2,
+                           "RoleBinding": 4, "NetworkPolicy": 4, "PodMonitor": 3,
                            "PrometheusRule": 1},
 }
 
@@ -447,7 +454,7 @@ def test_labels_and_namespaces_everywhere(combo: str) -> None:
                 "app.kubernetes.io/part-of": "repeat-failure",
                 "app.kubernetes.io/managed-by": "Helm"}
     components = {"injector", "sidecar-config", "events", "monitoring", "network-policy",
-                  "fixloop"}
+                  "fixloop", "test"}
     for obj in render(*sets, kube=kube):
         labels = obj["metadata"]["labels"]
         where = f"{obj['kind']}/{obj['metadata']['name']}"
@@ -524,14 +531,15 @@ def test_image_is_one_reference(reference: str) -> None:
 
 def test_default_image_is_the_released_version() -> None:
     """The default `image.reference` is the published image of this version: its tag is the
-    chart's appVersion, the package version (pyproject.toml) and the Dockerfile's VERSION, so a
-    release bumps them together (docs/image.md "Versions")."""
+    chart's appVersion, the package version (``repeat_failure.__version__``, written once:
+    issue 29) and the Dockerfile's VERSION, so a release bumps them together (docs/image.md
+    "Versions"; tests/test_version.py holds every copy to it)."""
+    from repeat_failure import __version__
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
-    version = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M)
     dockerfile = re.search(r"^ARG VERSION=(\S+)$", (REPO / "Dockerfile").read_text(), re.M)
     assert values_yaml()["image"] == {"reference": f"ghcr.io/hive/repeat-failure:{chart['appVersion']}",
                                  "pullPolicy": "IfNotPresent"}
-    assert chart["appVersion"] == version.group(1) == dockerfile.group(1)
+    assert chart["appVersion"] == __version__ == dockerfile.group(1)
 
 
 def test_readme_explains_the_image() -> None:
@@ -605,8 +613,10 @@ def test_injector_deployment_hardened() -> None:
                          "--config", "/etc/repeat-failure-injector/injector.yaml",
                          "--listen", "0.0.0.0:8443",
                          "--tls-cert", "/etc/repeat-failure-injector/tls/tls.crt",
-                         "--tls-key", "/etc/repeat-failure-injector/tls/tls.key"]
-    assert c["ports"] == [{"name": "https", "containerPort": 8443, "protocol": "TCP"}]
+                         "--tls-key", "/etc/repeat-failure-injector/tls/tls.key",
+                         "--metrics-listen", "0.0.0.0:9468"]
+    assert c["ports"] == [{"name": "https", "containerPort": 8443, "protocol": "TCP"},
+                          {"name": "rf-inj-metrics", "containerPort": 9468, "protocol": "TCP"}]
     sc = c["securityContext"]
     assert sc["runAsNonRoot"] is True and sc["runAsUser"] == 10001 and sc["runAsGroup"] == 10001
     assert sc["readOnlyRootFilesystem"] is True and sc["allowPrivilegeEscalation"] is False
@@ -981,7 +991,7 @@ def test_pod_monitor() -> None:
     objs = render("monitoring.podMonitor.enabled=true", "monitoring.podMonitor.interval=15s",
                   "monitoring.podMonitor.labels.release=prom",
                   f"agentNamespaces={{{','.join(TEAMS)}}}")
-    pm = one(objs, "PodMonitor")
+    pm = one(objs, "PodMonitor", FULLNAME)
     assert pm["metadata"]["namespace"] == NAMESPACE
     assert pm["metadata"]["labels"]["release"] == "prom"
     assert pm["spec"] == {
@@ -995,18 +1005,29 @@ def test_prometheus_rule_is_the_rules_file() -> None:
     """The PrometheusRule's spec.groups are exactly the groups of files/prometheus-rules.yaml
     (the file promtool tests), with the extra labels from the values; the fixloop's group
     (`repeat-failure-fixloop`) only with `fixloop.enabled`, so with the fixloop off the rule is
-    what it was before the fixloop existed."""
+    what it was before the fixloop existed; the injector's (`repeat-failure-injector`) only
+    with the injector and its PodMonitor."""
     if not RULES_FILE.is_file():
         pytest.skip(f"{RULES_FILE.relative_to(REPO)} is not written yet")
     groups = yaml.safe_load(RULES_FILE.read_text())["groups"]
-    assert [g["name"] for g in groups] == ["repeat-failure", "repeat-failure-fixloop"]
+    assert [g["name"] for g in groups] == ["repeat-failure", "repeat-failure-fixloop",
+                                           "repeat-failure-injector"]
     objs = render("monitoring.prometheusRule.enabled=true",
                   "monitoring.prometheusRule.labels.release=prom")
     rule = one(objs, "PrometheusRule")
     assert rule["spec"]["groups"] == groups[:1]
     assert rule["metadata"]["labels"]["release"] == "prom"
     rule = one(render(*FIXLOOP_TOKEN, "monitoring.prometheusRule.enabled=true"), "PrometheusRule")
+    assert rule["spec"]["groups"] == groups[:2]
+    # Issue 29: the injector's group with the injector and its PodMonitor (whose targets'
+    # `up` the injector-down alert watches), not with the injector off.
+    rule = one(render(*FIXLOOP_TOKEN, "monitoring.prometheusRule.enabled=true",
+                      "monitoring.podMonitor.enabled=true"), "PrometheusRule")
     assert rule["spec"]["groups"] == groups
+    rule = one(render("monitoring.prometheusRule.enabled=true",
+                      "monitoring.podMonitor.enabled=true", "injector.enabled=false"),
+               "PrometheusRule")
+    assert rule["spec"]["groups"] == groups[:1]
     assert not of_kind(render(), "PrometheusRule")
 
 
@@ -1644,7 +1665,12 @@ def test_readme_static_snippet(form: str) -> None:
     assert {"REPEAT_FAILURE_AGENT", "REPEAT_FAILURE_BACKEND"} <= set(env)
     assert sidecar["ports"] == [{"name": "rf-metrics", "containerPort": 9466, "protocol": "TCP"}]
     assert sidecar["livenessProbe"]["httpGet"]["path"] == "/healthz"
-    assert "readinessProbe" not in sidecar and "startupProbe" not in sidecar
+    # Issue 29: the startup probe holds the agent until the hook is rendered (a native
+    # sidecar's startup probe gates the next containers); no readiness probe.
+    assert sidecar["startupProbe"] == {"httpGet": {"path": "/startupz", "port": "rf-metrics"},
+                                       "periodSeconds": 1, "timeoutSeconds": 1,
+                                       "failureThreshold": 120}
+    assert "readinessProbe" not in sidecar
     assert sidecar["securityContext"] == {
         "runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001,
         "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False,
@@ -1887,3 +1913,98 @@ def test_fixloop_github_app_values_are_checked(sets: tuple[str, ...], message: s
     App's key or installation id without its id is refused, not silently ignored); an App id
     GitHub could not have is refused by the values schema."""
     assert message in render_fails(*FIXLOOP_ON, *sets)
+
+
+# --- issue 28 and 29: the injector watched, spread and reachable only by the API server ---------
+
+def test_injector_pod_monitor() -> None:
+    """Issue 29: with the PodMonitor on, a second one scrapes the injector's pods (its selector
+    labels) on port rf-inj-metrics at /metrics in the release namespace; none with the injector
+    off."""
+    objs = render("monitoring.podMonitor.enabled=true", "monitoring.podMonitor.labels.release=prom")
+    pm = one(objs, "PodMonitor", INJECTOR)
+    dep = one(objs, "Deployment", INJECTOR)
+    assert pm["metadata"]["labels"]["release"] == "prom"
+    assert pm["spec"] == {
+        "selector": {"matchLabels": dep["spec"]["selector"]["matchLabels"]},
+        "namespaceSelector": {"matchNames": [NAMESPACE]},
+        "podMetricsEndpoints": [{"port": "rf-inj-metrics", "path": "/metrics",
+                                 "interval": "30s"}]}
+    assert {"name": "rf-inj-metrics", "containerPort": 9468, "protocol": "TCP"} in \
+        dep["spec"]["template"]["spec"]["containers"][0]["ports"]
+    assert [p["metadata"]["name"] for p in of_kind(render(
+        "monitoring.podMonitor.enabled=true", "injector.enabled=false"), "PodMonitor")] == [
+        FULLNAME]
+
+
+def test_injector_replicas_spread_one_per_node_by_default() -> None:
+    """Issue 29: two replicas could share a node. By default they are spread over nodes
+    (hostname, maxSkew 1, DoNotSchedule, untolerated taints left out); your own
+    topologySpreadConstraints or affinity replaces it."""
+    dep = one(render(), "Deployment", INJECTOR)
+    pod = dep["spec"]["template"]["spec"]
+    assert pod["topologySpreadConstraints"] == [{
+        "maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+        "whenUnsatisfiable": "DoNotSchedule", "nodeTaintsPolicy": "Honor",
+        "labelSelector": {"matchLabels": dep["spec"]["selector"]["matchLabels"]}}]
+    assert "affinity" not in pod
+    own = one(render("json:injector.topologySpreadConstraints=[{\"maxSkew\":2,"
+                     "\"topologyKey\":\"topology.kubernetes.io/zone\","
+                     "\"whenUnsatisfiable\":\"ScheduleAnyway\"}]"), "Deployment", INJECTOR)
+    assert own["spec"]["template"]["spec"]["topologySpreadConstraints"] == [
+        {"maxSkew": 2, "topologyKey": "topology.kubernetes.io/zone",
+         "whenUnsatisfiable": "ScheduleAnyway"}]
+    affine = one(render("injector.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuring"
+                        "Execution.nodeSelectorTerms[0].matchExpressions[0].key=pool",
+                        "injector.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuring"
+                        "Execution.nodeSelectorTerms[0].matchExpressions[0].operator=Exists"),
+                 "Deployment", INJECTOR)["spec"]["template"]["spec"]
+    assert "topologySpreadConstraints" not in affine and "nodeAffinity" in affine["affinity"]
+
+
+@pytest.mark.parametrize("sets", [
+    ("agentNamespaces={team-a,kube-system}",), ()], ids=["listed", "release-namespace"])
+def test_kube_system_is_refused_as_an_agent_namespace(sets: tuple[str, ...]) -> None:
+    """Issue 29: kube-system is never an agent namespace, listed or as the release namespace
+    with no list: the install fails saying so."""
+    if sets:
+        err = render_fails(*sets)
+        assert "kube-system" in err
+        return
+    proc = _helm(*_template_args((), KUBE_NEW, "kube-system"), check=False)
+    assert proc.returncode != 0
+    assert "kube-system cannot be an agent namespace" in proc.stderr
+
+
+def test_injector_network_policy_admits_only_the_api_server() -> None:
+    """Issue 28: any pod could reach the injector. With injector.networkPolicy on, its pods
+    take the webhook port only from the API server's CIDRs (and the chart's `helm test` pod,
+    labelled as its own test-injector pod is) and the metrics port only from the Prometheus
+    namespace; without CIDRs the install fails saying what to set; off by default."""
+    sets = ("injector.networkPolicy.enabled=true",
+            "injector.networkPolicy.apiServerCIDRs={10.0.0.0/24,fd00:10::/64}",
+            "networkPolicy.prometheusNamespace=observability")
+    objs = render(*sets)
+    policy = one(objs, "NetworkPolicy", INJECTOR)
+    assert policy["metadata"]["namespace"] == NAMESPACE
+    assert policy["spec"] == {
+        "podSelector": {"matchLabels": one(objs, "Deployment", INJECTOR)["spec"]["selector"][
+            "matchLabels"]},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {"from": [{"ipBlock": {"cidr": "10.0.0.0/24"}}, {"ipBlock": {"cidr": "fd00:10::/64"}},
+                      # the chart's `helm test` pod, which calls the webhook as the API server
+                      {"podSelector": {"matchLabels": {
+                          "app.kubernetes.io/name": "repeat-failure",
+                          "app.kubernetes.io/instance": RELEASE,
+                          "app.kubernetes.io/component": "test"}}}],
+             "ports": [{"protocol": "TCP", "port": 8443}]},
+            {"from": [{"namespaceSelector": {"matchLabels": {
+                "kubernetes.io/metadata.name": "observability"}}}],
+             "ports": [{"protocol": "TCP", "port": 9468}]}]}
+    assert not [p for p in of_kind(render(), "NetworkPolicy")]
+    test_pod = one(objs, "Pod", f"{FULLNAME}-test-injector")
+    assert policy["spec"]["ingress"][0]["from"][2]["podSelector"]["matchLabels"].items() <= \
+        test_pod["metadata"]["labels"].items()
+    err = render_fails("injector.networkPolicy.enabled=true")
+    assert "injector.networkPolicy.enabled needs injector.networkPolicy.apiServerCIDRs" in err

@@ -124,11 +124,13 @@ def test_sidecar_reload_with_optional_missing_file(tmp_path: Path) -> None:
     config = tmp_path / "config.yaml"
     sc = Sidecar(tmp_path / "shared", [AgentSpec("a1", "bash")], config, config_optional=True)
     assert sc.config.enabled is False
-    assert [json.loads(x)["level"] for x in stream.getvalue().splitlines()] == ["warning"]
+    # The missing file, then what runs (issue 31).
+    assert [(x["level"], x.get("event")) for x in map(json.loads, stream.getvalue().splitlines())
+            ] == [("warning", None), ("info", "what_runs")]
     for _ in range(5):
         assert sc.reload_config() is False
         assert sc.reload_config(force=True) is False
-    assert len(stream.getvalue().splitlines()) == 1
+    assert len(stream.getvalue().splitlines()) == 2
     config.write_text("repeat_failure:\n  enabled: true\n")
     assert sc.reload_config() is True and sc.config.enabled is True
     assert hook.hook_path(sc.shared_dir, "a1").is_file()

@@ -353,3 +353,52 @@ def test_a_foreign_owner_is_named(tmp_path: Path) -> None:
     (rejected,) = Collector(d, grace_s=0).collect("a1").rejected_files
     assert rejected == ("a1.jsonl", "insecure", "owned by uid 54321 and gid 54321: neither the "
                                                 "sidecar's user nor the records directory's group")
+
+
+def test_collection_never_stalls_at_the_bound_of_held_files(tmp_path: Path) -> None:
+    """Issue 28 item 14: with exactly MAX_HELD_PER_AGENT files held in their grace period, the
+    live file was not taken (only below the bound) and no held file was closed early (only
+    above it): collection stalled until a grace period ended. Now the oldest file read to the
+    end is closed early to make room, every pass takes the live file, and no more than the
+    bound are ever held."""
+    from repeat_failure.sidecar.collector import MAX_HELD_PER_AGENT
+
+    d = records_dir(tmp_path)
+    clock = Clock()
+    col = Collector(d, grace_s=60, clock=clock)
+    names = []
+    for i in range(MAX_HELD_PER_AGENT + 3):
+        (d / "a1.jsonl").write_bytes(f"r{i}\n".encode())
+        batch = col.collect("a1")
+        assert batch.lines == [f"r{i}".encode()], i
+        assert col.holding() == min(i + 1, MAX_HELD_PER_AGENT)
+        names += [n for n in batch.checkpoint if n not in names]
+        # Past the bound, each pass closes (and its release deletes) the oldest held file.
+        assert batch.done == ([names[i - MAX_HELD_PER_AGENT]] if i >= MAX_HELD_PER_AGENT
+                              else [])
+        col.release(batch)
+        clock.t += 0.025  # 40 records/s
+    assert len(leftovers(d)) == MAX_HELD_PER_AGENT
+
+
+def test_the_watcher_names_the_agents_and_session_files_that_changed(tmp_path: Path) -> None:
+    """Issue 28 items 16 and 13: the inotify events' names say which agents' record files and
+    which session files changed, so a pass collects only those agents and a poll looks at
+    those files."""
+    from repeat_failure.sidecar.collector import Watcher
+
+    d = records_dir(tmp_path)
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    watcher = Watcher(d)
+    try:
+        watcher.watch_session_dirs([sessions])
+        (d / "a3.jsonl").write_bytes(b"x\n")
+        (d / "a3.jsonl.collecting.1-0").write_bytes(b"x\n")  # the collector's own: no wake
+        (sessions / "s.jsonl").write_bytes(b"{}\n")
+        assert watcher.wait(1.0) == (True, False, True)
+        assert watcher.take_changed_agents() == {"a3"}
+        assert watcher.take_session_paths() == {sessions / "s.jsonl"}
+        assert (watcher.take_changed_agents(), watcher.take_session_paths()) == (set(), set())
+    finally:
+        watcher.close()

@@ -382,3 +382,46 @@ def test_a_fifo_at_the_fixloop_token_path_is_refused_at_once(tmp_path) -> None:
         _in_thread(lambda: read_token(config, {}))
     assert str(err.value) == (f"{token}: cannot read the GitHub token: it is a FIFO, not a "
                               "regular file")
+
+
+def _bomb(levels: int, key: str = "exclude") -> str:
+    """A billion-laughs config: each anchor a list of 9 aliases of the one before, the last
+    one used under ``repeat_failure.<key>`` (9**levels strings, a few hundred bytes)."""
+    lines = ['x0: &x0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, levels):
+        lines.append(f"x{i}: &x{i} [" + ",".join([f"*x{i - 1}"] * 9) + "]")
+    return "\n".join(lines) + f"\nrepeat_failure:\n  {key}: *x{levels - 1}\n"
+
+
+def test_a_yaml_alias_bomb_is_refused_before_it_is_expanded(tmp_path, capsys) -> None:
+    """Issue 28 item 15: a 511-byte alias bomb took 13 s and 1.1 GB on reload (the depth bound
+    does not see aliases). A document whose aliases expand it past MAX_YAML_NODES nodes is
+    invalid YAML, refused before anything walks the expansion; check-config exits 2 naming it,
+    and a running sidecar keeps its config."""
+    from repeat_failure.config import MAX_YAML_NODES
+    from repeat_failure.sidecar.app import Sidecar
+
+    assert MAX_YAML_NODES == 100_000
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(_bomb(6))  # 9**6 = 531,441 strings
+    assert main(["check-config", str(cfg)]) == 2
+    assert capsys.readouterr().err == (
+        f"repeat-failure: {cfg}: not valid YAML at line 1, column 1: its aliases expand it past "
+        "100,000 nodes\n")
+    cfg.write_text("repeat_failure:\n  enabled: true\n")
+    sc = Sidecar(tmp_path / "s", [AgentSpec("a1", "bash")], cfg)
+    cfg.write_text(_bomb(9).replace("exclude", "enabled: false\n  exclude"))
+    assert len(cfg.read_bytes()) < 600
+    assert sc.reload_config(force=True) is False
+    assert sc.config.enabled is True
+
+
+def test_aliases_that_stay_within_the_bound_are_read() -> None:
+    import yaml
+
+    from repeat_failure.config import _Loader
+
+    data = yaml.load(_bomb(4), Loader=_Loader)  # 6,561 strings, twice, and their lists
+    assert len(data["repeat_failure"]["exclude"]) == 9
+    with pytest.raises(yaml.YAMLError, match="expand it past 100,000 nodes"):
+        yaml.load("a: &a [*a]\n", Loader=_Loader)  # a recursive alias never ends

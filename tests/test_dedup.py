@@ -63,7 +63,6 @@ def test_real_run_seen_by_both_routes_counts_once(tmp_path, monkeypatch) -> None
     With Claude Code's session log made a route too, each command counts once: 5 failures from
     the session log, the hook's 5 are duplicates, and the note says 5, not 10."""
     import json
-    from pathlib import Path
 
     import orjson
 

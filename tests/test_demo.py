@@ -20,7 +20,7 @@ def test_demo_shows_note_appear_and_clear() -> None:
             'they read "1 min"; the window, 3 s here, decides which failures count)') in out
     assert ('hive_repeat_failure_note{agent="demo-agent",backend="bash",'
             'command="ls /nonexistent",exit="2",output="unknown"} 6.0') in out
-    assert "gh pr checks" not in "".join(l for l in out.splitlines() if l.startswith("  hive_"))
+    assert "gh pr checks" not in "".join(ln for ln in out.splitlines() if ln.startswith("  hive_"))
     assert out.rstrip().endswith("demo done: both notes appeared and cleared.")
     assert "message=(no note)" in out.split("3 s without a new failure", 1)[1]
     assert '"event": "note_raised"' in done.stderr

@@ -145,7 +145,7 @@ def test_final_stage_runs_as_numeric_non_root() -> None:
 def test_entrypoint_cmd_ports_env_labels() -> None:
     """ENTRYPOINT exactly ``["repeat-failure"]``, CMD ``["run"]`` (exec form), ports 9466
     (metrics) and 8443 (webhook), the virtualenv first on PATH, no bytecode written, unbuffered
-    output, and the OCI labels with the package's version."""
+    output, and the OCI labels with the package's version and license."""
     final = stages()[-1]
     assert [json.loads(v) for v in instructions(final, "ENTRYPOINT")] == [["repeat-failure"]]
     assert [json.loads(v) for v in instructions(final, "CMD")] == [["run"]]
@@ -156,9 +156,10 @@ def test_entrypoint_cmd_ports_env_labels() -> None:
     assert env["PATH"].startswith(f"{VENV}/bin:")
     assert (env["PYTHONDONTWRITEBYTECODE"], env["PYTHONUNBUFFERED"]) == ("1", "1")
     labels = parser.labels
-    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    from repeat_failure import __version__ as version  # written once (issue 29)
     assert labels["org.opencontainers.image.version"] == version
     assert labels["org.opencontainers.image.title"] == "repeat-failure"
+    assert labels["org.opencontainers.image.licenses"] == "Apache-2.0"  # issue 29: SPDX id
     assert labels["org.opencontainers.image.description"]
     assert all(key.startswith("org.opencontainers.image.") for key in labels)
 
@@ -361,7 +362,7 @@ def test_build_stage_gives_a_working_command(image_venv: Path, tmp_path: Path) -
     bin_dir = image_venv / "bin"
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path),
            "PYTHONDONTWRITEBYTECODE": "1"}
-    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    from repeat_failure import __version__ as version  # written once (issue 29)
     out = subprocess.run([str(bin_dir / "repeat-failure"), "--version"], env=env,
                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert out.returncode == 0 and out.stdout.strip() == f"repeat-failure {version}", out
@@ -512,10 +513,11 @@ def test_written_paths_reads_strace_lines() -> None:
 
 def test_dockerignore_sends_only_what_the_build_copies(tmp_path: Path) -> None:
     """The build context holds exactly the files the build stage copies (requirements.lock,
-    pyproject.toml, README.md, repeat_failure/, hooks/), without bytecode caches: no .git, .venv, tests or harness
+    pyproject.toml, README.md, LICENSE, repeat_failure/, hooks/), without bytecode caches: no .git, .venv, tests or harness
     evidence reach the daemon."""
     sent = build_context(tmp_path)
     tops = {p.split("/")[0] for p in sent}
-    assert tops == {"requirements.lock", "pyproject.toml", "README.md", "repeat_failure", "hooks"}
+    assert tops == {"requirements.lock", "pyproject.toml", "README.md", "LICENSE", "repeat_failure",
+                    "hooks"}
     assert not [p for p in sent if "__pycache__" in p or p.endswith(".pyc")]
     assert "repeat_failure/sidecar/app.py" in sent and "hooks/bash_env.sh" in sent

@@ -63,8 +63,8 @@ def test_five_real_failures_reach_metrics(sidecar) -> None:
             'exit="2",output="unknown"} 5.0')
     text = wait_until(lambda: t if note in (t := get(port, "/metrics")) else None)
     message = "Repeating failure: ls /nonexistent failed 5 times in 1 min (exit 2)"
-    assert (f'hive_repeat_failure_row_info{{agent="a1",backend="bash",message="{message}",'
-            'state="on",state_text=""} 1.0') in text.splitlines()
+    assert ('hive_repeat_failure_row_info{agent="a1",backend="bash",command="ls /nonexistent",'
+            'exit="2",state="on",state_text=""} 1.0') in text.splitlines()
     assert ('hive_repeat_failure_records_total{agent="a1",backend="bash",outcome="failure",'
             'route="bash_env"} 5.0') in text.splitlines()
     body = get(port, "/status")

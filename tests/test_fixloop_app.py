@@ -249,7 +249,6 @@ def test_readiness_drops_when_a_sweep_lists_no_repository(tmp_path):
 
 def test_a_rotated_token_file_is_picked_up_before_the_next_sweep(tmp_path):
     from repeat_failure.fixloop.app import FixloopApp
-    from repeat_failure.fixloop.github import GitHub
 
     with FakeGitHub(token="second") as gh:
         gh.add_pr("acme/web", 1, "agent", "a" * 40, "1" * 40)

@@ -663,3 +663,20 @@ def test_bad_arguments_are_value_errors(client: GitHub) -> None:
 def test_reasons_are_the_fixed_metric_labels() -> None:
     assert REASONS == ("http_4xx", "http_5xx", "rate_limited", "network", "timeout",
                        "bad_response", "auth")
+
+
+def test_a_summary_is_scrubbed_before_it_is_cut(fake: FakeGitHub, client: GitHub) -> None:
+    """Issue 28 item 18: cut to SUMMARY_MAX first, a key ending just past the cut lost its last
+    characters and no longer matched its rule, so 18 of its 20 characters stayed (and reached
+    the escalation comment, whose scrub could not see it either)."""
+    key = "AKIA" + "ABCDEFGH23456789"  # built here: the shape of an AWS access key id
+    fake.add_pr(REPO, 1, "agent-a", sha=SHA, tree=TREE)
+    fake.set_check_runs(REPO, SHA, [
+        dict(name="unit", conclusion="failure", completed_at="2027-01-15T08:05:00Z",
+             output=dict(title="", summary="x" * (SUMMARY_MAX - 19) + " " + key))])
+    fake.set_statuses(REPO, SHA, [
+        dict(context="lint", state="failure", updated_at=T0 + 70,
+             description="y" * (SUMMARY_MAX - 19) + " " + key)])
+    run, status = client.checks(REPO, SHA)
+    assert run.summary == "x" * (SUMMARY_MAX - 19) + " [REDACTED]"
+    assert status.summary == "y" * (SUMMARY_MAX - 19) + " [REDACTED]"

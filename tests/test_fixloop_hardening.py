@@ -43,14 +43,27 @@ def test_a_failed_label_request_escalates_on_the_next_pass(tmp_path, gh):
     assert gh.labels(REPO, 1) == ["needs-human"] and len(escalations(gh)) == 1
 
 
-def test_a_label_removed_before_the_next_pass_still_unparks(tmp_path, gh):
+def test_a_label_removed_before_any_pass_saw_it_is_added_again(tmp_path, gh):
+    """Issue 31: a label counts as confirmed only once a listing showed it on the PR, not on
+    GitHub's 200 to adding it. One taken off before any pass saw it (a person within the same
+    interval, another automation, an add that did not stick) is added again; a removal after
+    a pass saw it is a person's, and un-parks."""
     clock, app = start(tmp_path, gh, threshold=1)
     app.run_once()
     gh.remove_label_by_human(REPO, 1, "needs-human")   # within the same interval
     app.run_once()
     entry = app.ledger.get(f"{REPO}#1")
+    assert (entry.escalated, entry.label_confirmed, entry.reviewer_sha) == (True, False, None)
+    assert gh.labels(REPO, 1) == ["needs-human"]
+    assert app.sweeper.stats.unparked[(REPO, "label_removed")] == 0
+    app.run_once()                                      # this listing shows it: confirmed
+    assert app.ledger.get(f"{REPO}#1").label_confirmed is True
+    gh.remove_label_by_human(REPO, 1, "needs-human")
+    app.run_once()
+    entry = app.ledger.get(f"{REPO}#1")
     assert (entry.escalated, entry.reviewer_sha) == (False, sha(1))
     assert app.sweeper.stats.unparked[(REPO, "label_removed")] == 1
+    assert len(escalations(gh)) == 1
 
 
 def test_a_lost_unpark_comment_is_not_read_as_a_persons_removal(tmp_path, gh):
@@ -64,7 +77,8 @@ def test_a_lost_unpark_comment_is_not_read_as_a_persons_removal(tmp_path, gh):
     stats = app.sweeper.stats.unparked
     assert (stats[(REPO, "green")], stats[(REPO, "label_removed")]) == (1, 0)
     entry = app.ledger.get(f"{REPO}#1")
-    assert (entry.escalated, entry.reviewer_sha, entry.escalations) == (False, None, 1)
+    # The green head is stamped as the reviewer lane's repair (issue 31).
+    assert (entry.escalated, entry.reviewer_sha, entry.escalations) == (False, sha(2), 1)
 
 
 def test_breakage_is_not_called_cleared_while_other_prs_are_pending(tmp_path, gh):
@@ -184,6 +198,7 @@ def test_an_empty_commit_on_the_reviewers_head_is_not_an_attempt(tmp_path, gh):
     app.run_once()
     push_red(gh, clock, 2)
     app.run_once()
+    app.run_once()                                       # the label seen: confirmed
     gh.remove_label_by_human(REPO, 1, "needs-human")     # the reviewer's pass at sha 2
     app.run_once()
     push_red(gh, clock, 3, tree_n=2)                     # `ci: retrigger`: the same tree
@@ -248,6 +263,7 @@ def test_the_head_a_reviewer_handed_back_is_not_kicked_at_once(tmp_path, gh):
     try:
         clock, app = start(tmp_path, gh, owner=owner, threshold=1)
         app.run_once()
+        app.run_once()                                      # the label seen: confirmed
         clock.now += 3 * HOUR
         gh.remove_label_by_human(REPO, 1, "needs-human")
         app.run_once()
@@ -355,15 +371,22 @@ def test_empty_commits_answering_kicks_do_not_get_kicks_faster(tmp_path, gh):
         owner.close()
 
 
-def test_a_label_a_person_put_on_is_left_when_ci_goes_green(tmp_path, gh):
+def test_a_label_found_on_the_pr_is_taken_off_when_ci_goes_green(tmp_path, gh):
+    """Issue 31 (design adr-0010: the label, not the ledger, is the record, and an escalation
+    is un-parked when the head goes green): a label found on the PR used to stay on a green
+    head for good, with no comment."""
     clock = Clock()
     gh.add_pr(REPO, 1, AGENT, sha(1), tree(1), labels=("needs-human",))
     red(gh, sha(1), clock.now)
     app = make(tmp_path, gh, clock)
     app.run_once()
+    assert gh.labels(REPO, 1) == ["needs-human"] and gh.comments(REPO, 1) == []
     green(gh, sha(1), clock.now)
     app.run_once()
-    assert gh.labels(REPO, 1) == ["needs-human"] and gh.comments(REPO, 1) == []
+    assert gh.labels(REPO, 1) == []
+    assert gh.comments(REPO, 1) == [
+        f"CI is green at `{sha(1)[:12]}`: the fix loop is over. Removed `needs-human`; the "
+        "PR's attempt count starts again from zero."]
 
 
 def test_a_refused_escalation_comment_is_posted_on_the_next_pass(tmp_path, gh):

@@ -502,8 +502,8 @@ def test_metrics_after_an_escalation(tmp_path, gh):
     clock, app = start(tmp_path, gh, threshold=1)
     app.run_once()
     text = generate_latest(app.registry).decode()
-    lines = [l for l in text.splitlines() if l.startswith("hive_") and "_created" not in l
-             and "_bucket" not in l and "duration" not in l]
+    lines = [ln for ln in text.splitlines() if ln.startswith("hive_") and "_created" not in ln
+             and "_bucket" not in ln and "duration" not in ln]
     assert lines == [
         'hive_repeat_failure_fixloop_red_trees{pr="1",repository="acme/web"} 1.0',
         'hive_repeat_failure_fixloop_escalated_prs{repository="acme/web"} 1.0',

@@ -57,6 +57,9 @@ DASHBOARD = CHART / "files" / "dashboard.json"
 GENERATOR = CHART / "dashboards" / "generate.py"
 RULE_TESTS = REPO / "tests" / "promtool" / "rules.test.yaml"
 METRICS_DOC = REPO / "docs" / "metrics.md"
+RUNBOOK_DOC = REPO / "docs" / "runbook.md"
+#: Where every alert's ``runbook_url`` points: docs/runbook.md on the repository's main branch.
+RUNBOOK = "https://github.com/hive/repeat-failure/blob/main/docs/runbook.md"
 EVIDENCE = primary()
 
 SIDECAR_ALERTS = ("RepeatFailureRepeatingFailure", "RepeatFailureCheckNotReceivingData",
@@ -64,7 +67,8 @@ SIDECAR_ALERTS = ("RepeatFailureRepeatingFailure", "RepeatFailureCheckNotReceivi
                   "RepeatFailureAgentTurnsFailing", "RepeatFailurePreviewBroken")
 FIXLOOP_ALERTS = ("RepeatFailureFixLoopEscalated", "RepeatFailureFixLoopInconclusive",
                   "RepeatFailureFixLoopSweepsFailing")
-ALERTS = SIDECAR_ALERTS + FIXLOOP_ALERTS
+INJECTOR_ALERTS = ("RepeatFailureInjectorDown", "RepeatFailureInjectorAdmissionsFailing")
+ALERTS = SIDECAR_ALERTS + FIXLOOP_ALERTS + INJECTOR_ALERTS
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 #: The fixloop's series (``hive_repeat_failure_fixloop_<name>``) that carry a repository label.
 FIXLOOP_REPOSITORY_SERIES = ("red_trees", "escalated_prs", "escalations_total",
@@ -103,7 +107,7 @@ def test_promtool_check_rules() -> None:
     done = subprocess.run(["promtool", "check", "rules", str(RULES)], capture_output=True,
                           text=True, timeout=60)
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == f"Checking {RULES}\n  SUCCESS: 9 rules found\n\n"
+    assert done.stdout == f"Checking {RULES}\n  SUCCESS: 11 rules found\n\n"
 
 
 @needs_promtool
@@ -116,25 +120,28 @@ def test_promtool_rule_unit_tests() -> None:
 
 
 def test_every_alert_is_tested_firing_and_not_firing() -> None:
-    """The rule file has exactly the nine alerts, the sidecar's six in the group
-    ``repeat-failure`` and the fixloop's three in ``repeat-failure-fixloop``, each with a ``for``,
+    """The rule file has exactly the eleven alerts, the sidecar's six in the group
+    ``repeat-failure``, the fixloop's three in ``repeat-failure-fixloop`` and the injector's two
+    in ``repeat-failure-injector`` (issue 29), each with a ``for``,
     a severity (warning; info for an escalated PR, already on the forge) and a summary and
     description; the promtool tests expect each of them both firing (a non-empty
     ``exp_alerts``) and not firing (an empty one)."""
     groups = yaml.safe_load(RULES.read_text())["groups"]
     assert [(g["name"], [r["alert"] for r in g["rules"]]) for g in groups] == [
-        ("repeat-failure", list(SIDECAR_ALERTS)), ("repeat-failure-fixloop", list(FIXLOOP_ALERTS))]
+        ("repeat-failure", list(SIDECAR_ALERTS)), ("repeat-failure-fixloop", list(FIXLOOP_ALERTS)),
+        ("repeat-failure-injector", list(INJECTOR_ALERTS))]
     rules = [rule for group in groups for rule in group["rules"]]
     assert {r["alert"]: r["for"] for r in rules} == {
         "RepeatFailureRepeatingFailure": "10m", "RepeatFailureCheckNotReceivingData": "5m",
         "RepeatFailureSidecarDown": "5m", "RepeatFailureCollectionFailing": "5m",
         "RepeatFailureAgentTurnsFailing": "5m",
         "RepeatFailurePreviewBroken": "5m", "RepeatFailureFixLoopEscalated": "1m",
-        "RepeatFailureFixLoopInconclusive": "10m", "RepeatFailureFixLoopSweepsFailing": "5m"}
+        "RepeatFailureFixLoopInconclusive": "10m", "RepeatFailureFixLoopSweepsFailing": "5m",
+        "RepeatFailureInjectorDown": "5m", "RepeatFailureInjectorAdmissionsFailing": "5m"}
     for rule in rules:
         severity = "info" if rule["alert"] == "RepeatFailureFixLoopEscalated" else "warning"
         assert rule["labels"] == {"severity": severity}, rule["alert"]
-        assert set(rule["annotations"]) == {"summary", "description"}
+        assert set(rule["annotations"]) == {"summary", "description", "runbook_url"}
     tests = yaml.safe_load(RULE_TESTS.read_text())
     assert tests["rule_files"] == ["../../charts/repeat-failure/files/prometheus-rules.yaml"]
     seen: dict[str, set[bool]] = {name: set() for name in ALERTS}
@@ -142,6 +149,31 @@ def test_every_alert_is_tested_firing_and_not_firing() -> None:
         for case in group["alert_rule_test"]:
             seen[case["alertname"]].add(bool(case["exp_alerts"]))
     assert seen == {name: {True, False} for name in ALERTS}
+
+
+def _github_anchor(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading: lower case, spaces to ``-``, punctuation
+    other than ``-`` and ``_`` dropped."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_alert_has_a_runbook_section() -> None:
+    """Issue 29: each alert's ``runbook_url`` is docs/runbook.md on GitHub with the anchor of
+    a ``##`` section named after the alert, and that section says what the alert means, how
+    to check it and how to fix it (in that order); the page has no section for an alert that
+    does not exist."""
+    rules = [r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]]
+    text = RUNBOOK_DOC.read_text(encoding="utf-8")
+    sections = dict(re.findall(r"^## (\S+)\n(.*?)(?=^## |\Z)", text, re.M | re.S))
+    assert list(sections) == [r["alert"] for r in rules]
+    for rule in rules:
+        url = rule["annotations"]["runbook_url"]
+        page, anchor = url.split("#")
+        assert page == RUNBOOK, rule["alert"]
+        assert anchor == _github_anchor(rule["alert"]), rule["alert"]
+        body = sections[rule["alert"]]
+        marks = [body.find(f"**{m}.**") for m in ("What it means", "How to check", "How to fix")]
+        assert -1 not in marks and marks == sorted(marks), rule["alert"]
 
 
 def test_repeating_failure_annotations_name_the_note() -> None:
@@ -449,6 +481,55 @@ def test_agent_turn_and_preview_panels_on_contract_series(tmp_path: Path) -> Non
                           capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr) == (0, ""), done.stdout
     assert len(cases) == 12
+
+
+@needs_promtool
+def test_agent_rows_build_the_note_text_from_bounded_series(tmp_path: Path) -> None:
+    """Issue 29: *Agent rows* puts the row's note together from series whose labels never
+    change with a count or a time. On contract series (agent web: two notes, the row showing
+    ``make test`` exit 2 with 7 failures over 220 s; ``npm ci`` over exactly 60 s; agent cli:
+    no note), its four queries give: the rows (A), N = 7 (B, the shown note only), M = 4 (C:
+    220 s rounded up to minutes; 60 s would be 1, not 2) and K = 1 (D; none for cli)."""
+    target = {"namespace": "agents", "job": "agents/rf", "container": "repeat-failure"}
+    web = {**target, "pod": "web-0", "agent": "web", "backend": "claude"}
+    cli = {**target, "pod": "cli-0", "agent": "cli", "backend": "codex"}
+    make = {"command": "make test", "exit": "2"}
+    npm = {"command": "npm ci", "exit": "1"}
+    series = [
+        ({"__name__": "hive_repeat_failure_row_info", **web, **make, "state": "on"}, "1x20"),
+        ({"__name__": "hive_repeat_failure_row_info", **cli, "state": "on"}, "1x20"),
+        ({"__name__": "hive_repeat_failure_note", **web, **make, "output": "same"}, "7x20"),
+        ({"__name__": "hive_repeat_failure_note", **web, **npm, "output": "same"}, "5x20"),
+        ({"__name__": "hive_repeat_failure_note_span_seconds", **web, **make, "output": "same"},
+         "220x20"),
+        ({"__name__": "hive_repeat_failure_note_span_seconds", **web, **npm, "output": "same"},
+         "60x20"),
+        ({"__name__": "hive_repeat_failure_notes_active", **web}, "2x20"),
+        ({"__name__": "hive_repeat_failure_notes_active", **cli}, "0x20"),
+    ]
+    key = lambda labels: {k: labels[k] for k in ("namespace", "pod", "agent", "backend")}  # noqa: E731
+    want = {"A": [({**key(web), **make, "state": "on"}, 1), ({**key(cli), "state": "on"}, 1)],
+            "B": [({**key(web), **make}, 7)], "C": [({**key(web), **make}, 4)],
+            "D": [(key(web), 1)]}
+    targets = _panel("Agent rows")["targets"]
+    assert [target["refId"] for target in targets] == list(want)
+    cases = []
+    for target in targets:
+        expr = target["expr"].replace("$namespace", "agents").replace("$agent", ".*")
+        cases.append({"expr": expr, "eval_time": "10m", "exp_samples": [
+            {"labels": _promtool_labels(labels), "value": value}
+            for labels, value in want[target["refId"]]]})
+    (tmp_path / "empty-rules.yaml").write_text("groups: []\n")
+    test_file = tmp_path / "rows.test.yaml"
+    test_file.write_text(yaml.safe_dump({
+        "rule_files": ["empty-rules.yaml"], "evaluation_interval": "1m",
+        "tests": [{"interval": "1m",
+                   "input_series": [{"series": _promtool_labels(labels), "values": values}
+                                    for labels, values in series],
+                   "promql_expr_test": cases}]}, sort_keys=False))
+    done = subprocess.run(["promtool", "test", "rules", str(test_file)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (0, ""), done.stdout
 
 
 # --- Issue 9's fix-loop panels on series shaped as the fixloop's contract says ----------------
@@ -864,9 +945,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory):
 
         def pending() -> list[dict[str, Any]] | None:
             alerts = prom.api("alerts")["alerts"]
-            return alerts if len(alerts) == 2 else None
+            return alerts if len(alerts) == 3 else None  # + the injector-down (no injector)
 
-        st.alerts_before_kill = wait_for("both pending alerts", pending)
+        st.alerts_before_kill = wait_for("the three pending alerts", pending)
         yield st
     finally:
         _stop(sidecar)
@@ -895,23 +976,25 @@ def _panel(title: str) -> dict[str, Any]:
 PANEL_TITLES = [p["title"] for p in query_panels(load_dashboard())]
 
 
-def expected_panels(st: Stack, agent: str) -> dict[str, list[tuple[dict[str, str], Any]]]:
+def expected_panels(st: Stack, agent: str) -> dict[str, Any]:
     """Per panel title: the series and values its query must return at t1 with ``$agent`` set
     to ``agent`` (``.*`` is All). Rates are phase B's counts over :attr:`Stack.seconds`."""
     both = agent == ".*"
     w = st.seconds
     t = st.target
-    a1_message = f"Repeating failure: {LS} failed 5 times in 1 min (exit 2)"
-    rows = [({"__name__": "hive_repeat_failure_row_info", **t, "agent": "a1", "backend": "bash",
-              "state": "on", "message": a1_message}, 1.0)]  # "" is no label at all
+    # Agent rows (issue 29): row_info names the row and its note's command and exit; the
+    # note's N (5), M (1: 40 s) and K (none: a1 has one note) come from their own series.
+    row = {"namespace": NAMESPACE, "pod": POD}
+    a1_note = {**row, "agent": "a1", "backend": "bash", "command": LS, "exit": "2"}
+    rows = {"A": [({**a1_note, "state": "on"}, 1.0)],  # "" is no label at all
+            "B": [(a1_note, 5.0)], "C": [(a1_note, 1.0)], "D": []}
     states = [({"state": "on"}, 1.0)]
     raised = [({"agent": "a1", "backend": "bash"}, pytest.approx(1.0, rel=5e-3))]
     reader_errors: list[tuple[dict[str, str], Any]] = []
     if both:
-        rows.append(({"__name__": "hive_repeat_failure_row_info", **t, "agent": "a2",
-                      "backend": "claude", "state": "not_receiving_data",
-                      "state_text": "repeat-failure check not receiving data"},
-                     1.0))
+        rows["A"].append(({**row, "agent": "a2", "backend": "claude",
+                           "state": "not_receiving_data",
+                           "state_text": "repeat-failure check not receiving data"}, 1.0))
         states.append(({"state": "not_receiving_data"}, 1.0))
         raised.append(({"agent": "a2", "backend": "claude"}, 0.0))
         reader_errors = [({"agent": "a2", "backend": "claude", "reason": "not_json"},
@@ -1000,11 +1083,18 @@ def test_panel_query_against_real_prometheus(stack: Stack, title: str, agent: st
     the commands give: e.g. check state on = 1 for a1 and not_receiving_data = 1 for a2; the
     note and command failures for `ls /nonexistent` exit 2 = 5, `false` exit 1 = 2; records
     per route: failure 5/(t1-t0)/s, success 2/(t1-t0)/s, excluded 0; notes raised 1 for a1;
-    rejected malformed 2; reader errors not_json 1 for a2. With ``$agent = a1`` only a1's."""
-    (target,) = _panel(title)["targets"]
-    expr = substitute(target["expr"], stack, agent)
-    got = stack.prom.query(expr, at=stack.t1)
-    assert_series(got, expected_panels(stack, agent)[title], f"{title}: {expr}")
+    rejected malformed 2; reader errors not_json 1 for a2. With ``$agent = a1`` only a1's.
+    A panel of several queries (*Agent rows*) is checked query by query (by ``refId``)."""
+    want = expected_panels(stack, agent)[title]
+    targets = _panel(title)["targets"]
+    if not isinstance(want, dict):
+        (target,) = targets
+        want = {target["refId"]: want}
+    assert sorted(want) == sorted(target["refId"] for target in targets), title
+    for target in targets:
+        expr = substitute(target["expr"], stack, agent)
+        got = stack.prom.query(expr, at=stack.t1)
+        assert_series(got, want[target["refId"]], f"{title} {target['refId']}: {expr}")
 
 
 @needs_prometheus
@@ -1031,12 +1121,16 @@ def test_alert_expressions_against_real_prometheus(stack: Stack) -> None:
         "RepeatFailureFixLoopEscalated": [],
         "RepeatFailureFixLoopInconclusive": [],
         "RepeatFailureFixLoopSweepsFailing": [],
+        # No injector runs here either: no injector target is up, which is what this says.
+        "RepeatFailureInjectorDown": [({}, 1.0)],
+        "RepeatFailureInjectorAdmissionsFailing": [],
     }
     for name, rule in rules.items():
         assert_series(stack.prom.query(rule["expr"], at=stack.t1), want[name], name)
     groups = stack.prom.api("rules")["groups"]
     assert [(g["name"], g["file"]) for g in groups] == [
-        ("repeat-failure", str(RULES)), ("repeat-failure-fixloop", str(RULES))]
+        ("repeat-failure", str(RULES)), ("repeat-failure-fixloop", str(RULES)),
+        ("repeat-failure-injector", str(RULES))]
     assert [(r["name"], r["type"], r["health"]) for g in groups for r in g["rules"]] == [
         (name, "alerting", "ok") for name in ALERTS]
 
@@ -1044,7 +1138,7 @@ def test_alert_expressions_against_real_prometheus(stack: Stack) -> None:
 @needs_prometheus
 def test_pending_alerts_are_rendered_from_real_series(stack: Stack) -> None:
     """While the sidecar runs, the repeating-failure and not-receiving-data alerts are pending
-    (their ``for`` has not passed) with the series' labels and the annotations rendered by
+    (and the injector-down one: this stack runs no injector; their ``for`` has not passed) with the series' labels and the annotations rendered by
     Prometheus: agent, backend, command, exit and the count 5."""
     t = stack.target
     got = sorted(((a["labels"], a["state"], a["annotations"]) for a in stack.alerts_before_kill),
@@ -1052,7 +1146,8 @@ def test_pending_alerts_are_rendered_from_real_series(stack: Stack) -> None:
     assert got == [
         ({"alertname": "RepeatFailureCheckNotReceivingData", "severity": "warning", **t,
           "agent": "a2", "backend": "claude", "state": "not_receiving_data"}, "pending",
-         {"summary": "repeat-failure check not receiving data for agent a2",
+         {"runbook_url": RUNBOOK + "#repeatfailurechecknotreceivingdata",
+          "summary": "repeat-failure check not receiving data for agent a2",
           "description": (
               f"Agent a2 (claude, namespace {NAMESPACE}, pod {POD}) runs shell commands "
               "according to its session log, but no command record has reached the sidecar "
@@ -1060,10 +1155,23 @@ def test_pending_alerts_are_rendered_from_real_series(stack: Stack) -> None:
               "shells still load the hook (BASH_ENV, SHELL=/bin/bash), that the agent can "
               "write the shared records directory, and whether its CLI was updated "
               "(docs/backend-support.md).")}),
+        # No injector in this stack: the injector-down alert is pending (the chart renders
+        # the injector's group only with the injector and its PodMonitor).
+        ({"alertname": "RepeatFailureInjectorDown", "severity": "warning"}, "pending",
+         {"summary": "repeat-failure injector down: no replica can be scraped",
+          "description": (
+              "Prometheus has scraped no repeat-failure injector replica (endpoint "
+              "rf-inj-metrics, port 9468) for 5 minutes. With failurePolicy Ignore, agent pods "
+              "created meanwhile start without the sidecar and run unwatched until they are "
+              "recreated. Look at the injector Deployment (kubectl get deploy,pods -l "
+              "app.kubernetes.io/component=injector), its logs and events, and the "
+              "PodMonitor."),
+          "runbook_url": RUNBOOK + "#repeatfailureinjectordown"}),
         ({"alertname": "RepeatFailureRepeatingFailure", "severity": "warning", **t,
           "agent": "a1", "backend": "bash", "command": LS, "exit": "2"},
          "pending",
-         {"summary": f"Agent a1 keeps running a failing command: {LS} (exit 2)",
+         {"runbook_url": RUNBOOK + "#repeatfailurerepeatingfailure",
+          "summary": f"Agent a1 keeps running a failing command: {LS} (exit 2)",
           "description": (
               f"Agent a1 (bash, namespace {NAMESPACE}, pod {POD}) has run \"{LS}\", which "
               "failed 5 times within the repeat-failure window (exit 2); the note has been "

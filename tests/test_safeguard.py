@@ -318,10 +318,11 @@ def test_unrecognised_lines_are_counted_in_metrics(tmp_path: Path) -> None:
     assert len([e for e in events_of("claude", home, strict=False) if e.kind == SHELL_END]) == 5
 
 
-def test_session_activity_while_the_check_was_off_is_not_missing_data(tmp_path: Path) -> None:
+def test_session_activity_while_the_check_was_off_is_not_missing_data(tmp_path: Path, monkeypatch) -> None:
     """C14 with C12: while the check is off there is no hook and the home is not read; the
     shell calls the session log gained meanwhile had no records by design, so turning the check
     on skips them instead of reporting "not receiving data"."""
+    monkeypatch.setattr("repeat_failure.sidecar.config_file.OFF_SETTLE_S", 0)  # off at once
     home = make_home(tmp_path, "claude", "midturn")
     clock = [time.time() + 1]
     sc = sidecar(tmp_path, "claude", home, clock)

@@ -1,10 +1,12 @@
 """The scrubber's false-positive budget (issue 16): ordinary agent commands stay as typed.
 
-``tests/data/ordinary_commands.txt`` holds 560 ordinary commands an agent runs, one a line,
+``tests/data/ordinary_commands.txt`` holds 653 ordinary commands an agent runs, one a line,
 written for this test (git with SHAs, npm/pip/cargo/go versions, pytest node ids, kubectl, helm
 and terraform with resource names, docker digests, UUIDs, timestamps, paths, and setting names
 that mention a secret without holding one: ``KEY_ID=``, ``TOKEN_TTL=``,
-``PASSWORD_MIN_LENGTH=``, ``SECRET_BACKEND=``, ``--set auth.existingSecret=``). At most 1 % of
+``PASSWORD_MIN_LENGTH=``, ``SECRET_BACKEND=``, ``--set auth.existingSecret=``; issue 27 added
+SHAs, UUIDs, digests and checksums in ordinary positions, logins without a credential, plain
+writes to credentials-like files and connection strings without a password). At most 1 % of
 them may change under ``scrub()``, and scrubbing must never make two of them one command for
 the detector (C7: the note counts a command; two commands merged count as one).
 """

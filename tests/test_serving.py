@@ -131,6 +131,13 @@ def test_head_limit_answers_431(make):
     (b"Transfer-Encoding: chunked\r\n", 411, "send the body with a Content-Length"),
     (b"Content-Length: -1\r\n", 400, "bad Content-Length"),
     (b"Content-Length: ten\r\n", 400, "bad Content-Length"),
+    # Issue 28: int() took these, and a second, differing length was not looked at.
+    (b"Content-Length: +5\r\n", 400, "bad Content-Length"),
+    (b"Content-Length: 5_0\r\n", 400, "bad Content-Length"),
+    (b"Content-Length: \xd9\xa5\r\n", 400, "bad Content-Length"),  # an Arabic-Indic 5
+    (b"Content-Length: 5\r\nContent-Length: 6\r\n", 400,
+     "bad Content-Length: differing values"),
+    (b"Content-Length: 5, 6\r\n", 400, "bad Content-Length: differing values"),
 ])
 def test_body_checks(make, headers, status, error):
     """content_length(): 413 over max_body_bytes (unread), 411, 400; each JSON, each closing."""
@@ -300,7 +307,8 @@ def test_file_stamp(tmp_path: Path):
 
 def test_exporter_serves_through_the_layer():
     """The sidecar's exporter: HTTP/1.0, at most 64 connections, 32 KiB heads, backlog 128,
-    10 s per socket operation, quiet about hang-ups; an unknown path is a JSON 404."""
+    10 s per socket operation, 5 s to the request's first byte and 10 s from it to the end of
+    the answer (issue 28), quiet about hang-ups; an unknown path is a JSON 404."""
     from prometheus_client import CollectorRegistry
 
     from repeat_failure.sidecar import exporter
@@ -313,8 +321,8 @@ def test_exporter_serves_through_the_layer():
         httpd = server._httpd
         assert (httpd.max_connections, httpd.max_head_bytes, httpd.request_queue_size,
                 httpd.quiet, httpd.RequestHandlerClass.timeout,
-                httpd.RequestHandlerClass.protocol_version, httpd.request_timeout_s) == (
-            64, 32 << 10, 128, True, 10, "HTTP/1.0", None)
+                httpd.RequestHandlerClass.protocol_version, httpd.request_timeout_s,
+                httpd.idle_timeout_s) == (64, 32 << 10, 128, True, 10, "HTTP/1.0", 10.0, 5.0)
         with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
             sock.sendall(b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n")
             status, headers, body = split(read_until_closed(sock))
@@ -331,3 +339,151 @@ def test_fixloop_limits():
     from repeat_failure.fixloop import app
 
     assert (app.MAX_CONNECTIONS, app.MAX_HEAD_BYTES, app.BACKLOG) == (64, 32 << 10, 5)
+
+
+def test_the_same_length_repeated_is_that_length(make):
+    """RFC 9110 §8.6: identical Content-Length values (repeated or listed) are one value."""
+    server = make(max_body_bytes=10)
+    for heads in (b"Content-Length: 3\r\nContent-Length: 3\r\n", b"Content-Length: 3, 3\r\n"):
+        with connect(server) as sock:
+            sock.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\n" + heads + b"\r\nabc")
+            data = b""
+            while not data.endswith(b"abc") and (chunk := sock.recv(65536)):
+                data += chunk
+        assert data.startswith(b"HTTP/1.1 200 ")
+
+
+def test_without_a_request_deadline_no_leftover_deadline_kills_a_request(make, pki):
+    """Issue 28: with request_timeout_s None, the idle deadline armed before the request (and,
+    with TLS, the handshake's) stayed armed and shut the connection in the middle of a request
+    that was well within the socket timeout."""
+    server = make(idle_timeout_s=0.3, request_timeout_s=None)
+    with connect(server) as sock:
+        sock.sendall(b"GET /ok HT")
+        time.sleep(0.6)  # past the idle deadline, within the 5 s socket timeout
+        sock.sendall(b"TP/1.1\r\nHost: x\r\n\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")
+    pki.issue()
+    tls = make(tls=serving.TLSFiles(pki.cert_file, pki.key_file), handshake_timeout_s=0.3)
+    with pki.client_context().wrap_socket(connect(tls), server_hostname="127.0.0.1") as sock:
+        time.sleep(0.6)  # handshake done; past its deadline
+        sock.sendall(b"GET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")
+    assert server.timed_out.total == tls.timed_out.total == 0
+
+
+def test_stop_closes_kept_alive_connections():
+    """Issue 28: stop() closed the listening socket only; a kept-alive connection went on
+    being served."""
+    server = serving.Server(("127.0.0.1", 0), Echo, name="test-http", max_connections=8,
+                            max_head_bytes=1024).start()
+    with connect(server) as sock:
+        sock.sendall(b"GET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")
+        server.stop()
+        assert server.active == 0
+        try:
+            sock.sendall(b"GET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer = read_until_closed(sock)
+        except OSError:
+            answer = b""
+        assert answer == b""
+
+
+@pytest.mark.parametrize("line", [b"GARBAGE\r\n\r\n", b"GET /ok\r\n\r\n",
+                                  b"GET /ok HTTP/x.y\r\n\r\n"])
+def test_a_bad_request_line_gets_a_status_line(make, line):
+    """Issue 28: http.server took a request line it could not parse (or one without a
+    version) for HTTP/0.9 and answered with a body alone, no status line."""
+    server = make()
+    with connect(server) as sock:
+        sock.sendall(line)
+        status, heads, body = split(read_until_closed(sock))
+    assert status.startswith("HTTP/1.1 400 ")
+    assert heads["Connection"] == "close" and int(heads["Content-Length"]) == len(body)
+    assert json.loads(body)["status"] == 400
+
+
+def test_head_is_answered_as_get_without_the_body(make):
+    """Issue 28: HEAD got 501 with no length. Now GET's status and headers, no body, and the
+    connection stays usable."""
+    server = make()
+    with connect(server) as sock:
+        sock.sendall(b"HEAD /ok HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(0.2)
+        sock.sendall(b"GET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
+        data = b""
+        while data.count(b"HTTP/1.1 200 ") < 2 or not data.endswith(b"ok\n"):
+            chunk = sock.recv(65536)
+            assert chunk, data  # closed early
+            data += chunk
+    head_answer, get_answer = data.split(b"\r\n\r\n", 1)[0], data.split(b"\r\n\r\n", 1)[1]
+    assert head_answer.startswith(b"HTTP/1.1 200 ") and b"Content-Length: 3" in head_answer
+    assert get_answer.startswith(b"HTTP/1.1 200 ") and get_answer.endswith(b"\r\n\r\nok\n")
+    with connect(server) as sock:
+        sock.sendall(b"HEAD /nope HTTP/1.1\r\nHost: x\r\n\r\n")
+        status, heads, body = split(read_until_closed(sock))
+    assert status.startswith("HTTP/1.1 404 ") and body == b""
+    assert int(heads["Content-Length"]) == len(json.dumps(
+        {"error": "not found: try /ok", "status": 404})) + 1
+
+
+def test_trickling_clients_cannot_lock_out_healthz(monkeypatch):
+    """Issue 28: the exporter (and the fix loop's endpoint) set no request or idle deadline, so
+    64 clients sending a byte every second held every connection and /healthz was refused for
+    as long as they went on. Now each is closed at its deadline (shortened here) and
+    /healthz is answered."""
+    import threading
+
+    from prometheus_client import CollectorRegistry
+
+    from repeat_failure.fixloop import app as fixloop_app
+    from repeat_failure.sidecar import exporter
+
+    assert (exporter.IDLE_TIMEOUT_S, exporter.REQUEST_TIMEOUT_S) == (5.0, 10.0)
+    assert (fixloop_app.IDLE_TIMEOUT_S, fixloop_app.REQUEST_TIMEOUT_S) == (5.0, 10.0)
+    monkeypatch.setattr(exporter, "IDLE_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(exporter, "REQUEST_TIMEOUT_S", 0.5)
+
+    class Stub:
+        registry = CollectorRegistry()
+
+        def health(self):
+            return True, "ok"
+
+    server = exporter.Server(Stub(), "127.0.0.1:0").start()
+    stop = threading.Event()
+    socks = []
+    try:
+        for _ in range(exporter.MAX_CONNECTIONS):
+            sock = connect(server._httpd)
+            sock.sendall(b"G")
+            socks.append(sock)
+
+        def trickle() -> None:
+            while not stop.wait(0.2):
+                for sock in socks:
+                    try:
+                        sock.sendall(b"E")
+                    except OSError:
+                        pass
+
+        threading.Thread(target=trickle, daemon=True).start()
+        wait_until(lambda: server._httpd.active == exporter.MAX_CONNECTIONS)
+        answered = None
+        deadline = time.monotonic() + 4
+        while answered is None and time.monotonic() < deadline:
+            with connect(server._httpd) as probe:
+                probe.sendall(b"GET /healthz HTTP/1.0\r\n\r\n")
+                try:
+                    answered = read_until_closed(probe) or None
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        assert answered is not None and answered.startswith(b"HTTP/1.0 200 ")
+        assert answered.endswith(b"\r\n\r\nok\n")
+    finally:
+        stop.set()
+        for sock in socks:
+            sock.close()
+        server.stop()

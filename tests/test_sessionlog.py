@@ -566,3 +566,77 @@ def test_only_a_failures_output_is_kept_and_it_is_cut() -> None:
     assert (ok.output, unknown.output) == (None, None)
     assert bad.output == ("a" * OUTPUT_EDGE_CHARS + f"\n[{len(big)} chars]\n"
                           + "c" * OUTPUT_EDGE_CHARS)
+
+
+def test_a_rescan_costs_nothing_per_file_that_does_not_change(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 28 item 13: every rescan ran lstat and realpath on every glob match (60,000 old
+    Claude Code session files: 30 % of a core, over 100 MB). Now a rescan of 500 unchanged
+    files lstats only the MAX_FILES followed ones and resolves no path; a new file costs one
+    lstat more and is followed; a followed file that disappears makes the next newest one
+    followed (a full scan)."""
+    import time as time_mod
+
+
+    old = time_mod.time() - 86_400
+    project = home / "sessions" / "a"
+    for i in range(500):
+        path = project / f"s{i:04}.jsonl"
+        path.write_bytes(LINES[0])
+        os.utime(path, (old + i, old + i))
+    os.utime(project, (old, old))  # the directories' last changes are long past
+    os.utime(home / "sessions", (old, old))
+    tail = tail_of(home)
+    tail.poll(rescan=True)
+    followed = sorted(f.path.name for f in tail._files.values())
+    assert followed == [f"s{i:04}.jsonl" for i in range(500 - sessionlog.MAX_FILES, 500)]
+
+    calls: list[str] = []
+    real_lstat, real_realpath, real_scandir = os.lstat, os.path.realpath, os.scandir
+    monkeypatch.setattr(os, "lstat", lambda p, *a, **k: calls.append("lstat") or
+                        real_lstat(p, *a, **k))
+    monkeypatch.setattr(os.path, "realpath", lambda p, *a, **k: calls.append("realpath") or
+                        real_realpath(p, *a, **k))
+    monkeypatch.setattr(os, "scandir", lambda p, *a, **k: calls.append("scandir") or
+                        real_scandir(p, *a, **k))
+    tail.poll(rescan=True)
+    # No directory is listed again (neither sessions/, for the glob's `*`, nor sessions/a).
+    assert sorted(calls) == ["lstat"] * sessionlog.MAX_FILES
+
+    calls.clear()
+    new = project / "new.jsonl"
+    new.write_bytes(LINES[1])
+    tail.poll(rescan=True)
+    assert sorted(calls) == ["lstat"] * (sessionlog.MAX_FILES + 1) + ["scandir"]
+    assert "new.jsonl" in {f.path.name for f in tail._files.values()}
+    assert "s0436.jsonl" not in {f.path.name for f in tail._files.values()}  # 65th newest
+
+    (project / "s0499.jsonl").unlink()
+    tail.poll(rescan=True)
+    assert "s0436.jsonl" in {f.path.name for f in tail._files.values()}
+
+
+def test_an_old_file_growing_again_is_found_when_inotify_names_it(home: Path) -> None:
+    """Issue 28 item 13: a rescan no longer looks at unchanged files, so an old file outside
+    the MAX_FILES followed that grows again (its directory unchanged) is found at the next
+    full scan, or at once when the sidecar's inotify watch names it (``changed``)."""
+    import time as time_mod
+
+    old = time_mod.time() - 86_400
+    project = home / "sessions" / "a"
+    for i in range(sessionlog.MAX_FILES + 5):
+        path = project / f"s{i:04}.jsonl"
+        path.write_bytes(LINES[0])
+        os.utime(path, (old + i, old + i))
+    os.utime(project, (old, old))
+    os.utime(home / "sessions", (old, old))
+    tail = tail_of(home)
+    tail.poll(rescan=True)
+    first = project / "s0000.jsonl"
+    assert first not in {f.path for f in tail._files.values()}
+    with open(first, "ab") as f:
+        f.write(LINES[1])
+    tail.poll(rescan=True)
+    assert first not in {f.path for f in tail._files.values()}  # not looked at
+    tail.poll(changed=[first, project / "other.txt"])
+    assert first in {f.path for f in tail._files.values()}

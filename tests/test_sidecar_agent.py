@@ -112,7 +112,11 @@ def test_the_view_shows_the_saved_counts_and_nothing_of_the_check_while_it_is_of
         "Repeating failure: make failed 3 times in 1 min (exit 2)"]
     assert on.failures == (("make", 2, 3),)
     assert (on.verdicts, on.preview) == ({"ok": 2}, {"probes": 1, "errors": {}, "state": "ok"})
-    off = s.view(T0 + 10, Config(enabled=False), {})
+    off = s.view(T0 + 10, Config(enabled=False, turn_health=False), {})
     assert (off.row, off.failures, off.verdicts, off.last_verdict, off.preview) == (
         None, (), None, None, None)
+    # Turn health is its own switch (issue 31): the check off still shows verdicts and preview.
+    health = s.view(T0 + 10, Config(enabled=False), {})
+    assert (health.row, health.failures, health.verdicts, health.preview) == (
+        None, (), {"ok": 2}, {"probes": 1, "errors": {}, "state": "ok"})
     assert off.records == {("claude", "bash_env", "failure"): 2}

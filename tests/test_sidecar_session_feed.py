@@ -150,11 +150,17 @@ def test_a_failed_turn_is_logged_and_counted_in_a_row(log_stream):
     assert (s.verdicts, s.failed_in_a_row) == ({"agent_error": 2, "ok": 1}, 0)
 
 
-def test_no_probe_while_the_check_is_off():
-    f, prober, _ = feed(Config(enabled=False))
+def test_the_probe_follows_turn_health_not_the_check():
+    """Issue 31: the preview probe has its own switch (``turn_health``); the check's does not
+    stop it."""
+    edited = SimpleNamespace(verdict="ok", edits=1, turn_id="t", text=1, tools=1, error="")
+    f, prober, _ = feed(Config(enabled=False, turn_health=False))
     s = agent(route=False)
-    f.turn(s, SimpleNamespace(verdict="ok", edits=1, turn_id="t", text=1, tools=1, error=""))
+    f.turn(s, edited)
     assert prober.requests == [] and s.verdicts == {"ok": 1}
+    f, prober, _ = feed(Config(enabled=False))
+    f.turn(s, edited)
+    assert prober.requests == [("a1", "http://127.0.0.1:3000/", 5.0)]
 
 
 def probe(outcome, reason=None, detail="", status=200):

@@ -264,3 +264,102 @@ def test_remove_deletes_the_file_and_minds_no_absent_one(tmp_path):
     store.file.remove("a1")
     store.file.remove("a1")
     assert list(store.dir.iterdir()) == []
+
+
+def test_a_list_where_a_route_name_belongs_is_left_out_not_raised():
+    """Issue 28 item 11: ``TypeError: unhashable type: 'list'`` crash-looped the sidecar."""
+    s = agent()
+    load_counters(s, {"records": [["bash", ["bash_env"], "failure", 4],
+                                  ["bash", "bash_env", {"failure": 1}, 4],
+                                  [["bash"], "bash_env", "failure", 4],
+                                  ["bash", "bash_env", "failure", 2]],
+                      "rejected": {"torn": [1]}, "notes_raised": [1]})
+    assert (s.records, s.rejected, s.notes_raised) == (
+        Counter({("bash", "bash_env", "failure"): 2}), Counter(), 0)
+
+
+_JUNK = [None, True, -1, 2**70, 1.5, float("nan"), "", "x", [], [1], ["a", ["b"]], {},
+         {"a": []}, {"commands": [[]]}]
+
+
+def _paths(obj, prefix=()):
+    """Every (path, value) of a JSON tree, the root first."""
+    yield prefix, obj
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for k, v in items:
+        yield from _paths(v, prefix + (k,))
+
+
+def _replaced(tree, path, value):
+    if not path:
+        return value
+    out = dict(tree) if isinstance(tree, dict) else list(tree)
+    out[path[0]] = _replaced(tree[path[0]], path[1:], value)
+    return out
+
+
+def test_fuzzed_state_files_are_logged_and_ignored_never_raised(tmp_path, log_stream):
+    """Issue 28 item 11: every part of a real state file, replaced in turn by values of
+    every other shape (and its dict keys by lists' worth of junk), loads without raising; the
+    agent it loads into can still be exported and saved."""
+    from repeat_failure.config import Config
+
+    store = Store(tmp_path)
+    saved = filled()
+    saved.activity.load_dict(None)
+    store.file.save(saved)
+    good = orjson.loads((store.dir / "a1.json").read_bytes())
+    cases = 0
+    for path, _ in list(_paths(good)):
+        for junk in _JUNK:
+            bad = _replaced(good, path, junk)
+            (store.dir / "a1.json").write_bytes(json.dumps(bad).encode())
+            s = agent()
+            store.file.load(s, T0 + 10)  # never raises
+            s.view(T0 + 10, Config(enabled=True), {})
+            s.dirty = True
+            store.file.save(s)
+            assert not s.dirty, (path, junk)
+            cases += 1
+    assert cases > 400
+
+
+def _json_values():
+    from hypothesis import strategies as st
+
+    scalars = (st.none() | st.booleans() | st.integers(-2**70, 2**70)
+               | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20)
+               | st.sampled_from(["bash", "bash_env", "failure", "success", "torn", "ok",
+                                  "a1.jsonl.collecting.1", "0" * 32]))
+    return st.recursive(scalars, lambda inner: st.lists(inner, max_size=5)
+                        | st.dictionaries(st.text(max_size=8) | st.sampled_from(
+                            ["records", "rejected", "notes_raised", "commands", "command",
+                             "failures", "version", "open", "dev", "ino", "offset"]),
+                            inner, max_size=5), max_leaves=25)
+
+
+def test_hypothesis_fuzzed_parts_never_raise(tmp_path, log_stream):
+    """Issue 28 item 11, generated: any JSON value in place of any part of a real state file
+    (at any depth) loads without raising, and the agent can still be exported and saved."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from repeat_failure.config import Config
+
+    store = Store(tmp_path)
+    store.file.save(filled())
+    good = orjson.loads((store.dir / "a1.json").read_bytes())
+
+    @settings(max_examples=400, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(st.sampled_from([path for path, _ in _paths(good) if path]), _json_values())
+    def load(path, value):
+        (store.dir / "a1.json").write_bytes(json.dumps(_replaced(good, path, value)).encode())
+        s = agent()
+        store.file.load(s, T0 + 10)
+        s.view(T0 + 10, Config(enabled=True), {})
+        s.dirty = True
+        store.file.save(s)
+        assert not s.dirty
+
+    load()

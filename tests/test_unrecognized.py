@@ -33,7 +33,7 @@ from repeat_failure.sessions.tail import SessionTail
 from repeat_failure.sessions.unrecognized import (MIN_OPEN, OPEN_LIMIT, ShellRecognition,
                                                   names_shell_call)
 from repeat_failure.sidecar.app import Sidecar
-from repeat_failure.sidecar.checkstate import ON, SESSION_LOG_UNRECOGNIZED, STATE_TEXT
+from repeat_failure.sidecar.checkstate import ON, SESSION_LOG_UNRECOGNIZED
 from repeat_failure.sidecar.exporter import MetricsCollector
 
 from sessionlogs import EVIDENCE_DIR, evidence_of
@@ -147,8 +147,8 @@ def test_codex_calls_that_never_end_are_counted_logged_and_shown(tmp_path: Path,
         SESSION_LOG_UNRECOGNIZED, "repeat-failure check cannot read this agent's session log")
     assert sc.agents["a1"].activity.unrecognized_ts == turn_end
     assert flagged_logs(caplog) == [("WARNING", "a1", "codex", "no_end", rel)]
-    assert (f'hive_repeat_failure_check_state{{agent="a1",backend="codex",'
-            f'state="session_log_unrecognized"}} 1.0') in series(
+    assert ('hive_repeat_failure_check_state{agent="a1",backend="codex",'
+            'state="session_log_unrecognized"} 1.0') in series(
                 sc, "hive_repeat_failure_check_state")
     assert sc.agents["a1"].records == {}  # nothing was read as a command
 
@@ -304,11 +304,12 @@ def test_the_unmodified_capture_is_not_reported(backend: str, tmp_path: Path) ->
     assert result.unrecognized == []
 
 
-def test_turning_the_check_off_and_on_reports_the_file_again(tmp_path: Path, caplog) -> None:
+def test_turning_the_check_off_and_on_reports_the_file_again(tmp_path: Path, caplog, monkeypatch) -> None:
     """With the check off the row and its state are gone (C14); turned on again, the agent's
     rollout, still written in the rewritten shape (its lines appended once more: another turn),
     is reported again at that turn's end: a second log line, the count at 2 (counters stay),
     the row session_log_unrecognized."""
+    monkeypatch.setattr("repeat_failure.sidecar.config_file.OFF_SETTLE_S", 0)  # off at once
     home = tmp_path / "home"
     rel, turn_end = unknown_end_codex(home)
     clock = [turn_end + 60]

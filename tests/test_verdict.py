@@ -173,3 +173,49 @@ def test_an_endless_line_is_read_in_bounded_pieces_and_skipped():
     assert [len(x) for x in lines] == [len(first), 1001, 1001, 25, 27]
     result = read_transcript(bounded_lines(io.BytesIO(first + huge + done), limit=1000))
     assert (result.verdict, result.unrecognised, result.complete) == (AGENT_NO_OUTPUT, 1, True)
+
+
+def test_verdict_json_writes_no_control_or_bidi_character_raw(tmp_path, capsys):
+    """Issue 28 item 19: ``ensure_ascii=False`` wrote U+202E and C1 controls raw; they are
+    escaped now, and the parsed report holds exactly the text it held."""
+    import json
+
+    from repeat_failure.cli import main
+
+    message = "refused \u202eevil\u202c \u0085next\u009b31m \u00e9t\u00e9 \U0001f600"
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in (
+        {"type": "thread.started", "thread_id": "t1"}, {"type": "turn.started"},
+        {"type": "error", "message": message}, {"type": "turn.failed",
+                                                "error": {"message": message}})))
+    assert main(["verdict", "--json", str(path)]) == EXIT_CODES[AGENT_ERROR]
+    out = capsys.readouterr().out
+    assert not any(c in out for c in "\u202e\u202c\u0085\u009b")
+    assert "\\u202e" in out and "\\u0085" in out and "\u00e9t\u00e9 \U0001f600" in out
+    assert message in json.loads(out)["error"]
+
+
+def test_an_endless_stream_ends_with_a_clear_error(monkeypatch, capsys):
+    """Issue 28 item 19: ``repeat-failure verdict /dev/zero`` read for ever (one endless line,
+    dropped in pieces); what it reads is bounded now, and it exits 1 naming the bound."""
+    import repeat_failure.turns.verdict as verdict_mod
+    from repeat_failure.cli import main
+
+    monkeypatch.setattr(verdict_mod, "MAX_TRANSCRIPT_BYTES", 64 << 20)
+    assert main(["verdict", "/dev/zero"]) == 1
+    assert capsys.readouterr().err == (
+        "repeat-failure verdict: /dev/zero: the transcript is over 67,108,864 bytes "
+        "(MAX_TRANSCRIPT_BYTES): not read further\n")
+    assert main(["verdict", "--exit-status", "2", "/dev/zero"]) == EXIT_CODES[NONZERO_EXIT]
+
+
+def test_bounded_lines_stops_at_the_byte_bound():
+    import io
+
+    from repeat_failure.turns.verdict import TranscriptError, bounded_lines
+
+    lines = bounded_lines(io.BytesIO(b"a\n" * 10), limit=1000, total=7)
+    assert [next(lines), next(lines), next(lines)] == [b"a\n"] * 3
+    with pytest.raises(TranscriptError, match="over 7 bytes"):
+        next(lines)
+    assert list(bounded_lines(io.BytesIO(b"a\n" * 10), limit=1000, total=20)) == [b"a\n"] * 10

@@ -93,7 +93,7 @@ def command_result(item: dict[str, Any]) -> tuple[int | None, bool, str | None]:
         found = _EXITED.match(text or "")
         if found:
             code = int(found.group(1))
-            output = result[found.end():].lstrip("\n") if text is result else result
+            output = result[found.end():].lstrip("\n") if text is result else result  # type: ignore[index]
             return code, code != 0, output
     if success:
         return 0, False, result

@@ -287,9 +287,9 @@ class CodexReader(JsonLinesReader):
     """
 
     backend = "codex"
-    shell_tools = _SHELL_FUNCTIONS
+    shell_tools = _SHELL_FUNCTIONS  # type: ignore[assignment]
     #: Tools that write or edit files (Codex's one edit tool, a freeform patch).
-    edit_tools: frozenset[str] = frozenset({"apply_patch"})
+    edit_tools: frozenset[str] = frozenset({"apply_patch"})  # type: ignore[misc]
     globs = ("$CODEX_HOME/sessions/*/*/*/rollout-*.jsonl",)
     env_defaults = {"CODEX_HOME": ".codex"}
     route_records = False

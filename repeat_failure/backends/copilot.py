@@ -107,7 +107,7 @@ class CopilotReader(JsonLinesReader):
     backend = "copilot"
     shell_tools = _SHELL_TOOLS
     #: Tools that write or edit files (tool names in the Copilot CLI 1.0.102 bundle).
-    edit_tools: frozenset[str] = frozenset({"create", "edit", "str_replace_editor", "apply_patch"})
+    edit_tools: frozenset[str] = frozenset({"create", "edit", "str_replace_editor", "apply_patch"})  # type: ignore[misc]
     globs = (".copilot/session-state/*/events.jsonl",)
     route_records = False
     signal = ("~/.copilot/session-state/*/events.jsonl: tool.execution_start of bash starts a "

@@ -154,7 +154,7 @@ class DroidReader(JsonLinesReader):
         if visibility == "llm_only":
             return []
         if visibility == "user_only":
-            state["notice"] = "".join(b.get("text") for b in blocks
+            state["notice"] = "".join(b.get("text") for b in blocks  # type: ignore[misc]
                                       if isinstance(b.get("text"), str))[:2000]
             return []
         if role == "user":

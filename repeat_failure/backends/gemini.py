@@ -227,7 +227,7 @@ def _exit_status(status: str, text: str) -> tuple[int | None, bool]:
       ``(None, False)``.
     """
     tail = _TAIL.search(text)
-    lines = dict(m.groups() for m in _TAIL_LINE.finditer(tail.group(1))) if tail else {}
+    lines = dict(m.groups() for m in _TAIL_LINE.finditer(tail.group(1))) if tail else {}  # type: ignore[arg-type, var-annotated]
     if "Exit Code" in lines:
         value = lines["Exit Code"].strip()
         if value == "(none)":
@@ -307,7 +307,7 @@ class GeminiReader(JsonLinesReader):
     backend = "gemini"
     shell_tools = _SHELL_TOOLS
     #: Tools that write or edit files (Gemini CLI's write-file and edit tools).
-    edit_tools: frozenset[str] = frozenset({"write_file", "replace"})
+    edit_tools: frozenset[str] = frozenset({"write_file", "replace"})  # type: ignore[misc]
     globs = (".gemini/tmp/*/chats/session-*.jsonl", ".gemini/tmp/*/chats/session-*.json")
     route_records = False
     signal = ("~/.gemini/tmp/*/chats/session-*.jsonl (0.39.0 on; *.json documents before): a "

@@ -243,7 +243,7 @@ def _load_state(state: Any) -> dict[str, Any]:
         mark = src.get(table)
         ok = (isinstance(mark, list) and len(mark) == 2 and type(mark[0]) is int
               and mark[0] >= 0 and isinstance(mark[1], str))
-        st[table] = list(mark) if ok else None  # None: not read yet (backfill)
+        st[table] = list(mark) if ok else None  # type: ignore[arg-type]  # None: not read yet (backfill)
     parts = src.get("open_parts")
     st["open_parts"] = ({k: v for k, v in parts.items()
                          if isinstance(k, str) and v in ("pending", "started")}
@@ -346,7 +346,7 @@ class _Poll:
             # opencode 1.18.33 (and Kilo) store the provider's refusal on the assistant message
             # that ended the turn: {"name": "APIError", "data": {"message", "statusCode", ...}}.
             detail = error.get("data") if isinstance(error.get("data"), dict) else {}
-            message = detail.get("message")
+            message = detail.get("message")  # type: ignore[union-attr]
             self._emit(SessionEvent(ERROR, _ts(done, updated), turn_id=str_or_empty(turn),
                                     detail=message if isinstance(message, str)
                                     else str_or_empty(error.get("name"))))

@@ -18,7 +18,9 @@ import threading
 import time
 from pathlib import Path
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, ProcessCollector, generate_latest,
+)
 
 from repeat_failure import serving
 from repeat_failure.config import ConfigError, parse_listen, read_regular_file
@@ -40,6 +42,11 @@ MAX_CONNECTIONS = 64
 MAX_HEAD_BYTES = 32 << 10
 #: Listen backlog: socketserver's default, as before the shared layer.
 BACKLOG = 5
+#: Seconds a connection may wait before its request's first byte, and then take from that byte
+#: to the end of its answer: as the sidecar's exporter (issue 28: without them, clients
+#: trickling bytes held every connection and /healthz went unanswered).
+IDLE_TIMEOUT_S = 5.0
+REQUEST_TIMEOUT_S = 10.0
 
 #: The Kubernetes Event reason of an escalation (with ``events: true``).
 EVENT_REASON = "FixLoopEscalated"
@@ -51,7 +58,7 @@ def read_token(config: FixloopConfig, environ: dict[str, str] | None = None) -> 
     hour, and every label or comment refused; logged as a warning naming both places). Raises
     :class:`ConfigError` when the file exists but cannot be read or is empty, or when a
     ``token_file`` other than the default was configured and does not exist (a mount mistake)."""
-    environ = os.environ if environ is None else environ
+    environ = os.environ if environ is None else environ  # type: ignore[assignment]
     path = Path(config.token_file)
     if not path.exists() and config.token_file != DEFAULT_TOKEN_FILE:
         raise ConfigError(f"fixloop.token_file: {path} does not exist (mount the token Secret "
@@ -65,7 +72,7 @@ def read_token(config: FixloopConfig, environ: dict[str, str] | None = None) -> 
         if not token:
             raise ConfigError(f"{path}: the GitHub token file is empty")
         return token
-    token = environ.get("GITHUB_TOKEN") or None
+    token = environ.get("GITHUB_TOKEN") or None  # type: ignore[assignment, union-attr]
     if token is None:
         log.warning("no GitHub token: neither the token file nor GITHUB_TOKEN is there; requests "
                     "go out anonymous (public repositories only, and labels and comments fail)",
@@ -97,6 +104,7 @@ class FixloopApp:
         self.sweeper = Sweeper(config, self.github, self.ledger, notifier or Notifier(config),
                                clock=clock, on_escalation=self._event)
         self.registry = CollectorRegistry()
+        ProcessCollector(registry=self.registry)  # process_* on every server (issue 29)
         self.registry.register(FixloopCollector(self.sweeper))
         self.duration = Histogram(PREFIX + "sweep_duration_seconds", "Time per sweep.",
                                   registry=self.registry,
@@ -209,7 +217,9 @@ class FixloopApp:
         try:
             self._httpd = serving.Server(address, Handler, name="fixloop-http",
                                          max_connections=MAX_CONNECTIONS,
-                                         max_head_bytes=MAX_HEAD_BYTES, backlog=BACKLOG)
+                                         max_head_bytes=MAX_HEAD_BYTES, backlog=BACKLOG,
+                                         idle_timeout_s=IDLE_TIMEOUT_S,
+                                         request_timeout_s=REQUEST_TIMEOUT_S)
         except OSError as exc:
             raise OSError(exc.errno, f"cannot listen on {listen}: {exc.strerror}") from None
         self._httpd.start()

@@ -84,6 +84,9 @@ _SCHEMA: dict[str, Any] = {
                     "properties": {
                         "timeout_s": {"type": "number", "minimum": 0.5, "maximum": 120},
                         "fixer_url": _URL,
+                        # The third kick tier (design adr-0010: owner, review.fixer_agent,
+                        # then scanner).
+                        "scanner_url": _URL,
                         "agents": {
                             "type": "array",
                             "items": {
@@ -95,6 +98,8 @@ _SCHEMA: dict[str, Any] = {
                                     "url": _URL,
                                     "cadence_s": {"type": "number", "minimum": 0,
                                                   "maximum": 7 * 86400},
+                                    # A paused agent gets no kick: the fallbacks do.
+                                    "paused": {"type": "boolean"},
                                 },
                             },
                         },
@@ -110,11 +115,14 @@ _SCHEMA: dict[str, Any] = {
 class AgentEndpoint:
     """Where the agent that authors PRs as ``login`` takes a re-engagement kick (``url``, an
     HTTP POST), and its slowest cadence in seconds (re-engagements are spaced at least this
-    far apart, and at least ``stale_after_s``)."""
+    far apart, and at least ``stale_after_s``). ``paused``: the agent is paused (design
+    adr-0010: "when the owner is paused or unreachable"), so its kicks go straight to the
+    fallbacks, ``fixer_url`` then ``scanner_url``, without a request to it."""
 
     login: str
     url: str
     cadence_s: float = 0.0
+    paused: bool = False
 
 
 @dataclass(frozen=True)
@@ -160,6 +168,8 @@ class FixloopConfig:
     events: bool = False
     notifier_timeout_s: float = 10.0
     fixer_url: str | None = None
+    #: The last fallback for a kick, after the owner and ``fixer_url`` (the ADR's ``scanner``).
+    scanner_url: str | None = None
     agents: tuple[AgentEndpoint, ...] = field(default_factory=tuple)
 
     def endpoint(self, login: str) -> AgentEndpoint | None:
@@ -205,7 +215,8 @@ def parse_fixloop_config(data: Any, source: str = "<config>") -> FixloopConfig:
         raise ConfigError(f"{source}: fixloop.repositories: each repository once (GitHub "
                           "names are case-insensitive)")
     notifier = section.get("notifier") or {}
-    agents = tuple(AgentEndpoint(a["login"], a["url"], float(a.get("cadence_s", 0)))
+    agents = tuple(AgentEndpoint(a["login"], a["url"], float(a.get("cadence_s", 0)),
+                                 a.get("paused", False))
                    for a in notifier.get("agents", ()))
     logins = [a.login.lower() for a in agents]
     if len(set(logins)) != len(logins):
@@ -249,6 +260,7 @@ def parse_fixloop_config(data: Any, source: str = "<config>") -> FixloopConfig:
         events=section.get("events", False),
         notifier_timeout_s=float(notifier.get("timeout_s", 10)),
         fixer_url=notifier.get("fixer_url"),
+        scanner_url=notifier.get("scanner_url"),
         agents=agents,
     )
 

@@ -48,6 +48,7 @@ from repeat_failure.fixloop.config import REPOSITORY_RE
 from repeat_failure.fixloop.github_models import (MISSING, SUMMARY_MAX, Check, GitHubError,
                                                   PullRequest, Shape)
 from repeat_failure.fixloop.github_transport import PER_PAGE, GitHubTransport
+from repeat_failure.sidecar.scrub import scrub
 
 #: Check-run and check-suite conclusions (``check_runs[].conclusion``,
 #: ``check_suites[].conclusion``) that are red. ``startup_failure`` is a suite's (a workflow
@@ -189,7 +190,7 @@ class GitHub(GitHubTransport):
             shape.integer(doc, "total_count", "check-suites")
             for i, item in enumerate(shape.array(doc.get("check_suites", MISSING),
                                                  "check-suites.check_suites")):
-                check = self._check_suite(shape, item, f"check_suites[{i}]")
+                check = self._check_suite(shape, item, f"check_suites[{i}]")  # type: ignore[assignment]
                 if check is not None and check.suite_id not in with_runs:
                     suites.append(check)
         statuses: dict[str, tuple[tuple[float, int], Check]] = {}
@@ -199,9 +200,9 @@ class GitHub(GitHubTransport):
             shape.string(doc, "state", "status")
             for i, item in enumerate(shape.array(doc.get("statuses", MISSING),
                                                  "status.statuses")):
-                key, check = self._status(shape, item, f"statuses[{i}]")
-                if check.name not in statuses or key > statuses[check.name][0]:
-                    statuses[check.name] = (key, check)
+                key, check = self._status(shape, item, f"statuses[{i}]")  # type: ignore[assignment]
+                if check.name not in statuses or key > statuses[check.name][0]:  # type: ignore[operator]
+                    statuses[check.name] = (key, check)  # type: ignore[assignment]
         ordered = sorted(runs, key=lambda k: (k[2], k[0], k[1] if k[1] is not None else -1))
         return [runs[key][1] for key in ordered] + \
             sorted(suites, key=lambda c: (c.name, c.suite_id or 0)) + \
@@ -325,7 +326,7 @@ class GitHub(GitHubTransport):
         else:  # stale, or a conclusion GitHub adds later: not conclusive
             status, word, completed_at = "pending", conclusion, None
         return run_id, Check(name=name, status=status, conclusion=word,
-                             completed_at=completed_at, summary="\n".join(parts)[:SUMMARY_MAX],
+                             completed_at=completed_at, summary=_summary("\n".join(parts)),
                              url=url, source="check_run", app=app, suite_id=suite_id)
 
     @staticmethod
@@ -391,7 +392,7 @@ class GitHub(GitHubTransport):
             status, completed_at = "pending", None
         return (updated_at, status_id), Check(
             name=context, status=status, conclusion=state, completed_at=completed_at,
-            summary=description[:SUMMARY_MAX], url=url, source="status")
+            summary=_summary(description), url=url, source="status")
 
     # --- request paths ---------------------------------------------------------------------
 
@@ -419,3 +420,10 @@ class GitHub(GitHubTransport):
         if not isinstance(label, str) or not label:
             raise ValueError("label must be a non-empty string")
         return label
+
+
+def _summary(text: str) -> str:
+    """A check's human text as kept: scrubbed whole, then cut to :data:`SUMMARY_MAX`
+    characters. Scrubbing first matters (issue 28 item 18): a key cut short by the cut no
+    longer matches its rule and would stay, most of it, in the text."""
+    return scrub(text)[:SUMMARY_MAX]

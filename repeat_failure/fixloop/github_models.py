@@ -52,8 +52,8 @@ class Check:
     one's ``status`` (``queued``, ``in_progress``, ``waiting``, ...), a commit status's ``state``.
     ``completed_at`` is when it reached red or green, epoch seconds (check run ``completed_at``,
     commit status ``updated_at``); ``None`` while pending (and for a completed run GitHub gave no
-    time). ``summary`` is human text, at most :data:`SUMMARY_MAX` characters, raw from GitHub
-    (not scrubbed). ``url`` its ``details_url``/``html_url`` or ``target_url`` (``""`` when none).
+    time). ``summary`` is human text from GitHub, scrubbed and then cut to at most
+    :data:`SUMMARY_MAX` characters (issue 28 item 18: scrubbed first). ``url`` its ``details_url``/``html_url`` or ``target_url`` (``""`` when none).
     ``source`` is ``"check_run"``, ``"check_suite"`` or ``"status"``. ``app`` is the reporting
     GitHub App's ``slug`` (``github-actions``; ``""`` for a commit status or a run without an
     app) and ``suite_id`` its check suite's ``id`` (``None`` for a status).

@@ -209,7 +209,7 @@ class GitHubTransport:
                 total=RETRIES, connect=RETRIES, read=RETRIES, status=RETRIES, other=0,
                 backoff_factor=BACKOFF_FACTOR, status_forcelist=RETRY_STATUSES,
                 allowed_methods=frozenset({"GET", "DELETE"}), raise_on_status=False,
-                respect_retry_after_header=True, retry_after_max=self.max_rate_limit_wait_s)
+                respect_retry_after_header=True, retry_after_max=self.max_rate_limit_wait_s)  # type: ignore[arg-type]
             adapter = HTTPAdapter(max_retries=retry)
             session.mount("http://", adapter)
             session.mount("https://", adapter)

@@ -55,16 +55,18 @@ class Entry:
       clock), ``None`` while there is none.
     - ``reengagements``: kicks delivered for the current head SHA (reset when the branch moves);
       ``kicks_delivered``: kicks delivered since the last reset; ``last_kick_at``: the last one.
-    - ``escalated``, ``escalated_at``, ``label_confirmed`` (the label was seen on the PR after
-      it was escalated: its absence later means a human removed it), ``escalations`` (how many
+    - ``escalated``, ``escalated_at``, ``label_confirmed`` (the label was seen on the PR in a
+      listing after it was escalated, not merely added with a 200: its absence later means a
+      human removed it; issue 31), ``escalations`` (how many
       times, kept across resets), ``escalated_checks`` (the failing checks escalated over),
       ``over_incident`` (all those checks were found to be shared breakage after the
       escalation), ``adopted`` (escalated because the PR wore the label, not by this ledger:
-      a person may have put it there, so a green head does not take it off),
+      no escalation comment is posted for it; a green head un-parks it like any other),
       ``comment_pending`` (the escalation comment was refused outright, so nothing was
       posted: it is tried again next pass).
     - ``reviewer_sha`` / ``reviewer_tree`` / ``reviewed_at``: the head (and its tree, when
-      known) the reviewer's pass left and when it was reconciled (the label removed); kept
+      known) the reviewer's pass left and when it was reconciled (the label removed, or the
+      head gone green: a repair); kept
       across resets, for the hand-off note, and not counted as an attempt.
     - ``last_seen``: the last pass that listed the PR (pruning).
     """

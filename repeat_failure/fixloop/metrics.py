@@ -88,12 +88,12 @@ class FixloopCollector(Collector):
             labels=["repository", "reason"])
         for repo in repos:
             for kind in KINDS:
-                escalations.add_metric([repo, kind], float(stats.escalations[(repo, kind)]))
+                escalations.add_metric([repo, kind], float(stats.escalations[(repo, kind)]))  # type: ignore[attr-defined]
             for outcome in KICK_OUTCOMES:
-                kicks.add_metric([repo, outcome], float(stats.reengagements[(repo, outcome)]))
-            incidents.add_metric([repo], float(stats.incidents[repo]))
+                kicks.add_metric([repo, outcome], float(stats.reengagements[(repo, outcome)]))  # type: ignore[attr-defined]
+            incidents.add_metric([repo], float(stats.incidents[repo]))  # type: ignore[attr-defined]
             for reason in UNPARK_REASONS:
-                unparked.add_metric([repo, reason], float(stats.unparked[(repo, reason)]))
+                unparked.add_metric([repo, reason], float(stats.unparked[(repo, reason)]))  # type: ignore[attr-defined]
         shared = GaugeMetricFamily(PREFIX + "shared_breakage_checks",
                                    "Checks red on the shared-breakage number of open PRs "
                                    "now.", labels=["repository"])
@@ -120,11 +120,11 @@ class FixloopCollector(Collector):
         sweeps = CounterMetricFamily(PREFIX + "sweeps", "Sweeps, by outcome.",
                                      labels=["outcome"])
         for outcome in SWEEP_OUTCOMES:
-            sweeps.add_metric([outcome], float(stats.sweeps[outcome]))
+            sweeps.add_metric([outcome], float(stats.sweeps[outcome]))  # type: ignore[attr-defined]
         errors = CounterMetricFamily(PREFIX + "api_errors", "GitHub API calls that failed.",
                                      labels=["reason"])
-        for reason in sorted(set(API_ERROR_REASONS) | set(stats.api_errors)):
-            errors.add_metric([reason], float(stats.api_errors[reason]))
+        for reason in sorted(set(API_ERROR_REASONS) | set(stats.api_errors)):  # type: ignore[attr-defined]
+            errors.add_metric([reason], float(stats.api_errors[reason]))  # type: ignore[attr-defined]
         last = GaugeMetricFamily(PREFIX + "last_sweep_timestamp_seconds",
                                  "Time of the last complete sweep, seconds since the epoch.")
         if stats.last_complete is not None:

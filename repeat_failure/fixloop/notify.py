@@ -2,16 +2,19 @@
 
 Design adr-0010: a re-engagement is a DELIVERED kick, not a counter increment. :class:`Notifier`
 POSTs one JSON document to the webhook of the agent that authored the PR (``notifier.agents`` in
-the config, by GitHub login) and, when there is none or it does not take the kick (not a 2xx, or
-unreachable), to the configured fixer agent (``notifier.fixer_url``). The kick counts against
-the PR's budget only when a 2xx came back (:attr:`Kick.delivered`).
+the config, by GitHub login) and, when there is none, it is paused (``paused: true``) or it does
+not take the kick (not a 2xx, or unreachable), to the configured fixer agent
+(``notifier.fixer_url``, the ADR's ``review.fixer_agent``), then the same way to the scanner
+(``notifier.scanner_url``): the ADR's three tiers, "falling back to review.fixer_agent, then
+scanner, when the owner is paused or unreachable". The kick counts against the PR's budget only
+when a 2xx came back (:attr:`Kick.delivered`).
 
 The document (``Content-Type: application/json``)::
 
     {"kind": "fix_before_new", "repository": "owner/repo", "number": 12,
      "url": "https://github.com/owner/repo/pull/12", "head_sha": "...",
      "failing_checks": ["test"], "excerpt": "<scrubbed failure evidence>",
-     "reengagement": 2, "max_reengagements": 6, "target": "owner" | "fixer"}
+     "reengagement": 2, "max_reengagements": 6, "target": "owner" | "fixer" | "scanner"}
 
 No retries (the next sweep is the retry, spaced by the staleness window), a timeout per POST
 (``notifier.timeout_s``), no redirects followed. The response body is never read into logs.
@@ -28,13 +31,13 @@ from repeat_failure.fixloop.config import FixloopConfig
 
 log = logging.getLogger("repeat_failure")
 
-OWNER, FIXER = "owner", "fixer"
+OWNER, FIXER, SCANNER = "owner", "fixer", "scanner"
 
 
 @dataclass(frozen=True)
 class Kick:
-    """The outcome of one re-engagement: ``delivered`` (a 2xx came back), ``target`` (``owner``,
-    ``fixer`` or ``""`` when neither is configured), ``status`` (the last HTTP status, or
+    """The outcome of one re-engagement: ``delivered`` (a 2xx came back), ``target`` (the last
+    tier tried: ``owner``, ``fixer``, ``scanner``, or ``""`` when none is configured), ``status`` (the last HTTP status, or
     ``None``), ``error`` (a short reason when not delivered: ``no_endpoint``, ``http_<status>``,
     ``timeout``, ``network``)."""
 
@@ -60,11 +63,13 @@ class Notifier:
 
     def kick(self, author: str, payload: dict[str, Any]) -> Kick:
         """Deliver ``payload`` (the document above, without ``target``) for a PR by
-        ``author``: its agent's endpoint first, then the fixer. Never raises."""
+        ``author``: its agent's endpoint first (unless paused), then the fixer, then the
+        scanner; the first that answers 2xx takes it. Never raises."""
         owner = self.config.endpoint(author)
         tried: Kick = Kick(False, "", error="no_endpoint")
-        for target, url in ((OWNER, owner.url if owner else None),
-                            (FIXER, self.config.fixer_url)):
+        for target, url in ((OWNER, owner.url if owner and not owner.paused else None),
+                            (FIXER, self.config.fixer_url),
+                            (SCANNER, self.config.scanner_url)):
             if not url:
                 continue
             tried = self._send(url, {**payload, "target": target}, target)

@@ -22,11 +22,13 @@ for people is docs/fixloop.md. Per pass (:meth:`Sweeper.run_once`):
    whose every failing check is such an incident learns nothing this pass: no attempt counted,
    no staleness clock, no re-engagement.
 5. The label is authoritative, the ledger a cache: a PR wearing the label is escalated even to
-   an empty ledger (no second comment); once the label has been seen on an escalated PR
-   (*confirmed*), its absence means a human removed it: the PR is un-parked with a fresh budget,
-   and the head it had then is stamped as the reviewer's pass.
+   an empty ledger (no second comment); once a listing has shown the label on an escalated PR
+   (*confirmed*; GitHub's 200 to adding it is not enough, issue 31), its absence means a human
+   removed it: the PR is un-parked with a fresh budget, and the head it had then is stamped as
+   the reviewer's pass. A label no listing has shown yet is added again.
 6. A conclusive green clears the PR's history; an escalated PR going green is un-parked (label
-   removed, ledger reset, a comment saying why). An escalated PR whose escalated checks later
+   removed, ledger reset, a comment saying why), whoever put the label on, and its head is
+   stamped as the reviewer's pass (a repair). An escalated PR whose escalated checks later
    turn out to be shared breakage is un-parked the same way when that breakage clears.
 7. Red, settled, not an incident: the head's *tree* is an attempt when not seen red before (an
    empty retrigger commit has the same tree); at ``threshold`` distinct red trees the PR is
@@ -35,7 +37,8 @@ for people is docs/fixloop.md. Per pass (:meth:`Sweeper.run_once`):
    ``needs-human`` label. A PR escalated a second time after a reviewer's pass gets the hand-off
    note instead (what was tried since, the head the reviewer left, no further automated pass).
 8. Staleness: an unchanged red head whose CI settled ``stale_after_s`` ago is re-engaged (a kick
-   to its owning agent, :mod:`repeat_failure.fixloop.notify`), at most ``max_reengagements`` times per
+   to its owning agent, falling back to the fixer, then the scanner, when the owner is paused
+   or unreachable, :mod:`repeat_failure.fixloop.notify`), at most ``max_reengagements`` times per
    head SHA, spaced at least ``stale_after_s`` and the owner's ``cadence_s``; a kick counts only
    when delivered. A branch that moves resets the count.
 9. Entries are pruned ``prune_after_s`` after their PR stops being listed.
@@ -262,7 +265,7 @@ class Sweeper:
         ``rate_limited`` without a request); a ``rate_limited`` answer stops the pass's calls."""
         if self._limited:
             skipped = GitHubError("rate_limited", "rate limited earlier in this pass")
-            skipped.skipped = True  # no request was made: not counted again
+            skipped.skipped = True  # type: ignore[attr-defined]  # no request was made: not counted again
             raise skipped
         try:
             return method(*args)
@@ -313,17 +316,23 @@ class Sweeper:
         if labeled:
             if not entry.escalated:  # rule 5: the label says escalated, whatever the ledger
                 entry.escalated, entry.escalated_at, entry.adopted = True, now, True
+                # The label says the PR was escalated once: a later escalation after a green
+                # head or a person's removal is a second one (the hand-off note).
+                entry.escalations = max(entry.escalations, 1)
                 log.info("PR wears the escalation label: escalated (no comment posted)",
                          extra={"event": "fixloop_label_adopted", "pr": key})
+            # Confirmed only by a listing that shows it (issue 31): GitHub's 200 to adding it
+            # is not enough (another automation may strip it, or the add may not stick).
             entry.label_confirmed = True
             self._unparked.discard(key)
+        elif entry.escalated and key in self._unparked:
+            # This process took the label off and its ledger write failed: not a person.
+            entry.reset()
+            self._unparked.discard(key)
         elif entry.escalated and entry.label_confirmed:
-            if key in self._unparked:
-                # This process took the label off and its ledger write failed: not a person.
-                entry.reset()
-                self._unparked.discard(key)
-            else:
-                self._unpark(pr, entry, UNPARK_LABEL, now, comment=None)
+            self._unpark(pr, entry, UNPARK_LABEL, now, comment=None)
+        elif entry.escalated and not (state is not None and state.state == GREEN):
+            self._relabel(pr, entry)  # (a green head un-parks it below: no label to add)
         if entry.escalated and entry.comment_pending and not entry.adopted:
             self._post_escalation(pr, entry, [c for c in (state.failing if state else ())
                                               if c.name in entry.escalated_checks])
@@ -331,11 +340,9 @@ class Sweeper:
             self._save(entry)
             return
         if state.state == GREEN:
-            if entry.escalated and entry.adopted:
-                # A label this ledger did not put there (or can no longer say it did): a person
-                # may want it for other reasons, so it stays; the history is forgotten.
-                entry.reset()
-            elif entry.escalated:
+            if entry.escalated:
+                # Whoever put the label on (this ledger, or one lost since): the label is the
+                # record, and a green head un-parks it (issue 31).
                 self._unpark(pr, entry, UNPARK_GREEN, now,
                              comment=f"CI is green at `{pr.head_sha[:12]}`: the fix loop is "
                                      f"over. Removed `{self.config.label}`; the PR's attempt "
@@ -413,7 +420,9 @@ class Sweeper:
                 self._api_error(exc, repo=pr.repo, number=pr.number)
                 return  # still escalated; the next pass tries again
             self._unparked.add(entry.key)
-        if reason == UNPARK_LABEL:
+        if reason in (UNPARK_LABEL, UNPARK_GREEN):
+            # The reviewer lane's pass: a de-escalation (the label removed) or a repair (the
+            # head went green); a later escalation gets the hand-off note (issue 31).
             entry.reviewer_sha, entry.reviewed_at = pr.head_sha, now
             entry.reviewer_tree = entry.head_tree if entry.head_sha == pr.head_sha else None
         entry.reset()
@@ -428,6 +437,17 @@ class Sweeper:
             except GitHubError as exc:
                 self._api_error(exc, repo=pr.repo, number=pr.number)
 
+    def _relabel(self, pr: PullRequest, entry: Entry) -> None:
+        """An escalated PR whose label no listing has shown yet (the add did not stick, or
+        something took it off before any pass saw it): not a person's removal of a confirmed
+        label, so the label is added again (it is the record; adding it is idempotent)."""
+        log.warning("escalation label not on the PR although it was added: adding it again",
+                    extra={"event": "fixloop_label_missing", "pr": entry.key})
+        try:
+            self._call(self.github.add_label, pr.repo, pr.number, self.config.label)
+        except GitHubError as exc:
+            self._api_error(exc, repo=pr.repo, number=pr.number)
+
     def _escalate(self, pr: PullRequest, entry: Entry, failing: list[Check],
                   now: float) -> None:
         handoff = entry.escalations >= 1 and entry.reviewer_sha is not None
@@ -438,7 +458,8 @@ class Sweeper:
         except GitHubError as exc:
             self._api_error(exc, repo=pr.repo, number=pr.number)
             return  # not escalated; the next pass tries again
-        entry.escalated, entry.escalated_at, entry.label_confirmed = True, now, True
+        # Not confirmed yet: only a later listing that shows the label confirms it (issue 31).
+        entry.escalated, entry.escalated_at, entry.label_confirmed = True, now, False
         entry.escalations += 1
         entry.escalated_checks = [c.name for c in failing]
         self._post_escalation(pr, entry, failing)

@@ -135,7 +135,7 @@ class InjectorConfig:
 def _error_text(error: jsonschema.ValidationError) -> str:
     path = ".".join(str(p) for p in error.absolute_path)
     if error.validator == "additionalProperties":
-        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))  # type: ignore[arg-type, union-attr]
         key = ".".join(filter(None, [path, extra[0] if extra else ""]))
         return f"{key}: unknown key"
     if error.validator == "propertyNames":

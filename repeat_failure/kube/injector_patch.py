@@ -52,7 +52,7 @@ class Decision:
     ``patch``: RFC 6902 operations (``add``/``replace``), empty when the pod is left unchanged.
     ``warnings``: texts for the AdmissionReview response's ``warnings``. ``outcome``: a short
     reason for logs and tests (``injected``, ``not a pod creation``, ``not annotated``,
-    ``already injected``, ``check off``, ``invalid``). ``agent``, ``backend``: the names the pod
+    ``already injected``, ``check off``, ``system namespace``, ``windows``, ``invalid``). ``agent``, ``backend``: the names the pod
     resolved to (None before they are known). ``hooked``: the agent containers given the hook.
     """
 
@@ -94,6 +94,24 @@ def _literal(entry: dict | None) -> str | None:
     if not isinstance(value, str) or "$(" in value:
         return None
     return value
+
+
+def _env_from_bash_env(container: dict) -> list[str]:
+    """The ``envFrom`` sources of ``container`` that may define ``BASH_ENV`` (a ConfigMap or
+    Secret whose keys are unknown at admission, with no ``prefix`` or one ``BASH_ENV`` starts
+    with), as ``configMap NAME`` / ``secret NAME``."""
+    found = []
+    for source in _dicts(container.get("envFrom")):
+        raw = source.get("prefix")
+        prefix = raw if isinstance(raw, str) else ""
+        if prefix == "BASH_ENV" or not "BASH_ENV".startswith(prefix):
+            continue
+        for key, kind in (("configMapRef", "configMap"), ("secretRef", "secret")):
+            ref = source.get(key)
+            if isinstance(ref, dict):
+                ref_name = ref.get("name")
+                found.append(f"{kind} {ref_name[:63] if isinstance(ref_name, str) else '?'}")
+    return found
 
 
 def _is_pod_create(request: Mapping) -> bool:
@@ -156,7 +174,8 @@ def decide(request: Mapping[str, Any], config: InjectorConfig) -> Decision:
     considered, every other request is left unchanged. The rules are docs/kubernetes.md's:
     the pod is injected only when annotated ``repeat-failure.hive.dev/inject: "true"``, not yet
     injected (the ``status`` annotation, or a container or init container named
-    ``repeat-failure``) and ``config.enabled``; an invalid agent name, an unknown backend, a
+    ``repeat-failure``) and ``config.enabled``; a pod in ``kube-system``
+    (:data:`SYSTEM_NAMESPACES`), a Windows pod (``spec.os.name: windows``), an invalid agent name, an unknown backend, a
     ``preview-url`` annotation the sidecar would refuse (:func:`repeat_failure.config.check_preview_url`),
     a ``containers`` annotation naming no container of the pod, or names the patch would collide
     with leave it unchanged with a warning. Never raises for a malformed pod: it is left
@@ -173,8 +192,8 @@ def decide(request: Mapping[str, Any], config: InjectorConfig) -> Decision:
     if not isinstance(pod, dict) or not isinstance(pod.get("spec"), dict):
         return _unchanged("not a pod creation")
     meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
-    annotations = _str_map(meta.get("annotations"))
-    labels = _str_map(meta.get("labels"))
+    annotations = _str_map(meta.get("annotations"))  # type: ignore[union-attr]
+    labels = _str_map(meta.get("labels"))  # type: ignore[union-attr]
     spec = pod["spec"]
     containers = spec.get("containers")
     if annotations.get(ANN_INJECT) != "true":
@@ -186,6 +205,15 @@ def decide(request: Mapping[str, Any], config: InjectorConfig) -> Decision:
         return _unchanged("already injected")
     if not config.enabled:
         return _unchanged("check off")
+    namespace = request.get("namespace") or (meta or {}).get("namespace")
+    if namespace in SYSTEM_NAMESPACES:
+        return _unchanged("system namespace", f"repeat-failure: namespace {namespace} is never an "
+                          "agent namespace; not injected")
+    os_spec = spec.get("os")
+    if isinstance(os_spec, dict) and os_spec.get("name") == "windows":
+        return _unchanged("windows", "repeat-failure: a Windows pod (spec.os.name: windows) "
+                          "cannot run the sidecar (its securityContext is Linux-only, the hook "
+                          "is bash); not injected")
     if (not isinstance(containers, list) or not containers
             or not all(isinstance(c, dict) for c in containers)
             or (init_containers is not None and not isinstance(init_containers, list))
@@ -248,6 +276,12 @@ def decide(request: Mapping[str, Any], config: InjectorConfig) -> Decision:
                           agent=agent, backend=backend)
 
     warnings: list[str] = []
+    host_network = spec.get("hostNetwork") is True
+    if host_network:
+        warnings.append(f"repeat-failure: a hostNetwork pod: the sidecar's metrics port "
+                        f"{METRICS_PORT} is bound on the node's address (status.podIP) only, "
+                        "not on every interface of the node; the scheduler keeps a second such "
+                        "pod off the node (its port becomes a hostPort)")
     # The agent's home, and the mount of the first agent container that covers it.
     home = annotations.get(ANN_AGENT_HOME)
     if home is None:
@@ -278,6 +312,13 @@ def decide(request: Mapping[str, Any], config: InjectorConfig) -> Decision:
         container = containers[i]
         name = container.get("name")
         found = _last_env(container, "BASH_ENV")
+        sources = _env_from_bash_env(container)
+        if found is None and sources:
+            warnings.append(f"repeat-failure: container {name}: BASH_ENV may come from envFrom "
+                            f"({', '.join(sources)[:120]}), unknown at admission; left as it is "
+                            "(not hooked). Set BASH_ENV in env (an empty value if none) to have "
+                            "it hooked and chained")
+            continue
         if found is not None:
             value = _literal(found[1])
             if value is None:
@@ -302,7 +343,7 @@ def decide(request: Mapping[str, Any], config: InjectorConfig) -> Decision:
             [] if home_mount is not None else
             [(ANN_SESSION_LOGS, SESSION_LOGS_NOT_COVERED if home else SESSION_LOGS_HOME_UNKNOWN)]):
         ops.append({"op": "add", "path": pointer("metadata", "annotations", key), "value": value})
-    if isinstance(meta.get("labels"), dict):
+    if isinstance(meta.get("labels"), dict):  # type: ignore[union-attr]
         ops.append({"op": "add", "path": pointer("metadata", "labels", LABEL_INJECTED),
                     "value": "true"})
     else:
@@ -318,7 +359,7 @@ def decide(request: Mapping[str, Any], config: InjectorConfig) -> Decision:
     sidecar = sidecar_container(config, agent, backend, chain, home_mount,
                                 _run_as(first, spec, "runAsUser", config.run_as_user),
                                 _run_as(first, spec, "runAsGroup", config.run_as_group),
-                                _token_mount(first), preview_url)
+                                _token_mount(first), preview_url, host_network)
     if config.native_sidecar:
         if isinstance(init_containers, list):
             ops.append({"op": "add", "path": "/spec/initContainers/0", "value": sidecar})
@@ -332,6 +373,12 @@ def decide(request: Mapping[str, Any], config: InjectorConfig) -> Decision:
     return Decision(patch=tuple(ops), warnings=tuple(warnings), outcome="injected", agent=agent,
                     backend=backend, hooked=tuple(containers[i].get("name") for i in hooked))
 
+
+#: Namespaces never injected (issue 29): a sidecar there would watch cluster components.
+SYSTEM_NAMESPACES = frozenset({"kube-system"})
+#: The sidecar's startup probe runs every second; this many failures (2 minutes) and the
+#: kubelet restarts it.
+STARTUP_FAILURE_THRESHOLD = 120
 
 #: Where the API server's ServiceAccount admission plugin mounts a pod's token.
 TOKEN_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -352,13 +399,17 @@ def _token_mount(container: dict) -> dict | None:
 
 def sidecar_container(config: InjectorConfig, agent: str, backend: str, chain: str | None,
                       home_mount: dict | None, run_as_user: int, run_as_group: int,
-                      token_mount: dict | None = None, preview_url: str | None = None) -> dict:
+                      token_mount: dict | None = None, preview_url: str | None = None,
+                      host_network: bool = False) -> dict:
     """The ``repeat-failure`` container (a ``core/v1`` Container dict) as docs/kubernetes.md
     lists it: ``args: [run, --config-optional]``, its env (``POD_NAME``/``POD_NAMESPACE``/``POD_UID``
     from the Downward API ``fieldRef``; ``REPEAT_FAILURE_CHAIN_BASH_ENV`` when ``chain``;
     ``REPEAT_FAILURE_AGENT_HOME`` when ``home_mount``; ``REPEAT_FAILURE_PREVIEW_URL`` when
-    ``preview_url``, already validated), port 9466 ``rf-metrics``, a liveness
-    probe on ``/healthz``, the shared, config and home mounts and a copy of the agent's
+    ``preview_url``, already validated), port 9466 ``rf-metrics`` (bound on ``0.0.0.0``, or with
+    ``host_network`` on the pod's IP only: ``POD_IP`` from ``status.podIP``), a startup probe on
+    ``/startupz`` (the agent's hook rendered and ``records/`` writable: a native sidecar's
+    startup probe holds the agent container until it passes), a liveness probe on ``/healthz``,
+    the shared, config and home mounts and a copy of the agent's
     service-account token mount (``token_mount``, for Events), a restricted ``securityContext``
     and ``restartPolicy: Always`` when ``config.native_sidecar`` (a native sidecar, KEP-753)."""
     env = [
@@ -375,6 +426,10 @@ def sidecar_container(config: InjectorConfig, agent: str, backend: str, chain: s
         {"name": "POD_UID",
          "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.uid"}}},
     ]
+    if host_network:  # the kubelet expands $(POD_IP): it is defined before the entry using it
+        env[4] = {"name": "POD_IP",
+                  "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}}
+        env.insert(5, {"name": "REPEAT_FAILURE_LISTEN", "value": f"$(POD_IP):{METRICS_PORT}"})
     if chain is not None:
         env.append({"name": "REPEAT_FAILURE_CHAIN_BASH_ENV", "value": chain})
     if home_mount is not None:
@@ -394,6 +449,9 @@ def sidecar_container(config: InjectorConfig, agent: str, backend: str, chain: s
         "args": ["run", "--config-optional"],
         "env": env,
         "ports": [{"name": METRICS_PORT_NAME, "containerPort": METRICS_PORT, "protocol": "TCP"}],
+        "startupProbe": {"httpGet": {"path": "/startupz", "port": METRICS_PORT_NAME},
+                         "periodSeconds": 1, "timeoutSeconds": 1,
+                         "failureThreshold": STARTUP_FAILURE_THRESHOLD},
         "livenessProbe": {"httpGet": {"path": "/healthz", "port": METRICS_PORT_NAME}},
         "resources": copy.deepcopy({k: dict(v) for k, v in config.resources.items()}),
         "volumeMounts": mounts,

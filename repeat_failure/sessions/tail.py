@@ -14,7 +14,8 @@ WAL changed. A JSON document a CLI rewrites whole (:meth:`SessionLogReader.file_
 is read whole, up to :data:`MAX_LINE` bytes, each time its size or time changed, and handed to
 :meth:`SessionLogReader.parse_document`, whose per-file state says what it already gave.
 
-Bounds: at most :data:`MAX_FILES` files are followed (the most recently modified), at most
+Bounds: at most :data:`MAX_FILES` files are followed (the most recently modified; finding them
+costs nothing per file that does not change, :mod:`repeat_failure.sessions.scan`), at most
 :data:`READ_BUDGET` bytes are read per poll (the rest next time), a line longer than
 :data:`MAX_LINE` is skipped and counted ``oversized``. A file first seen while its last change
 is older than ``backfill_s`` starts at its end: history from before the sidecar ran is not
@@ -43,6 +44,7 @@ import orjson
 
 from repeat_failure.backends import ReaderFormatError, SessionEvent, SessionLogReader, UnusedLine
 from repeat_failure.sessions.stores import UNCHANGED as _UNCHANGED, open_db as _open_db
+from repeat_failure.sessions.scan import Scanner, discover  # noqa: F401 (discover: replay's)
 from repeat_failure.sessions.unrecognized import ShellRecognition, Unrecognized
 from repeat_failure.sidecar.normalize import OUTPUT_EDGE_CHARS, cut_output
 
@@ -102,48 +104,13 @@ def expand_globs(reader: SessionLogReader, home: Path,
         match = _VAR.match(pattern)
         if match:
             var = match.group(1)
-            value = env.get(var) or reader.env_defaults.get(var)
+            value = env.get(var) or reader.env_defaults.get(var)  # type: ignore[assignment]
             if not value:
                 continue
             base = home / value
             pattern = pattern[match.end():]
         out.append((base, pattern))
     return out
-
-
-def discover(globs: Iterable[tuple[Path, str]],
-             home: Path) -> list[tuple[Path, os.stat_result]]:
-    """The session files the globs (:func:`expand_globs`) find under ``home``, with their
-    ``lstat``: regular files only (never a symlink, a FIFO or a directory), not a SQLite
-    ``-wal``, ``-shm`` or ``-journal`` file, and not reached through a symlinked directory that
-    leaves the home. A directory that vanishes during the walk is skipped. This is how the
-    sidecar finds an agent's session logs, and how ``repeat-failure replay`` finds them in a
-    home (issue 19)."""
-    real_home = Path(os.path.realpath(home))
-    found: dict[Path, os.stat_result] = {}
-    for base, pattern in globs:
-        try:
-            for path in base.glob(pattern):
-                try:
-                    st = os.lstat(path)
-                except OSError:
-                    continue
-                if (stat.S_ISREG(st.st_mode)
-                        and not path.name.endswith(("-wal", "-shm", "-journal"))
-                        and _inside(path, real_home)):
-                    found[path] = st
-        except OSError:  # a directory vanished during the walk: the next scan sees it
-            continue
-    return list(found.items())
-
-
-def _inside(path: Path, real_home: Path) -> bool:
-    """False for a path that leaves ``real_home`` (resolved) through a symlinked directory."""
-    try:
-        real = Path(os.path.realpath(path))
-    except (OSError, ValueError):
-        return False
-    return real == real_home or real_home in real.parents
 
 
 @dataclass
@@ -196,12 +163,12 @@ class SessionTail:
         self.clock = clock
         self.backfill_s = backfill_s
         self.globs = expand_globs(reader, self.home, env)
-        self._real_home = Path(os.path.realpath(self.home))
         self._rotation = 0  # which file a poll starts with, so one big file starves none
         self._pending_total = 0  # bytes of unfinished lines held over all files
         self._files: dict[str, _File] = {}  # key (digest of the path, _key) -> file
         self._saved: dict[str, dict] = {}  # restored offsets not yet matched to a file
         self._scanned_at: float | None = None
+        self._scanner = Scanner(self.globs, self.home)  # issue 28 item 13
 
     # -- discovery ---------------------------------------------------------------------------
 
@@ -214,14 +181,6 @@ class SessionTail:
         except ValueError:
             rel = path
         return hashlib.blake2b(os.fsencode(rel), digest_size=8).hexdigest()
-
-    def _inside_home(self, path: Path) -> bool:
-        """False for a path that leaves the home through a symlinked directory."""
-        try:
-            real = Path(os.path.realpath(path))
-        except (OSError, ValueError):
-            return False
-        return real == self._real_home or self._real_home in real.parents
 
     def watch_dirs(self) -> list[Path]:
         """Directories whose changes should wake a poll: each followed file's directory and
@@ -236,10 +195,13 @@ class SessionTail:
             dirs.add(fixed)
         return sorted(d for d in dirs if _is_dir(d))
 
-    def scan(self) -> None:
+    def scan(self, hints: Iterable[Path] = ()) -> None:
         """Find the session files now (bounded): new ones are followed, vanished ones
-        forgotten, at most :data:`MAX_FILES` (the most recently modified)."""
-        found = {self._key(path): (path, st) for path, st in discover(self.globs, self.home)}
+        forgotten, at most :data:`MAX_FILES` (the most recently modified). The files that did
+        not change are not looked at again (:class:`repeat_failure.sessions.scan.Scanner`);
+        ``hints`` are files inotify saw change, looked at too."""
+        found = {self._key(path): (path, st) for path, st in self._scanner.scan(
+            [f.path for f in self._files.values()], MAX_FILES, hints)}
         newest = sorted(found.items(), key=lambda kv: kv[1][1].st_mtime_ns, reverse=True)
         keep = dict(newest[:MAX_FILES])
         renamed = self._renamed(keep)
@@ -305,12 +267,15 @@ class SessionTail:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def poll(self, rescan: bool = False) -> PollResult:
-        """Read what was added since the last poll. Rescans the globs first when ``rescan`` or
-        when :data:`SCAN_INTERVAL_S` passed. Never raises for what the files contain."""
+    def poll(self, rescan: bool = False, changed: Iterable[Path] = ()) -> PollResult:
+        """Read what was added since the last poll. Rescans the globs first when ``rescan``,
+        when :data:`SCAN_INTERVAL_S` passed, or when ``changed`` (files inotify saw change)
+        names a file not followed. Never raises for what the files contain."""
         now = self.clock()
-        if rescan or self._scanned_at is None or now - self._scanned_at >= SCAN_INTERVAL_S:
-            self.scan()
+        hints = {Path(p) for p in changed} - {f.path for f in self._files.values()}
+        if (rescan or hints or self._scanned_at is None
+                or now - self._scanned_at >= SCAN_INTERVAL_S):
+            self.scan(hints)
         result = PollResult()
         budget = READ_BUDGET
         files = list(self._files.items())
@@ -519,7 +484,7 @@ class SessionTail:
             return
         for key, entry in data.items():
             if (isinstance(key, str) and isinstance(entry, dict)
-                    and all(isinstance(entry.get(k), int) and entry.get(k) >= 0
+                    and all(isinstance(entry.get(k), int) and entry.get(k) >= 0  # type: ignore[operator]
                             for k in ("dev", "ino", "offset"))):
                 self._saved[key] = entry
         self._scanned_at = None

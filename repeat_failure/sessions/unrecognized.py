@@ -184,5 +184,5 @@ class ShellRecognition:
                 if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
                     setattr(out, name, value)
             out.ended = data.get("ended") is True
-            out.reason = data.get("reason") if data.get("reason") in REASONS else ""
+            out.reason = data.get("reason") if data.get("reason") in REASONS else ""  # type: ignore[assignment]
         return out

@@ -126,23 +126,32 @@ class AgentState:
         return self.activity.next_change(no_data_after_s)
 
     def forget(self, threshold: int, window_s: float, now: float,
-               match_output: bool = True) -> None:
+               match_output: bool = True, turns: bool = True) -> None:
         """Forget what the check knew (it was turned off): a new empty detector with
         ``threshold``, ``window_s`` and ``match_output``, a C12 timer counting from ``now`` (epoch seconds), no
         open turn, no last verdict, no session file reported unrecognised (one that still is is
-        reported again). The counters and the session-log offsets stay."""
+        reported again). The counters and the session-log offsets stay. With ``turns`` False
+        (turn health still on, issue 31) the open turns and the last verdict stay too."""
         self.detector = Detector(threshold, window_s, match_output)
         self.activity = Activity(not_before=now)
         if self.tail is not None:
             self.tail.forget_reports()
+        if turns:
+            self.forget_turns()
+
+    def forget_turns(self) -> None:
+        """Forget the open turns, the last verdict and the failed-in-a-row count (turn health
+        was turned off); the verdict and probe counters stay."""
         self.turns = TurnTracker(self.turns.edit_tools)
         self.last_verdict, self.failed_in_a_row = None, 0
 
     def view(self, now: float, config: Config, events: dict) -> AgentView:
         """A copy of this state at ``now`` (epoch seconds) under ``config`` for the exporter:
-        the check's row, failures, verdicts and preview only while the check is on (C14);
-        ``events`` is the agent's Kubernetes Event counts (outcome → n)."""
+        the check's row and failures only while the check is on (C14), verdicts and preview
+        only while turn health is on (``turn_health``, issue 31); ``events`` is the agent's
+        Kubernetes Event counts (outcome → n)."""
         on, name = config.enabled, self.spec.name
+        health = config.turn_health
         receiving = self.receiving(now, config.no_data_after_s)
         row = build_row(name, self.spec.backend, self.detector.notes(now),
                         receiving, self.route_available,
@@ -159,13 +168,13 @@ class AgentState:
             if on and self.tail is not None else None,
             last_shell_ts=self.activity.last_shell_ts,
             events=events,
-            verdicts=dict(self.verdicts) if on and self.tail is not None else None,
-            last_verdict=self.last_verdict if on else None,
+            verdicts=dict(self.verdicts) if health and self.tail is not None else None,
+            last_verdict=self.last_verdict if health else None,
             failed_in_a_row=self.failed_in_a_row,
             preview={"probes": self.preview_probes,
                      "errors": dict(self.preview_errors),
                      "state": self.preview_state}
-            if on and self.spec.preview_url and self.tail is not None else None,
+            if health and self.spec.preview_url and self.tail is not None else None,
         )
 
 
@@ -190,10 +199,11 @@ class AgentView:
     unrecognized_files: dict | None = None
     last_shell_ts: float | None = None
     events: dict = field(default_factory=dict)  # Kubernetes Events: outcome -> n
-    #: Turn verdicts (repeat_failure.turns.verdict): None when the agent's session log is not read.
+    #: Turn verdicts (repeat_failure.turns.verdict): None when the agent's session log is not read
+    #: or turn health is off.
     verdicts: dict | None = None
     last_verdict: str | None = None
     failed_in_a_row: int = 0
-    #: The preview probe: None when the agent has no preview URL (or the check is off), else
+    #: The preview probe: None when the agent has no preview URL (or turn health is off), else
     #: {"probes": n, "errors": {(outcome, reason): n}, "state": outcome or None}.
     preview: dict | None = None

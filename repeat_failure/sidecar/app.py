@@ -44,7 +44,7 @@ from repeat_failure.sidecar.layout import SharedDir
 from repeat_failure.sidecar.loop import PassHealth, RunLoop, soonest_change
 from repeat_failure.sidecar.records import RecordPipeline
 from repeat_failure.sidecar.session_feed import (SessionFeed, describe_sessions, log_receiving,
-                                                 session_tail)
+                                                 log_what_runs, session_tail)
 from repeat_failure.sidecar.state import StateFile
 from repeat_failure.turns.probe import PreviewProber, ProbeResult
 from repeat_failure.turns.verdict import TurnTracker
@@ -91,7 +91,7 @@ class Sidecar:
         # --config-optional: a config file missing at start-up means the built-in defaults
         # (check off) until it appears; once read, the file behaves as without the flag.
         self.config_optional = config_optional
-        self._config_file = ConfigFile(config_path, config_optional)
+        self._config_file = ConfigFile(config_path, config_optional, monotonic)
         self.config: Config = self._config_file.initial()
         self._lock = threading.RLock()
         #: Probes agents' previews after turns that edited files; its thread starts on first use.
@@ -115,12 +115,14 @@ class Sidecar:
         }
         #: Monotonic time of the last session-log poll (0.0: none yet), for the run loop.
         self.session_polled_at = 0.0
+        self._repaired_at = 0.0  # monotonic time every agent's hook files were last checked
         started = self.clock()
         for state in self.agents.values():
             state.activity = Activity(not_before=started)
             if state.tail is not None:
                 state.turns = TurnTracker(state.tail.reader.edit_tools)
         describe_sessions(list(self.agents.values()))
+        log_what_runs(self.config, list(self.agents.values()))
         self._passes = PassHealth(self.registry, monotonic)
         self._shared.prepare()
         self.collector = Collector(self.shared_dir / hook.RECORDS_DIR, self.config.collect_grace_s,
@@ -151,9 +153,16 @@ class Sidecar:
 
     def _apply_enabled(self) -> None:
         """Render (check on) or remove (check off) each agent's hook; with the check off, also
-        forget the agent's notes, C12 timer, turns and state file. A failure is logged, not
-        raised: the next pass repairs the layout and tries again."""
+        forget the agent's notes, C12 timer and state file, and its turns unless turn health is
+        on (its own switch, issue 31); with turn health off, forget the turns and drop waiting
+        preview probes. A failure is logged, not raised: the next pass repairs the layout and
+        tries again."""
+        health = self.config.turn_health
+        if not health:
+            self.prober.clear()
         for name, state in self.agents.items():
+            if not health:
+                state.forget_turns()
             try:
                 if self.config.enabled:
                     self._shared.render_hook(name, state.spec.backend)
@@ -161,16 +170,17 @@ class Sidecar:
                     if self._shared.remove_hook(name):
                         log.info("check off: hook removed", extra={"agent": name})
                     state.forget(self.config.threshold, self.config.window_s, self.clock(),
-                                 self.config.match_output)
-                    self.prober.clear()
+                                 self.config.match_output, turns=not health)
                     self._state_file.remove(name)
             except (OSError, hook.HookError) as exc:
                 log.error("hook files not updated", extra={"agent": name, "error": str(exc)})
 
     def _apply_events(self) -> None:
-        """Start (check and ``events`` on) or stop (either off) the Kubernetes Events publisher.
-        Off costs nothing: no thread, and ``kubernetes`` is never imported."""
-        wanted = self.config.enabled and self.config.events
+        """Start (``events`` on, and the check or turn health with a preview to probe) or stop
+        the Kubernetes Events publisher. Off costs nothing: no thread, and ``kubernetes`` is
+        never imported."""
+        probes = self.config.turn_health and any(s.spec.preview_url for s in self.agents.values())
+        wanted = self.config.events and (self.config.enabled or probes)
         if wanted and self.events is None:
             self.events = EventPublisher(self._event_stats, self._events_configuration).start()
             log.info("Kubernetes Events on: one Event per raised note",
@@ -182,23 +192,31 @@ class Sidecar:
 
     def reload_config(self, force: bool = False) -> bool:
         """Re-read the config file if it changed on disk (or ``force``). A file that does not
-        validate is logged and ignored; the last good config stays (:meth:`ConfigFile.reread`).
-        Returns True on a change."""
-        new = self._config_file.reread(force)
+        validate is logged and ignored; the last good config stays; a change that turns the
+        check off is applied only once the file reads the same ``OFF_SETTLE_S`` seconds apart
+        (:meth:`ConfigFile.reread`; the run loop reads again meanwhile). Returns True on a
+        change."""
+        new = self._config_file.reread(force, self.config)
         if new is None or new == self.config:
             return False
         if new.agents != self.config.agents:
             log.warning("repeat_failure.agents changed: the agent list is read at start-up only; "
                         "restart the sidecar to apply it")
         with self._lock:
-            if new.enabled and not self.config.enabled:
-                # Off → on: what the session logs gained while the check was off had no records
-                # (no hook), so it is skipped, not read as missing data.
+            if new.reads_sessions and not self.config.reads_sessions:
+                # Not read → read: what the session logs gained meanwhile is skipped (it had no
+                # records, no hook), not read as missing data or as turns.
                 for state in self.agents.values():
                     state.tail = session_tail(state.spec, self.clock, 0.0)
-                    state.activity = Activity(not_before=self.clock())
                     state.turns = TurnTracker(state.tail.reader.edit_tools
                                               if state.tail is not None else frozenset())
+            if new.enabled and not self.config.enabled:
+                # Check off → on: the C12 timer starts now (calls read for turn health alone
+                # had no hook to record them).
+                for state in self.agents.values():
+                    state.activity = Activity(not_before=self.clock())
+            changed = (new.enabled, new.turn_health) != (self.config.enabled,
+                                                         self.config.turn_health)
             self.config = new
             self._records.exclusions = Exclusions(new.exclude)
             self.collector.grace_s = new.collect_grace_s
@@ -210,15 +228,22 @@ class Sidecar:
                     new.threshold, new.window_s, now, new.match_output))
                 if state.dirty and new.enabled:
                     self._save_state(state)
-        log.info("config reloaded", extra={"enabled": new.enabled})
+        log.info("config reloaded", extra={"enabled": new.enabled,
+                                           "turn_health": new.turn_health})
+        if changed:
+            log_what_runs(new, list(self.agents.values()))
         return True
 
     # -- one pass ------------------------------------------------------------------------------
 
-    def _repair_layout(self) -> None:
-        """:meth:`SharedDir.repair`, with every agent's hook while the check is on."""
-        self._shared.repair({name: state.spec.backend for name, state in self.agents.items()}
-                            if self.config.enabled else {})
+    def _repair_layout(self, agents: set[str] | None = None) -> None:
+        """:meth:`SharedDir.repair`, with the hooks of ``agents`` (None: every agent's; every
+        agent's anyway once a second) while the check is on."""
+        now = time.monotonic()
+        if agents is None or now - self._repaired_at >= 1.0:
+            agents, self._repaired_at = set(self.agents), now
+        self._shared.repair({name: self.agents[name].spec.backend for name in agents
+                             if name in self.agents} if self.config.enabled else {})
 
     def _state_path(self, agent: str) -> Path:
         return self._state_file.path(agent)
@@ -250,49 +275,54 @@ class Sidecar:
             return
         self.collector.release(batch)
 
-    def poll_sessions(self, rescan: bool = False) -> None:
-        """Read what each agent's session log added (its tail) and feed it to the
+    def poll_sessions(self, rescan: bool = False, changed: set[Path] | None = None) -> None:
+        """Read what each agent's session log added (its tail; ``changed``: the session files
+        inotify saw change, so an old one growing again is found at once) and feed it to the
         agent's state (:meth:`SessionFeed.feed`: the C12 tracker, turn verdicts and, where the
         session log is a route (C3), the record pipeline). Reader errors are counted by
         reason, never raised."""
         self.session_polled_at = time.monotonic()
-        if not self.config.enabled:  # C14: with the check off, the agent's home is not read
+        if not self.config.reads_sessions:  # neither the check nor turn health: not read
             return
         for state in list(self.agents.values()):
             if state.tail is None:
                 continue
-            result = state.tail.poll(rescan=rescan)
+            result = state.tail.poll(rescan=rescan, changed=changed or ())
             with self._lock:
                 self._feed.feed(state, result, self.clock())
 
     def _on_probe(self, agent: str, url: str, result: ProbeResult) -> None:
         """A preview probe finished (on the prober's thread): :meth:`SessionFeed.probed`,
-        unless the agent is unknown or the check went off meanwhile."""
+        unless the agent is unknown or turn health went off meanwhile."""
         with self._lock:
             state = self.agents.get(agent)
-            if state is None or not self.config.enabled:
+            if state is None or not self.config.turn_health:
                 return
             self._feed.probed(state, url, result)
 
     def session_dirs(self) -> list[Path]:
-        """The directories holding the agents' session logs (for inotify); empty while the
-        check is off (the home is not read)."""
-        if not self.config.enabled:
+        """The directories holding the agents' session logs (for inotify); empty while
+        neither the check nor turn health is on (the home is not read)."""
+        if not self.config.reads_sessions:
             return []
         return [d for s in self.agents.values() if s.tail is not None for d in s.tail.watch_dirs()]
 
-    def run_once(self, stop: threading.Event | None = None, sessions: bool = True) -> None:
+    def run_once(self, stop: threading.Event | None = None, sessions: bool = True,
+                 agents: set[str] | None = None) -> None:
         """One pass: the session logs (unless ``sessions`` is False: :meth:`run_forever` polls
-        them on its own schedule), then collection over every agent, then expiry. A large file
-        is taken in slices of the collector's byte budget; the lock is released between slices
-        so scrapes are answered meanwhile, and ``stop`` ends the pass between slices."""
+        them on its own schedule), then collection over ``agents`` (names; None: every agent;
+        the run loop names those whose record files changed, issue 28), then expiry. A large
+        file is taken in slices of the collector's byte budget; the lock is released between
+        slices so scrapes are answered meanwhile, and ``stop`` ends the pass between slices."""
         started = time.perf_counter()
         try:
             with self._lock:
-                self._repair_layout()
+                self._repair_layout(agents)
             if sessions:
                 self.poll_sessions()
-            for state in list(self.agents.values()):
+            states = (list(self.agents.values()) if agents is None
+                      else [self.agents[n] for n in sorted(agents) if n in self.agents])
+            for state in states:
                 more = True
                 while more and not (stop is not None and stop.is_set()):
                     with self._lock:
@@ -319,6 +349,23 @@ class Sidecar:
         once no pass nor slice has completed for ``UNHEALTHY_AFTER_S`` seconds)."""
         with self._lock:
             return self._passes.health()
+
+    def started(self) -> tuple[bool, str]:
+        """``(started, text)`` for ``GET /startupz``, the injected sidecar's startup probe
+        (issue 29: a native sidecar's startup probe holds the agent container until it passes):
+        with the check on, every agent's hook file is rendered and ``records/`` is a directory
+        this process may write; with the check off there is nothing to wait for. Takes no lock
+        (a long collection pass must not time the probe out): it reads the file system."""
+        if not self.config.enabled:
+            return True, "ok (check off)"
+        records = self.shared_dir / hook.RECORDS_DIR
+        if not (records.is_dir() and os.access(records, os.W_OK | os.X_OK)):
+            return False, f"{records} is not a writable directory yet"
+        missing = [name for name in self.agents
+                   if not hook.hook_path(self.shared_dir, name).is_file()]
+        if missing:
+            return False, f"hook not rendered yet for agent {', '.join(missing)[:200]}"
+        return True, "ok"
 
     def collect_stats(self) -> tuple[dict[str, int], float | None]:
         """The collection passes so far by outcome (``ok``, ``failed``) and the time (epoch

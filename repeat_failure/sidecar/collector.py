@@ -10,7 +10,9 @@ Contract (DESIGN.md "Pipeline", spec Constraints):
   appends is read on the next passes ("grace" files).
 * Leftover ``.collecting.*`` files (a sidecar that died mid-pass) are read on the next pass.
 * A line longer than 4095 bytes is rejected as ``oversized`` without being held in memory; a last
-  line with no newline when the grace period ends is ``torn``; a path that is a symlink, a FIFO
+  line with no newline when the grace period ends is ``torn``; an oversized line that is such a
+  fragment with the next record appended to it gives ``oversized`` and that record (a shorter
+  one goes on whole: the pipeline counts the fragment ``torn`` and takes the record); a path that is a symlink, a FIFO
   or anything but a regular file is ``unreadable`` and removed without being followed.
 * A record file that others may read or write (mode ``o+r``/``o+w``: the hook writes it
   ``0660`` under ``umask 007``), that has another name (a hard link), or whose owner is neither the sidecar's user nor in the
@@ -38,18 +40,30 @@ from pathlib import Path
 
 import inotify_simple
 
-from repeat_failure.sidecar.parse import INSECURE, MAX_LINE_BYTES, OVERSIZED, TORN, UNREADABLE
+from repeat_failure.sidecar.parse import (INSECURE, MAX_LINE_BYTES, OVERSIZED, TORN, UNREADABLE,
+                                          salvage)
 
 _CHUNK = 1 << 16
 COLLECTING = ".collecting."
 
 
 class _Lines:
-    """Splits a byte stream into lines, dropping (and reporting) lines over the size limit."""
+    """Splits a byte stream into lines, dropping (and reporting) lines over the size limit.
+
+    A line over the limit that ends in a record after a fragment (:func:`salvage`: a short
+    write's fragment and the next record together pass the limit) gives ``oversized`` and then
+    that record, so a partial write never costs the next good record; a shorter such line is
+    handed on whole, and the pipeline takes the record from it when it does not parse."""
 
     def __init__(self) -> None:
         self._buf = bytearray()
         self._discarding = False
+        #: While discarding: the line's last bytes, where a record after a fragment would be.
+        self._tail = bytearray()
+
+    def _keep_tail(self, data: bytes | bytearray) -> None:
+        self._tail += data
+        del self._tail[:-MAX_LINE_BYTES]  # a record is at most 4095 bytes, after 1 of a fragment
 
     def feed(self, data: bytes) -> Iterator[bytes | str]:
         """Yield each complete line (bytes, without newline) or the reason string ``oversized``."""
@@ -61,10 +75,21 @@ class _Lines:
             if self._discarding:
                 self._discarding = False
                 self._buf.clear()
+                self._keep_tail(data[start:nl])
+                record = salvage(self._tail)
+                self._tail.clear()
+                if record is not None:
+                    yield record
             else:
                 if len(self._buf) + nl - start >= MAX_LINE_BYTES:
+                    self._keep_tail(self._buf)
+                    self._keep_tail(data[start:nl])
                     self._buf.clear()
                     yield OVERSIZED
+                    record = salvage(self._tail)
+                    self._tail.clear()
+                    if record is not None:
+                        yield record
                 else:
                     self._buf += data[start:nl]
                     yield bytes(self._buf)
@@ -72,8 +97,11 @@ class _Lines:
             start = nl + 1
         rest = len(data) - start
         if self._discarding:
+            self._keep_tail(data[start:])
             return
         if len(self._buf) + rest >= MAX_LINE_BYTES:
+            self._keep_tail(self._buf)
+            self._keep_tail(data[start:])
             self._buf.clear()
             self._discarding = True
             yield OVERSIZED
@@ -90,6 +118,7 @@ class _Lines:
             self._buf.clear()
             yield TORN
         self._discarding = False
+        self._tail.clear()
 
 
 @dataclass
@@ -131,8 +160,9 @@ class Batch:
     rejected_files: list[tuple[str, str, str]] = field(default_factory=list)
 
 
-#: Collected files held open per agent at most; past it the oldest is closed early (a record
-#: of a writer that opened it more than a whole series of passes ago is lost, not the sidecar).
+#: Collected files held open per agent at most; at it the oldest read to the end is closed early
+#: so each pass can still take the live file (a record of a writer that opened it more than a
+#: whole series of passes ago is lost, not the sidecar; issue 28 item 14).
 MAX_HELD_PER_AGENT = 64
 
 
@@ -164,11 +194,17 @@ class Collector:
         self._closed: dict[str, dict[str, int]] = {}  # agent -> closed name -> final offset
         self._resume: dict[str, int] = {}
         self._seq = itertools.count()
+        #: Agents whose leftover ``.collecting.*`` files were all taken: the records directory
+        #: is not listed for them again (issue 28 item 16: a pass listed it once per agent,
+        #: every file of every agent each time). Only this collector makes such files, and it
+        #: knows those it makes; leftovers come from an earlier process.
+        self._listed: set[str] = set()
 
     def restore(self, checkpoint: dict[str, int]) -> None:
         """Resume leftover files at the offsets a saved checkpoint gives (file name -> bytes)."""
         self._resume.update({n: o for n, o in checkpoint.items()
                              if isinstance(n, str) and isinstance(o, int) and o >= 0})
+        self._listed.clear()
 
     # -- one pass ------------------------------------------------------------------------------
 
@@ -180,9 +216,12 @@ class Collector:
         budget = [self.budget]
         now = self._clock()
         mine = [h for h in self._held if h.agent == agent]
-        for held in list(mine):
+        for held in list(mine):  # oldest first
             self._read(held, batch, budget)
-            if held.at_eof and (now >= held.deadline or len(mine) > MAX_HELD_PER_AGENT):
+            # At the bound, the oldest files read to the end are closed early so the live file
+            # can be taken below (issue 28 item 14: at exactly the bound, nothing was closed and
+            # the live file not taken, so collection stalled until a grace period ended).
+            if held.at_eof and (now >= held.deadline or len(mine) >= MAX_HELD_PER_AGENT):
                 self._close(held, batch)
                 mine.remove(held)
         try:
@@ -193,15 +232,23 @@ class Collector:
             return self._finish(batch)
         try:
             live = f"{agent}.jsonl"
-            held_names = {h.name for h in self._held} | set(self._closed.get(agent, ()))
-            leftovers = sorted(n for n in os.listdir(dir_fd)
-                               if n.startswith(live + COLLECTING) and n not in held_names)
-            for name in leftovers:
-                if budget[0] <= 0 or len(mine) >= MAX_HELD_PER_AGENT:
-                    break
-                held = self._take(agent, dir_fd, name, batch, now, budget)
-                if held is not None:
-                    mine.append(held)
+            if agent not in self._listed:
+                held_names = {h.name for h in self._held} | set(self._closed.get(agent, ()))
+                leftovers = sorted(n for n in os.listdir(dir_fd)
+                                   if n.startswith(live + COLLECTING) and n not in held_names)
+                retry = False
+                for name in leftovers:
+                    if budget[0] <= 0 or len(mine) >= MAX_HELD_PER_AGENT:
+                        retry = True
+                        break
+                    rejected = len(batch.rejected_files)
+                    held = self._take(agent, dir_fd, name, batch, now, budget)  # type: ignore[assignment]
+                    if held is not None:
+                        mine.append(held)
+                    elif len(batch.rejected_files) == rejected:  # left for a later pass
+                        retry = True
+                if not retry:
+                    self._listed.add(agent)
             if budget[0] > 0 and len(mine) < MAX_HELD_PER_AGENT:
                 target = f"{live}{COLLECTING}{time.time_ns()}-{next(self._seq)}"
                 try:
@@ -247,7 +294,7 @@ class Collector:
                 _discard(dir_fd, name)
             return None  # out of descriptors, say: leave the file for a later pass
         info = os.fstat(fd)
-        what = (_not_regular(info.st_mode) if not stat.S_ISREG(info.st_mode)
+        what = (_not_regular(info.st_mode) if not stat.S_ISREG(info.st_mode)  # type: ignore[assignment]
                 else _untrusted(info, os.fstat(dir_fd)))
         if what is not None:
             os.close(fd)
@@ -319,6 +366,12 @@ class Collector:
                 self._close(held, batch)
             batches.append(self._finish(batch))
         return batches
+
+    def due_agents(self) -> set[str]:
+        """The agents with a held file that needs a pass now: one not read to the end, or one
+        whose grace period is over."""
+        now = self._clock()
+        return {h.agent for h in self._held if not h.at_eof or now >= h.deadline}
 
     def next_deadline(self) -> float | None:
         """The monotonic time a held file next needs a pass (now, if one is not read to the
@@ -397,7 +450,30 @@ class Watcher:
         self._records_wd: int | None = None
         self._config_wd: int | None = None
         self._session_wds: dict[int, Path] = {}
+        #: Agents whose record file changed since :meth:`take_changed_agents` (None: any may
+        #: have, after a queue overflow or a lost watch).
+        self._changed: set[str] | None = set()
+        #: Session files the watches saw change since :meth:`take_session_paths` (at most
+        #: :data:`MAX_SESSION_PATHS`; None: more, or an overflow).
+        self._session_paths: set[Path] | None = set()
         self._arm()
+
+    #: Session files remembered between two polls at most; more means "any may have changed".
+    MAX_SESSION_PATHS = 1024
+
+    def take_session_paths(self) -> set[Path] | None:
+        """The session files whose change the waits since the last call saw (a directory's
+        watch names them), or None when more than :data:`MAX_SESSION_PATHS` or an overflow;
+        starts a new set."""
+        paths, self._session_paths = self._session_paths, set()
+        return paths
+
+    def take_changed_agents(self) -> set[str] | None:
+        """The agents whose ``<agent>.jsonl`` the waits since the last call saw change (by
+        the inotify event's name), or None when any may have (an overflow, a lost watch);
+        starts a new set."""
+        changed, self._changed = self._changed, set()
+        return changed
 
     def watch_session_dirs(self, dirs: list[Path]) -> None:
         """Watch exactly ``dirs`` (the first :attr:`MAX_SESSION_WATCHES`) for session-log
@@ -439,20 +515,29 @@ class Watcher:
         for event in events:
             if event.mask & inotify_simple.flags.Q_OVERFLOW:
                 records = config = sessions = True
+                self._changed = self._session_paths = None
             elif event.mask & inotify_simple.flags.IGNORED:
                 # The watched directory went away; re-arm on the next wait.
                 if event.wd == self._records_wd:
                     self._records_wd, records = None, True
+                    self._changed = None
                 if event.wd == self._config_wd:
                     self._config_wd, config = None, True
                 if self._session_wds.pop(event.wd, None) is not None:
                     sessions = True
             elif event.wd == self._records_wd:
-                records = records or COLLECTING not in event.name
+                if COLLECTING not in event.name:
+                    records = True
+                    if self._changed is not None and event.name.endswith(".jsonl"):
+                        self._changed.add(event.name[:-len(".jsonl")])
             elif event.wd == self._config_wd:
                 config = True
             elif event.wd in self._session_wds:
                 sessions = True
+                if self._session_paths is not None and event.name:
+                    self._session_paths.add(self._session_wds[event.wd] / event.name)
+                    if len(self._session_paths) > self.MAX_SESSION_PATHS:
+                        self._session_paths = None
         return records, config, sessions
 
     def close(self) -> None:

@@ -270,7 +270,7 @@ class Detector:
             times.set_digest(pos, digest)
             if not any(times.digest(i) == PENDING for i in range(pos, end)):
                 self._awaited.pop((command, key, ts), None)
-            self._judge(command, state, key, times, pos, ts if now is None else now, events)
+            self._judge(command, state, key, times, pos, ts if now is None else now, events)  # type: ignore[arg-type]
         elif not self.match_output:
             times.set_digest(pos, digest)
         return events
@@ -329,7 +329,7 @@ class Detector:
             for pos in range(bisect.bisect_left(times, ts), bisect.bisect_right(times, ts)):
                 if times.digest(pos) == PENDING:
                     times.set_digest(pos, 0)
-                    self._judge(command, state, key, times, pos, now, events)
+                    self._judge(command, state, key, times, pos, now, events)  # type: ignore[arg-type]
         return events
 
     def _settle(self, command: str, state: CommandState, reason: str) -> list[Event]:
@@ -520,7 +520,7 @@ class Detector:
                             if state.key == key:
                                 state.times = kept_times
                             else:
-                                state.more[key] = kept_times
+                                state.more[key] = kept_times  # type: ignore[index]
                         else:
                             state.add(key, kept_times)
                 # "2" (by exit alone, or saved before issue 26) or "2@<digest>": in this
@@ -563,9 +563,9 @@ class Detector:
                 self._awaited[(command, key, ts)] = now + OUTPUT_WAIT_S
                 continue
             times = self._commands[command].get(key)
-            for i in range(bisect.bisect_left(times, ts), bisect.bisect_right(times, ts)):
-                if times.digest(i) == PENDING:
-                    times.set_digest(i, 0)
+            for i in range(bisect.bisect_left(times, ts), bisect.bisect_right(times, ts)):  # type: ignore[arg-type]
+                if times.digest(i) == PENDING:  # type: ignore[union-attr]
+                    times.set_digest(i, 0)  # type: ignore[union-attr]
         return left_out
 
     def awaited(self) -> list[tuple[str, ExitKey, float]]:

@@ -20,7 +20,7 @@ import bisect
 import sys
 from array import array
 from collections.abc import Iterable, Iterator
-from typing import Any, Union
+from typing import Any, Union, cast
 
 import orjson
 
@@ -68,15 +68,17 @@ class Times(array):
     failure with :meth:`put`."""
 
     __slots__ = ("outs",)
+    outs: "array[int] | None"
 
-    def __new__(cls, times=(), outs=None):
-        self = super().__new__(cls, "d", times)
+    def __new__(cls, times: Iterable[float] = (), outs: Iterable[int] | None = None) -> "Times":
+        self = cast("Times", super().__new__(cls, "d", times))  # typeshed: array[float]
         self.outs = None
         if outs is not None and any(outs):
             self.outs = array("I", outs)
         return self
 
-    def __init__(self, times=(), outs=None) -> None:  # array takes its arguments in __new__
+    # array takes its arguments in __new__.
+    def __init__(self, times: Iterable[float] = (), outs: Iterable[int] | None = None) -> None:
         pass
 
     def __delitem__(self, index) -> None:
@@ -145,13 +147,13 @@ class CommandState:
         self.qualified: set[Result] | None = None
         self.raised = raised
 
-    def items(self) -> list[tuple[ExitKey, array]]:
+    def items(self) -> list[tuple[ExitKey, Times]]:
         """(exit key, times) for every key with failures, in first-failed order."""
         if self.times is None:
             return []
         if self.more is None:
-            return [(self.key, self.times)]
-        return [(self.key, self.times), *self.more.items()]
+            return [(self.key, self.times)]  # type: ignore[list-item]
+        return [(self.key, self.times), *self.more.items()]  # type: ignore[list-item]
 
     def keys(self) -> list[ExitKey]:
         """The exit keys with failures, in first-failed order."""
@@ -165,7 +167,7 @@ class CommandState:
             return len(self.times)
         return len(self.times) + sum(map(len, self.more.values()))
 
-    def get(self, key: ExitKey) -> array | None:
+    def get(self, key: ExitKey) -> Times | None:
         """The failure times of ``key``, or ``None`` when it has none."""
         if self.times is not None and self.key == key:
             return self.times
@@ -181,7 +183,7 @@ class CommandState:
             return True
         return digest == 0 if times.outs is None else digest in times.outs
 
-    def add(self, key: ExitKey, times: array) -> None:
+    def add(self, key: ExitKey, times: Times) -> None:
         """Start tracking ``key`` (one without failures so far) with ``times`` (non-empty)."""
         if self.times is None:
             self.key, self.times = key, times

@@ -69,10 +69,24 @@ class MetricsCollector(Collector):
             "Failures in the window of a command whose repeating-failure note is raised; "
             "output: same, changing or unknown (whether those failures had the same output).",
             labels=["agent", "backend", "command", "exit", "output"])
+        # Issue 29: no label value changes with a count or a time. The row's note text is
+        # built from the row's command and exit (row_info), its count (note), its minutes
+        # (note_span_seconds) and the other notes (notes_active - 1).
         row_info = GaugeMetricFamily(
             PREFIX + "row_info",
-            "What the agent's dashboard row shows: state, state text and note message.",
-            labels=["agent", "backend", "state", "state_text", "message"])
+            "What identifies the agent's dashboard row and its state: state, state text, and "
+            "the command and exit of the note it shows (empty without one); the counts are "
+            "the note, note_span_seconds and notes_active series.",
+            labels=["agent", "backend", "state", "state_text", "command", "exit"])
+        note_span = GaugeMetricFamily(
+            PREFIX + "note_span_seconds",
+            "Seconds from the first to the last failure a raised note counts (its text's M is "
+            "this in minutes, rounded up, at least 1).",
+            labels=["agent", "backend", "command", "exit", "output"])
+        notes_active = GaugeMetricFamily(
+            PREFIX + "notes_active",
+            "Repeating-failure notes raised now for the agent (the row shows the newest and "
+            "\"+K others\" for the rest).", labels=["agent", "backend"])
         failures = GaugeMetricFamily(
             PREFIX + "command_failures",
             "Failures in the window for the agent's top failing commands.",
@@ -158,12 +172,18 @@ class MetricsCollector(Collector):
             if v.row is not None:
                 for s in STATES:
                     state.add_metric([v.agent, v.backend, s], 1.0 if s == v.row.state else 0.0)
+                shown = v.row.notes[0] if v.row.notes else None
                 row_info.add_metric(
                     [v.agent, v.backend, v.row.state, label_value(v.row.state_text),
-                     label_value(v.row.message)], 1.0)
-                for n in v.row.notes[:MAX_NOTES_SHOWN]:
-                    note.add_metric([v.agent, v.backend, command_label(label_value(n.command)),
-                                     str(n.exit), n.output], float(n.count))
+                     command_label(label_value(shown.command)) if shown else "",
+                     str(shown.exit) if shown else ""], 1.0)
+                notes_active.add_metric([v.agent, v.backend], float(len(v.row.notes)))
+                for raised_note in v.row.notes[:MAX_NOTES_SHOWN]:
+                    labels = [v.agent, v.backend,
+                              command_label(label_value(raised_note.command)),
+                              str(raised_note.exit), raised_note.output]
+                    note.add_metric(labels, float(raised_note.count))
+                    note_span.add_metric(labels, raised_note.last_ts - raised_note.first_ts)
                 for command, exit_key, count in v.failures:
                     failures.add_metric(
                         [v.agent, v.backend, command_label(label_value(command)), str(exit_key)],
@@ -187,7 +207,7 @@ class MetricsCollector(Collector):
                 last_shell.add_metric([v.agent, v.backend], v.last_shell_ts)
             for outcome, n in sorted(v.events.items()):
                 k8s_events.add_metric([v.agent, outcome], float(n))
-        yield from (state, note, row_info, failures, records, rejected, raised, last,
+        yield from (state, note, note_span, notes_active, row_info, failures, records, rejected, raised, last,
                     reader_errors, reader_ignored, unrecognized, last_shell, k8s_events, turns,
                     verdict, in_a_row, probes, preview_errors, preview_state)
 
@@ -209,6 +229,12 @@ MAX_CONNECTIONS = 64
 MAX_HEAD_BYTES = 32 << 10
 #: Listen backlog: the default 5 drops connections when many scrapers arrive at once.
 BACKLOG = 128
+#: Seconds a connection may wait before its request's first byte, and then take from that byte
+#: to the end of its answer (issue 28: with neither, 64 clients trickling a byte now and then
+#: held every connection, and scrapes and the kubelet's /healthz probes were refused). A scrape
+#: sends its request at once and its answer is written in one go.
+IDLE_TIMEOUT_S = 5.0
+REQUEST_TIMEOUT_S = 10.0
 _TEXT = "text/plain; charset=utf-8"
 
 
@@ -231,6 +257,12 @@ def _handler(sidecar: "Sidecar") -> type[serving.Handler]:
                 body, ctype = b"ok\n", _TEXT
             elif path == "/readyz":
                 body, ctype = b"ok\n", _TEXT
+            elif path == "/startupz":  # the injected sidecar's startup probe (issue 29)
+                started, text = sidecar.started()
+                if not started:
+                    self.send_body(503, (text + "\n").encode(), _TEXT)
+                    return
+                body, ctype = (text + "\n").encode(), _TEXT
             else:
                 self.send_error(404, "not found: try /metrics, /status or /healthz")
                 return
@@ -242,7 +274,9 @@ def _handler(sidecar: "Sidecar") -> type[serving.Handler]:
 class Server:
     """The HTTP endpoint (HTTP/1.0: one request per connection), served from a daemon thread
     on :mod:`repeat_failure.serving`: at most :data:`MAX_CONNECTIONS` connections, request
-    heads up to :data:`MAX_HEAD_BYTES` (431 beyond), 10 s per socket operation, errors as JSON.
+    heads up to :data:`MAX_HEAD_BYTES` (431 beyond), 10 s per socket operation,
+    :data:`IDLE_TIMEOUT_S` to the request's first byte and :data:`REQUEST_TIMEOUT_S` from it to
+    the end of the answer, errors as JSON.
 
     ``listen`` is ``HOST:PORT`` (port 0 picks a free port; :attr:`port` tells which).
     Raises ``ValueError`` for a malformed ``listen``, ``OSError`` if the port is taken.
@@ -255,6 +289,8 @@ class Server:
             self._httpd = serving.Server(address, _handler(sidecar), name="exporter",
                                          max_connections=MAX_CONNECTIONS,
                                          max_head_bytes=MAX_HEAD_BYTES, backlog=BACKLOG,
+                                         idle_timeout_s=IDLE_TIMEOUT_S,
+                                         request_timeout_s=REQUEST_TIMEOUT_S,
                                          quiet=True)  # a client hung up: not ours to log
         except OSError as exc:
             raise OSError(exc.errno, f"cannot listen on {listen}: {exc.strerror}") from None

@@ -13,6 +13,7 @@ does nothing because it no longer exists.
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import shlex
 import shutil
@@ -39,6 +40,13 @@ _SAFE_PATH = re.compile(r"^/[A-Za-z0-9._/@+-]*$")
 
 #: The rendered unchained hook: one line, `{ if TEST; then COMMANDS; fi; } 2>/dev/null || :`.
 _MAIN = re.compile(r"\{ if (?P<test>\[\[ .* \]\]); then (?P<then>.*); fi; \} 2>/dev/null \|\| :\n")
+
+
+#: The exit path's first lines (hooks/bash_env.slow.bash), and what they are when an original is
+#: chained; put in front of its `return`s then (:func:`render_text`).
+_UNCHAINED_START = "builtin trap '' DEBUG RETURN ERR XFSZ\nbuiltin set +ex\n"
+_CHAINED_START = "builtin trap '' DEBUG RETURN XFSZ\n"
+_CHAIN_RESTORE = "builtin trap - DEBUG RETURN XFSZ; "
 
 
 class HookError(ValueError):
@@ -91,7 +99,8 @@ def check_names(shared_dir: str | os.PathLike[str], agent: str, backend: str,
                 chain: str | None = None) -> None:
     """Raise :class:`HookError` unless the hook can be rendered for these names and paths: the
     agent and backend names match their patterns, and the shared dir and the chained
-    ``BASH_ENV`` (if any) are absolute paths of letters, digits and ``._/@+-``. What
+    ``BASH_ENV`` (if any) are absolute paths of letters, digits and ``._/@+-``, the chained one
+    outside the shared dir's ``hook/`` folder (a hook chained to itself recurses in every shell). What
     :func:`render_text` checks first; the sidecar calls it at start, so a bad path is an exit
     2, not a pass failing every time."""
     _check(Path(shared_dir), agent, backend, chain)
@@ -108,6 +117,14 @@ def _check(shared_dir: Path, agent: str, backend: str, chain: str | None) -> Non
     if chain is not None and not _SAFE_PATH.fullmatch(chain):
         raise HookError(f"chained BASH_ENV {chain!r} must be an absolute path of letters, "
                         "digits and ._/@+- only")
+    if chain is not None:
+        # Every agent's hook sources the same original: one of the hook's own files there would
+        # make each shell source itself until bash runs out of stack (issue 28 item 8). The
+        # injector never chains the hook it sets; `run` refuses it here (exit 2).
+        own = posixpath.normpath(str(shared_dir / HOOK_DIR))
+        if posixpath.normpath(chain).startswith(own + "/"):
+            raise HookError(f"chained BASH_ENV {chain!r} is one of the hook's own files (under "
+                            f"{own}/): it would source itself in every shell")
 
 
 def render_text(shared_dir: str | os.PathLike[str], agent: str, backend: str,
@@ -136,6 +153,11 @@ def render_text(shared_dir: str | os.PathLike[str], agent: str, backend: str,
     hook = _code(templates / "bash_env.sh")
     hook = hook.replace("@AGENT@", agent).replace("@SLOW@", str(slow_path(shared, agent)))
     if chain is not None:
+        # Chained, the exit path is sourced without `command`: `.` run by `command` keeps
+        # errexit on inside the file, so its `return` of a failed command's status would end the
+        # shell before the original's EXIT trap ran (POSIX mode's fatal missing file is the
+        # lesser evil: docs/neutral-route.md, "Known limits").
+        hook = _without_command(hook)
         # The chained hook is its own template around the unchained hook's test and commands.
         main = _MAIN.fullmatch(hook)
         if main is None:  # the template is ours; this only fires if someone breaks it
@@ -151,6 +173,13 @@ def render_text(shared_dir: str | os.PathLike[str], agent: str, backend: str,
     slow = (slow.replace("@PREFIX_SQ@", prefix)  # names and ROUTE hold no quote (_check)
                 .replace("@PREFIX@", prefix.replace('"', '\\"'))
                 .replace("@RECORDS@", str(records_path(shared, agent))))
+    if chain is not None:
+        # The original's EXIT trap runs next: leave the command's ERR trap, errexit and xtrace
+        # alone (`.` sourced on the left of `&&` ignores the first two; a chained hook's steps
+        # are traced, a documented limit) and give back the defaults the exit path put aside for
+        # its own steps (DEBUG, RETURN, SIGXFSZ).
+        slow = slow.replace(_UNCHAINED_START, _CHAINED_START, 1)
+        slow = slow.replace('builtin return "$__rf_x"', _CHAIN_RESTORE + 'builtin return "$__rf_x"')
     return hook, slow
 
 
@@ -161,18 +190,27 @@ def render_trap_text(shared_dir: str | os.PathLike[str], agent: str) -> str:
     original's. Raises :class:`HookError` as :func:`render_text` does."""
     hook, _ = render_text(shared_dir, agent, "bash")
     return (_code(_template_dir() / "bash_env.trap.bash")
-            .replace("@OURS@", shlex.quote(_exit_trap(hook))))
+            .replace("@OURS@", shlex.quote(_exit_trap(_without_command(hook)))))
+
+
+def _without_command(hook: str) -> str:
+    """The unchained hook's text with its EXIT trap as a chained hook sets it (:func:`render_text`):
+    the exit path sourced without ``command``."""
+    return hook.replace("builtin command . ", "builtin . ")
 
 
 def _exit_trap(hook: str) -> str:
-    """The EXIT trap an unchained hook (its text) sets, OURS: ``{ builtin . SLOW && builtin :; }
-    &>/dev/null``, alone or as OURS in "OURS; ORIG" in front of a chained original's EXIT trap
-    ORIG. The exit-path file returns the command's status, so ORIG sees that ``$?`` without a fork
-    (``(exit N)`` forks); the file is sourced on the left of ``&&``, where errexit cannot fire, and
-    ``builtin :`` runs inside the group, hidden from xtrace. Raises :class:`HookError` if the
-    template lost it (only a broken template)."""
-    ours = re.search(r"builtin trap '(\{ builtin \. [^ ']+ && builtin :; \} &>/dev/null)' EXIT;",
-                     hook)
+    """The EXIT trap a hook (its text) sets, OURS: ``{ builtin command . SLOW "$?" && builtin :; }
+    &>/dev/null`` alone, or, chained, ``{ builtin . SLOW "$?" && builtin :; } &>/dev/null`` as
+    OURS in "OURS; ORIG" in front of the original's EXIT trap ORIG. The exit-path file is given
+    the command's status and returns it, so ORIG sees that
+    ``$?`` without a fork (``(exit N)`` forks); it is sourced on the left of ``&&``, where errexit
+    cannot fire (``command``, which keeps a file removed meanwhile from being fatal in POSIX mode,
+    issue 28 item 7, loses that: the unchained exit path turns errexit off and ignores ERR
+    itself), and ``builtin :`` runs inside the group, hidden from xtrace. Raises
+    :class:`HookError` if the template lost it (only a broken template)."""
+    ours = re.search(r"builtin trap '(\{ builtin (?:command )?\. [^ ']+ \"\$\?\" && builtin :; \} "
+                     r"&>/dev/null)' EXIT;", hook)
     if ours is None:
         raise HookError("hooks/bash_env.sh has no EXIT trap to chain after")
     return ours.group(1)

@@ -10,7 +10,9 @@ these is due, at most :data:`MAX_SLEEP_S` at a time:
   agent's C12 state flipping (:func:`soonest_change`);
 - the next session-log poll, :data:`SESSION_POLL_S` after the last one (when a log is read).
 
-A records change is debounced (:data:`DEBOUNCE_S`) so a burst is collected in one pass. A
+A records change is debounced (:data:`DEBOUNCE_S`) so a burst is collected in one pass, and
+such a pass (or one for a held file's grace) covers only the agents whose record files changed
+or are due; the timed pass covers every agent (issue 28). A
 failing pass or poll is logged and retried on the next wake: a bug must not stop monitoring.
 :class:`RunLoop` drives anything shaped like :class:`Driven` (the sidecar); :class:`PassHealth`
 counts how the passes go, for the metrics and ``/healthz``.
@@ -118,11 +120,14 @@ class Driven(Protocol):
     clock: Callable[[], float]  #: epoch seconds
     session_polled_at: float  #: monotonic time of the last session-log poll (0.0: none yet)
 
-    def run_once(self, stop: threading.Event | None = None, sessions: bool = True) -> None:
-        """One collection pass (and expiry); may raise."""
+    def run_once(self, stop: threading.Event | None = None, sessions: bool = True,
+                 agents: set[str] | None = None) -> None:
+        """One collection pass (and expiry) over ``agents`` (None: every agent); may
+        raise."""
 
-    def poll_sessions(self) -> None:
-        """Read what the session logs added; sets ``session_polled_at``; may raise."""
+    def poll_sessions(self, rescan: bool = False, changed: set[Path] | None = None) -> None:
+        """Read what the session logs added (``changed``: the files inotify saw change);
+        sets ``session_polled_at``; may raise."""
 
     def session_dirs(self) -> list[Path]:
         """The directories to watch for session-log changes."""
@@ -201,15 +206,22 @@ class RunLoop:
                 if has_sessions and (sessions_changed or monotonic()
                                      >= d.session_polled_at + SESSION_POLL_S):
                     try:
-                        d.poll_sessions()
+                        d.poll_sessions(changed=watcher.take_session_paths()
+                                        if watcher is not None else None)
                     except Exception:  # a bug must not stop monitoring
                         log.exception("session-log pass failed")
                     self._watch_sessions(watcher)
                 if records_changed:
                     stop.wait(DEBOUNCE_S)
                 if records_changed or monotonic() >= min(deadlines) - 0.0005:
+                    # A timed pass covers every agent; one woken by records or a held file's
+                    # grace covers the agents whose files changed or are due (issue 28 item
+                    # 16: each wake scanned every agent's files).
+                    changed = watcher.take_changed_agents() if watcher is not None else None
+                    agents = (None if changed is None or monotonic() >= next_pass - 0.0005
+                              else changed | d.collector.due_agents())
                     try:
-                        d.run_once(stop, sessions=False)
+                        d.run_once(stop, sessions=False, agents=agents)
                     except Exception:  # a bug must not stop monitoring; the next pass retries
                         log.exception("collection pass failed")
                     if monotonic() >= next_pass:

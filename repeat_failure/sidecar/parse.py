@@ -37,6 +37,23 @@ INSECURE = "insecure"
 REASONS = (MALFORMED, TORN, OVERSIZED, UNREADABLE, INSECURE)
 
 
+#: How every line the hook writes starts. Inside a record's JSON strings a quote is escaped, so
+#: a whole record holds it only at its start: found later in a line, it starts a record written
+#: after a fragment (issue 28 item 9).
+RECORD_START = b'{"v":1,"ts":'
+
+
+def salvage(line: bytes | bytearray) -> bytes | None:
+    """The record at the end of ``line`` when a fragment comes before it, else None.
+
+    A write cut short (ENOSPC, a file-size limit: the kernel writes what fits) leaves part of a
+    line without its newline, and the writer's next record is appended to it; the last
+    :data:`RECORD_START` after the line's first byte starts that record. Called only for a line
+    that did not parse (or was too long), so whole records cost nothing."""
+    i = line.rfind(RECORD_START, 1)
+    return bytes(line[i:]) if i > 0 else None
+
+
 class RecordError(ValueError):
     """A line that is not a valid record; ``reason`` is one of :data:`REASONS`.
 

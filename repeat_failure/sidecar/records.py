@@ -21,7 +21,7 @@ from repeat_failure.sidecar.dedup import NEUTRAL, SESSION
 from repeat_failure.sidecar.detector import NoteCleared, NoteRaised, exit_key
 from repeat_failure.sidecar.exclude import Exclusions
 from repeat_failure.sidecar.normalize import command_label
-from repeat_failure.sidecar.parse import Record, RecordError, parse_line
+from repeat_failure.sidecar.parse import TORN, Record, RecordError, parse_line, salvage
 from repeat_failure.sidecar.pipeline import failure_output, record_command, session_record
 from repeat_failure.sidecar.scrub import scrub
 
@@ -51,7 +51,9 @@ class RecordPipeline:
     def line(self, state: AgentState, line: bytes | str, now: float) -> None:
         """One collected line (bytes, parsed here) or a rejection reason the collector gave
         instead of a line (str): a line that does not parse is counted in ``state.rejected``
-        by its :class:`RecordError` reason; a record goes on to :meth:`record`."""
+        by its :class:`RecordError` reason, unless it is a fragment a short write left with the
+        next record appended (:func:`~repeat_failure.sidecar.parse.salvage`): then the fragment
+        counts as ``torn`` and that record goes on; a record goes on to :meth:`record`."""
         if isinstance(line, str):  # a rejection reason from the collector
             state.rejected[line] += 1
             state.dirty = True
@@ -59,9 +61,17 @@ class RecordPipeline:
         try:
             record = parse_line(line, state.spec.name, state.spec.backend, now)
         except RecordError as exc:
-            state.rejected[exc.reason] += 1
             state.dirty = True
-            return
+            tail = salvage(line)  # a short write's fragment, then the next record (issue 28)
+            if tail is None:
+                state.rejected[exc.reason] += 1
+                return
+            state.rejected[TORN] += 1
+            try:
+                record = parse_line(tail, state.spec.name, state.spec.backend, now)
+            except RecordError as exc:
+                state.rejected[exc.reason] += 1
+                return
         self.record(state, record, now)
 
     def record(self, state: AgentState, record: Record, now: float, output: int = 0) -> None:
@@ -87,7 +97,7 @@ class RecordPipeline:
             outcome = DUPLICATE
             if from_session and record.failed:
                 # Counted from the neutral route first: the session record's output is its own.
-                events = state.detector.set_output(command, matched.exit, matched.ts, output,
+                events = state.detector.set_output(command, matched.exit, matched.ts, output,  # type: ignore[arg-type]
                                                    now) or []
         else:
             outcome = FAILURE if record.failed else SUCCESS
@@ -138,7 +148,7 @@ class RecordPipeline:
         seen = state.outputs.match(SESSION, command, True, record.ts, exit_key(record.exit),
                                    output)
         if seen is not None:
-            self.report(state, state.detector.set_output(command, seen.exit, seen.ts, output,
+            self.report(state, state.detector.set_output(command, seen.exit, seen.ts, output,  # type: ignore[arg-type]
                                                          now) or [])
 
     def rejected_file(self, state: AgentState, name: str, reason: str, what: str) -> None:
@@ -159,7 +169,7 @@ class RecordPipeline:
         extra = {"event": "record_file_rejected", "agent": state.spec.name,
                  "file": f"{hook.RECORDS_DIR}/{shown}", "reason": reason, "detail": what}
         if state.rejected_unlogged:
-            extra["unlogged"], state.rejected_unlogged = state.rejected_unlogged, 0
+            extra["unlogged"], state.rejected_unlogged = state.rejected_unlogged, 0  # type: ignore[assignment]
         log.warning("record file rejected and removed unread", extra=extra)
 
     def report(self, state: AgentState, events: list) -> None:

@@ -36,7 +36,6 @@ from repeat_failure.backends import SHELL_END, ReaderFormatError, SessionEvent
 from repeat_failure.sidecar.detector import Detector, NoteCleared, NoteRaised
 from repeat_failure.sidecar.exclude import Exclusions
 from repeat_failure.sidecar.normalize import command_label
-from repeat_failure.sidecar.parse import MAX_CLOCK_SKEW_S
 from repeat_failure.sidecar.pipeline import failure_output, record_command, session_record
 from repeat_failure.sessions.unrecognized import ShellRecognition
 from repeat_failure.sidecar.replay_report import (MAX_NO_RESULT_SHOWN, BadFile, ReplayNote,

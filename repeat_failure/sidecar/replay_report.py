@@ -256,7 +256,7 @@ def format_text(result: ReplayResult) -> str:
         lines.append(f"calls without a result: {calls} in {sessions} "
                      f"session{'' if sessions == 1 else 's'} (not judged)")
     if result.unrecognized:
-        n = len(result.unrecognized)
+        n = len(result.unrecognized)  # type: ignore[assignment]
         lines.append(f"session logs not recognised: {n} (their commands are not judged)")
     if lines:
         lines.append("")

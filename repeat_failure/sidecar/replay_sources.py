@@ -263,7 +263,7 @@ def read_events(source: Source, skipped: Counter,
                 got = _call(reader.poll_db, skipped, conn, state)
                 if not got and not state.get("pending_error"):
                     break
-                events += got
+                events += got  # type: ignore[arg-type]
         finally:
             conn.close()
         events = _timed(events, mtime)
@@ -290,7 +290,7 @@ def read_events(source: Source, skipped: Counter,
             skipped[NOT_JSON] += 1
             return []
     if kind == "json":
-        events = _timed(_call(reader.parse_document, skipped, doc, reader.history_state()),
+        events = _timed(_call(reader.parse_document, skipped, doc, reader.history_state()),  # type: ignore[arg-type]
                         mtime)
         if shell is not None:
             shell.on_events(events, reader.shell_tools)

@@ -6,7 +6,8 @@ file, logged or exported.
 
 The rules, in the order they apply, are the table of :mod:`repeat_failure.sidecar.scrub_rules`
 (private key blocks, token formats their issuers publish, credentials by position, names that
-say secret: :mod:`repeat_failure.sidecar.scrub_names`); this module is the engine that runs
+say secret: :mod:`repeat_failure.sidecar.scrub_names`, the command's grammar:
+:mod:`repeat_failure.sidecar.scrub_context`); this module is the engine that runs
 them: :func:`scrub` gates each rule on its needs groups and applies those that may match
 (:func:`apply_rule`).
 
@@ -84,7 +85,7 @@ def apply_rule(pattern: re.Pattern[str], replacement: Replacement, text: str) ->
     ``whole_text`` attribute, such as
     :func:`repeat_failure.sidecar.scrub_replacements.shell_assignments`)."""
     if getattr(replacement, "whole_text", False):
-        return replacement(pattern, text)  # type: ignore[call-arg,arg-type]
+        return replacement(pattern, text)  # type: ignore[operator, call-arg, arg-type]
     return pattern.sub(replacement, text)
 
 

@@ -18,6 +18,7 @@ import functools
 import re
 from collections.abc import Callable
 
+from repeat_failure.sidecar.scrub_context import generic_tokens, looks_random
 from repeat_failure.sidecar.scrub_names import (
     NOT_SECRET, ODD, REDACTED, SECRET, VENDOR, is_reference, name_kind, value_is_secret)
 
@@ -56,11 +57,21 @@ def assignment(m: re.Match[str]) -> str:
     kind = name_kind(m["name"])
     if kind != SECRET and m["word"]:  # "const NAME = v": the name is the second word
         kind = max(kind, name_kind(m["word"]))
+    if kind == NOT_SECRET and m["name"].lower() in _BARE_KEYS and looks_random(value):
+        kind = SECRET  # key = "<random>": a bare key's random-looking value (issue 27)
     if not value_is_secret(kind, value):
         return m[0]
     if not quoted and (m.string.startswith("(", m.end()) or _ATTRIBUTE_PATH.fullmatch(value)):
         return m[0]  # code: a call (token = get_token()) or an attribute (process.env.TOKEN)
+    if m["word"] and looks_random(m["word"]):
+        # "name: <random>=<random>": no type word but the head of the value (issue 27).
+        return m[0][: m.start("word") - m.start()] + REDACTED
     return m[0][: m.start("value") - m.start()] + REDACTED
+
+
+#: Names that say nothing alone (AWS's ``Key=name``, a map's key) but hold a secret when their
+#: value looks random (:func:`repeat_failure.sidecar.scrub_context.looks_random`).
+_BARE_KEYS = frozenset({"key", "keys"})
 
 
 #: An attribute path in code (``process.env.NPM_TOKEN``, ``settings.SECRET_KEY``): a lower-case
@@ -112,8 +123,8 @@ def shell_assignments(pattern: re.Pattern[str], text: str) -> str:
     ``'TOKEN=x' `` pairs take 3 ms)."""
     starts, closes = _closed_quotes(text)
     out: list[str] = []
-    pos = 0
-    while (name := _SHELL_NAME_RE.search(text, pos)) is not None:
+    pos = search = 0  # pos: copied up to here; search: look for the next name from here
+    while (name := _SHELL_NAME_RE.search(text, search)) is not None:
         start = name.start()
         i = bisect.bisect_left(starts, start) - 1
         # Inside a quoted word the value may not pass its closing quote (the search stops
@@ -121,14 +132,14 @@ def shell_assignments(pattern: re.Pattern[str], text: str) -> str:
         inside = i >= 0 and start < closes[i]
         m = pattern.match(text, start, closes[i] if inside else len(text))
         if m is None:  # no word after "=" (or the closing quote right after it)
-            pos = name.end()
+            search = name.end()  # (the text before it is still to be copied: issue 27)
             continue
         vstart, vend = m.span(2)
         value = text[vstart:vend]
         kind = NOT_SECRET if _names_a_file(text, start) else name_kind(m[1])
         out.append(text[pos:vstart])
         out.append(REDACTED if value and value_is_secret(kind, value) else value)
-        pos = max(vend, m.end(1) + 1)
+        pos = search = max(vend, m.end(1) + 1)
     if not out:
         return text
     out.append(text[pos:])
@@ -160,11 +171,15 @@ _BASIC_CREDENTIAL = re.compile(r"[\x21-\x39\x3b-\x7e]{1,64}:(?!//)[\x21-\x7e]{6,
 
 
 def encoded_secret(m: re.Match[str]) -> str:
-    """The replacement of the base64 rule: a word that decodes (standard or URL-safe
+    """The replacement of the base64 rule: a generic vendor token in the word goes
+    (:func:`repeat_failure.sidecar.scrub_context.generic_tokens`); a word that decodes (standard or URL-safe
     alphabet) to printable ASCII holding a secret (what :func:`repeat_failure.sidecar.scrub.scrub`
     redacts, or a Basic ``user:password``) goes whole; any other word stays. gitleaks decodes base64 before it
     looks (``--max-decode-depth``, 5 by default), so a token base64-encoded is still a leak."""
     word = m[0]
+    generic = generic_tokens(word)
+    if generic != word:  # the generic vendor-token shape (issue 27)
+        return generic
     padded = word.rstrip("=") + "=" * (-len(word.rstrip("=")) % 4)
     try:
         decoded = base64.b64decode(padded, altchars=b"-_" if ("-" in word or "_" in word)

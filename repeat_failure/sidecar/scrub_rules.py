@@ -2,7 +2,7 @@
 ``[REDACTED]``, as data: each rule is ``(pattern, replacement, needs groups...)``, applied in
 the order of :data:`RULES`.
 
-Four kinds of rule, applied in order:
+Five kinds of rule, applied in order (the fifth, the command's grammar, runs after the names):
 
 * private key blocks (PEM, OpenSSH, PGP; a block cut short, a bare ``BEGIN ... PRIVATE KEY``
   header and PuTTY key files are redacted to the end of the text);
@@ -40,6 +40,14 @@ Four kinds of rule, applied in order:
   (:data:`~repeat_failure.sidecar.scrub_names.VENDORS`: ``TWITTER_…``, ``ADOBE_CLIENT_ID`` ...) counts too when its value is
   token-shaped (twelve or more token characters with a digit).
 
+* the command's grammar (issue 27, :mod:`repeat_failure.sidecar.scrub_context`): what is
+  piped, here-string'd or here-doc'd into a credential reader (``--with-token``,
+  ``--password-stdin``), a login's arguments, values written to credentials-like files
+  (``.netrc``, ``.pypirc``, ``*.env``, ``~/.config/<vendor>/…``), connection strings; and the
+  generic vendor-token shape (a short lower-case prefix, ``_``/``-``, a random body) found by
+  the base64 rule's scan. Last, a run of token characters an earlier rule left right after a
+  ``[REDACTED]`` (its alphabet stopped at ``+``) goes too.
+
 A text the route cut short (``cut=True``) also loses its last word, and a quoted value of a
 secret-named key whose closing quote the cut took runs to the end of the text (:data:`CUT_RULES`).
 
@@ -62,6 +70,7 @@ from collections.abc import Callable
 
 from repeat_failure.sidecar.scrub_names import (
     ODD, REDACTED, VENDOR_PARTS, VENDORS, name_kind, value_is_secret)
+from repeat_failure.sidecar.scrub_context import CONTEXT_RULES
 from repeat_failure.sidecar.scrub_replacements import (
     SHELL_NAME, assignment, encoded_secret, flag_value, header_value, keep, keep_user,
     secret_assignment, secret_data, shell_assignments)
@@ -317,6 +326,12 @@ RULES: tuple[tuple, ...] = (
      header_value,
      _ci("authorization", "apikey", "api-key", "cookie", "-token", "-key", "-secret", "-auth",
          "-pass", "-credential"), _cs(":")),
+    # An Authorization header's scheme the rule above did not know (RFC 9110: any token, as
+    # "Api-Token"): it took the scheme for the value; the credential after it, up to the
+    # closing quote, goes too.
+    (re.compile(r"(?i)(authorization(?:\s|\\ )*:(?:\s|\\ )*(?-i:\[REDACTED\]))[ \t]+"
+                r"[A-Za-z0-9._~+/=-]{8,}(?=['\"])"), lambda m: m[1], _ci("authorization"),
+     _cs("[REDACTED]")),
     # Bearer and Basic credentials anywhere else (Basic: base64 with a digit or + / =, so
     # "Basic configuration" stays).
     (re.compile(r"(?i)\b(bearer)\s+(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{8,}"),
@@ -324,8 +339,10 @@ RULES: tuple[tuple, ...] = (
     (re.compile(r"(?i)\b(basic)\s+(?=[A-Za-z0-9+/]*[0-9+/=])(?:[A-Za-z0-9+/]{4}){3,}"
                 r"(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?(?![A-Za-z0-9+/=.])"),
      lambda m: f"{m[1]} {REDACTED}", _ci("basic")),
-    # URLs: user:password@ (the password may hold '@'), and a token used as the user name.
-    (re.compile(r"((?:\b[a-zA-Z][a-zA-Z0-9+.-]{0,20})?://)[^\s/@:]*:[^\s/]+@"),
+    # URLs: user:password@ (the password may hold '@', or '/' when it holds no '@'; a port
+    # and a path are no password), and a token used as the user name.
+    (re.compile(r"((?:\b[a-zA-Z][a-zA-Z0-9+.-]{0,20})?://)[^\s/@:]*:(?![0-9]+(?:/|\Z))"
+                r"(?:[^\s/]+|[^\s@]+)@"),
      lambda m: f"{m[1]}{REDACTED}@", _cs("://"), _cs("@"), _ci("://")),
     (re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{0,20}://)[A-Za-z0-9_-]{20,}@"),
      lambda m: f"{m[1]}{REDACTED}@", _cs("://"), _cs("@")),
@@ -395,7 +412,8 @@ RULES: tuple[tuple, ...] = (
     # every NAME=value, :func:`shell_assignments` keeps those whose name does not, and ends a
     # value at the closing quote of a quoted word holding the assignment).
     (re.compile(SHELL_NAME + "(" + _WORD + ")"), shell_assignments,
-     _ci("token", "secret", "pass", "pw", "key", "cred", "auth"), _cs("=")),
+     _ci("token", "secret", "pass", "pw", "key", "cred", "auth", *VENDORS, *VENDOR_PARTS),
+     _cs("=")),
     # --password value / --token=value (a flag name ends at = or whitespace).
     (re.compile(r"(?i)(?<![\w-])(--(?!no-)(?:[a-z0-9]+-){0,4}" + _FLAG_NAME + r")(=|\s+)(?!\[REDACTED\])"
                 r"(" + _WORD + ")"), flag_value,
@@ -420,21 +438,26 @@ RULES: tuple[tuple, ...] = (
     # every one, the replacement redacts those whose name says secret): name = value,
     # name := value, ::=, :::=, ?=, .=, +=, =>, ||, "name", "value", name: value; a type word
     # may stand between the name and the operator (var xToken string = "...").
-    (re.compile(r"(?<![A-Za-z0-9_.-])(?P<q>[\"'`]?)(?P<name>[A-Za-z_" + ODD + r"][A-Za-z0-9"
+    (re.compile(r"(?:(?<![A-Za-z0-9_.-])|(?<=\\[nrt]))(?P<q>[\"'`]?)(?P<name>[A-Za-z_" + ODD + r"][A-Za-z0-9"
                 + ODD + r"_.-]{0,80})(?P=q)"
                 r"\]?(?:[ \t]*:?[ \t]+(?P<word>[A-Za-z_][A-Za-z0-9_.\[\]*]{0,30}))?"
                 r"(?P<op>[ \t]*(?:=>|:{1,3}=|\?=|\.=|\+=|\|\||=|:(?=[ \t]|[\"'`])|,(?=[ \t]*[\"'`]))"
                 r"[ \t]*)"
                 r"(?P<value>\"(?:\\.|[^\"\\\n])*\"|'[^'\n]*'|`[^`\n]*`|\$\{[A-Za-z0-9_]*\}"
-                r"|(?!\[REDACTED\])[^\s'\"`;,&|<>(){}\[\]]+)"), assignment,
+                r"|(?!\[REDACTED\])(?:(?!\\[nrt])[^\s'\"`;,&|<>(){}\[\]])+)"), assignment,
      _ci("token", "secret", "pass", "pw", "key", "cred", "auth", *VENDORS, *VENDOR_PARTS),
      _cs("=", ":", ",", "|")),
+    # Secrets by the command's grammar: piped, here-string'd or here-doc'd into a credential
+    # reader, written to a credentials-like file, a login's arguments, connection strings;
+    # after the name rules, which redact a named value whole
+    # (:mod:`repeat_failure.sidecar.scrub_context`).
+    *CONTEXT_RULES,
     # key = value where the key ends in key/password/token and the value is long and
     # token-shaped (IBM Cloud, SoftLayer, IBM COS forms: ["ibm_cloud_iam_api_key"]="...",
     # also with a space for the operator: detect-secrets' assignment patterns).
     (re.compile(r"(?i)((?<![A-Za-z0-9_])[A-Za-z0-9_-]{0,40}(?:key|pwd|password|pass|token)"
                 r"[\"']?\]?[ ]*(?:=>|:=|::|=|:|[ ]+)[ ]*[\"']?)(?!\[REDACTED\])"
-                r"[A-Za-z0-9_-]{32,}"), keep(1),
+                r"[A-Za-z0-9_-]{32,}[A-Za-z0-9_+/=-]*"), keep(1),
      _ci("key", "pwd", "pass", "token")),
     # Query parameters that carry credentials.
     (re.compile(r"(?i)([?&](?:pass|password|pwd|passwd|token|access_token|api[-_]?key|key|sig"
@@ -447,6 +470,11 @@ RULES: tuple[tuple, ...] = (
     # look-around is needed, and the engine scans for the alphabet fast.)
     (re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}"),
      encoded_secret, _cs(*string.ascii_letters, *string.digits)),
+    # What an earlier rule left of a value it redacted the head of (a run of token characters
+    # right after [REDACTED] holding a "+" or "=": "[REDACTED]+CuNb1/..." when a rule's alphabet
+    # stopped at "+"; a path after it, "[REDACTED]/x.jsonl", stays).
+    (re.compile(r"\[REDACTED\]\.?(?=[A-Za-z0-9/_.~%-]*[+=])[A-Za-z0-9+/=_.~%-]*"
+                r"[A-Za-z0-9+/=_~%-]"), REDACTED, _cs("[REDACTED]"), _cs("+", "=")),
 )
 
 #: Rules for a text the route cut short (``scrub(text, cut=True)``), run after :data:`RULES`:

@@ -1,14 +1,15 @@
 """What an agent's own session log (in its home) feeds the sidecar, beside the hook's records.
 
 A poll of the agent's :class:`~repeat_failure.sessions.tail.SessionTail` gives session events;
-each one goes to
+the log is read while the check is on (``enabled``) or turn health is (``turn_health``, issue
+31), and each event goes to
 
-- the C12 timer (:class:`~repeat_failure.sessions.activity.Activity`): shell calls seen with no
+- (check on) the C12 timer (:class:`~repeat_failure.sessions.activity.Activity`): shell calls seen with no
   record make the row say "not receiving data";
-- the turn tracker (:mod:`repeat_failure.turns.verdict`): a finished turn gets a verdict, a failed
+- (turn health on) the turn tracker (:mod:`repeat_failure.turns.verdict`): a finished turn gets a verdict, a failed
   one is logged as ``turn_failed``, and one that edited files has the agent's preview probed
   (:mod:`repeat_failure.turns.probe`, seed ard-0038);
-- the record pipeline (:mod:`repeat_failure.sidecar.records`): where the session log is a route
+- (check on) the record pipeline (:mod:`repeat_failure.sidecar.records`): where the session log is a route
   (C3) a finished shell call is a record; else a failed call's output digest goes to the hook's
   record of the same call (issue 19).
 
@@ -87,13 +88,47 @@ def _describe(state: AgentState) -> None:
             log.info("no agent home given: the 'not receiving data' safeguard is off "
                      "(--agent-home)", extra={"agent": spec.name, "backend": spec.backend})
         return
-    home = Path(spec.home)
+    home = Path(spec.home)  # type: ignore[arg-type]
     usable = home.is_dir() and os.access(home, os.R_OK | os.X_OK)
     (log.info if usable else log.warning)(
         "session log read from the agent's home" if usable else
         "agent home is not a readable directory: its session log cannot be read until it is",
         extra={"agent": spec.name, "backend": spec.backend, "home": str(home),
                "globs": [str(base / pattern) for base, pattern in state.tail.globs]})
+
+
+def what_runs(config: Config, states: list[AgentState]) -> dict:
+    """What runs under ``config`` (one dict, for the start-up and reload log line): ``check``
+    (the repeat-failure check, ``enabled``), ``turn_health``, and the agents whose turns get
+    verdicts (``turn_verdicts``: turn health on and the session log read) and whose preview is
+    probed (``preview_probe``: those with a preview URL)."""
+    verdicts = sorted(s.spec.name for s in states if config.turn_health and s.tail is not None)
+    return {"check": config.enabled, "turn_health": config.turn_health,
+            "turn_verdicts": verdicts,
+            "preview_probe": sorted(s.spec.name for s in states
+                                    if s.spec.name in verdicts and s.spec.preview_url)}
+
+
+def log_what_runs(config: Config, states: list[AgentState]) -> None:
+    """Log what runs (:func:`what_runs`) as one ``what_runs`` line saying it in words, e.g.
+    ``repeat-failure check off (repeat_failure.enabled); turn verdicts on for a1; preview probe
+    on for a1``; a warning naming the agents whose preview URL is not probed because
+    ``turn_health`` is off (issue 31: before, nothing said why)."""
+    runs = what_runs(config, states)
+    words = [f"repeat-failure check {'on' if runs['check'] else 'off'} (repeat_failure.enabled)"]
+    if not runs["turn_health"]:
+        words.append("turn verdicts and preview probe off (repeat_failure.turn_health)")
+    else:
+        words.append(f"turn verdicts on for {', '.join(runs['turn_verdicts'])}"
+                     if runs["turn_verdicts"] else "turn verdicts: no agent's session log is read")
+        words.append(f"preview probe on for {', '.join(runs['preview_probe'])}"
+                     if runs["preview_probe"] else "preview probe: no agent with a preview URL")
+    log.info("; ".join(words), extra={"event": "what_runs", **runs})
+    unprobed = sorted(s.spec.name for s in states if s.spec.preview_url)
+    if unprobed and not config.turn_health:
+        log.warning("preview URL given, but turn health is off (repeat_failure.turn_health: "
+                    "false): no preview probe runs and no turn verdict is given",
+                    extra={"event": "preview_probe_off", "agents": unprobed})
 
 
 def log_receiving(state: AgentState, receiving: bool) -> None:
@@ -152,16 +187,23 @@ class SessionFeed:
         """Count ``result``'s reader errors and ignored lines in ``state``, hand each of its
         events (in order) to the C12 timer, the turn tracker and the record pipeline (``now``:
         epoch seconds), then count and log each file it found unrecognised and mark the agent
-        (:meth:`repeat_failure.sessions.activity.Activity.on_unrecognized`). Never raises for
-        what the log holds."""
+        (:meth:`repeat_failure.sessions.activity.Activity.on_unrecognized`). The turn tracker
+        only with turn health on, the rest only with the check on (the config in force). Never
+        raises for what the log holds."""
+        config = self._config()
+        check, health = config.enabled, config.turn_health
         state.reader_errors.update(result.errors)
         state.reader_ignored += result.ignored
         if result.events or result.errors or result.unrecognized:
             state.dirty = True
         for event in result.events:
-            state.activity.on_event(event)
-            for turn in state.turns.on_event(event):
-                self.turn(state, turn)
+            if check:
+                state.activity.on_event(event)
+            if health:
+                for turn in state.turns.on_event(event):
+                    self.turn(state, turn)
+            if not check:  # turn health alone: the check's parts stay off (C14)
+                continue
             if (state.session_route and event.kind == SHELL_END and event.command
                     and state.first_delivery(event.call_id)):
                 record = self.records.session_record(state, event, now)
@@ -174,7 +216,7 @@ class SessionFeed:
                 # record of the same call (issue 26). Once per call: a call read again would
                 # give its output to the hook's record of the command's next run.
                 self.records.session_output(state, event, now)
-        for found in result.unrecognized:
+        for found in result.unrecognized if check else ():
             state.unrecognized_files[found.reason] += 1
             state.activity.on_unrecognized(found.ts)
             log_unrecognized(state, found)
@@ -192,7 +234,7 @@ class SessionFeed:
                 "event": "turn_failed", "agent": state.spec.name, "backend": state.spec.backend,
                 "verdict": turn.verdict, "turn_id": turn.turn_id, "text": turn.text,
                 "tools": turn.tools, "error": turn.error, "failed_in_a_row": state.failed_in_a_row})
-        if turn.edits and state.spec.preview_url and (config := self._config()).enabled:
+        if turn.edits and state.spec.preview_url and (config := self._config()).turn_health:
             # Seed ard-0038 §3: after a turn that touched the dev surface, probe the preview
             # once; off the pipeline's thread (repeat_failure.turns.probe.PreviewProber).
             self.prober.request(state.spec.name, state.spec.preview_url,

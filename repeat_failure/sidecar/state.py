@@ -10,7 +10,11 @@ session-log tail's offsets), ``session_calls`` (call ids delivered as records), 
 scrubbed (it is written after the pipeline, and scrubbed again as it is read back).
 
 :class:`StateFile` reads and writes it for an :class:`~repeat_failure.sidecar.agent.AgentState`;
-a file that cannot be used is logged and ignored (the agent starts empty), never raised.
+a file that cannot be used is logged and ignored (the agent starts empty), never raised; a
+part of a readable file that cannot be used is left out, and any error a part of it causes
+while it is restored is logged ("state file ignored from the part that could not be used",
+with the error's class) and never raised (issue 28 item 11: the agent's user can write the
+file).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from repeat_failure.sidecar.dedup import NEUTRAL
 from repeat_failure.sidecar.detector import StateError
 from repeat_failure.sidecar.parse import REASONS, ROUTES
 from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.terminal import json_bytes
 from repeat_failure.turns.verdict import VERDICTS
 
 log = logging.getLogger("repeat_failure")
@@ -93,7 +98,7 @@ class StateFile:
                         extra={"agent": state.spec.name, "error": exc.__class__.__name__})
             return
         finally:
-            raw = None  # the parsed objects are all that is needed from here on
+            raw = None  # type: ignore[assignment]  # the parsed objects are all that is needed from here on
         try:
             if not isinstance(data, dict) or data.get("version") != STATE_FILE_VERSION:
                 raise StateError(f"not a version {STATE_FILE_VERSION} state file")
@@ -134,6 +139,11 @@ class StateFile:
             state.last_record_ts = float(last) if isinstance(last, (int, float)) else None
         except StateError as exc:
             log.warning("state file ignored", extra={"agent": state.spec.name, "error": str(exc)})
+        except Exception as exc:  # noqa: BLE001 - issue 28 item 11: the agent's user can write
+            # the file; a shape no check above foresaw must not crash-loop the sidecar. What was
+            # restored before the part that failed stays (each part is checked as it loads).
+            log.warning("state file ignored from the part that could not be used",
+                        extra={"agent": state.spec.name, "error": exc.__class__.__name__})
 
     def save(self, state: AgentState) -> None:
         """Write the agent's scrubbed state; a failure (a full disk) is logged and retried at the
@@ -179,11 +189,15 @@ def state_bytes(state: AgentState, data: dict) -> bytearray:
     """The state file's bytes: ``data`` (a dict orjson can write, without ``"detector"``) plus
     the detector under ``"detector"``, in one buffer the detector is appended to a command at
     a time (:meth:`Detector.iter_json`): no dict per command, no second copy of the text
-    (issue 6, memory). Raises ``TypeError`` for data orjson cannot write."""
-    out = bytearray(orjson.dumps(data)[:-1])
+    (issue 6, memory). Every unprintable character (a bidi override, a C1 control, DEL: orjson
+    escapes C0 controls only) is written as its ``\\uXXXX`` escape (:func:`json_bytes`), so the
+    file is safe to print and loads as the same text (issue 28 item 20); each piece is whole
+    UTF-8, the detector's split between commands. Raises ``TypeError`` for data orjson cannot
+    write."""
+    out = bytearray(json_bytes(orjson.dumps(data))[:-1])
     out += b',"detector":'
     for piece in state.detector.iter_json():
-        out += piece
+        out += json_bytes(piece)
     out += b"}"
     return out
 
@@ -204,12 +218,13 @@ def load_counters(state: AgentState, data: object) -> None:
     records = data.get("records")
     for item in records if isinstance(records, list) else ():
         if (isinstance(item, list) and len(item) == 4 and item[0] == backend
-                and item[1] in routes and item[2] in OUTCOMES
+                and isinstance(item[1], str) and item[1] in routes
+                and isinstance(item[2], str) and item[2] in OUTCOMES
                 and count(item[3]) is not None):
             state.records[(item[0], item[1], item[2])] = item[3]
     rejected = data.get("rejected")
     for reason, n in (rejected.items() if isinstance(rejected, dict) else ()):
-        if reason in REASONS and count(n) is not None:
+        if isinstance(reason, str) and reason in REASONS and count(n) is not None:
             state.rejected[reason] = n
     state.notes_raised = count(data.get("notes_raised")) or 0
     state.saved_counts = (dict(state.records), dict(state.rejected), state.notes_raised)

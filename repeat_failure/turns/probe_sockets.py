@@ -144,7 +144,7 @@ class Connection(http.client.HTTPConnection):
                 except BaseException:
                     sock.close()
                     raise
-                tls_sock.deadline = self._deadline
+                tls_sock.deadline = self._deadline  # type: ignore[attr-defined]
                 self.sock = tls_sock
             else:
                 self.sock = sock

@@ -151,7 +151,7 @@ class _AssetParser(HTMLParser):
         # html.parser raises AssertionError on "<![foo" ; the HTML standard reads it as a bogus
         # comment running to the next ">".
         try:
-            return super().parse_marked_section(i, report)
+            return super().parse_marked_section(i, report)  # type: ignore[arg-type]
         except AssertionError:
             end = self.rawdata.find(">", i + 3)
             return -1 if end < 0 else end + 1

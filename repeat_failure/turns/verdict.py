@@ -128,7 +128,7 @@ class TurnCounts:
                 and isinstance(data[4], str) and isinstance(data[5], str)
                 and isinstance(data[6], bool)):
             return None
-        return cls(*data[:4], clean(data[4], MAX_ERROR_CHARS),
+        return cls(*data[:4], clean(data[4], MAX_ERROR_CHARS),  # type: ignore[call-arg]
                    clean(data[5], MAX_TURN_ID_CHARS), data[6])
 
 
@@ -238,6 +238,10 @@ DETECT_LINES = 50
 #: A transcript line longer than this is skipped and counted (a whole tool output on one line is
 #: far smaller).
 MAX_TRANSCRIPT_LINE = 16 << 20
+#: Bytes of a transcript read at most (issue 28 item 19: ``repeat-failure verdict /dev/zero``
+#: read for ever). A long ``claude -p`` run's transcript is a few MB; past this bound reading
+#: stops with :class:`TranscriptError`, which names it.
+MAX_TRANSCRIPT_BYTES = 1 << 30
 
 
 #: The error of a transcript with no terminal line, no error and no non-zero exit status.
@@ -280,18 +284,34 @@ class TranscriptVerdict:
                 "exit_code": EXIT_CODES[self.verdict]}
 
 
-def bounded_lines(stream: Any, limit: int = MAX_TRANSCRIPT_LINE) -> Iterator[bytes]:
+def bounded_lines(stream: Any, limit: int = MAX_TRANSCRIPT_LINE,
+                  total: int | None = None) -> Iterator[bytes]:
     """The lines of the binary file object ``stream`` (``readline``), each at most ``limit``
     bytes held in memory: a longer line is given as ``limit + 1`` bytes of it (which
     :func:`read_transcript` skips as too long) and the rest of it is read and dropped in pieces,
-    so a transcript that is one endless line cannot exhaust memory."""
+    so a transcript that is one endless line cannot exhaust memory. At most ``total`` bytes
+    (default :data:`MAX_TRANSCRIPT_BYTES`) are read in all: past them it raises
+    :class:`TranscriptError` naming the bound, so an endless stream (``/dev/zero``) ends."""
+    bound = MAX_TRANSCRIPT_BYTES if total is None else total
+    read = 0
+
+    def over() -> TranscriptError:
+        return TranscriptError(f"the transcript is over {bound:,} bytes (MAX_TRANSCRIPT_BYTES): "
+                               "not read further")
+
     while True:
-        line = stream.readline(limit + 1)
+        line = stream.readline(min(limit + 1, bound - read + 1))
         if not line:
             return
+        read += len(line)
+        if read > bound:
+            raise over()
         if len(line) > limit and not line.endswith(b"\n"):
             while True:  # drop the rest of the line
-                rest = stream.readline(1 << 20)
+                rest = stream.readline(min(1 << 20, bound - read + 1))
+                read += len(rest)
+                if read > bound:
+                    raise over()
                 if not rest or rest.endswith(b"\n"):
                     break
         yield line

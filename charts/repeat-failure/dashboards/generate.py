@@ -52,7 +52,18 @@ TARGET_COLUMNS = ("Time", "__name__", "job", "instance", "container", "endpoint"
 
 # The queries, by panel title. Tests evaluate each of them against a real Prometheus.
 Q_STATES = f'count by (state) (hive_repeat_failure_check_state{{{SEL}}} == 1)'
-Q_ROWS = f'hive_repeat_failure_row_info{{{SEL}}}'
+# The agent's row (issue 29): row_info identifies the row, its state and the note it shows;
+# the note's N, M and K are sample values of other series, merged into the row by labels.
+ROW_KEY = "namespace, pod, agent, backend"
+NOTE_KEY = f"{ROW_KEY}, command, exit"
+Q_ROWS = (f'max by ({NOTE_KEY}, state, state_text) '
+          f'(hive_repeat_failure_row_info{{{SEL}}})')
+Q_ROW_FAILURES = (f'max by ({NOTE_KEY}) (hive_repeat_failure_note{{{SEL}}}) '
+                  f'and on ({NOTE_KEY}) hive_repeat_failure_row_info{{{SEL}}}')
+Q_ROW_MINUTES = (f'clamp_min(ceil(max by ({NOTE_KEY}) '
+                 f'(hive_repeat_failure_note_span_seconds{{{SEL}}}) / 60 - 1e-9), 1) '
+                 f'and on ({NOTE_KEY}) hive_repeat_failure_row_info{{{SEL}}}')
+Q_ROW_OTHERS = f'max by ({ROW_KEY}) (hive_repeat_failure_notes_active{{{SEL}}}) - 1 > 0'
 Q_NOTES = f'hive_repeat_failure_note{{{SEL}}}'
 Q_SIDECARS_DOWN = f'count(up{{container="repeat-failure", {SEL_NS}}} == 0) or vector(0)'
 Q_TOP = f'topk(10, hive_repeat_failure_command_failures{{{SEL}}})'
@@ -143,6 +154,35 @@ def _table(title: str, description: str, expr: str, pos: model.GridPos,
     return panel
 
 
+def _agent_rows(pos: model.GridPos) -> table.Panel:
+    """*Agent rows*: each agent's row as ``/status`` gives it, its note put together from four
+    instant queries merged on their shared labels (issue 29: no series carries the text):
+    ``Repeating failure: <command> | failed N times | in M min | exit S | others +K``."""
+    targets = [(Q_ROWS, "A"), (Q_ROW_FAILURES, "B"), (Q_ROW_MINUTES, "C"), (Q_ROW_OTHERS, "D")]
+    panel = (table.Panel().title("Agent rows")
+             .description("What each agent's row shows: its check state, the state's text and "
+                          "the repeating-failure note it shows (empty when none is raised): the "
+                          "command, how many times it failed, in how many minutes, its exit "
+                          "status, and how many other notes the agent has raised.")
+             .datasource(DATASOURCE).grid_pos(pos)
+             .cell_height(common.TableCellHeight.SM).filterable(True))
+    for expr, ref in targets:
+        panel = panel.with_target(_query(expr, instant=True, fmt=PromQueryFormat.TABLE)
+                                  .ref_id(ref))
+    panel = (panel.with_transformation(model.DataTransformerConfig(id_val="merge", options={}))
+             .with_transformation(_organize(
+                 rename={"state_text": "state text", "command": "repeating failure",
+                         "Value #B": "failed", "Value #C": "in", "Value #D": "others"},
+                 hide=("Value #A",),
+                 order=("namespace", "pod", "agent", "backend", "state", "state_text",
+                        "command", "Value #B", "Value #C", "exit", "Value #D"))))
+    for column, unit in (("failed", "suffix: times"), ("in", "suffix: min"),
+                         ("others", "prefix:+")):
+        panel = panel.override_by_name(column, [model.DynamicConfigValue(id_val="unit",
+                                                                         value=unit)])
+    return panel
+
+
 def _timeseries(title: str, description: str, expr: str, legend: str, unit: str,
                 pos: model.GridPos) -> timeseries.Panel:
     return (timeseries.Panel().title(title).description(description).datasource(DATASOURCE)
@@ -221,14 +261,7 @@ def build() -> model.Dashboard:
               .override_by_name("session_log_unrecognized", [
                   model.DynamicConfigValue(id_val="color",
                                            value={"mode": "fixed", "fixedColor": "purple"})]))
-    rows = _table(
-        "Agent rows",
-        "What each agent's row shows: its check state, the state's text and the repeating-"
-        "failure note (empty when none is raised).",
-        Q_ROWS, _pos(6, 1, 18, 7),
-        rename={"state_text": "state text", "message": "note"},
-        hide=("Value",),
-        order=("namespace", "pod", "agent", "backend", "state", "state_text", "message"))
+    rows = _agent_rows(_pos(6, 1, 18, 7))
     down = (stat.Panel().title("Sidecars down")
             .description("Sidecar scrape targets Prometheus cannot reach (`up == 0`). Their "
                          "agents run unwatched; the RepeatFailureSidecarDown alert fires after "

@@ -59,13 +59,15 @@ app.kubernetes.io/component: {{ .component }}
 repeat-failure-config
 {{- end -}}
 
-{{/* JSON list of the agent namespaces (empty agentNamespaces: the release namespace). */}}
+{{/* JSON list of the agent namespaces (empty agentNamespaces: the release namespace).
+kube-system is never one (issue 29): a sidecar there would watch cluster components, and the
+webhook would see the control plane's own pods. */}}
 {{- define "repeat-failure.agentNamespaces" -}}
-{{- if .Values.agentNamespaces -}}
-{{- toJson (uniq .Values.agentNamespaces) -}}
-{{- else -}}
-{{- toJson (list .Release.Namespace) -}}
+{{- $namespaces := .Values.agentNamespaces | default (list .Release.Namespace) -}}
+{{- if has "kube-system" $namespaces -}}
+{{- fail "kube-system cannot be an agent namespace: list the namespaces of the agent pods in agentNamespaces (an empty list means the release namespace)" -}}
 {{- end -}}
+{{- toJson (uniq $namespaces) -}}
 {{- end -}}
 
 {{/* The image reference, one value (README "The image"). */}}
