@@ -127,7 +127,8 @@ def parse_ui_messages(doc: list[Any], state: dict[str, Any]) -> list[SessionEven
     :class:`ReaderFormatError` (``unknown_shape``, ``bad_ts``) for a list it cannot read."""
     start = state.get("next")
     start = start if type(start) is int and 0 <= start <= len(doc) else 0
-    opened = state.get("open") if isinstance(state.get("open"), list) else []
+    found = state.get("open")
+    opened: list[Any] = found if isinstance(found, list) else []
     turn = str_or_empty(state.get("turn"))
     events: list[SessionEvent] = []
     index = start
@@ -152,9 +153,10 @@ def parse_ui_messages(doc: list[Any], state: dict[str, Any]) -> list[SessionEven
             if end is not None:
                 call_id, at = opened.pop(0)
                 command = doc[at] if 0 <= at < len(doc) and isinstance(doc[at], dict) else {}
-                chunks = [m.get("text") for m in doc[at + 1:index]
-                          if isinstance(m, dict) and m.get("ask", m.get("say")) == "command_output"
-                          and isinstance(m.get("text"), str)]
+                chunks: list[str] = [
+                    m["text"] for m in doc[at + 1:index]
+                    if isinstance(m, dict) and m.get("ask", m.get("say")) == "command_output"
+                    and isinstance(m.get("text"), str)]
                 events.append(SessionEvent(
                     SHELL_END, ts, call_id=call_id, command=str_or_empty(command.get("text")),
                     exit=end[0], failed=end[1], tool=SHELL_TOOL, turn_id=turn,

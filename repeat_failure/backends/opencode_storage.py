@@ -154,6 +154,11 @@ def is_storage(doc: Any) -> bool:
     return isinstance(doc, dict) and doc.get("opencode_storage") == LAYOUT
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    """``value`` when it is a dict (a part of the state), else a new empty one."""
+    return value if isinstance(value, dict) else {}
+
+
 def parse_storage(reader: Any, doc: dict[str, Any],
                   state: dict[str, Any]) -> list[SessionEvent]:
     """The events of a gathered session document (:func:`read_storage`) not given before, by
@@ -168,9 +173,9 @@ def parse_storage(reader: Any, doc: dict[str, Any],
     kept: raising would drop them)."""
     from repeat_failure.backends.opencode import NOT_JSON, _Poll
 
-    done = state.get("done") if isinstance(state.get("done"), dict) else {}
-    opened = state.get("open_parts") if isinstance(state.get("open_parts"), dict) else {}
-    errors = state.get("errors") if isinstance(state.get("errors"), dict) else {}
+    done: dict[str, Any] = _dict(state.get("done"))
+    opened: dict[str, Any] = _dict(state.get("open_parts"))
+    errors: dict[str, Any] = _dict(state.get("errors"))
     session = doc.get("session")
     messages = doc.get("messages")
     if not isinstance(session, dict) or not isinstance(messages, list):

@@ -272,11 +272,11 @@ def read_events(source: Source, skipped: Counter,
         return events
     if kind == "json" and type(reader).read_document is not SessionLogReader.read_document:
         # a session spread over several files (opencode before 1.2), gathered by its reader
-        got = reader.read_document(source.path, None, MAX_LINE)
-        if got.error or got.stamp is None:
-            skipped[got.error or UNREADABLE] += 1
+        gathered = reader.read_document(source.path, None, MAX_LINE)
+        if gathered.error or gathered.stamp is None:
+            skipped[gathered.error or UNREADABLE] += 1
             return []
-        doc, mtime = got.doc, got.stamp[0] / 1e9
+        doc, mtime = gathered.doc, gathered.stamp[0] / 1e9
     elif kind == "json":
         with _open_regular(source.path) as f:
             mtime = os.fstat(f.fileno()).st_mtime
