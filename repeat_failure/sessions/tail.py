@@ -419,7 +419,11 @@ class SessionTail:
             if f.discard:
                 f.discard = False
             else:
-                result.events.extend(_stamped(events, now, f.source or key))
+                events = _stamped(events, now, f.source or key)
+                result.events.extend(events)
+                # issue 26: shell calls that start and never end are reported here too
+                self._flag(f.source or key, f,
+                           f.shell.on_events(events, self.reader.shell_tools), result, now)
         return got.size
 
     def _poll_db(self, key: str, f: _File, result: PollResult, now: float) -> None:
