@@ -30,6 +30,9 @@ from pathlib import Path
 from harness.runner import Backend
 
 MODEL = "stub-model"
+#: The Node Cline CLI 1.0.x runs on: its bundled ``better-sqlite3`` is built for Node 20
+#: (``NODE_MODULE_VERSION 115``); on the pinned Node 22 its ``cline-core`` stops at start.
+NODE_1 = "20.20.2"
 #: The model's name for Cline CLI 2.x (:func:`_prepare_2`); the stub answers any name.
 MODEL_2 = "gpt-oss-stub"
 PROVIDER = "openai-compatible"
@@ -105,7 +108,8 @@ def _release(backend: Backend, version: str) -> Backend:
     instead of ``--auto-approve``, settings in ``globalState.json``, tasks under
     ``~/.cline/data/tasks/``); 3.x runs with the pin's settings."""
     if int(version.split(".")[0]) == 1:
-        return replace(backend, prepare=_prepare_1, argv=_argv_1, session_globs=TASK_GLOBS)
+        return replace(backend, prepare=_prepare_1, argv=_argv_1, session_globs=TASK_GLOBS,
+                       node_version=NODE_1)
     if int(version.split(".")[0]) == 2:
         return replace(backend, prepare=_prepare_2, argv=_argv_2, session_globs=TASK_GLOBS)
     return backend
