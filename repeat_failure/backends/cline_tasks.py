@@ -57,7 +57,9 @@ def _kind(message: dict[str, Any]) -> str:
 def command_end(result: str) -> tuple[int | None, bool] | None:
     """``(exit, failed)`` of a shell call from the text of the tool result (what follows
     ``Result:\\n``): ``exit code N`` on its first line → ``(N, N != 0)``; ``Command
-    executed`` without a number → ``(None, False)``; ``Command is still running`` → ``None``
+    executed`` without a number → ``(None, False)`` (Cline CLI 1.0.10 writes that for a failing
+    command too, so its calls would read as successes: 1.0.x is not claimed,
+    docs/backend-support.md); ``Command is still running`` → ``None``
     (no end yet); anything else (a refused or failed call) → ``(None, True)``."""
     found = _EXIT.match(result)
     if found:
