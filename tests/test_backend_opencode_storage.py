@@ -14,7 +14,6 @@ import dataclasses
 import json
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -243,13 +242,13 @@ def test_replay_reads_the_storage_session(version: str, tmp_path: Path, capsys) 
 def test_after_a_first_read_only_recent_messages_are_looked_at(tmp_path: Path) -> None:
     """A long session costs a listing of its messages, not of every message's parts: after the
     first read only the :data:`ACTIVE` newest messages and those written since the last read
-    are looked at. With every message but the newest four an hour old: rewriting an old part
+    are looked at. With every message but the newest four written in 2001: rewriting an old part
     file changes nothing (opencode writes a message's parts while it is among the newest);
     rewriting the newest message's part is seen, and the document holds the four newest."""
     home = home_copy("1.1.65", tmp_path)
     ((session, _),) = discover(expand_globs(READER, home, env={}), home)
     messages = sorted((home / STORAGE / "message").glob("*/*.json"), key=lambda p: p.name)
-    old = time.time() - 3600
+    old = 1_000_000_000  # 2001: older than any capture, whenever the test runs
     for path in messages[:-ACTIVE]:
         for f in [path, *(home / STORAGE / "part" / path.stem).glob("*.json")]:
             os.utime(f, (old, old))
