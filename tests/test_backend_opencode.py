@@ -11,9 +11,10 @@ the rows, never written here. They are the checks every opencode-family store pa
 (``tests/sessionlogs.py``, :class:`TestStore`); Kilo's tests (``tests/test_backend_kilo.py``)
 run the same checks on Kilo's store.
 
-The store of every kept release (issue 26 item 3: the pin 1.18.33 and 1.2.1, the oldest release
-that keeps sessions in SQLite; releases before 1.2 keep JSON files under ``storage/``, which no
-reader reads) gives the shell session exactly (:func:`test_every_kept_release_reads_exactly`).
+The store of every kept SQLite release (issue 26 item 3: the pin 1.18.33 and 1.2.1, the oldest
+release that keeps sessions in SQLite) gives the shell session exactly
+(:func:`test_every_kept_release_reads_exactly`); releases before 1.2 keep JSON files under
+``storage/``, read and tested in ``tests/test_backend_opencode_storage.py``.
 """
 
 from __future__ import annotations
@@ -49,13 +50,22 @@ class TestStore(StoreChecks):
     backend = "opencode"
 
 
+#: The kept releases that keep their sessions in SQLite (1.2 on); the earlier ones keep JSON
+#: files (tests/test_backend_opencode_storage.py).
+SQLITE_RELEASES = [p for p in version_params("opencode")
+                   if tuple(int(x) for x in p.id.split("-")[1].split(".")[:2]) >= (1, 2)]
+
+
 def test_the_kept_releases() -> None:
-    """The pin 1.18.33 and 1.2.1 (the oldest release here that keeps its sessions in SQLite)."""
-    assert [p.id for p in version_params("opencode")] == ["opencode-1.18.33", "opencode-1.2.1"]
+    """The pin 1.18.33 and 1.2.1 (the oldest release here that keeps its sessions in SQLite),
+    then 1.1.65 and 1.0.152 (JSON files under ``storage/``)."""
+    assert [p.id for p in version_params("opencode")] == [
+        "opencode-1.18.33", "opencode-1.2.1", "opencode-1.1.65", "opencode-1.0.152"]
+    assert [p.id for p in SQLITE_RELEASES] == ["opencode-1.18.33", "opencode-1.2.1"]
 
 
-@pytest.mark.parametrize("root", [p.values[0] for p in version_params("opencode")],
-                         ids=[p.id for p in version_params("opencode")])
+@pytest.mark.parametrize("root", [p.values[0] for p in SQLITE_RELEASES],
+                         ids=[p.id for p in SQLITE_RELEASES])
 def test_every_kept_release_reads_exactly(root: Path, tmp_path: Path) -> None:
     """See :func:`check_kept_store`, on each kept release's real store."""
     check_kept_store("opencode", root, tmp_path)

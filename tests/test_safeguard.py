@@ -33,7 +33,7 @@ from repeat_failure.sidecar.detector import Detector
 from repeat_failure.backends.coverage import COVERAGE
 from repeat_failure.sessions.tail import SessionTail
 
-from harness.checks import LOOP_GUARDED
+from harness.checks import LOOP_GUARDED, loop_guard
 from sessionlogs import version_params
 
 REPO = Path(__file__).resolve().parent.parent
@@ -212,8 +212,10 @@ def test_one_command_running_for_20_min_is_on(backend: str, root: Path, tmp_path
     assert state_at(sc, clock[0] + 20 * 60, clock) == ON
 
 
-@pytest.mark.parametrize("backend,root", [c for c in SIGNAL_CASES
-                                          if c.values[0] not in LOOP_GUARDED])
+@pytest.mark.parametrize("backend,root", [
+    c for c in SIGNAL_CASES if c.values[0] not in LOOP_GUARDED
+    # a release that made four of the five calls (Gemini CLI 0.27.0) has no five to count
+    and loop_guard(c.values[0], evidence(c.values[0], c.values[1])["version"]) is None])
 def test_finished_turn_is_idle(backend: str, root: Path, tmp_path: Path) -> None:
     """The whole repeated-failure session, turn ended, no records: the agent is idle, so its
     row is "on" however long after (the timer waits for the next turn with shell activity).

@@ -329,3 +329,26 @@ def test_turning_the_check_off_and_on_reports_the_file_again(tmp_path: Path, cap
     assert series(sc, UNRECOGNIZED)[1] == (
         f'{UNRECOGNIZED}{{agent="a1",backend="codex",reason="no_end"}} 2.0')
     assert sc.rows()[0].state == SESSION_LOG_UNRECOGNIZED
+
+
+def test_a_json_document_whose_calls_never_end_is_reported_by_the_tail(tmp_path: Path) -> None:
+    """The sidecar's tail judges JSON documents a CLI rewrites whole as it judges JSON Lines
+    (before, only ``repeat-failure replay`` did): the real Cline CLI 2.18.0 task log of the
+    repeated run (``harness/evidence/versions/cline/2.18.0/``) with every model request that
+    carries a call's result taken out, as a release that logs results elsewhere would leave it:
+    five calls start, none ends, the task's error ends the turn, and the file is reported
+    ``no_end`` at the error's time; the unmodified log is not reported."""
+    root = EVIDENCE_DIR / "versions" / "cline" / "2.18.0" / "cline"
+    (src,) = (root / ".cline" / "data" / "tasks").glob("*/ui_messages.json")
+    messages = json.loads(src.read_text())
+    kept = [m for m in messages if not (m.get("say") == "api_req_started"
+                                        and "Result:" in m.get("text", ""))]
+    (error,) = [m for m in kept if m.get("say") == "error"]
+    for name, doc, reported in (("changed", kept, [("no_end", error["ts"] / 1000)]),
+                                ("real", messages, [])):
+        home = tmp_path / name
+        dest = home / src.relative_to(root)
+        dest.parent.mkdir(parents=True)
+        dest.write_text(json.dumps(doc))
+        result = SessionTail(session_reader("cline"), home, backfill_s=1e12).poll()
+        assert [(u.reason, u.ts) for u in result.unrecognized] == reported, name

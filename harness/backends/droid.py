@@ -21,6 +21,7 @@ the script exits with (``hooks/bash_env.slow.bash``). Session log, read by
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from harness.runner import Backend
@@ -44,8 +45,25 @@ def _argv(binary: str, prompt: str) -> list[str]:
     return [binary, "exec", "--skip-permissions-unsafe", "-m", f"custom:{MODEL}", prompt]
 
 
+def _prepare_old(home: Path, work: Path, url: str) -> dict[str, str]:
+    """:func:`_prepare` for releases without ``FACTORY_AIRGAP_ENABLED`` (0.105.1, 0.117.0 have
+    no such switch in their binary): OTEL off (``FACTORY_OTEL_ENABLED``), no dynamic config
+    (``FACTORY_DISABLE_DYNAMIC_CONFIG``), and Factory's API and app URLs pointed at the stub, so
+    what they still fetch goes to the loopback. Nothing guarantees they send nothing else: such a
+    release is run only inside a network namespace that has nothing but a loopback
+    (``unshare -n``; docs/backend-support.md)."""
+    env = _prepare(home, work, url)
+    return {**env, "FACTORY_OTEL_ENABLED": "false", "FACTORY_DISABLE_DYNAMIC_CONFIG": "true",
+            "FACTORY_API_BASE_URL": url, "FACTORY_APP_BASE_URL": url}
+
+
+def _release(backend: Backend, version: str) -> Backend:
+    """Droid ``version`` (not the pin): releases before 0.215.0 with :func:`_prepare_old`."""
+    return replace(backend, prepare=_prepare_old)
+
+
 BACKEND = Backend(
     name="droid", package="droid", version="0.215.0", binary="droid",
-    prepare=_prepare, argv=_argv,
+    prepare=_prepare, argv=_argv, release_settings=_release,
     session_globs=(".factory/sessions/*/*.jsonl",),
 )

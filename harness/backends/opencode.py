@@ -85,11 +85,41 @@ def _argv_without_pure(binary: str, prompt: str) -> list[str]:
     return [binary, "run", "--model", MODEL, prompt]
 
 
+#: Where opencode before 1.2 keeps its sessions: one JSON file per session, message and part
+#: under ``~/.local/share/opencode/storage/`` (``session/<project>/<id>.json``,
+#: ``message/<session>/<id>.json``, ``part/<message>/<id>.json``), no SQLite database.
+STORAGE_GLOBS = (".local/share/opencode/storage/session/*/*.json",
+                 ".local/share/opencode/storage/message/*/*.json",
+                 ".local/share/opencode/storage/part/*/*.json")
+
+
 def _release(backend: Backend, version: str) -> Backend:
     """opencode ``version`` (not the pin): without ``--pure`` (1.2.1's ``run`` has no such
     option and prints its help instead of running; no plugin is configured here either way, and
-    ``OPENCODE_DISABLE_DEFAULT_PLUGINS`` stays set)."""
+    ``OPENCODE_DISABLE_DEFAULT_PLUGINS`` stays set). Releases before 1.2 keep their sessions as
+    JSON files (:data:`STORAGE_GLOBS`), which are copied instead of the database."""
+    major, minor = (int(x) for x in version.split(".")[:2])
+    if (major, minor) < (1, 1):
+        return replace(backend, argv=_argv_without_pure, session_globs=STORAGE_GLOBS,
+                       prepare=_prepare_1_0)
+    if (major, minor) < (1, 2):
+        return replace(backend, argv=_argv_without_pure, session_globs=STORAGE_GLOBS)
     return replace(backend, argv=_argv_without_pure)
+
+
+def _prepare_1_0(home: Path, work: Path, url: str) -> dict[str, str]:
+    """:func:`_prepare` for opencode 1.0.x, whose config schema rejects ``lsp: false``,
+    ``formatter: false`` ("expected record") and ``enabled_providers`` ("Unrecognized key",
+    seen with 1.0.0): LSP and formatters get empty records (no servers of the config's own;
+    ``OPENCODE_DISABLE_LSP_DOWNLOAD`` still stops downloads) and the provider list is left out
+    (the model names the stub provider, and the models.dev fetch stays off)."""
+    env = _prepare(home, work, url)
+    path = Path(env["XDG_CONFIG_HOME"]) / "opencode" / "opencode.json"
+    config = json.loads(path.read_text())
+    config.pop("enabled_providers")
+    config["lsp"], config["formatter"] = {}, {}
+    path.write_text(json.dumps(config, indent=2))
+    return env
 
 
 BACKEND = Backend(

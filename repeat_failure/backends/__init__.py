@@ -24,7 +24,10 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, ClassVar
+
+from repeat_failure.sessions.stores import Document, read_document
 
 #: Takes the command text exactly as the route recorded it (scrubbed) and returns the command
 #: the agent asked for. Must never raise; text it does not recognise is returned unchanged.
@@ -227,6 +230,15 @@ class SessionLogReader:
         ``orjson.loads`` returned for the line. Raises :class:`ReaderFormatError` for a line the
         reader does not recognise; must raise nothing else."""
         raise NotImplementedError
+
+    def read_document(self, path: Path, last: tuple[int, int] | tuple[()] | None,
+                      limit: int) -> Document:
+        """JSON-document readers: the document of the session file at ``path`` when it changed
+        since the stamp ``last`` (:func:`repeat_failure.sessions.stores.read_document`: the
+        file's ``(mtime_ns, size)``; ``limit`` bytes at most). The tailer and ``repeat-failure
+        replay`` read a ``"json"`` file through it. A reader whose CLI spreads one session over
+        several files (opencode before 1.2) gathers them here into one document."""
+        return read_document(path, last, limit)
 
     def parse_document(self, doc: Any, state: dict[str, Any]) -> list[SessionEvent]:
         """JSON-document readers: the events of the file's whole document ``doc`` (what

@@ -46,6 +46,7 @@ from repeat_failure.backends import (
     require_object,
     str_or_empty,
 )
+from repeat_failure.backends.cline_tasks import parse_ui_messages
 
 _SHELL_TOOLS = frozenset({"run_commands"})
 #: Ids remembered per file and map (oldest dropped first).
@@ -125,13 +126,19 @@ class ClineReader(SessionLogReader):
 
     backend: ClassVar[str] = "cline"
     kind: ClassVar[str] = "json"
-    globs: ClassVar[tuple[str, ...]] = (".cline/data/sessions/*/*.messages.json",)
+    globs: ClassVar[tuple[str, ...]] = (".cline/data/sessions/*/*.messages.json",
+                                        ".cline/data/tasks/*/ui_messages.json")
     route_records: ClassVar[bool] = False
     signal: ClassVar[str] = (
         "~/.cline/data/sessions/*/*.messages.json: an assistant tool_use run_commands starts a "
-        "call per command, its tool_result item ends it ('[Command exited with code N]')")
-    #: Cline CLI 3.0.65's file-writing tool.
-    edit_tools: ClassVar[frozenset[str]] = frozenset({"editor"})
+        "call per command, its tool_result item ends it ('[Command exited with code N]'); "
+        "2.x: ~/.cline/data/tasks/*/ui_messages.json (say command, then the execute_command "
+        "result's exit code)")
+    #: Cline CLI 3.0.65's file-writing tool; and the names 2.x's ``say tool`` messages give a file
+    #: written (the extension engine's ``editedExistingFile``, ``newFileCreated``: from its
+    #: source, not seen in the captures, whose only tool besides the shell is ``readFile``).
+    edit_tools: ClassVar[frozenset[str]] = frozenset({"editor", "editedExistingFile",
+                                                      "newFileCreated"})
 
     def new_file_state(self) -> dict[str, Any]:
         """``{"turn": <prompt id>, "open": bool, "done": {message or call id: 1}}``: what was
@@ -140,8 +147,11 @@ class ClineReader(SessionLogReader):
 
     def parse_document(self, doc: Any, state: dict[str, Any]) -> list[SessionEvent]:
         """The events of this version of the document not given before (see the class
-        docstring)."""
+        docstring); a JSON list is a Cline CLI 2.x task's ``ui_messages.json``
+        (:func:`repeat_failure.backends.cline_tasks.parse_ui_messages`)."""
         try:
+            if isinstance(doc, list):
+                return parse_ui_messages(doc, state)
             return self._document(doc, state)
         except ReaderFormatError:
             raise

@@ -119,9 +119,12 @@ CLAUDE_ALSO = ("2.1.314", "2.1.277", "2.1.268", "2.1.218", "2.1.212", "2.1.197",
 #: 0.38.2 write one JSON document (read as a document, GeminiReader.file_kind): 0.38.2 is the last
 #: of them, 0.36.0 the last with the ``{ <cmd>; }`` wrapper (0.25.0 is the first whose shell
 #: tool no longer refuses a command before its parser has loaded, but its CLI made 4 of the 5
-#: calls of the repeated run, so it is not kept).
+#: calls of the repeated run; bisected in the 0.26-0.35 gap: 0.28.1 is the first to make all
+#: five (0.29.0 to 0.31.0 run alike, the turn's calls in one message), 0.32.1 the first to
+#: write one message per call (as 0.33.0 and 0.36.0); 0.27.0 and 0.27.4 still make 4 of the 5
+#: calls, read exactly; 0.27.0 is the oldest kept).
 GEMINI_ALSO = ("0.54.4", "0.45.2", "0.44.0", "0.40.0", "0.39.0", "0.38.2",
-               "0.36.0")
+               "0.36.0", "0.32.1", "0.30.0", "0.28.1", "0.27.0")
 
 
 _ROWS = (
@@ -138,7 +141,9 @@ _ROWS = (
                  "1.0.11 to 1.0.61 run each command in a pseudo-terminal shell session, which "
                  "BASH_ENV never sees (the route starts at 1.0.62); older releases cannot run "
                  "against the stub (no custom-provider settings)")),
-    _covered("opencode", "opencode", "1.18.33", also=("1.2.1",)),
+    # opencode: 1.2.1 is the oldest release with the SQLite store; 1.1.65 and 1.0.152 keep their
+    # sessions as JSON files under storage/ (repeat_failure/backends/opencode_storage.py).
+    _covered("opencode", "opencode", "1.18.33", also=("1.2.1", "1.1.65", "1.0.152")),
     _covered("pi", "pi", "1.6.0", also=("0.73.1", "0.31.1"), read_only=("0.27.9",),
              read_only_note=(
                  "0.27.9 to 0.30.2 run the bash tool as sh -c (0.31.1 runs /bin/bash), which never "
@@ -175,8 +180,10 @@ _ROWS = (
     # writes a shell_result object (issue 26 item 3; docs/backend-support.md).
     _covered("qwen", "Qwen Code", "0.24.4", hive=False, also=("0.24.2", "0.12.0", "0.5.0")),
     # Cline CLI: 3.0.57 (the oldest 3.0 release served here) writes the same session files;
-    # 2.x and 1.0.x are another program with another log (docs/backend-support.md).
-    _covered("cline", "Cline CLI", "3.0.65", hive=False, also=("3.0.57",)),
+    # 2.x is another program with another log, its task's ui_messages.json (2.18.0 and 2.14.0,
+    # the oldest 2.x served, verified; repeat_failure/backends/cline_tasks.py); 1.0.x does not
+    # run on the harness's Node (docs/backend-support.md).
+    _covered("cline", "Cline CLI", "3.0.65", hive=False, also=("3.0.57", "2.18.0", "2.14.0")),
     # Continue CLI: 1.5.11, the oldest release served here, verified too (issue 26 item 3).
     _covered("continue", "Continue CLI (cn)", "1.5.47", hive=False, also=("1.5.11",)),
     # Droid's Execute runs the command in a nested shell of its supervisor script; the hook

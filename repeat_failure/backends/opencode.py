@@ -43,8 +43,10 @@ Kilo Code CLI (an opencode fork, :mod:`repeat_failure.backends.kilo`) reuses thi
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, ClassVar
 
 from repeat_failure.backends import (
@@ -61,6 +63,8 @@ from repeat_failure.backends import (
     register_reader,
     str_or_empty,
 )
+from repeat_failure.backends.opencode_storage import is_storage, parse_storage, read_storage
+from repeat_failure.sessions.stores import Document
 
 #: Version of the state layout kept in ``state["v"]``; a state of another version starts over.
 STATE_VERSION = 1
@@ -115,20 +119,43 @@ class OpencodeReader(SessionLogReader):
     backend: ClassVar[str] = "opencode"
     #: Tools that write or edit files (opencode's built-in file tools; Kilo inherits them).
     edit_tools: ClassVar[frozenset[str]] = frozenset({"write", "edit", "patch", "multiedit", "apply_patch"})
-    globs: ClassVar[tuple[str, ...]] = ("$XDG_DATA_HOME/opencode/opencode.db",)
+    globs: ClassVar[tuple[str, ...]] = ("$XDG_DATA_HOME/opencode/opencode.db",
+                                        "$XDG_DATA_HOME/opencode/storage/session/*/*.json")
     env_defaults: ClassVar[dict[str, str]] = {"XDG_DATA_HOME": ".local/share"}
     kind: ClassVar[str] = "sqlite"
     #: opencode runs its bash tool as ``$SHELL -c <cmd>``: the neutral route records it.
     route_records: ClassVar[bool] = False
     signal: ClassVar[str] = (
         "~/.local/share/opencode/opencode.db: part rows of tool bash (state.status running → "
-        "completed or error; exit status in state.metadata.exit)")
+        "completed or error; exit status in state.metadata.exit); before 1.2 the same parts as "
+        "JSON files under ~/.local/share/opencode/storage/")
     #: Tool names that are the backend's shell tool (``bash`` in opencode 1.18.33's real run).
     shell_tools: ClassVar[frozenset[str]] = frozenset({"bash"})
 
     def new_file_state(self) -> dict[str, Any]:
-        """A fresh state: ``{}`` (the first :meth:`poll_db` fills it in)."""
+        """A fresh state: ``{}`` (the first :meth:`poll_db` or :meth:`parse_document` fills it
+        in)."""
         return {}
+
+    def file_kind(self, path: str | os.PathLike[str]) -> str:
+        """``"json"`` for a session file of opencode before 1.2
+        (``storage/session/<project>/<id>.json``, read with its message and part files:
+        :mod:`repeat_failure.backends.opencode_storage`), else ``"sqlite"``."""
+        return "json" if os.fspath(path).endswith(".json") else "sqlite"
+
+    def read_document(self, path: Path, last: tuple[int, int] | tuple[()] | None,
+                      limit: int) -> Document:
+        """A session of opencode before 1.2 gathered with its message and part files
+        (:func:`repeat_failure.backends.opencode_storage.read_storage`)."""
+        return read_storage(Path(path), last, limit)
+
+    def parse_document(self, doc: Any, state: dict[str, Any]) -> list[SessionEvent]:
+        """The events of a gathered session of opencode before 1.2 not given before
+        (:func:`repeat_failure.backends.opencode_storage.parse_storage`); a document of another
+        shape raises :class:`ReaderFormatError` ``unknown_shape``."""
+        if not is_storage(doc):
+            raise ReaderFormatError(UNKNOWN_SHAPE, "not a gathered opencode session")
+        return parse_storage(self, doc, state)
 
     def history_state(self) -> dict[str, Any]:
         """A state whose watermarks are before the first row: the whole store is read, not
@@ -417,7 +444,7 @@ class _Poll:
     def _message_of(self, message_id: Any, raw: Any) -> tuple[str, str]:
         """(role, turn id) of a part's message, from its ``data`` column; ``("", "")`` when the
         message is missing or unreadable (its own row is counted as bad when read)."""
-        if not isinstance(message_id, str) or not isinstance(raw, (str, bytes)):
+        if not isinstance(message_id, str) or not isinstance(raw, (str, bytes, dict)):
             return "", ""
         hit = self._messages.get(message_id)
         if hit is None:
@@ -478,6 +505,8 @@ def _by_ids(conn: sqlite3.Connection, select: str, alias: str, ids: list[str]) -
 def _json(raw: Any) -> dict[str, Any]:
     """A ``data`` column as a dict; :class:`ReaderFormatError` ``not_json`` when it does not
     parse, ``unknown_shape`` when it is not a JSON object."""
+    if isinstance(raw, dict):  # a storage file's object (opencode before 1.2), decoded already
+        return raw
     if not isinstance(raw, (str, bytes)):
         raise ReaderFormatError(UNKNOWN_SHAPE, "data column")
     try:

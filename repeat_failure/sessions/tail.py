@@ -43,7 +43,7 @@ from typing import Any
 import orjson
 
 from repeat_failure.backends import ReaderFormatError, SessionEvent, SessionLogReader, UnusedLine
-from repeat_failure.sessions.stores import UNCHANGED as _UNCHANGED, open_db as _open_db, read_document
+from repeat_failure.sessions.stores import UNCHANGED as _UNCHANGED, open_db as _open_db
 from repeat_failure.sessions.scan import Scanner, discover  # noqa: F401 (discover: replay's)
 from repeat_failure.sessions.unrecognized import ShellRecognition, Unrecognized
 from repeat_failure.sidecar.normalize import OUTPUT_EDGE_CHARS, cut_output
@@ -406,9 +406,9 @@ class SessionTail:
 
     def _poll_document(self, key: str, f: _File, result: PollResult, now: float) -> int:
         """Read a whole JSON document again when its ``(mtime_ns, size)`` changed
-        (:func:`repeat_failure.sessions.stores.read_document`) and hand it to the reader.
+        (:meth:`SessionLogReader.read_document`) and hand it to the reader.
         Returns the bytes read."""
-        got = read_document(f.path, f.stamp, MAX_LINE)
+        got = self.reader.read_document(f.path, f.stamp, MAX_LINE)
         if got.error:
             result.errors[got.error] += 1
         f.stamp = got.stamp or f.stamp
@@ -419,7 +419,11 @@ class SessionTail:
             if f.discard:
                 f.discard = False
             else:
-                result.events.extend(_stamped(events, now, f.source or key))
+                events = _stamped(events, now, f.source or key)
+                result.events.extend(events)
+                # issue 26: shell calls that start and never end are reported here too
+                self._flag(f.source or key, f,
+                           f.shell.on_events(events, self.reader.shell_tools), result, now)
         return got.size
 
     def _poll_db(self, key: str, f: _File, result: PollResult, now: float) -> None:

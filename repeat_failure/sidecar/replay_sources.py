@@ -270,7 +270,14 @@ def read_events(source: Source, skipped: Counter,
         if shell is not None:
             shell.on_events(events, reader.shell_tools)
         return events
-    if kind == "json":
+    if kind == "json" and type(reader).read_document is not SessionLogReader.read_document:
+        # a session spread over several files (opencode before 1.2), gathered by its reader
+        gathered = reader.read_document(source.path, None, MAX_LINE)
+        if gathered.error or gathered.stamp is None:
+            skipped[gathered.error or UNREADABLE] += 1
+            return []
+        doc, mtime = gathered.doc, gathered.stamp[0] / 1e9
+    elif kind == "json":
         with _open_regular(source.path) as f:
             mtime = os.fstat(f.fileno()).st_mtime
             data = f.read(MAX_LINE + 1)
@@ -282,6 +289,7 @@ def read_events(source: Source, skipped: Counter,
         except orjson.JSONDecodeError:
             skipped[NOT_JSON] += 1
             return []
+    if kind == "json":
         events = _timed(_call(reader.parse_document, skipped, doc, reader.history_state()),  # type: ignore[arg-type]
                         mtime)
         if shell is not None:
