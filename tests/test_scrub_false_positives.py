@@ -1,6 +1,6 @@
 """The scrubber's false-positive budget (issue 16): ordinary agent commands stay as typed.
 
-``tests/data/ordinary_commands.txt`` holds 653 ordinary commands an agent runs, one a line,
+``tests/data/ordinary_commands.txt`` holds 658 ordinary commands an agent runs, one a line,
 written for this test (git with SHAs, npm/pip/cargo/go versions, pytest node ids, kubectl, helm
 and terraform with resource names, docker digests, UUIDs, timestamps, paths, and setting names
 that mention a secret without holding one: ``KEY_ID=``, ``TOKEN_TTL=``,

@@ -277,17 +277,27 @@ GENERIC_TOKEN = re.compile(r"(?<![A-Za-z0-9])[a-z]{2,10}(?:[_-][a-z]{2,10}){0,2}
                            r"(?P<body>[A-Za-z0-9][A-Za-z0-9_-]{18,}[A-Za-z0-9])(?![A-Za-z0-9])")
 
 
+#: The body of a time-ordered object id: ten or more small hexadecimal digits (a clock) before
+#: the random part, as opencode's and Kilo's ``ses_``/``msg_``/``prt_``/``evt_`` ids
+#: (``ses_dc8f1435affeCCif37U4P34Qsw``). They name sessions, not secrets; redacted, two commands
+#: that differ only by the id became one (and the harness's copy of opencode's database failed
+#: on its unique ``event.id``). A random token starts so once in about 770,000 (``(16/62)**10``).
+_TIME_ORDERED = re.compile(r"[0-9a-f]{10}")
+
+
 def generic_tokens(word: str) -> str:
     """``word`` with every generic vendor token in it (:data:`GENERIC_TOKEN`) redacted: the
     longest part of its body between ``_``/``-`` has 16 characters or more, looks random
-    (:func:`looks_random`) and is no hexadecimal run (a SHA after ``sha-``); so names, dates and
-    UUIDs joined by dashes (``rollout-2026-11-30T17-35-04-<uuid>``,
+    (:func:`looks_random`) and is no hexadecimal run (a SHA after ``sha-``), and the body does not
+    start as a time-ordered id does (:data:`_TIME_ORDERED`); so names, dates, opencode's session
+    ids and UUIDs joined by dashes (``rollout-2026-11-30T17-35-04-<uuid>``,
     ``tmp-harness-claude-8ick90g8-run3-work``) stay."""
     def one(m: re.Match[str]) -> str:
         body = m["body"]
         longest = max(re.split(r"[-_]", body), key=len)
         if _HEX.fullmatch(body.replace("-", "").replace("_", "")) or len(longest) < 16 \
-                or _HEX.fullmatch(longest) or not looks_random(longest):
+                or _HEX.fullmatch(longest) or not looks_random(longest) \
+                or _TIME_ORDERED.match(body):
             return m[0]
         return REDACTED
     return GENERIC_TOKEN.sub(one, word)
