@@ -1019,7 +1019,8 @@ def test_chained_hook_stops_reading_after_the_common_cleanup(tmp_path):
     path = hook_mod.render(tmp_path / "shared", "a1", "bash", chain="/etc/agent_bash_env")
     lines = path.read_text().splitlines()
     assert len(lines) == 4
-    assert lines[1] == "[[ ! -r /etc/agent_bash_env ]] || builtin . /etc/agent_bash_env"
+    assert lines[1] == ("[[ ! -r /etc/agent_bash_env || -n ${__rf_s-} ]] || "
+                        "{ __rf_s=1; builtin . /etc/agent_bash_env; builtin unset -v __rf_s; }")
     assert lines[2] == "[[ -n ${__rf_w-} || -o posix ]] || { builtin unset -f trap; builtin return; }"
 
 

@@ -202,6 +202,39 @@ def test_run_refuses_to_chain_the_agents_own_hook(tmp_path, clean_env, how):
     assert not (shared / "hook" / "a1.sh").exists()
 
 
+def test_chaining_a_symlink_to_the_hook_is_refused(tmp_path):
+    """A symlink elsewhere that resolves to the agent's own hook is refused like the hook's own
+    path (a break-it run: the text check let it through and every shell segfaulted, 139)."""
+    shared = tmp_path / "shared"
+    hook_mod.render(shared, "a1", "bash")
+    link = tmp_path / "link.sh"
+    link.symlink_to(shared / "hook" / "a1.sh")
+    with pytest.raises(hook_mod.HookError) as err:
+        hook_mod.render(shared, "a1", "bash", chain=str(link))
+    assert str(err.value) == (f"chained BASH_ENV {str(link)!r} is one of the hook's own files "
+                              f"(under {shared}/hook/): it would source itself in every shell")
+
+
+@pytest.mark.parametrize("how", ["sources-the-hook", "link-made-later"])
+def test_a_chain_that_comes_back_to_the_hook_is_sourced_once(tmp_path, clean_env, how):
+    """What no render-time check sees (an original that sources the hook itself, or a symlink
+    at the chained path made after rendering) makes the shell source the chain only once: the
+    command's output and status are unchanged and it is recorded once, where before bash
+    recursed until it segfaulted (139, no output)."""
+    shared = tmp_path / "shared"
+    original = tmp_path / "original.sh"
+    own = shared / "hook" / "a1.sh"
+    if how == "sources-the-hook":
+        original.write_text(f". {own}\n")
+    path = hook_mod.render(shared, "a1", "bash", chain=str(original))
+    if how == "link-made-later":
+        original.symlink_to(own)
+    env = {**clean_env, "BASH_ENV": str(path)}
+    res = run(["bash", "-c", "echo out; exit 3"], env, timeout=20)
+    assert outcome(res) == (3, b"out\n", b"")
+    assert _records(hook_mod.records_path(shared, "a1")) == [("echo out; exit 3", 3)]
+
+
 # --- item 9: a partial line must not cost the next record --------------------------------------
 
 def _pipeline(agent: str = "a1"):

@@ -121,8 +121,14 @@ def _check(shared_dir: Path, agent: str, backend: str, chain: str | None) -> Non
         # Every agent's hook sources the same original: one of the hook's own files there would
         # make each shell source itself until bash runs out of stack (issue 28 item 8). The
         # injector never chains the hook it sets; `run` refuses it here (exit 2).
+        # A symlink (or another spelling) that resolves there is refused too, where the path
+        # exists here; whatever gets past this (a hard link, a file that sources the hook, a
+        # link made later) is stopped in the shell: the chain sources the original only when it
+        # is not already inside it (hooks/bash_env.chain.bash, ``__rf_s``).
         own = posixpath.normpath(str(shared_dir / HOOK_DIR))
-        if posixpath.normpath(chain).startswith(own + "/"):
+        own_real = os.path.realpath(own)
+        if posixpath.normpath(chain).startswith(own + "/") \
+                or os.path.realpath(chain).startswith(own_real + "/"):
             raise HookError(f"chained BASH_ENV {chain!r} is one of the hook's own files (under "
                             f"{own}/): it would source itself in every shell")
 
