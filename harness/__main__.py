@@ -29,7 +29,8 @@ import time
 from harness import evidence as evidence_dirs
 from harness.backends import BACKENDS
 from harness.checks import loop_guard, session_route
-from harness.runner import HarnessError, run_backend
+from harness.install import HarnessError
+from harness.runner import run_backend
 from repeat_failure.backends.coverage import COVERAGE
 
 

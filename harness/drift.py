@@ -30,7 +30,8 @@ from typing import Any, Callable
 
 from harness import checks
 from harness.backends import BACKENDS
-from harness.runner import Backend, HarnessError, npm, run_backend
+from harness.install import Backend, HarnessError, npm
+from harness.runner import run_backend
 from repeat_failure.sidecar.scrub import scrub
 
 REPO = Path(__file__).resolve().parent.parent

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import runner
+from harness import install
 from harness.backends.copilot import BACKEND
 from repeat_failure.backends import (ERROR, SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
                               SessionEvent)
@@ -33,7 +33,7 @@ def test_route_is_a_launch_flag_not_a_settings_file(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Copilot strips BASH_ENV unless launched with `--bash-env on`; the harness passes the flag
     and writes no Copilot settings file of its own."""
-    monkeypatch.setattr(runner, "CACHE", tmp_path / "cache")
+    monkeypatch.setattr(install, "CACHE", tmp_path / "cache")
     argv = BACKEND.argv("copilot", "prompt")
     assert argv[argv.index("--bash-env") + 1] == "on"
     home = tmp_path / "home"
@@ -49,7 +49,7 @@ def test_an_earlier_release_runs_with_its_own_cache_and_all_paths(tmp_path: Path
                                                                   ) -> None:
     """``--release 1.0.11``: the same route flag, ``--allow-all-paths`` added (1.0.11 denies
     ``ls /nonexistent`` without it), and its unpacked files in a cache of its own version."""
-    monkeypatch.setattr(runner, "CACHE", tmp_path / "cache")
+    monkeypatch.setattr(install, "CACHE", tmp_path / "cache")
     old = BACKEND.at_release("1.0.11")
     assert (old.version, old.package) == ("1.0.11", BACKEND.package)
     argv = old.argv("copilot", "prompt")

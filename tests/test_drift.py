@@ -22,7 +22,7 @@ from harness import checks
 from harness import drift
 from harness import evidence as evidence_dirs
 from harness.backends import BACKENDS
-from harness.runner import HarnessError
+from harness.install import HarnessError
 from repeat_failure import backends as backends_mod
 from repeat_failure.backends import claude as claude_mod
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from harness.evidence import primary
-from harness import runner
+from harness import capture
+from harness import run as scenarios
 from harness.backends import BACKENDS
 from harness.stub import (FINAL_TEXT, PATCH_LINE, REQUIRED_TEXT, Script, Step, StubServer,
                           pick_tool)
@@ -160,7 +161,7 @@ def test_sqlite_copy_of_a_live_wal_database(tmp_path: Path) -> None:
     before = (_digest(source), _digest(wal))
     target = tmp_path / "evidence" / "store.db"
     try:
-        rows = runner._sqlite_copy(source, target)
+        rows = capture._sqlite_copy(source, target)
         assert (_digest(source), _digest(wal)) == before
     finally:
         writer.close()
@@ -189,12 +190,12 @@ def test_session_scenarios_kept_apart_from_the_shell_runs(backend: str) -> None:
     its JSON lines); a snapshot scenario that ran says whether its copy shows the running call
     (a CLI that had written no session file yet shows it not, with the finding)."""
     evidence = EVIDENCE[backend]
-    assert [(r["command"], r["repeat"]) for r in evidence["runs"]] == list(runner.SCENARIOS)
+    assert [(r["command"], r["repeat"]) for r in evidence["runs"]] == list(scenarios.SCENARIOS)
     assert set(evidence["scenarios"]) == set(evidence["scenario_sessions"]) == \
-        set(runner.SESSION_SCENARIOS)
+        set(scenarios.SESSION_SCENARIOS)
     for name, files in evidence["scenario_sessions"].items():
         scenario = evidence["scenarios"][name]
-        snapshots = any("{marker}" in arg for _, arg in runner.SESSION_SCENARIOS[name])
+        snapshots = any("{marker}" in arg for _, arg in scenarios.SESSION_SCENARIOS[name])
         if "skipped" in scenario:
             assert not files
             continue
@@ -233,7 +234,7 @@ def test_scrubbed_session_copies_and_transcripts_stay_json() -> None:
     """The harness scrubs what it keeps so that JSON stays JSON (the scrubber writes a quoted
     secret as a bare [REDACTED]): each JSON line is scrubbed value by value with its key as
     context, an unchanged line keeps its bytes, and other text is scrubbed as a whole."""
-    from harness.runner import scrub_json
+    from harness.capture import scrub_json
     from repeat_failure.sidecar.scrub import scrub
 
     token = "ghp_" + "Ab3" * 12
@@ -273,17 +274,17 @@ def test_a_snapshot_mentions_the_running_command_only_by_its_marker_path(tmp_pat
     """Codex 0.64.0's ``ghost_snapshot`` lists the work dir's untracked files, so a snapshot taken
     just after the command's ``touch`` names ``.harness-running`` while the call is not logged;
     the harness must not read that as "the running command is logged" (a CI run failed on it)."""
-    marker = tmp_path / "work" / runner.MARKER
+    marker = tmp_path / "work" / scenarios.MARKER
     dest = tmp_path / "copies"
     (dest / "s").mkdir(parents=True)
     log = dest / "s" / "rollout.jsonl"
     log.write_text(json.dumps({"type": "response_item", "payload": {
         "type": "ghost_snapshot", "ghost_commit": {
-            "preexisting_untracked_files": ["notes.txt", runner.MARKER]}}}) + "\n")
-    assert runner._mentions_command(dest, marker) is False
+            "preexisting_untracked_files": ["notes.txt", scenarios.MARKER]}}}) + "\n")
+    assert capture._mentions_command(dest, marker) is False
     call = {"type": "function_call", "arguments": json.dumps(
         {"command": f"touch {marker} && sleep 8"})}
     log.write_text(log.read_text() + json.dumps({"payload": call}) + "\n")
-    assert runner._mentions_command(dest, marker) is True
+    assert capture._mentions_command(dest, marker) is True
     log.write_text(str(marker).replace("/", "\\/"))
-    assert runner._mentions_command(dest, marker) is True
+    assert capture._mentions_command(dest, marker) is True

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from harness.evidence import primary
-from harness import runner
+from harness import run as scenarios
 from harness.backends import BACKENDS
 from harness.stub import ERROR_MESSAGE, FINAL_TEXT, Script, Step, StubServer
 
@@ -247,10 +247,10 @@ VERDICT_EVIDENCE = {
 
 def test_exit_status_in_the_shells_convention() -> None:
     """A CLI ended by signal N (Popen's ``-N``) is reported as ``128 + N`` with the signal."""
-    assert runner._exit_status(-15) == (143, 15)
-    assert runner._exit_status(143) == (143, None)
-    assert runner._exit_status(0) == (0, None)
-    assert runner._exit_status(None) == (None, None)
+    assert scenarios._exit_status(-15) == (143, 15)
+    assert scenarios._exit_status(143) == (143, None)
+    assert scenarios._exit_status(0) == (0, None)
+    assert scenarios._exit_status(None) == (None, None)
 
 
 #: Verdict scenarios after which a CLI had written no session file: Continue CLI 1.5.47 saves
@@ -267,13 +267,13 @@ def test_verdict_scenarios_evidence(backend: str) -> None:
     evidence = VERDICT_EVIDENCE[backend]
     verdicts = evidence.get("verdict_scenarios")
     assert verdicts is not None, "harness evidence from before the verdict scenarios: re-run it"
-    assert set(verdicts) == set(runner.VERDICT_SCENARIOS)
+    assert set(verdicts) == set(scenarios.VERDICT_SCENARIOS)
     spec = BACKENDS[backend]
     for name, run in verdicts.items():
         if not spec.session_globs:
             assert "skipped" in run
             continue
-        scenario = runner.VERDICT_SCENARIOS[name]
+        scenario = scenarios.VERDICT_SCENARIOS[name]
         assert run["reply"] == scenario.reply
         assert isinstance(run["cli_exit"], int), (name, run["cli_exit"])
         assert run["cli_signal"] is None or run["cli_exit"] == 128 + run["cli_signal"]

@@ -2,7 +2,7 @@
 
 Every file here comes from the harness (``python -m harness run``, re-run by CI before the
 tests): the real agent CLIs against the stub provider on 127.0.0.1 in four ``verdict``
-scenarios (harness/runner.py ``VERDICT_SCENARIOS``): ``ok`` (one shell call, then text),
+scenarios (harness/run.py ``VERDICT_SCENARIOS``): ``ok`` (one shell call, then text),
 ``empty`` (the stub's reply has no text and no tool call), ``error`` (the stub answers every
 model request with the provider's documented HTTP 400 error) and ``killed`` (SIGTERM while a
 shell call runs). Nothing is edited.

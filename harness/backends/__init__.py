@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 
-from harness.runner import Backend
+from harness.install import Backend
 
 #: The order to attempt backends in (the harness issue's list); a module not written yet is
 #: simply absent from BACKENDS. ``qwen`` is run for its stream-JSON transcripts of the turn-verdict

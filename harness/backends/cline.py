@@ -27,7 +27,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from harness.runner import Backend
+from harness.install import Backend
 
 MODEL = "stub-model"
 #: The Node Cline CLI 1.0.x runs on: its bundled ``better-sqlite3`` is built for Node 20

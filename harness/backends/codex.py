@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.runner import Backend
+from harness.install import Backend
 
 KEY_VAR = "REPEAT_FAILURE_STUB_API_KEY"
 #: Codex has no read tool: it reads files through its shell. For the stub's model it offers no

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.runner import Backend
+from harness.install import Backend
 
 MODEL = "stub-model"
 

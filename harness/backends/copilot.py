@@ -33,14 +33,14 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from harness import runner
-from harness.runner import Backend
+from harness import install
+from harness.install import Backend
 
 VERSION = "1.0.102"
 
 
 def _prepare(home: Path, work: Path, url: str, version: str = VERSION) -> dict[str, str]:
-    pkg_cache = runner.CACHE / f"copilot-{version}" / "pkg-cache"
+    pkg_cache = install.CACHE / f"copilot-{version}" / "pkg-cache"
     pkg_cache.mkdir(parents=True, exist_ok=True)
     return {
         "COPILOT_PROVIDER_BASE_URL": f"{url}/v1",

@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.runner import Backend
+from harness.install import Backend
 
 
 def _prepare(home: Path, work: Path, url: str) -> dict[str, str]:

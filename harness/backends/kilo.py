@@ -30,7 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.backends.opencode import MODEL, stub_config, xdg_dirs
-from harness.runner import Backend
+from harness.install import Backend
 
 
 

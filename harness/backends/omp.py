@@ -35,7 +35,7 @@ import json
 from pathlib import Path
 
 from harness.backends.pi import stub_models
-from harness.runner import Backend
+from harness.install import Backend
 
 VERSION = "18.2.3"
 BUN = "bun@1.4.5"

@@ -17,7 +17,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from harness.runner import Backend
+from harness.install import Backend
 
 MODEL = "stub/stub-model"
 

@@ -2,7 +2,7 @@
 
 pi moved from ``@mariozechner/pi-coding-agent`` (which stopped at 0.73.1) to
 ``@earendil-works/pi-coding-agent``; 1.6.0's ``package.json`` asks for Node ≥ 22.19.0
-(``engines``), which the harness's pinned Node (:data:`harness.runner.NODE_VERSION`) meets.
+(``engines``), which the harness's pinned Node (:data:`harness.install.NODE_VERSION`) meets.
 
 A custom provider in ``~/.pi/agent/models.json`` (1.6.0 keeps ``piConfig.configDir`` ``.pi`` and
 ``PI_CODING_AGENT_DIR``, ``dist/config.js``). ``--offline`` and ``PI_OFFLINE=1`` keep it from
@@ -19,7 +19,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from harness.runner import Backend
+from harness.install import Backend
 
 
 def stub_models(url: str) -> dict:

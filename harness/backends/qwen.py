@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.runner import Backend
+from harness.install import Backend
 
 MODEL = "stub-model"
 
