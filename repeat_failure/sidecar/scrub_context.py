@@ -101,13 +101,14 @@ def looks_random(word: str) -> bool:
 # --- credentials-like files and readers --------------------------------------------------------
 
 #: A credentials-like file's path (what ``>``, ``>>`` or ``tee`` write to).
-CRED_FILE = (r"""(?:(?:~|\$HOME|\$\{HOME\})?[^\s;&|<>'"()]*/\.config/[^\s;&|<>'"()/]+/"""
+CRED_FILE = (r"""["']?(?:(?:~|\$HOME|\$\{HOME\})["']?)?"""
+             r"""(?:[^\s;&|<>'"()]*/\.config/[^\s;&|<>'"()/]+/"""
              r"""[^\s;&|<>'"()]+"""
              r"""|(?:[^\s;&|<>'"()]*/)?(?:\.?netrc|_netrc|\.npmrc|\.pypirc|\.yarnrc(?:\.yml)?"""
              r"""|\.git-credentials|\.dockercfg|\.pgpass|\.s3cfg|\.boto|\.env(?:\.[\w-]+)?"""
              r"""|[\w.-]+\.env|[\w.-]*(?:credentials?|creds|tokens?|secrets?|passwords?|passwd"""
              r"""|apikey|api[_-]key)(?:\.[A-Za-z0-9]+)?|[\w.-]+\.(?:token|secret|password)"""
-             r"""|\.aws/[\w.-]+))(?=[\s;&|)'"]|\Z)""")
+             r"""|\.aws/[\w.-]+))["']?(?=[\s;&|)'"]|\Z)""")
 #: Flags by which a command reads a credential from its standard input.
 _READER = (r"--(?:with-token|password-stdin|token-stdin|secret-stdin|stdin-password"
            r"|api-key-stdin|key-stdin)\b")
