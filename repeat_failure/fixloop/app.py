@@ -38,6 +38,9 @@ log = logging.getLogger("repeat_failure")
 #: counted in a log line at most once a minute): Prometheus and the kubelet's probes use one
 #: each, so 64 is generous (docs/fixloop.md).
 MAX_CONNECTIONS = 64
+#: One client address's share of MAX_CONNECTIONS (as the exporter's: one client's idle
+#: connections cannot refuse the probes).
+MAX_CLIENT_CONNECTIONS = 16
 #: Bytes of request line and headers together; more is answered 431.
 MAX_HEAD_BYTES = 32 << 10
 #: Listen backlog: socketserver's default, as before the shared layer.
@@ -217,6 +220,7 @@ class FixloopApp:
         try:
             self._httpd = serving.Server(address, Handler, name="fixloop-http",
                                          max_connections=MAX_CONNECTIONS,
+                                         max_client_connections=MAX_CLIENT_CONNECTIONS,
                                          max_head_bytes=MAX_HEAD_BYTES, backlog=BACKLOG,
                                          idle_timeout_s=IDLE_TIMEOUT_S,
                                          request_timeout_s=REQUEST_TIMEOUT_S)

@@ -183,7 +183,8 @@ class MetricsServer:
                     self.send_error(404, "not found: try /metrics or /healthz")
 
         self._httpd = serving.Server((host, port), Handler, name="injector-metrics",
-                                     max_connections=8, max_head_bytes=8 << 10,
+                                     max_connections=8, max_client_connections=2,
+                                     max_head_bytes=8 << 10,
                                      request_timeout_s=10.0, idle_timeout_s=10.0)
 
     @property
