@@ -535,7 +535,7 @@ sys.path.insert(0, sys.argv[2])
 doc = json.loads(sys.argv[3])
 t0 = time.perf_counter()
 # What the fixloop process imports whatever its REST client is.
-import prometheus_client, repeat_failure.fixloop.config, repeat_failure.fixloop.ledger, repeat_failure.sidecar.scrub
+import prometheus_client, repeat_failure.fixloop.config, repeat_failure.fixloop.ledger, repeat_failure.rules.scrub
 if sys.argv[1] == "base":
     t1 = time.perf_counter()
     parsed = doc["check_runs"]

@@ -42,8 +42,8 @@ from typing import Any
 import orjson
 
 from repeat_failure.backends import SHELL_END, SessionEvent
-from repeat_failure.sidecar.exclude import Exclusions
-from repeat_failure.sidecar.normalize import command_label
+from repeat_failure.rules.exclude import Exclusions
+from repeat_failure.rules.normalize import command_label
 from repeat_failure.sidecar.pipeline import record_command, session_record
 from repeat_failure.sidecar.replay import AGENT, replay_session
 from repeat_failure.sidecar.replay_report import MATCHES, Setting
@@ -78,7 +78,7 @@ ROO_LIMIT = 3
 class Call:
     """One tool call of a session, in log order: ``index`` from 0 over every tool call (shell
     or not), ``shell`` whether it is the shell tool, ``command`` the command as exported
-    (scrubbed, normalized, :func:`~repeat_failure.sidecar.normalize.command_label`; ``""`` for
+    (scrubbed, normalized, :func:`~repeat_failure.rules.normalize.command_label`; ``""`` for
     another tool), ``same`` an opaque key equal for two calls whose raw command is identical
     (the raw text itself is not kept), ``exit`` its exit status (``None`` when unknown),
     ``failed`` whether it failed, ``ts`` its time (epoch seconds)."""

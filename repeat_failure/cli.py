@@ -281,7 +281,7 @@ def cmd_verdict(args: argparse.Namespace) -> int:
     if args.json:
         # No control or bidi character raw (issue 28 item 19): each is written as its \\u escape,
         # the same JSON value.
-        from repeat_failure.terminal import json_text
+        from repeat_failure.rules.terminal import json_text
 
         sys.stdout.write(json_text(json.dumps(result.to_json(), ensure_ascii=False)) + "\n")
     print(result.verdict, file=sys.stderr)
@@ -341,7 +341,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from repeat_failure.sidecar.replay import MAX_SETTINGS, BadFile, Setting, replay
     from repeat_failure.sidecar.replay_report import MATCH_EXIT, MATCH_OUTPUT, Progress, format_text
     from repeat_failure.sidecar.replay_sources import find_sources
-    from repeat_failure.terminal import json_text
+    from repeat_failure.rules.terminal import json_text
 
     config = load_config(args.config) if args.config else Config()
     thresholds = args.threshold or [config.threshold]

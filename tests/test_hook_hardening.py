@@ -210,7 +210,7 @@ def _pipeline(agent: str = "a1"):
     from repeat_failure.config import AgentSpec
     from repeat_failure.sidecar.agent import AgentState
     from repeat_failure.sidecar.detector import Detector
-    from repeat_failure.sidecar.exclude import Exclusions
+    from repeat_failure.rules.exclude import Exclusions
     from repeat_failure.sidecar.records import RecordPipeline
 
     seen: list[tuple[str, int]] = []

@@ -28,7 +28,7 @@ from repeat_failure.sidecar.state import MAX_STATE_BYTES
 from repeat_failure.config import _SCHEMA, AgentSpec, ConfigError, _surely_valid, parse_config
 from repeat_failure.sidecar.detector import (MAX_COMMAND_BYTES, MAX_COMMANDS, Detector, NoteCleared,
                               NoteRaised)
-from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.rules.scrub import scrub
 from repeat_failure.malloc import MMAP_THRESHOLD_BYTES
 
 T0 = 1_800_000_000.0

@@ -17,7 +17,7 @@ from repeat_failure.sessions.tail import PollResult
 from repeat_failure.sidecar.agent import AgentState
 from repeat_failure.sidecar.config_file import ConfigFile
 from repeat_failure.sidecar.detector import Detector
-from repeat_failure.sidecar.exclude import Exclusions
+from repeat_failure.rules.exclude import Exclusions
 from repeat_failure.sidecar.records import RecordPipeline
 from repeat_failure.sidecar.session_feed import SessionFeed, log_receiving
 from repeat_failure.turns.probe import ProbeResult

@@ -44,7 +44,7 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote
 
-from repeat_failure.terminal import label_value
+from repeat_failure.rules.terminal import label_value
 
 log = logging.getLogger("repeat_failure")
 
@@ -245,7 +245,7 @@ def event_body(pod: PodRef, message: str, now: float, agent: str = "", backend: 
     :data:`REASON`), or one preview error (:data:`PREVIEW_REASON`).
 
     ``message`` is the note's already scrubbed message (``Note.message``; control and bidi
-    characters are written as ``\\uXXXX``, :func:`repeat_failure.terminal.label_value`, since
+    characters are written as ``\\uXXXX``, :func:`repeat_failure.rules.terminal.label_value`, since
     ``kubectl describe`` prints it to a terminal); ``now`` the time the
     note was raised, in epoch seconds (``firstTimestamp``, ``lastTimestamp``, ``eventTime``);
     ``agent``/``backend`` go into annotations; ``name`` defaults to :func:`event_name`.

@@ -4,7 +4,7 @@ Rules (docs/requirements.md C6, C10, C11, C-AC2, C-AC3, C-AC8; "the same result"
 
 * Failures are counted per (normalized command, result). A result is the exit (the exit
   number, or ``"failed"`` where the route gives none) and, where a route knows the failure's
-  output, that output after :func:`repeat_failure.sidecar.normalize.normalize_output` (its
+  output, that output after :func:`repeat_failure.rules.normalize.normalize_output` (its
   keyed digest; failures whose output is unknown share the result "unknown output"). So a
   test-fix-retest cycle, whose output changes with every edit, never adds up, while a flaky
   test that keeps failing the same two ways still can. With ``match_output`` off (the config's
@@ -51,7 +51,7 @@ from repeat_failure.sidecar.detector_store import (FAILED, PENDING, CommandState
                                                    Times, exit_key, iter_state_json, parse_key,
                                                    parse_result, result_text, saved_item,
                                                    text_bytes, unpack_outputs)
-from repeat_failure.sidecar.normalize import SAME, UNKNOWN, output_kind
+from repeat_failure.rules.normalize import SAME, UNKNOWN, output_kind
 
 #: Distinct commands tracked per agent; beyond it the command that failed least recently goes.
 MAX_COMMANDS = 10_000
@@ -158,7 +158,7 @@ class Detector:
     def record(self, command: str, exit_status: int | None, failed: bool, ts: float,
                now: float, output: int = 0, pending: bool = False) -> list[Event]:
         """Feed one record: ``command`` normalized, ``ts`` its time, ``now`` the current time,
-        ``output`` the digest of a failure's output (:func:`repeat_failure.sidecar.normalize.output_digest`;
+        ``output`` the digest of a failure's output (:func:`repeat_failure.rules.normalize.output_digest`;
         0 when the route gives none). ``pending``: the output is unknown now but the agent's
         session log may still give it (a neutral-route failure of an agent whose session log is
         read): with ``match_output`` the failure is awaited (counts for no result) until

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from repeat_failure.sidecar.detector_store import FAILED, ExitKey
-from repeat_failure.sidecar.normalize import UNKNOWN, command_label
+from repeat_failure.rules.normalize import UNKNOWN, command_label
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Note:
     #: Whether those failures had the same output every time (``same``: with output matching,
     #: issue 26, every note whose output is known), ``changing`` output (only with
     #: ``match_output: false``), or ``unknown`` (no route gave the output: the neutral route
-    #: alone). Issue 19; :func:`repeat_failure.sidecar.normalize.output_kind`. Not part of
+    #: alone). Issue 19; :func:`repeat_failure.rules.normalize.output_kind`. Not part of
     #: :attr:`message` (spec C11).
     output: str = UNKNOWN
 

@@ -31,7 +31,7 @@ FAILED = "failed"
 #: The digest a failure holds while its output is awaited (issue 26): a neutral-route failure
 #: of an agent whose session log gives outputs, until that log's line comes or
 #: :data:`repeat_failure.sidecar.detector.OUTPUT_WAIT_S` passes. No output digest takes this
-#: value (:func:`repeat_failure.sidecar.normalize.output_digest`). Saved as it is: a restart
+#: value (:func:`repeat_failure.rules.normalize.output_digest`). Saved as it is: a restart
 #: awaits the output again (:meth:`repeat_failure.sidecar.detector.Detector.load_dict`).
 PENDING = 0xFFFFFFFF
 #: A failure's result beside its command: its exit key and its output digest (0: unknown), or
@@ -61,7 +61,7 @@ def exit_key(exit_status: int | None) -> ExitKey:
 
 class Times(array):
     """The failure times of one (command, exit) key: an ``array('d')`` of epoch seconds, sorted,
-    and beside it ``outs``, each failure's output digest (:func:`repeat_failure.sidecar.normalize.output_digest`,
+    and beside it ``outs``, each failure's output digest (:func:`repeat_failure.rules.normalize.output_digest`,
     an ``array('I')``, 0 where unknown), or ``None`` while no failure of the key has a known
     output (the neutral route's case: no memory spent). Deleting from the times deletes the
     same digests (``del times[i]`` / ``del times[:n]``), so the two never disagree; add a

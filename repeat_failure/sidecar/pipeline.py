@@ -12,9 +12,9 @@ would (issue 19).
 from __future__ import annotations
 
 from repeat_failure.backends import SessionEvent, wrapper_stripper
-from repeat_failure.sidecar.normalize import mark_cut, normalize, output_digest
+from repeat_failure.rules.normalize import mark_cut, normalize, output_digest
 from repeat_failure.sidecar.parse import MAX_CLOCK_SKEW_S, MAX_LINE_BYTES, Record
-from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.rules.scrub import scrub
 
 
 def session_record(event: SessionEvent, agent: str, backend: str, now: float) -> Record | None:
@@ -42,7 +42,7 @@ def record_command(record: Record, now: float, cut_key: bytes) -> str:
     (as cut when the route cut it), normalized for its backend at ``now`` (spec C7), scrubbed
     again when the backend has a wrapper (Codex writes each ``'`` as ``'"'"'``, which can hide
     a secret's shape until unwrapped), and for a cut record marked with a digest keyed with
-    ``cut_key`` (:func:`repeat_failure.sidecar.normalize.mark_cut`, issue 17). ``""`` for a command that is
+    ``cut_key`` (:func:`repeat_failure.rules.normalize.mark_cut`, issue 17). ``""`` for a command that is
     only whitespace. Never raises."""
     command = normalize(scrub(record.cmd, cut=record.cut), record.backend, now)
     if wrapper_stripper(record.backend) is not None:
@@ -53,7 +53,7 @@ def record_command(record: Record, now: float, cut_key: bytes) -> str:
 
 
 def failure_output(event: SessionEvent, failed: bool, key: bytes, now: float) -> int:
-    """The output digest a failure carries (:func:`repeat_failure.sidecar.normalize.output_digest`, keyed with
+    """The output digest a failure carries (:func:`repeat_failure.rules.normalize.output_digest`, keyed with
     ``key``): 0 for a success (nothing needs its output) or when the log gives no output."""
     if not failed or event.output is None:
         return 0

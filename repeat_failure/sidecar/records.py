@@ -19,11 +19,11 @@ from repeat_failure.sidecar import hook
 from repeat_failure.sidecar.agent import DUPLICATE, EXCLUDED, FAILURE, SUCCESS, AgentState
 from repeat_failure.sidecar.dedup import NEUTRAL, SESSION
 from repeat_failure.sidecar.detector import NoteCleared, NoteRaised, exit_key
-from repeat_failure.sidecar.exclude import Exclusions
-from repeat_failure.sidecar.normalize import command_label
+from repeat_failure.rules.exclude import Exclusions
+from repeat_failure.rules.normalize import command_label
 from repeat_failure.sidecar.parse import TORN, Record, RecordError, parse_line, salvage
 from repeat_failure.sidecar.pipeline import failure_output, record_command, session_record
-from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.rules.scrub import scrub
 
 log = logging.getLogger("repeat_failure")
 

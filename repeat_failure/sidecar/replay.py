@@ -7,7 +7,7 @@ sidecar's own readers (:mod:`repeat_failure.backends`; mini-swe-agent and SWE-ag
 :mod:`repeat_failure.backends.trajectory`), and every finished shell call goes through the sidecar's
 own rules: :func:`repeat_failure.sidecar.pipeline.session_record` (size and exit rules),
 :func:`repeat_failure.sidecar.pipeline.record_command` (scrub, normalize, the cut mark),
-:class:`repeat_failure.sidecar.exclude.Exclusions`, the output digest (:func:`repeat_failure.sidecar.pipeline.failure_output`)
+:class:`repeat_failure.rules.exclude.Exclusions`, the output digest (:func:`repeat_failure.sidecar.pipeline.failure_output`)
 and :class:`repeat_failure.sidecar.detector.Detector`, at each record's own time (``now`` is the newest record
 time seen, so a failure counts as it would have when it happened, and notes clear when their
 failures leave the window). One detector per session file and setting: a session is one agent
@@ -15,7 +15,7 @@ run, and the sidecar's detector for an agent starts empty with the check.
 
 Nothing raw is kept or shown: commands are shown as exported (scrubbed, normalized, cut to 200
 characters), outputs only through their digests, and file names scrubbed; control characters
-are escaped (:func:`repeat_failure.terminal.label_value`). A file that cannot be read, or whose
+are escaped (:func:`repeat_failure.rules.terminal.label_value`). A file that cannot be read, or whose
 content no reader understands, is reported by name and skipped; it never stops the replay.
 
 The files are found and read by :mod:`repeat_failure.sidecar.replay_sources`; what a replay
@@ -34,8 +34,8 @@ from typing import Any
 
 from repeat_failure.backends import SHELL_END, ReaderFormatError, SessionEvent
 from repeat_failure.sidecar.detector import Detector, NoteCleared, NoteRaised
-from repeat_failure.sidecar.exclude import Exclusions
-from repeat_failure.sidecar.normalize import command_label
+from repeat_failure.rules.exclude import Exclusions
+from repeat_failure.rules.normalize import command_label
 from repeat_failure.sidecar.pipeline import failure_output, record_command, session_record
 from repeat_failure.sessions.unrecognized import ShellRecognition
 from repeat_failure.sidecar.replay_report import (MAX_NO_RESULT_SHOWN, BadFile, ReplayNote,

@@ -25,12 +25,12 @@ from repeat_failure.backends import (ReaderFormatError, SessionEvent, SessionLog
 from repeat_failure.backends import trajectory
 from repeat_failure.config import open_regular
 from repeat_failure.sidecar.replay_report import BadFile
-from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.rules.scrub import scrub
 from repeat_failure.sessions.tail import MAX_LINE, NOT_JSON, OVERSIZED, READER_BUG, UNREADABLE
 from repeat_failure.sessions.stores import open_db
 from repeat_failure.sessions.tail import _stamped, discover, expand_globs
 from repeat_failure.sessions.unrecognized import ShellRecognition
-from repeat_failure.terminal import label_value
+from repeat_failure.rules.terminal import label_value
 
 #: A trajectory document larger than this is reported and skipped (one JSON document is read
 #: whole; mini-swe-agent's run on one SWE-bench instance writes well under 10 MiB).
