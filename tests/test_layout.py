@@ -49,8 +49,14 @@ PROGRAMS = {"sidecar", "replay", "kube", "fixloop", "turns"}
 #: What a program may import besides itself: the shared rules, the shared inputs (the session
 #: reader and the agent CLIs' tables) and the shared top-level modules (the bare package too).
 SHARED = {"rules", "sessions", "backends", "config", "jsonlog", "serving", "malloc", ""}
-#: What each shared package may import besides itself.
-SHARED_DEPENDS = {"rules": {"backends"}, "backends": set(), "sessions": {"rules", "backends"}}
+#: What each shared package may import besides itself (a package, or one module of it).
+SHARED_DEPENDS = {"rules": {"backends"}, "sessions": {"rules", "backends"},
+                  # the readers of stores that are not JSON Lines (issue 26); stores imports
+                  # nothing of the package
+                  "backends": {"repeat_failure.sessions.stores"}}
+#: Import circles that stand today, each as the one import (importer, imported) that closes it,
+#: made inside a function: opencode's storage reader reuses the SQLite reader's poll (issue 26).
+KNOWN_CIRCLES = {("repeat_failure.backends.opencode_storage", "repeat_failure.backends.opencode")}
 #: Imports of another program's module that stand today, each with its reason (docs/layout.md).
 CROSSINGS = {
     ("sidecar", "repeat_failure.kube.events"),   # the sidecar posts its Events on the pod
@@ -104,18 +110,20 @@ def test_no_program_imports_another_programs_modules():
 
 def test_shared_packages_import_no_program():
     """The shared rules import only themselves and ``backends``; ``backends`` nothing else of the
-    package; ``sessions`` only the rules and ``backends`` (issue 30)."""
+    package but ``sessions.stores``; ``sessions`` only the rules and ``backends`` (issue 30)."""
     bad = sorted((m, t) for m, targets in _imports().items() if _package(m) in SHARED_DEPENDS
-                 for t in targets if _package(t) not in SHARED_DEPENDS[_package(m)] | {_package(m)})
+                 for t in targets if not {_package(t), t} & (SHARED_DEPENDS[_package(m)] | {_package(m)}))
     assert bad == []
 
 
 def test_no_import_circle_in_the_package():
     """No module of the package imports, directly or through others, a module that imports it
     back. A submodule's import of its own package's ``__init__`` is left out: Python runs that
-    ``__init__`` before any submodule anyway (the backends register themselves that way)."""
+    ``__init__`` before any submodule anyway (the backends register themselves that way); so is
+    each import :data:`KNOWN_CIRCLES` names."""
     graph = _imports()
-    graph = {m: {t for t in targets if not m.startswith(t + ".")} for m, targets in graph.items()}
+    graph = {m: {t for t in targets if not m.startswith(t + ".") and (m, t) not in KNOWN_CIRCLES}
+             for m, targets in graph.items()}
     state: dict[str, int] = {}
     circles: list[list[str]] = []
 

@@ -3,4 +3,4 @@ output into what is shown, stored and compared. ``scrub`` (the engine; its rule 
 ``scrub_rules`` with ``scrub_names``, ``scrub_replacements`` and ``scrub_context``, and
 ``scrub_engine``, the leaf through which a rule calls the engine back), ``normalize`` (commands
 and failure output), ``exclude`` and ``terminal`` (output safety). It sits below every program:
-it imports none of them (``backends``' wrapper strippers aside, which import nothing else)."""
+it imports none of them (``backends``' wrapper strippers aside, which import no program)."""
