@@ -25,8 +25,8 @@ def test_every_subpackage_is_a_row_of_the_layout_table():
 
 def test_pipeline_stages_are_modules_in_the_sidecar_program_in_order():
     """The stages docs/layout.md lists for repeat_failure/sidecar/ are written in a record's
-    order, and each is a module of the sidecar or of the shared rules (scrub, normalize,
-    exclude: issue 30)."""
+    order, and each is a module of the sidecar or of the shared rules (parse, scrub, normalize,
+    exclude, detector: issue 30)."""
     row = next(line for line in LAYOUT.splitlines() if line.startswith("| `repeat_failure/sidecar/`"))
     named = re.findall(r"`([a-z_]+)`", row.split("|")[3])
     stages = [name for name in named if name in PIPELINE]
@@ -150,3 +150,17 @@ def test_the_scrub_circle_stays_broken():
     graph = _imports()
     assert "repeat_failure.rules.scrub" not in graph["repeat_failure.rules.scrub_replacements"]
     assert graph["repeat_failure.rules.scrub_engine"] == set()
+
+
+def test_replay_is_a_program_that_imports_no_other():
+    """``repeat-failure replay`` is its own subpackage beside the sidecar; neither imports the
+    other, and both reach the per-record rules through ``rules.pipeline`` (issue 30 item 2)."""
+    graph = _imports()
+    replay = {m for m in graph if _package(m) == "replay"}
+    assert replay == {"repeat_failure.replay", "repeat_failure.replay.run",
+                      "repeat_failure.replay.sources", "repeat_failure.replay.report"}
+    assert not {t for m in replay for t in graph[m] if _package(t) == "sidecar"}
+    assert not {t for m, ts in graph.items() if _package(m) == "sidecar" for t in ts
+                if _package(t) == "replay"}
+    assert "repeat_failure.rules.pipeline" in graph["repeat_failure.replay.run"]
+    assert "repeat_failure.rules.pipeline" in graph["repeat_failure.sidecar.records"]

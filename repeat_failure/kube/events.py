@@ -2,7 +2,7 @@
 (issue 7) and per escalation for the fixloop.
 
 Contract (docs/kubernetes.md "Events"): with ``repeat_failure.events: true`` (and the check on),
-each :class:`repeat_failure.sidecar.detector.NoteRaised` becomes ONE Event on the pod named by the Downward API
+each :class:`repeat_failure.rules.detector.NoteRaised` becomes ONE Event on the pod named by the Downward API
 variables ``POD_NAME`` and ``POD_NAMESPACE`` (``POD_UID`` too, when set): type ``Warning``, reason
 ``RepeatingFailure``, message the note's scrubbed message, reporting component
 ``repeat-failure``. The detector raises a note once per raise, so a note that stays raised makes

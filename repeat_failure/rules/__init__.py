@@ -2,5 +2,7 @@
 output into what is shown, stored and compared. ``scrub`` (the engine; its rule table
 ``scrub_rules`` with ``scrub_names``, ``scrub_replacements`` and ``scrub_context``, and
 ``scrub_engine``, the leaf through which a rule calls the engine back), ``normalize`` (commands
-and failure output), ``exclude`` and ``terminal`` (output safety). It sits below every program:
+and failure output), ``exclude`` and ``terminal`` (output safety); and what the sidecar and ``replay`` both run
+on a record: ``parse``, ``pipeline`` (the per-record rules) and ``detector`` (with
+``detector_store``, ``detector_notes``, ``detector_results``). It sits below every program:
 it imports none of them (``backends``' wrapper strippers aside, which import no program)."""

@@ -21,7 +21,7 @@ from repeat_failure.sessions.activity import Activity
 from repeat_failure.sessions.tail import SessionTail
 from repeat_failure.sidecar.checkstate import Row, build_row
 from repeat_failure.sidecar.dedup import RouteDedup
-from repeat_failure.sidecar.detector import Detector, ExitKey
+from repeat_failure.rules.detector import Detector, ExitKey
 from repeat_failure.turns.verdict import TurnTracker
 
 #: A record's outcome in the pipeline (``hive_repeat_failure_records_total{outcome}``): counted

@@ -1,5 +1,5 @@
 """The pipeline's per-record rules, shared by the sidecar (:mod:`repeat_failure.sidecar.app`) and
-``repeat-failure replay`` (:mod:`repeat_failure.sidecar.replay`), so that a replay says exactly what the sidecar
+``repeat-failure replay`` (:mod:`repeat_failure.replay.run`), so that a replay says exactly what the sidecar
 would (issue 19).
 
 - :func:`session_record`: a finished shell call of a session log → the :class:`Record` the
@@ -13,17 +13,17 @@ from __future__ import annotations
 
 from repeat_failure.backends import SessionEvent, wrapper_stripper
 from repeat_failure.rules.normalize import mark_cut, normalize, output_digest
-from repeat_failure.sidecar.parse import MAX_CLOCK_SKEW_S, MAX_LINE_BYTES, Record
+from repeat_failure.rules.parse import MAX_CLOCK_SKEW_S, MAX_LINE_BYTES, Record
 from repeat_failure.rules.scrub import scrub
 
 
 def session_record(event: SessionEvent, agent: str, backend: str, now: float) -> Record | None:
     """The record of a finished shell call (``event``, a ``shell_end`` with its ``ts`` set)
-    of agent ``agent`` on ``backend``, held to the neutral route's rules (:mod:`repeat_failure.sidecar.parse`):
-    the command cut to :data:`~repeat_failure.sidecar.parse.MAX_LINE_BYTES` UTF-8 bytes (and then scrubbed
+    of agent ``agent`` on ``backend``, held to the neutral route's rules (:mod:`repeat_failure.rules.parse`):
+    the command cut to :data:`~repeat_failure.rules.parse.MAX_LINE_BYTES` UTF-8 bytes (and then scrubbed
     as cut), an exit outside 0-255 kept only as "failed", ``route``
     ``<backend>_session_log``. ``None`` for a time more than
-    :data:`~repeat_failure.sidecar.parse.MAX_CLOCK_SKEW_S` ahead of ``now`` (the caller counts it
+    :data:`~repeat_failure.rules.parse.MAX_CLOCK_SKEW_S` ahead of ``now`` (the caller counts it
     ``future_ts``)."""
     ts = float(event.ts or 0.0)
     if ts > now + MAX_CLOCK_SKEW_S:

@@ -1,4 +1,4 @@
-"""What ``repeat-failure replay`` (:mod:`repeat_failure.sidecar.replay`) found, and how it is
+"""What ``repeat-failure replay`` (:mod:`repeat_failure.replay.run`) found, and how it is
 shown: the settings judged (:class:`Setting`), the notes per session (:class:`ReplayNote`,
 :class:`SessionResult`), the files skipped (:class:`BadFile`), the whole result with its
 summary (:class:`ReplayResult`, :class:`SummaryRow`; ``to_json`` gives ``--json``'s document),

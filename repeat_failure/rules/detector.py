@@ -28,9 +28,9 @@ Rules (docs/requirements.md C6, C10, C11, C-AC2, C-AC3, C-AC8; "the same result"
 Monitor only (C10): the detector returns events; nothing here touches the agent.
 
 The store the rules work on (per-command failure times and output digests, their saved form)
-is :mod:`repeat_failure.sidecar.detector_store`; when a result qualifies,
-:mod:`repeat_failure.sidecar.detector_results`; the notes and events it returns are
-:mod:`repeat_failure.sidecar.detector_notes`. Names re-exported here for callers: ``Note``,
+is :mod:`repeat_failure.rules.detector_store`; when a result qualifies,
+:mod:`repeat_failure.rules.detector_results`; the notes and events it returns are
+:mod:`repeat_failure.rules.detector_notes`. Names re-exported here for callers: ``Note``,
 ``NoteRaised``, ``NoteCleared``, ``Event``, ``ExitKey``, ``FAILED``, ``exit_key``,
 ``text_bytes``.
 """
@@ -45,9 +45,9 @@ from typing import Any
 
 import orjson
 
-from repeat_failure.sidecar.detector_notes import Event, Note, NoteCleared, NoteRaised
-from repeat_failure.sidecar.detector_results import in_mode, qualifies_at, qualifying
-from repeat_failure.sidecar.detector_store import (FAILED, PENDING, CommandState, ExitKey, Result,
+from repeat_failure.rules.detector_notes import Event, Note, NoteCleared, NoteRaised
+from repeat_failure.rules.detector_results import in_mode, qualifies_at, qualifying
+from repeat_failure.rules.detector_store import (FAILED, PENDING, CommandState, ExitKey, Result,
                                                    Times, exit_key, iter_state_json, parse_key,
                                                    parse_result, result_text, saved_item,
                                                    text_bytes, unpack_outputs)
@@ -56,7 +56,7 @@ from repeat_failure.rules.normalize import SAME, UNKNOWN, output_kind
 #: Distinct commands tracked per agent; beyond it the command that failed least recently goes.
 MAX_COMMANDS = 10_000
 #: Bytes of normalized command text tracked per agent, all commands together (as counted by
-#: :func:`~repeat_failure.sidecar.detector_store.text_bytes`); beyond it, as beyond ``MAX_COMMANDS``, the commands that failed least
+#: :func:`~repeat_failure.rules.detector_store.text_bytes`); beyond it, as beyond ``MAX_COMMANDS``, the commands that failed least
 #: recently go. Without it memory grew with command length: 10,000 distinct commands of 3.9 KB
 #: held 39 MB of text and wrote a 39 MB state file.
 MAX_COMMAND_BYTES = 4 << 20
@@ -466,7 +466,7 @@ class Detector:
 
     def iter_json(self, chunk_bytes: int = 1 << 16) -> Iterator[bytes]:
         """:meth:`to_dict` as compact JSON, in pieces of about ``chunk_bytes`` bytes
-        (:func:`repeat_failure.sidecar.detector_store.iter_state_json`: joined, exactly the
+        (:func:`repeat_failure.rules.detector_store.iter_state_json`: joined, exactly the
         bytes of ``orjson.dumps(self.to_dict())``, built one command at a time). Raises
         ``TypeError`` where ``orjson.dumps`` would. The commands must not change while the
         pieces are taken."""

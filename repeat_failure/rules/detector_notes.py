@@ -1,4 +1,4 @@
-"""What the detector (:mod:`repeat_failure.sidecar.detector`) says: a raised note as the
+"""What the detector (:mod:`repeat_failure.rules.detector`) says: a raised note as the
 dashboard shows it (:class:`Note`, its message per spec C11) and the events it returns when a
 note is raised or cleared. No rule lives here.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
-from repeat_failure.sidecar.detector_store import FAILED, ExitKey
+from repeat_failure.rules.detector_store import FAILED, ExitKey
 from repeat_failure.rules.normalize import UNKNOWN, command_label
 
 
