@@ -535,7 +535,7 @@ sys.path.insert(0, sys.argv[2])
 doc = json.loads(sys.argv[3])
 t0 = time.perf_counter()
 # What the fixloop process imports whatever its REST client is.
-import prometheus_client, repeat_failure.fixloop.config, repeat_failure.fixloop.ledger, repeat_failure.sidecar.scrub
+import prometheus_client, repeat_failure.fixloop.config, repeat_failure.fixloop.ledger, repeat_failure.rules.scrub
 if sys.argv[1] == "base":
     t1 = time.perf_counter()
     parsed = doc["check_runs"]
@@ -722,7 +722,7 @@ def bench_note_latency(samples: int) -> dict:
       with their output unknown after ``OUTPUT_WAIT_S`` (15 s; one sample).
 
     Median and max in seconds; ``both`` over ``neutral`` is the ratio."""
-    from repeat_failure.sidecar.detector import OUTPUT_WAIT_S
+    from repeat_failure.rules.detector import OUTPUT_WAIT_S
 
     templates = _claude_templates()
     figures: dict = {}
@@ -786,8 +786,8 @@ def bench_replay(commands: int) -> dict:
     """``repeat-failure replay`` on a session of ``commands`` shell calls (_replay_session):
     seconds per 10,000 commands for the default setting and for a 3 x 3 sweep, and the ratio
     of the single run to bare ``orjson.loads`` of the same lines."""
-    from repeat_failure.sidecar.replay import Setting, replay
-    from repeat_failure.sidecar.replay_sources import find_sources
+    from repeat_failure.replay.run import Setting, replay
+    from repeat_failure.replay.sources import find_sources
 
     body = _replay_session(commands)
     t = time.perf_counter()

@@ -8,7 +8,7 @@ Neither is in this repository (public data fetched from GitHub is not committed 
 ``tests/data/real_sessions/PROVENANCE.md`` says where each file came from, at which commit,
 under which license, and the labels are committed beside it. Every session is judged with:
 
-* the product (:func:`repeat_failure.sidecar.replay.replay_session`, the sidecar's own
+* the product (:func:`repeat_failure.replay.run.replay_session`, the sidecar's own
   readers, scrub, normalize, exclusions and detector) at thresholds 3 and 5, window 600 s,
   with "the same result" as the same exit and output (``match_output``, the default) and as
   the same exit alone (``match_output: false``, the rule before issue 26);
@@ -42,12 +42,12 @@ from typing import Any
 import orjson
 
 from repeat_failure.backends import SHELL_END, SessionEvent
-from repeat_failure.sidecar.exclude import Exclusions
-from repeat_failure.sidecar.normalize import command_label
-from repeat_failure.sidecar.pipeline import record_command, session_record
-from repeat_failure.sidecar.replay import AGENT, replay_session
-from repeat_failure.sidecar.replay_report import MATCHES, Setting
-from repeat_failure.sidecar.replay_sources import Source, find_sources, read_events
+from repeat_failure.rules.exclude import Exclusions
+from repeat_failure.rules.normalize import command_label
+from repeat_failure.rules.pipeline import record_command, session_record
+from repeat_failure.replay.run import AGENT, replay_session
+from repeat_failure.replay.report import MATCHES, Setting
+from repeat_failure.replay.sources import Source, find_sources, read_events
 from repeat_failure.config import DEFAULT_EXCLUDE
 
 #: The labels file and the sessions' provenance (committed; the sessions themselves are not:
@@ -78,7 +78,7 @@ ROO_LIMIT = 3
 class Call:
     """One tool call of a session, in log order: ``index`` from 0 over every tool call (shell
     or not), ``shell`` whether it is the shell tool, ``command`` the command as exported
-    (scrubbed, normalized, :func:`~repeat_failure.sidecar.normalize.command_label`; ``""`` for
+    (scrubbed, normalized, :func:`~repeat_failure.rules.normalize.command_label`; ``""`` for
     another tool), ``same`` an opaque key equal for two calls whose raw command is identical
     (the raw text itself is not kept), ``exit`` its exit status (``None`` when unknown),
     ``failed`` whether it failed, ``ts`` its time (epoch seconds)."""
@@ -135,7 +135,7 @@ def session_calls(source: Source, exclusions: Exclusions) -> tuple[list[SessionE
     :class:`Call` s: finished shell calls as the replay takes them (each call id once, calls
     without a result left out; excluded commands kept, the other methods have no exclusions)
     and every other tool call (``tool`` events). Raises what
-    :func:`~repeat_failure.sidecar.replay_sources.read_events` raises."""
+    :func:`~repeat_failure.replay.sources.read_events` raises."""
     events = _unique_times(read_events(source, Counter()))
     calls: list[Call] = []
     delivered: set[str] = set()
@@ -169,7 +169,7 @@ def session_calls(source: Source, exclusions: Exclusions) -> tuple[list[SessionE
 def product_settings() -> list[tuple[str, Setting]]:
     """(name, setting) for every product setting judged: each of :data:`THRESHOLDS` at
     :data:`WINDOW_S` for each way of matching "the same result"
-    (:data:`~repeat_failure.sidecar.replay_report.MATCHES`: exit and output, exit alone),
+    (:data:`~repeat_failure.replay.report.MATCHES`: exit and output, exit alone),
     named ``t3-output``, ``t5-exit``, …"""
     return [(f"t{t}-{match}", Setting(t, WINDOW_S, match)) for match in MATCHES
             for t in THRESHOLDS]

@@ -19,8 +19,8 @@ from repeat_failure.backends import SHELL_END, session_reader
 from repeat_failure.config import AgentSpec
 from repeat_failure.sessions.tail import SessionTail
 from repeat_failure.sidecar.app import Sidecar
-from repeat_failure.sidecar.normalize import normalize
-from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.rules.normalize import normalize
+from repeat_failure.rules.scrub import scrub
 
 #: The agent name the rendered hook and its records are kept under.
 AGENT = "harness"
@@ -127,7 +127,7 @@ def scrub_json(text: str) -> str:
     """``text`` scrubbed so that JSON stays JSON: a JSON object or array (a whole document, or
     every non-empty line of a JSON Lines file) is scrubbed value by value, each string with its
     key (:func:`_scrub_value`), and a line only re-written when something in it changed; any
-    other text is scrubbed as a whole (:func:`repeat_failure.sidecar.scrub.scrub`). The scrubber replaces a
+    other text is scrubbed as a whole (:func:`repeat_failure.rules.scrub.scrub`). The scrubber replaces a
     quoted secret with a bare ``[REDACTED]``, which would leave a session copy or transcript
     line that no reader can parse (seen on Claude Code 2.1.332's transcript)."""
     def parsed(line: str) -> Any:

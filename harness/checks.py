@@ -25,7 +25,7 @@ from typing import Any
 from harness import evidence as evidence_dirs
 from repeat_failure.backends import SHELL_END, session_reader
 from repeat_failure.backends.coverage import COVERAGE
-from repeat_failure.sidecar.normalize import normalize
+from repeat_failure.rules.normalize import normalize
 from repeat_failure.sessions.tail import SessionTail
 from repeat_failure.turns.verdict import AGENT_ERROR, AGENT_NO_OUTPUT, OK, TurnTracker
 

@@ -32,7 +32,7 @@ from harness import checks
 from harness.backends import BACKENDS
 from harness.install import Backend, HarnessError, npm
 from harness.runner import run_backend
-from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.rules.scrub import scrub
 
 REPO = Path(__file__).resolve().parent.parent
 #: Where the table is written (committed when a drift run is the reason for a pin change).
@@ -90,7 +90,7 @@ def drift_row(backend: Backend, progress: Callable[[str], None],
     of them; ``problems`` lists every problem :func:`harness.checks.check` found. ``lookup`` and
     ``run`` are the registry lookup and the harness run (tests pass their own); one raising
     :data:`RUN_ERRORS` gives a row with that error as its note. Every text in the row is
-    scrubbed (:func:`repeat_failure.sidecar.scrub.scrub`): a registry's error can echo a token from the user's
+    scrubbed (:func:`repeat_failure.rules.scrub.scrub`): a registry's error can echo a token from the user's
     ``.npmrc``, and the row is printed and written to ``drift.json``."""
     return _scrubbed(_row(backend, progress, lookup, run))
 

@@ -166,7 +166,7 @@ def expectations(evidence: dict[str, Any]) -> dict[str, Any]:
 
     Shapes: ``{"backend", "version", "runs": [...], "scenarios": {...}, "verdicts": {...}}``.
     """
-    from repeat_failure.sidecar.normalize import normalize  # the product's stripper, as it is now
+    from repeat_failure.rules.normalize import normalize  # the product's stripper, as it is now
 
     runs = []
     for run in evidence.get("runs", []):

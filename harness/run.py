@@ -26,7 +26,7 @@ from harness.capture import (AGENT, _copy_sessions, _mentions_command, _pipeline
 from harness.install import Backend, node_runtime
 from harness.stub import Script, Step, StubServer
 from repeat_failure.sidecar import hook
-from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.rules.scrub import scrub
 
 PROMPT = "Run the shell command the tool call asks for."
 #: (command, times the stub asks for it): C-AC1's failing commands, a success, and the repeat

@@ -6,7 +6,7 @@ One subpackage per program of the ``repeat-failure`` command (docs/layout.md):
 :mod:`repeat_failure.sidecar.app`), :mod:`repeat_failure.sessions` (session-log tail and
 safeguard), :mod:`repeat_failure.turns` (verdicts, preview probe), :mod:`repeat_failure.kube`
 (injector webhook, Events) and :mod:`repeat_failure.fixloop`; shared by them:
-:mod:`repeat_failure.backends`, :mod:`repeat_failure.config`, :mod:`repeat_failure.terminal`.
+:mod:`repeat_failure.backends`, :mod:`repeat_failure.config`, :mod:`repeat_failure.rules.terminal`.
 """
 
 #: The version of everything this repository releases (the distribution, the image and the chart;

@@ -281,7 +281,7 @@ def cmd_verdict(args: argparse.Namespace) -> int:
     if args.json:
         # No control or bidi character raw (issue 28 item 19): each is written as its \\u escape,
         # the same JSON value.
-        from repeat_failure.terminal import json_text
+        from repeat_failure.rules.terminal import json_text
 
         sys.stdout.write(json_text(json.dumps(result.to_json(), ensure_ascii=False)) + "\n")
     print(result.verdict, file=sys.stderr)
@@ -338,10 +338,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     when some file was skipped or none was found, 2 for bad usage or an invalid config. Issue 19;
     docs/operations.md "Replay before enabling"."""
     from repeat_failure.config import Config
-    from repeat_failure.sidecar.replay import MAX_SETTINGS, BadFile, Setting, replay
-    from repeat_failure.sidecar.replay_report import MATCH_EXIT, MATCH_OUTPUT, Progress, format_text
-    from repeat_failure.sidecar.replay_sources import find_sources
-    from repeat_failure.terminal import json_text
+    from repeat_failure.replay.run import MAX_SETTINGS, BadFile, Setting, replay
+    from repeat_failure.replay.report import MATCH_EXIT, MATCH_OUTPUT, Progress, format_text
+    from repeat_failure.replay.sources import find_sources
+    from repeat_failure.rules.terminal import json_text
 
     config = load_config(args.config) if args.config else Config()
     thresholds = args.threshold or [config.threshold]
@@ -545,7 +545,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="one sweep, then exit (0: every repository listed)")
     fixloop.set_defaults(func=cmd_fixloop)
 
-    from repeat_failure.sidecar.replay_sources import formats
+    from repeat_failure.replay.sources import formats
 
     replay_p = sub.add_parser("replay", help="what the check would have said on session logs "
                                               "and trajectories (offline)",

@@ -7,7 +7,7 @@ import json
 import logging
 import sys
 
-from repeat_failure.terminal import json_text
+from repeat_failure.rules.terminal import json_text
 
 log = logging.getLogger("repeat_failure")
 
@@ -17,7 +17,7 @@ class JsonFormatter(logging.Formatter):
 
     Everything passed in ``extra`` is already scrubbed by the pipeline; the formatter adds
     nothing raw, and writes every unprintable character (a control or bidi character of a
-    command) as its JSON escape (:func:`repeat_failure.terminal.json_text`)."""
+    command) as its JSON escape (:func:`repeat_failure.rules.terminal.json_text`)."""
 
     _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
 

@@ -51,7 +51,7 @@ from repeat_failure.backends import (
     session_reader,
 )
 from repeat_failure.backends.coverage import COVERAGE
-from repeat_failure.sidecar.normalize import normalize
+from repeat_failure.rules.normalize import normalize
 from repeat_failure.sessions.tail import SessionTail, expand_globs
 
 REPO = Path(__file__).resolve().parent.parent

@@ -780,7 +780,7 @@ def test_two_long_cut_commands_stay_two_notes(tmp_path: Path, clean_env, log_str
 def test_a_cut_command_label_keeps_its_mark() -> None:
     """A label cut to 200 characters keeps a cut command's mark after the …; other commands are
     cut as before."""
-    from repeat_failure.sidecar.normalize import command_label, mark_cut
+    from repeat_failure.rules.normalize import command_label, mark_cut
 
     long = mark_cut("gh api " + "x" * 300, "gh api " + "x" * 300 + "yz", b"k" * 16)
     mark = long[-19:]

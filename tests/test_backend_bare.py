@@ -15,7 +15,7 @@ import pytest
 from harness.evidence import primary
 from repeat_failure.backends import wrapper_stripper
 from repeat_failure.backends.coverage import COVERAGE
-from repeat_failure.sidecar.normalize import normalize
+from repeat_failure.rules.normalize import normalize
 
 from sessionlogs import version_params
 

@@ -15,7 +15,7 @@ from harness.backends import BACKENDS
 from harness.stub import pick_tool
 from repeat_failure.backends import wrapper_stripper
 from repeat_failure.backends.coverage import COVERAGE
-from repeat_failure.sidecar.normalize import normalize
+from repeat_failure.rules.normalize import normalize
 
 EVIDENCE_DIR = Path(__file__).resolve().parent.parent / "harness" / "evidence"
 COVERED = ("qwen", "cline", "continue")

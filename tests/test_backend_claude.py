@@ -34,7 +34,7 @@ from repeat_failure.backends import (
 from repeat_failure.backends import UnusedLine
 from repeat_failure.backends.claude import EXITED_MID_TURN, ClaudeSessionReader
 from repeat_failure.sessions.tail import SessionTail
-from repeat_failure.sidecar.normalize import normalize
+from repeat_failure.rules.normalize import normalize
 
 from sessionlogs import (
     SessionLog,

@@ -21,8 +21,8 @@ import pytest
 from harness.evidence import primary
 from repeat_failure.backends import SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START, SessionEvent
 from repeat_failure.backends.codex import CodexReader, strip
-from repeat_failure.sidecar.normalize import normalize
-from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.rules.normalize import normalize
+from repeat_failure.rules.scrub import scrub
 
 from harness import evidence as evidence_dirs
 from repeat_failure.backends import ERROR

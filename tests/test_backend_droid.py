@@ -20,7 +20,7 @@ from repeat_failure.backends import (ERROR, SHELL_END, SHELL_START, TEXT, TURN_E
 from repeat_failure.backends.coverage import COVERAGE
 from repeat_failure.backends.droid import DroidReader, execute_result
 from repeat_failure.sessions.tail import SessionTail
-from repeat_failure.sidecar.normalize import normalize
+from repeat_failure.rules.normalize import normalize
 from repeat_failure.turns.verdict import AGENT_ERROR, AGENT_NO_OUTPUT, OK, TurnTracker
 
 from sessionlogs import EVIDENCE_DIR, SessionLog, SessionLogChecks, assert_reader_error, iso_ts

@@ -19,7 +19,7 @@ from repeat_failure.backends import (SHELL_END, SHELL_START, TEXT, TOOL, TURN_EN
                               ReaderFormatError, SessionEvent, wrapper_stripper)
 from repeat_failure.backends.gemini import GeminiReader
 from repeat_failure.sessions.tail import SessionTail, expand_globs
-from repeat_failure.sidecar.normalize import normalize
+from repeat_failure.rules.normalize import normalize
 
 from sessionlogs import (SCENARIO_NAMES, SessionLog, SessionLogChecks, assert_reader_error,
                          check_event, evidence_of, iso_ts, junk_variants, version_params)

@@ -22,7 +22,7 @@ from repeat_failure.sessions.tail import SessionTail
 from repeat_failure.turns.verdict import AGENT_ERROR, OK, TurnTracker
 
 from repeat_failure.backends.qwen import strip
-from repeat_failure.sidecar.normalize import normalize
+from repeat_failure.rules.normalize import normalize
 from sessionlogs import (EVIDENCE_DIR, SHELL_REPEAT, SessionLog, SessionLogChecks,
                          assert_reader_error, evidence_of, iso_ts, version_params)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from repeat_failure.sidecar.checkstate import ON, Row
-from repeat_failure.sidecar.detector import Detector
+from repeat_failure.rules.detector import Detector
 
 
 def _notes(commands: list[str]) -> tuple:

@@ -13,7 +13,7 @@ from harness.evidence import primary, versions
 from repeat_failure.backends import session_reader
 from repeat_failure.sidecar.checkstate import build_row
 from repeat_failure.backends.coverage import COVERAGE, TABLE_HEADER, table_rows
-from repeat_failure.sidecar.normalize import normalize
+from repeat_failure.rules.normalize import normalize
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs" / "backend-support.md"

@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from repeat_failure.sidecar.detector import (FAILED, MAX_AWAITED, Detector, NoteCleared,
+from repeat_failure.rules.detector import (FAILED, MAX_AWAITED, Detector, NoteCleared,
                                             NoteRaised, StateError, text_bytes)
 
 T0 = 1_800_000_000.0
@@ -180,7 +180,7 @@ def test_bad_state_is_refused_whole(data) -> None:
 def test_memory_bound_evicts_least_recent(monkeypatch) -> None:
     """Past MAX_COMMANDS distinct commands, the one that failed least recently is dropped
     (a raised note with it, reported as evicted)."""
-    import repeat_failure.sidecar.detector as detector
+    import repeat_failure.rules.detector as detector
 
     monkeypatch.setattr(detector, "MAX_COMMANDS", 3)
     det = Detector(1, 600)
@@ -198,7 +198,7 @@ def test_byte_bound_evicts_least_recent(monkeypatch) -> None:
     forgotten until the new one fits (raised notes cleared as ``evicted``, oldest first), as
     the count bound does; a command longer than the whole bound is never tracked; forgetting a
     command by success or expiry gives its bytes back."""
-    import repeat_failure.sidecar.detector as detector
+    import repeat_failure.rules.detector as detector
 
     monkeypatch.setattr(detector, "MAX_COMMAND_BYTES", 10)
     det = Detector(1, 600)
@@ -230,7 +230,7 @@ def test_failure_bound_trims_keys_beyond_the_threshold_first(monkeypatch) -> Non
     failure when it holds more than the threshold needs (its note stays, its count stops
     growing); a key that needs all it has makes the least recently failed commands go
     instead; failure_count follows successes, expiry and eviction."""
-    import repeat_failure.sidecar.detector as detector
+    import repeat_failure.rules.detector as detector
 
     monkeypatch.setattr(detector, "MAX_FAILURES", 10)
     det = Detector(3, 600)
@@ -252,7 +252,7 @@ def test_failure_bound_trims_keys_beyond_the_threshold_first(monkeypatch) -> Non
 def test_failure_bound_with_one_command_trims_its_fullest_key(monkeypatch) -> None:
     """One command alone over the bound: its fullest key loses its oldest failure, even when
     the key just fed needs all it has."""
-    import repeat_failure.sidecar.detector as detector
+    import repeat_failure.rules.detector as detector
 
     monkeypatch.setattr(detector, "MAX_FAILURES", 6)
     det = Detector(5, 600)
@@ -267,7 +267,7 @@ def test_failure_bound_with_one_command_trims_its_fullest_key(monkeypatch) -> No
 def test_failure_bound_drops_a_late_failure_older_than_all_kept(monkeypatch) -> None:
     """A failure that arrives late and is older than every failure its full key keeps is the
     one dropped; the key's note is not raised by it."""
-    import repeat_failure.sidecar.detector as detector
+    import repeat_failure.rules.detector as detector
 
     monkeypatch.setattr(detector, "MAX_FAILURES", 3)
     det = Detector(2, 600)
@@ -277,7 +277,7 @@ def test_failure_bound_drops_a_late_failure_older_than_all_kept(monkeypatch) -> 
 
 
 def test_load_keeps_the_newest_commands_within_the_failure_bound(monkeypatch) -> None:
-    import repeat_failure.sidecar.detector as detector
+    import repeat_failure.rules.detector as detector
 
     det = Detector(1, 600)
     for i, command in enumerate(["a", "b", "c"]):
@@ -300,7 +300,7 @@ def test_load_keeps_the_newest_commands_that_fit(monkeypatch) -> None:
     """A saved state over the bounds loads only its most recently failed commands, newest
     first, while they fit: an older command is left out even if it alone would fit (eviction
     keeps the newest only), and load_dict says how many it left out."""
-    import repeat_failure.sidecar.detector as detector
+    import repeat_failure.rules.detector as detector
 
     det = Detector(1, 600)
     for i, command in enumerate(["aaaa", "bbbbb", "cc", "ddd"]):
@@ -323,7 +323,7 @@ def test_load_keeps_the_newest_commands_that_fit(monkeypatch) -> None:
 
 def test_load_refuses_a_bad_command_even_past_the_bound(monkeypatch) -> None:
     """A left-out command is still checked: a state with a bad one is refused whole."""
-    import repeat_failure.sidecar.detector as detector
+    import repeat_failure.rules.detector as detector
 
     monkeypatch.setattr(detector, "MAX_COMMAND_BYTES", 4)  # "new" fits, "old" does not
     det = Detector(1, 600)

@@ -16,8 +16,8 @@ import random
 
 import pytest
 
-import repeat_failure.sidecar.detector as detector
-from repeat_failure.sidecar.detector import PENDING, Detector
+import repeat_failure.rules.detector as detector
+from repeat_failure.rules.detector import PENDING, Detector
 
 T0 = 1_800_000_000.0
 

@@ -235,7 +235,7 @@ def test_scrubbed_session_copies_and_transcripts_stay_json() -> None:
     secret as a bare [REDACTED]): each JSON line is scrubbed value by value with its key as
     context, an unchanged line keeps its bytes, and other text is scrubbed as a whole."""
     from harness.capture import scrub_json
-    from repeat_failure.sidecar.scrub import scrub
+    from repeat_failure.rules.scrub import scrub
 
     token = "ghp_" + "Ab3" * 12
     lines = ['{"type":"x", "note": "unchanged \\u00e9"}',

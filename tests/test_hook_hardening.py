@@ -242,8 +242,8 @@ def _pipeline(agent: str = "a1"):
     takes, in order)."""
     from repeat_failure.config import AgentSpec
     from repeat_failure.sidecar.agent import AgentState
-    from repeat_failure.sidecar.detector import Detector
-    from repeat_failure.sidecar.exclude import Exclusions
+    from repeat_failure.rules.detector import Detector
+    from repeat_failure.rules.exclude import Exclusions
     from repeat_failure.sidecar.records import RecordPipeline
 
     seen: list[tuple[str, int]] = []
@@ -454,7 +454,7 @@ def test_state_file_holds_no_unprintable_character_raw(tmp_path):
     terminal acts on none of them), and a load restores the exact text."""
     from repeat_failure.config import AgentSpec
     from repeat_failure.sidecar.agent import AgentState
-    from repeat_failure.sidecar.detector import Detector
+    from repeat_failure.rules.detector import Detector
     from repeat_failure.sidecar.state import StateFile
 
     text = "make \u202echeck\u0085 \u009b31m \x7f é 🎉 \u2066x\u2069"

@@ -1,6 +1,8 @@
 """The tree shows its programs (issue 21): docs/layout.md names every folder of the package and
-every module of the sidecar's pipeline, in a record's order, and they exist."""
+every module of the sidecar's pipeline, in a record's order, and they exist. The programs meet
+only through the shared packages, and nothing in the package imports in a circle (issue 30)."""
 
+import ast
 import re
 import subprocess
 from pathlib import Path
@@ -26,14 +28,15 @@ def test_every_subpackage_is_a_row_of_the_layout_table():
 
 
 def test_pipeline_stages_are_modules_in_the_sidecar_program_in_order():
-    """The stages docs/layout.md lists for repeat_failure/sidecar/ are its modules, written in
-    a record's order."""
+    """The stages docs/layout.md lists for repeat_failure/sidecar/ are written in a record's
+    order, and each is a module of the sidecar or of the shared rules (parse, scrub, normalize,
+    exclude, detector: issue 30)."""
     row = next(line for line in LAYOUT.splitlines() if line.startswith("| `repeat_failure/sidecar/`"))
     named = re.findall(r"`([a-z_]+)`", row.split("|")[3])
     stages = [name for name in named if name in PIPELINE]
     assert stages == PIPELINE
     for name in named:
-        assert (PACKAGE / "sidecar" / f"{name}.py").is_file(), name
+        assert any((PACKAGE / folder / f"{name}.py").is_file() for folder in ("sidecar", "rules")), name
 
 
 @pytest.mark.parametrize("root", [PACKAGE, HARNESS], ids=["repeat_failure", "harness"])
@@ -79,3 +82,125 @@ def test_the_modules_that_are_not_what_their_folder_suggests_are_named():
     assert "`malloc` (" in top and "only `repeat-failure run` calls it" in top
     assert (PACKAGE / "backends" / "trajectory.py").is_file()
     assert (PACKAGE / "malloc.py").is_file()
+# --- imports (issue 30) ------------------------------------------------------------------------
+
+#: The programs: one subpackage each; none imports another's modules (docs/layout.md "Imports").
+PROGRAMS = {"sidecar", "replay", "kube", "fixloop", "turns"}
+#: What a program may import besides itself: the shared rules, the shared inputs (the session
+#: reader and the agent CLIs' tables) and the shared top-level modules (the bare package too).
+SHARED = {"rules", "sessions", "backends", "config", "jsonlog", "serving", "malloc", ""}
+#: What each shared package may import besides itself (a package, or one module of it).
+SHARED_DEPENDS = {"rules": {"backends"}, "sessions": {"rules", "backends"},
+                  # the readers of stores that are not JSON Lines (issue 26); stores imports
+                  # nothing of the package
+                  "backends": {"repeat_failure.sessions.stores"}}
+#: Import circles that stand today, each as the one import (importer, imported) that closes it,
+#: made inside a function: opencode's storage reader reuses the SQLite reader's poll (issue 26).
+KNOWN_CIRCLES = {("repeat_failure.backends.opencode_storage", "repeat_failure.backends.opencode")}
+#: Imports of another program's module that stand today, each with its reason (docs/layout.md).
+CROSSINGS = {
+    ("sidecar", "repeat_failure.kube.events"),   # the sidecar posts its Events on the pod
+    ("sidecar", "repeat_failure.turns.probe"),   # the sidecar's turn rows: preview probes
+    ("sidecar", "repeat_failure.turns.verdict"),  # the sidecar's turn rows: verdicts
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports() -> dict[str, set[str]]:
+    """Each module of the package → the modules of the package it imports (at the top or inside a
+    function; ``from P import m`` counts as importing ``P.m`` when that is a module)."""
+    paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+                    here = here[:len(here) - node.level + 1]
+                    base = ".".join(here + ([base] if base else []))
+                for alias in node.names:
+                    found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in paths else base)
+        graph[name] = {m for m in found if m in paths and m != name}
+    return graph
+
+
+def _package(module: str) -> str:
+    """``repeat_failure.X.y`` → ``X`` (a top-level module ``repeat_failure.X`` → ``X``, the
+    package itself → ``""``)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_no_program_imports_another_programs_modules():
+    """A program's modules import their own program, the shared packages and top-level modules;
+    another program's only where :data:`CROSSINGS` names the module (issue 30)."""
+    bad = sorted((m, t) for m, targets in _imports().items() if _package(m) in PROGRAMS
+                 for t in targets if _package(t) not in SHARED | {_package(m)}
+                 and (_package(m), t) not in CROSSINGS)
+    assert bad == []
+
+
+def test_shared_packages_import_no_program():
+    """The shared rules import only themselves and ``backends``; ``backends`` nothing else of the
+    package but ``sessions.stores``; ``sessions`` only the rules and ``backends`` (issue 30)."""
+    bad = sorted((m, t) for m, targets in _imports().items() if _package(m) in SHARED_DEPENDS
+                 for t in targets if not {_package(t), t} & (SHARED_DEPENDS[_package(m)] | {_package(m)}))
+    assert bad == []
+
+
+def test_no_import_circle_in_the_package():
+    """No module of the package imports, directly or through others, a module that imports it
+    back. A submodule's import of its own package's ``__init__`` is left out: Python runs that
+    ``__init__`` before any submodule anyway (the backends register themselves that way); so is
+    each import :data:`KNOWN_CIRCLES` names."""
+    graph = _imports()
+    graph = {m: {t for t in targets if not m.startswith(t + ".") and (m, t) not in KNOWN_CIRCLES}
+             for m, targets in graph.items()}
+    state: dict[str, int] = {}
+    circles: list[list[str]] = []
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        path.append(module)
+        for target in sorted(graph[module]):
+            if state.get(target) == 1:
+                circles.append(path[path.index(target):] + [target])
+            elif target not in state:
+                visit(target, path)
+        path.pop()
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [])
+    assert circles == []
+
+
+def test_the_scrub_circle_stays_broken():
+    """scrub → scrub_rules → scrub_replacements no longer leads back to scrub: the replacement
+    that scrubs a decoded word reaches the engine through the leaf ``scrub_engine``."""
+    graph = _imports()
+    assert "repeat_failure.rules.scrub" not in graph["repeat_failure.rules.scrub_replacements"]
+    assert graph["repeat_failure.rules.scrub_engine"] == set()
+
+
+def test_replay_is_a_program_that_imports_no_other():
+    """``repeat-failure replay`` is its own subpackage beside the sidecar; neither imports the
+    other, and both reach the per-record rules through ``rules.pipeline`` (issue 30 item 2)."""
+    graph = _imports()
+    replay = {m for m in graph if _package(m) == "replay"}
+    assert replay == {"repeat_failure.replay", "repeat_failure.replay.run",
+                      "repeat_failure.replay.sources", "repeat_failure.replay.report"}
+    assert not {t for m in replay for t in graph[m] if _package(t) == "sidecar"}
+    assert not {t for m, ts in graph.items() if _package(m) == "sidecar" for t in ts
+                if _package(t) == "replay"}
+    assert "repeat_failure.rules.pipeline" in graph["repeat_failure.replay.run"]
+    assert "repeat_failure.rules.pipeline" in graph["repeat_failure.sidecar.records"]

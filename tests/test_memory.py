@@ -26,9 +26,9 @@ import repeat_failure.sidecar.state as state_mod
 from repeat_failure.sidecar.app import Sidecar
 from repeat_failure.sidecar.state import MAX_STATE_BYTES
 from repeat_failure.config import _SCHEMA, AgentSpec, ConfigError, _surely_valid, parse_config
-from repeat_failure.sidecar.detector import (MAX_COMMAND_BYTES, MAX_COMMANDS, Detector, NoteCleared,
+from repeat_failure.rules.detector import (MAX_COMMAND_BYTES, MAX_COMMANDS, Detector, NoteCleared,
                               NoteRaised)
-from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.rules.scrub import scrub
 from repeat_failure.malloc import MMAP_THRESHOLD_BYTES
 
 T0 = 1_800_000_000.0
@@ -327,8 +327,8 @@ def test_a_thousand_commands_failing_a_thousand_times_survive_a_restart(tmp_path
     1,000 raised again. Now each key keeps its newest 50 failures (MAX_FAILURES over 1,000
     keys; threshold 5 needs 5), the file loads, all 1,000 notes come back with their counts and
     raising no note again."""
-    from repeat_failure.sidecar.detector import MAX_FAILURES
-    from repeat_failure.sidecar.parse import Record
+    from repeat_failure.rules.detector import MAX_FAILURES
+    from repeat_failure.rules.parse import Record
 
     config = tmp_path / "config.yaml"
     config.write_text("repeat_failure:\n  enabled: true\n  window_s: 3600\n")
@@ -373,7 +373,7 @@ def _largest_state(tmp_path: Path) -> Sidecar:
     session activities; MAX_FILES session files."""
     from repeat_failure.sessions.activity import MAX_RUNNING, MAX_SESSIONS as ACTIVITY_SESSIONS
     from repeat_failure.sidecar.agent import MAX_DELIVERED_CALLS
-    from repeat_failure.sidecar.detector import MAX_FAILURES
+    from repeat_failure.rules.detector import MAX_FAILURES
     from repeat_failure.sessions.tail import MAX_FILES, _File
     from repeat_failure.turns.verdict import MAX_ERROR_CHARS, MAX_SESSIONS, MAX_TURN_ID_CHARS, TurnCounts
 
@@ -419,7 +419,7 @@ def test_the_largest_state_the_bounds_allow_is_saved_and_loads_whole(tmp_path: P
     """Issue 17: what the sidecar saves it must load. The largest state its bounds allow (each
     part at its bound, its entries at their longest) is saved whole under MAX_STATE_BYTES, with
     room to spare and without the last-resort eviction, and a restart loads all of it."""
-    from repeat_failure.sidecar.detector import MAX_FAILURES
+    from repeat_failure.rules.detector import MAX_FAILURES
 
     sc = _largest_state(tmp_path)
     sc._save_state(sc.agents["a1"])

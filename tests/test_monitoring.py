@@ -46,7 +46,7 @@ import yaml
 from harness.evidence import primary
 from repeat_failure.sidecar import hook
 from repeat_failure.backends import session_reader
-from repeat_failure.sidecar.detector import Detector
+from repeat_failure.rules.detector import Detector
 from repeat_failure.sessions.tail import SessionTail
 from waiting import free_port
 

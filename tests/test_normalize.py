@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from repeat_failure.sidecar.exclude import Exclusions
-from repeat_failure.sidecar.normalize import normalize
+from repeat_failure.rules.exclude import Exclusions
+from repeat_failure.rules.normalize import normalize
 
 NOW = 1_764_500_000.0  # 2025-11-30
 
@@ -62,7 +62,7 @@ def test_configured_list_replaces_defaults() -> None:
 
 # -- command output (issue 19) -------------------------------------------------------------------
 
-from repeat_failure.sidecar.normalize import (cut_output, normalize_output, output_digest,  # noqa: E402
+from repeat_failure.rules.normalize import (cut_output, normalize_output, output_digest,  # noqa: E402
                                output_kind)
 
 KEY = bytes(range(16))

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from repeat_failure.backends import EVENT_KINDS, ReaderFormatError, SessionEvent, session_reader
 from repeat_failure.backends.coverage import COVERAGE
-from repeat_failure.sidecar.normalize import normalize
-from repeat_failure.sidecar.parse import MAX_CLOCK_SKEW_S, MAX_LINE_BYTES, REASONS, Record, RecordError, parse_line
-from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.rules.normalize import normalize
+from repeat_failure.rules.parse import MAX_CLOCK_SKEW_S, MAX_LINE_BYTES, REASONS, Record, RecordError, parse_line
+from repeat_failure.rules.scrub import scrub
 
 NOW = 1_800_000_000.0
 SETTINGS = settings(max_examples=300, deadline=None,

@@ -24,8 +24,8 @@ from sessionlogs import EVIDENCE_DIR, evidence_of
 from repeat_failure.backends import SHELL_END, session_reader
 from repeat_failure.cli import main
 from repeat_failure.backends.coverage import COVERAGE
-from repeat_failure.sidecar.replay_report import Progress
-from repeat_failure.sidecar.replay_sources import formats
+from repeat_failure.replay.report import Progress
+from repeat_failure.replay.sources import formats
 from repeat_failure.sessions.tail import SessionTail, discover, expand_globs
 
 FIXTURES = Path(__file__).parent / "fixtures" / "trajectories"

@@ -17,7 +17,7 @@ import pytest
 
 from repeat_failure.backends import trajectory
 from repeat_failure.cli import main
-from repeat_failure.sidecar import replay as replay_module
+from repeat_failure.replay import run as replay_module
 T0 = 1796100000  # 2026-12-01 04:40:00Z
 
 

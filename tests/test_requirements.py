@@ -112,7 +112,7 @@ def test_the_scan_covers_docs_help_texts_and_docstrings():
     texts (repeat_failure/cli.py) and module docstrings; and it finds their citations."""
     names = {str(p.relative_to(REPO)) for p in scanned()}
     assert {"README.md", "docs/requirements.md", "docs/metrics.md", "docs/backend-support.md",
-            "charts/repeat-failure/README.md", "repeat_failure/cli.py", "repeat_failure/sidecar/detector.py",
+            "charts/repeat-failure/README.md", "repeat_failure/cli.py", "repeat_failure/rules/detector.py",
             "hooks/bash_env.sh"} <= names
     cli = {ident for _, ident in cited((REPO / "repeat_failure" / "cli.py").read_text())}
     assert {"ard-0038", "ard-0038 §1", "adr-0010"} <= cli

@@ -29,7 +29,7 @@ from repeat_failure.sidecar.app import Sidecar
 from repeat_failure.backends import SHELL_END, SHELL_START, TOOL, TURN_END, session_reader
 from repeat_failure.sidecar.checkstate import NOT_RECEIVING_DATA, ON
 from repeat_failure.config import AgentSpec
-from repeat_failure.sidecar.detector import Detector
+from repeat_failure.rules.detector import Detector
 from repeat_failure.backends.coverage import COVERAGE
 from repeat_failure.sessions.tail import SessionTail
 

@@ -8,8 +8,8 @@ import string
 
 import pytest
 
-from repeat_failure.sidecar import scrub_names as names
-from repeat_failure.sidecar.scrub import REDACTED, scrub
+from repeat_failure.rules import scrub_names as names
+from repeat_failure.rules.scrub import REDACTED, scrub
 
 _rng = random.Random(1234)
 
@@ -537,7 +537,7 @@ def test_issue16_shapes_that_leaked(text: str, expected: str) -> None:
     ("DATADOG_SITE", names.NOT_SECRET), ("build_dir", names.NOT_SECRET),
 ])
 def test_name_kind(name: str, kind: int) -> None:
-    """What a name says about its value (repeat_failure.sidecar.scrub_names.name_kind)."""
+    """What a name says about its value (repeat_failure.rules.scrub_names.name_kind)."""
     assert names.name_kind(name) == kind
 
 
@@ -550,7 +550,7 @@ def test_name_kind(name: str, kind: int) -> None:
     (names.VENDOR, "v1.2.3", False), (names.NOT_SECRET, "hunter2", False),
 ])
 def test_value_is_secret(kind: int, value: str, secret: bool) -> None:
-    """Which values of a name of each kind are redacted (repeat_failure.sidecar.scrub_names.value_is_secret)."""
+    """Which values of a name of each kind are redacted (repeat_failure.rules.scrub_names.value_is_secret)."""
     assert names.value_is_secret(kind, value) is secret
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from repeat_failure.sidecar.normalize import normalize
-from repeat_failure.sidecar.scrub import REDACTED, scrub
+from repeat_failure.rules.normalize import normalize
+from repeat_failure.rules.scrub import REDACTED, scrub
 
 # A password-shaped value built at runtime (no credential in the source).
 PW = "hun" + "ter" + "2x9Q"

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from repeat_failure.sidecar.normalize import normalize
-from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.rules.normalize import normalize
+from repeat_failure.rules.scrub import scrub
 
 CORPUS = Path(__file__).parent / "data" / "ordinary_commands.txt"
 #: Changed commands the budget allows, of the corpus.

@@ -1,6 +1,6 @@
 """The fast paths of the pipeline (issue 6, throughput) change no result.
 
-The scrubber runs a rule only when the rule's needs groups hold (:mod:`repeat_failure.sidecar.scrub`), the
+The scrubber runs a rule only when the rule's needs groups hold (:mod:`repeat_failure.rules.scrub`), the
 normalizer runs its tmp and time patterns only when a cheap test says they may match, and the
 exclusion list is tested with two C calls. Each is checked here against the plain form it
 replaces: the groups must be necessary conditions of a match, so gating never changes what is
@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from repeat_failure.sidecar import normalize as norm
-from repeat_failure.sidecar import scrub as sc
-from repeat_failure.sidecar import scrub_names, scrub_rules
+from repeat_failure.rules import normalize as norm
+from repeat_failure.rules import scrub as sc
+from repeat_failure.rules import scrub_names, scrub_rules
 from repeat_failure.backends import wrapper_stripper
-from repeat_failure.sidecar.exclude import Exclusions
+from repeat_failure.rules.exclude import Exclusions
 
 # Characters ``(?i)`` matches to an ASCII letter besides the letter's two cases.
 UNICODE_CASES = {"s": "\u017f", "i": "\u0131\u0130", "k": "\u212a"}

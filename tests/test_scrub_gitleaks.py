@@ -32,8 +32,8 @@ from repeat_failure.sidecar.app import Sidecar
 from repeat_failure.config import AgentSpec
 from repeat_failure.kube.events import RateLimit
 from repeat_failure.sidecar.exporter import MetricsCollector, status_json
-from repeat_failure.sidecar.normalize import normalize
-from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.rules.normalize import normalize
+from repeat_failure.rules.scrub import scrub
 
 pytestmark = pytest.mark.slow
 

@@ -23,9 +23,9 @@ from repeat_failure.kube.events import RateLimit
 from repeat_failure.sidecar import hook
 from repeat_failure.sidecar.app import Sidecar
 from repeat_failure.sidecar.exporter import MetricsCollector, status_json
-from repeat_failure.sidecar.normalize import normalize
-from repeat_failure.sidecar.scrub import REDACTED, scrub
-from repeat_failure.sidecar.scrub_context import credential_word, looks_random
+from repeat_failure.rules.normalize import normalize
+from repeat_failure.rules.scrub import REDACTED, scrub
+from repeat_failure.rules.scrub_context import credential_word, looks_random
 
 T0 = 1_800_000_000.0
 

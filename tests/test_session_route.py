@@ -146,7 +146,7 @@ def test_session_route_records_follow_the_neutral_routes_rules(omp) -> None:
     import dataclasses
 
     from repeat_failure.backends import SHELL_END
-    from repeat_failure.sidecar.parse import MAX_LINE_BYTES
+    from repeat_failure.rules.parse import MAX_LINE_BYTES
     from repeat_failure.sessions.tail import SessionTail
 
     _, path, make = omp

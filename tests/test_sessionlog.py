@@ -555,7 +555,7 @@ def test_only_a_failures_output_is_kept_and_it_is_cut() -> None:
     """Issue 19: a poll holds its events at once, so an event keeps its output only when the
     call failed (only a failure's output is digested), cut to its first and last 8 KiB."""
     from repeat_failure.backends import SHELL_END, SessionEvent
-    from repeat_failure.sidecar.normalize import OUTPUT_EDGE_CHARS
+    from repeat_failure.rules.normalize import OUTPUT_EDGE_CHARS
     from repeat_failure.sessions.tail import _stamped
 
     big = "a" * OUTPUT_EDGE_CHARS + "b" * 100_000 + "c" * OUTPUT_EDGE_CHARS

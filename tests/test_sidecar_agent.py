@@ -10,7 +10,7 @@ from repeat_failure.backends import SHELL_END, SHELL_START, TURN_START, SessionE
 from repeat_failure.config import AgentSpec, Config
 from repeat_failure.sessions.activity import Activity
 from repeat_failure.sidecar.agent import MAX_DELIVERED_CALLS, AgentState
-from repeat_failure.sidecar.detector import Detector
+from repeat_failure.rules.detector import Detector
 from repeat_failure.turns.verdict import TurnTracker
 
 T0 = 1_700_000_000.0

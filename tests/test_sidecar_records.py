@@ -12,9 +12,9 @@ import pytest
 from repeat_failure.backends import SHELL_END, SessionEvent
 from repeat_failure.config import AgentSpec
 from repeat_failure.sidecar.agent import AgentState
-from repeat_failure.sidecar.detector import Detector
-from repeat_failure.sidecar.exclude import Exclusions
-from repeat_failure.sidecar.parse import Record
+from repeat_failure.rules.detector import Detector
+from repeat_failure.rules.exclude import Exclusions
+from repeat_failure.rules.parse import Record
 from repeat_failure.sidecar.records import (REJECTED_LOG_LINES, REJECTED_LOG_WINDOW_S,
                                             RecordPipeline)
 

@@ -16,8 +16,8 @@ from repeat_failure.sessions.activity import Activity
 from repeat_failure.sessions.tail import PollResult
 from repeat_failure.sidecar.agent import AgentState
 from repeat_failure.sidecar.config_file import ConfigFile
-from repeat_failure.sidecar.detector import Detector
-from repeat_failure.sidecar.exclude import Exclusions
+from repeat_failure.rules.detector import Detector
+from repeat_failure.rules.exclude import Exclusions
 from repeat_failure.sidecar.records import RecordPipeline
 from repeat_failure.sidecar.session_feed import SessionFeed, log_receiving
 from repeat_failure.turns.probe import ProbeResult
@@ -94,8 +94,8 @@ def test_a_route_delivers_each_call_once_as_a_record():
 def test_beside_the_hook_a_failed_calls_output_waits_for_its_record():
     """Not a route: no record from the log; a failure's output digest is kept for the hook's
     record of the same call (issue 19)."""
-    from repeat_failure.sidecar.parse import Record
-    from repeat_failure.sidecar.pipeline import failure_output
+    from repeat_failure.rules.parse import Record
+    from repeat_failure.rules.pipeline import failure_output
 
     f, _, _ = feed()
     s = agent(route=False)
@@ -257,7 +257,7 @@ def test_beside_the_hook_a_call_read_twice_gives_its_output_once():
     *next* run of the command within 5 s (an edit between the runs: another output). Before,
     the second delivery was kept unmatched and the next run took the first run's output, so
     test-fix-retest counted as one result and raised a `same` note (threshold 2)."""
-    from repeat_failure.sidecar.parse import Record
+    from repeat_failure.rules.parse import Record
 
     f, _, sent = feed()
     s = agent(route=False)

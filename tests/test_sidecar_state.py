@@ -15,7 +15,7 @@ import repeat_failure.sidecar.state as state_mod
 from repeat_failure.config import AgentSpec
 from repeat_failure.sidecar import hook
 from repeat_failure.sidecar.agent import AgentState
-from repeat_failure.sidecar.detector import Detector, NoteCleared
+from repeat_failure.rules.detector import Detector, NoteCleared
 from repeat_failure.sidecar.state import (MAX_STATE_BYTES, STATE_FILE_VERSION, StateFile,
                                           load_counters, load_turns, state_bytes)
 

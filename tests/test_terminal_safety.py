@@ -19,7 +19,7 @@ from repeat_failure.sidecar.app import Sidecar
 from repeat_failure.config import AgentSpec
 from repeat_failure.kube.events import PodRef, event_body
 from repeat_failure.sidecar.exporter import MetricsCollector, status_json
-from repeat_failure.terminal import json_bytes, json_text, label_value
+from repeat_failure.rules.terminal import json_bytes, json_text, label_value
 
 T0 = 1_800_000_000.0
 #: ESC (a colour sequence and a title-setting OSC ended by BEL), NUL, a C1 CSI, DEL, the bidi
@@ -110,7 +110,7 @@ def test_escaped_label_stays_within_200_characters(tmp_path) -> None:
     characters escaped) make a label of exactly 200 characters, the last one "…"."""
     import re
 
-    from repeat_failure.sidecar.normalize import command_label
+    from repeat_failure.rules.normalize import command_label
 
     command = "echo " + "\x1b" * 60
     label = command_label(label_value(command))

@@ -2,7 +2,7 @@
 
 One module per backend lives in this package. It may register:
 
-- a **wrapper stripper** (:func:`register_stripper`): :func:`repeat_failure.sidecar.normalize.normalize` calls
+- a **wrapper stripper** (:func:`register_stripper`): :func:`repeat_failure.rules.normalize.normalize` calls
   it before anything else. A backend without one gets its command unchanged (the ``bash``
   pseudo-backend runs commands with a plain ``bash -c``, so it has none);
 - a **session-log reader** (:func:`register_reader`): turns the lines (or rows) of the
@@ -91,7 +91,7 @@ class SessionEvent:
       ids are unique across sessions.
     - ``output``: for ``shell_end``, the command's output as the log has it (RAW: may hold a
       secret; never stored, logged or shown: only a keyed digest of it after
-      :func:`repeat_failure.sidecar.normalize.normalize_output` is kept, issue 19), ``None`` when the log gives
+      :func:`repeat_failure.rules.normalize.normalize_output` is kept, issue 19), ``None`` when the log gives
       none (``""`` is an empty output).
     """
 

@@ -49,7 +49,7 @@ _FENCE_OPEN = re.compile(r"```(?:bash|sh)[ \t]*\n")
 _FENCE_CLOSE = re.compile(r"\n[ \t]*```")
 _RETURNCODE = re.compile(r"<returncode>\s*(-?[0-9]+)\s*</returncode>")
 #: Digits of a ``<returncode>`` read as a number; a longer one (no process exits so) is an
-#: exit outside 0-255, kept as "failed" like any other (:func:`repeat_failure.sidecar.pipeline.session_record`).
+#: exit outside 0-255, kept as "failed" like any other (:func:`repeat_failure.rules.pipeline.session_record`).
 _MAX_CODE_DIGITS = 18
 _OUTPUT_TAGS = ("output_head", "output_tail")
 

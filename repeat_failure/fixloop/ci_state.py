@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass
 
 from repeat_failure.fixloop.github import Check
-from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.rules.scrub import scrub
 
 #: :attr:`CiState.state` values.
 PENDING, RED, GREEN, NO_CHECKS = "pending", "red", "green", "no_checks"

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from repeat_failure.fixloop.config import ESCALATION_HEADING, FixloopConfig
 from repeat_failure.fixloop.github import Check, PullRequest
 from repeat_failure.fixloop.ledger import Entry
-from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.rules.scrub import scrub
 
 #: Characters of failure evidence kept per failing check (scrubbed), and in all.
 MAX_EXCERPT_PER_CHECK = 1500

@@ -48,7 +48,7 @@ from repeat_failure.fixloop.config import REPOSITORY_RE
 from repeat_failure.fixloop.github_models import (MISSING, SUMMARY_MAX, Check, GitHubError,
                                                   PullRequest, Shape)
 from repeat_failure.fixloop.github_transport import PER_PAGE, GitHubTransport
-from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.rules.scrub import scrub
 
 #: Check-run and check-suite conclusions (``check_runs[].conclusion``,
 #: ``check_suites[].conclusion``) that are red. ``startup_failure`` is a suite's (a workflow

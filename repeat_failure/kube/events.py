@@ -2,7 +2,7 @@
 (issue 7) and per escalation for the fixloop.
 
 Contract (docs/kubernetes.md "Events"): with ``repeat_failure.events: true`` (and the check on),
-each :class:`repeat_failure.sidecar.detector.NoteRaised` becomes ONE Event on the pod named by the Downward API
+each :class:`repeat_failure.rules.detector.NoteRaised` becomes ONE Event on the pod named by the Downward API
 variables ``POD_NAME`` and ``POD_NAMESPACE`` (``POD_UID`` too, when set): type ``Warning``, reason
 ``RepeatingFailure``, message the note's scrubbed message, reporting component
 ``repeat-failure``. The detector raises a note once per raise, so a note that stays raised makes
@@ -44,7 +44,7 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote
 
-from repeat_failure.terminal import label_value
+from repeat_failure.rules.terminal import label_value
 
 log = logging.getLogger("repeat_failure")
 
@@ -245,7 +245,7 @@ def event_body(pod: PodRef, message: str, now: float, agent: str = "", backend: 
     :data:`REASON`), or one preview error (:data:`PREVIEW_REASON`).
 
     ``message`` is the note's already scrubbed message (``Note.message``; control and bidi
-    characters are written as ``\\uXXXX``, :func:`repeat_failure.terminal.label_value`, since
+    characters are written as ``\\uXXXX``, :func:`repeat_failure.rules.terminal.label_value`, since
     ``kubectl describe`` prints it to a terminal); ``now`` the time the
     note was raised, in epoch seconds (``firstTimestamp``, ``lastTimestamp``, ``eventTime``);
     ``agent``/``backend`` go into annotations; ``name`` defaults to :func:`event_name`.

@@ -46,7 +46,7 @@ from repeat_failure.backends import ReaderFormatError, SessionEvent, SessionLogR
 from repeat_failure.sessions.stores import UNCHANGED as _UNCHANGED, open_db as _open_db
 from repeat_failure.sessions.scan import Scanner, discover  # noqa: F401 (discover: replay's)
 from repeat_failure.sessions.unrecognized import ShellRecognition, Unrecognized
-from repeat_failure.sidecar.normalize import OUTPUT_EDGE_CHARS, cut_output
+from repeat_failure.rules.normalize import OUTPUT_EDGE_CHARS, cut_output
 
 log = logging.getLogger("repeat_failure")
 
@@ -547,7 +547,7 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 def _stamped(events: Iterable[SessionEvent], now: float, source: str) -> list[SessionEvent]:
     """The events with ``ts`` set (a line without a time, or NaN/inf: when we read it),
-    ``output`` kept for failures only and cut to its edges (:func:`repeat_failure.sidecar.normalize.cut_output`:
+    ``output`` kept for failures only and cut to its edges (:func:`repeat_failure.rules.normalize.cut_output`:
     a poll holds its events at once, issue 19),
     ``source`` set to the file's key, and ``call_id`` made unique across files
     (``<source>:<id>``; CLIs number calls per session) and bounded: an id that is not up to 96

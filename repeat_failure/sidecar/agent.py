@@ -21,7 +21,7 @@ from repeat_failure.sessions.activity import Activity
 from repeat_failure.sessions.tail import SessionTail
 from repeat_failure.sidecar.checkstate import Row, build_row
 from repeat_failure.sidecar.dedup import RouteDedup
-from repeat_failure.sidecar.detector import Detector, ExitKey
+from repeat_failure.rules.detector import Detector, ExitKey
 from repeat_failure.turns.verdict import TurnTracker
 
 #: A record's outcome in the pipeline (``hive_repeat_failure_records_total{outcome}``): counted
@@ -49,7 +49,7 @@ class AgentState:
     notes_raised: int = 0
     #: (records, rejected, notes_raised) as last saved or loaded: what is exported.
     saved_counts: tuple[dict, dict, int] = ({}, {}, 0)
-    #: Keys the digest that tells cut commands apart (:func:`repeat_failure.sidecar.normalize.mark_cut`);
+    #: Keys the digest that tells cut commands apart (:func:`repeat_failure.rules.normalize.mark_cut`);
     #: kept in the state file, so a restart gives a cut command the same key.
     cut_key: bytes = field(default_factory=lambda: os.urandom(16))
     #: Monotonic times of the rejected-file lines logged lately, and the rejections not logged.

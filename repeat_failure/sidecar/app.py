@@ -38,8 +38,8 @@ from repeat_failure.sidecar.agent import AgentState, AgentView
 from repeat_failure.sidecar.checkstate import Row
 from repeat_failure.sidecar.collector import Batch, Collector, Watcher
 from repeat_failure.sidecar.config_file import ConfigFile
-from repeat_failure.sidecar.detector import Detector
-from repeat_failure.sidecar.exclude import Exclusions
+from repeat_failure.rules.detector import Detector
+from repeat_failure.rules.exclude import Exclusions
 from repeat_failure.sidecar.layout import SharedDir
 from repeat_failure.sidecar.loop import PassHealth, RunLoop, soonest_change
 from repeat_failure.sidecar.records import RecordPipeline

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from repeat_failure.backends.coverage import is_covered
-from repeat_failure.sidecar.detector import Note
-from repeat_failure.sidecar.normalize import command_label
+from repeat_failure.rules.detector import Note
+from repeat_failure.rules.normalize import command_label
 
 ON = "on"
 NOT_AVAILABLE = "not_available"

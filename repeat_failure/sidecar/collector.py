@@ -40,7 +40,7 @@ from pathlib import Path
 
 import inotify_simple
 
-from repeat_failure.sidecar.parse import (INSECURE, MAX_LINE_BYTES, OVERSIZED, TORN, UNREADABLE,
+from repeat_failure.rules.parse import (INSECURE, MAX_LINE_BYTES, OVERSIZED, TORN, UNREADABLE,
                                           salvage)
 
 _CHUNK = 1 << 16

@@ -5,7 +5,7 @@ builds every family fresh from :meth:`repeat_failure.sidecar.app.Sidecar.snapsho
 state, so a cleared note's series disappears by construction. Metric names and labels are
 docs/metrics.md "Series". ``command`` label values are scrubbed and normalized upstream and cut here
 to 200 characters (ending in ``…``); at most 100 note series per agent (the newest). Control and
-bidi characters in a label value are written as ``\\uXXXX`` (:mod:`repeat_failure.terminal`; before
+bidi characters in a label value are written as ``\\uXXXX`` (:mod:`repeat_failure.rules.terminal`; before
 the cut, so a label stays within 200 characters), so ``curl /metrics`` in a terminal never acts
 on them.
 """
@@ -23,10 +23,10 @@ from prometheus_client.registry import Collector
 from repeat_failure import serving
 from repeat_failure.sidecar.checkstate import MAX_NOTES_SHOWN, STATES
 from repeat_failure.config import parse_listen
-from repeat_failure.sidecar.normalize import command_label
+from repeat_failure.rules.normalize import command_label
 from repeat_failure.sessions.unrecognized import REASONS as UNRECOGNIZED_REASONS
 from repeat_failure.turns.probe import OUTCOME_REASONS, OUTCOMES
-from repeat_failure.terminal import json_bytes, label_value
+from repeat_failure.rules.terminal import json_bytes, label_value
 from repeat_failure.turns.verdict import VERDICTS
 
 if TYPE_CHECKING:
@@ -214,7 +214,7 @@ class MetricsCollector(Collector):
 
 def status_json(sidecar: "Sidecar") -> bytes:
     """The ``GET /status`` body: ``{"rows": [...]}`` as :meth:`Row.to_json` gives each row, every
-    unprintable character escaped (:func:`repeat_failure.terminal.json_bytes`: the same JSON values, safe
+    unprintable character escaped (:func:`repeat_failure.rules.terminal.json_bytes`: the same JSON values, safe
     in a terminal), one line ending in a newline (so ``curl .../status`` does not run into the
     next prompt or command output, as ``/healthz``'s ``ok`` does not)."""
     return json_bytes(orjson.dumps({"rows": [row.to_json() for row in sidecar.rows()]})) + b"\n"

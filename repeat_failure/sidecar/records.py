@@ -1,6 +1,6 @@
 """One agent's records, from a collected line to the detector's notes.
 
-A line of ``records/<agent>.jsonl`` → :mod:`parse` → :func:`~repeat_failure.sidecar.pipeline.record_command`
+A line of ``records/<agent>.jsonl`` → :mod:`parse` → :func:`~repeat_failure.rules.pipeline.record_command`
 (:mod:`scrub`, :mod:`normalize`) → :mod:`exclude` → :mod:`dedup` (where the agent's session log
 is a second route, C3) → :mod:`detector`; each record counted once by ``(backend, route,
 outcome)`` in :attr:`AgentState.records <repeat_failure.sidecar.agent.AgentState.records>`, each
@@ -18,12 +18,12 @@ from repeat_failure.backends import SessionEvent
 from repeat_failure.sidecar import hook
 from repeat_failure.sidecar.agent import DUPLICATE, EXCLUDED, FAILURE, SUCCESS, AgentState
 from repeat_failure.sidecar.dedup import NEUTRAL, SESSION
-from repeat_failure.sidecar.detector import NoteCleared, NoteRaised, exit_key
-from repeat_failure.sidecar.exclude import Exclusions
-from repeat_failure.sidecar.normalize import command_label
-from repeat_failure.sidecar.parse import TORN, Record, RecordError, parse_line, salvage
-from repeat_failure.sidecar.pipeline import failure_output, record_command, session_record
-from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.rules.detector import NoteCleared, NoteRaised, exit_key
+from repeat_failure.rules.exclude import Exclusions
+from repeat_failure.rules.normalize import command_label
+from repeat_failure.rules.parse import TORN, Record, RecordError, parse_line, salvage
+from repeat_failure.rules.pipeline import failure_output, record_command, session_record
+from repeat_failure.rules.scrub import scrub
 
 log = logging.getLogger("repeat_failure")
 
@@ -52,7 +52,7 @@ class RecordPipeline:
         """One collected line (bytes, parsed here) or a rejection reason the collector gave
         instead of a line (str): a line that does not parse is counted in ``state.rejected``
         by its :class:`RecordError` reason, unless it is a fragment a short write left with the
-        next record appended (:func:`~repeat_failure.sidecar.parse.salvage`): then the fragment
+        next record appended (:func:`~repeat_failure.rules.parse.salvage`): then the fragment
         counts as ``torn`` and that record goes on; a record goes on to :meth:`record`."""
         if isinstance(line, str):  # a rejection reason from the collector
             state.rejected[line] += 1
@@ -81,7 +81,7 @@ class RecordPipeline:
         A neutral-route failure of an agent whose session log is read, and whose output that
         log has not given yet, is fed as awaited (issue 26: it counts with its output once the
         session log's line comes, :meth:`session_output`, or with its output unknown after
-        :data:`repeat_failure.sidecar.detector.OUTPUT_WAIT_S`)."""
+        :data:`repeat_failure.rules.detector.OUTPUT_WAIT_S`)."""
         from_session = record.route.endswith("_session_log")
         if not from_session:
             state.activity.on_record(record.ts)
@@ -125,7 +125,7 @@ class RecordPipeline:
     @staticmethod
     def session_record(state: AgentState, event: SessionEvent, now: float) -> Record | None:
         """The record of a finished shell call of a session-log route
-        (:func:`repeat_failure.sidecar.pipeline.session_record`: the neutral route's rules); a time more than
+        (:func:`repeat_failure.rules.pipeline.session_record`: the neutral route's rules); a time more than
         ``MAX_CLOCK_SKEW_S`` ahead is refused (None; counted ``future_ts``)."""
         record = session_record(event, state.spec.name, state.spec.backend, now)
         if record is None:

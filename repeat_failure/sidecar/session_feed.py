@@ -32,10 +32,10 @@ from repeat_failure.kube.events import PREVIEW_REASON
 from repeat_failure.sessions.tail import PollResult, SessionTail
 from repeat_failure.sessions.unrecognized import Unrecognized
 from repeat_failure.sidecar.agent import AgentState
-from repeat_failure.sidecar.pipeline import failure_output
+from repeat_failure.rules.pipeline import failure_output
 from repeat_failure.sidecar.records import RecordPipeline
-from repeat_failure.sidecar.scrub import scrub
-from repeat_failure.terminal import label_value
+from repeat_failure.rules.scrub import scrub
+from repeat_failure.rules.terminal import label_value
 from repeat_failure.turns.probe import OK as PROBE_OK, PREVIEW_ERROR, PreviewProber, ProbeResult
 from repeat_failure.turns.verdict import OK, Turn
 

@@ -32,10 +32,10 @@ import orjson
 from repeat_failure.sidecar import hook
 from repeat_failure.sidecar.agent import MAX_DELIVERED_CALLS, OUTCOMES, AgentState
 from repeat_failure.sidecar.dedup import NEUTRAL
-from repeat_failure.sidecar.detector import StateError
-from repeat_failure.sidecar.parse import REASONS, ROUTES
-from repeat_failure.sidecar.scrub import scrub
-from repeat_failure.terminal import json_bytes
+from repeat_failure.rules.detector import StateError
+from repeat_failure.rules.parse import REASONS, ROUTES
+from repeat_failure.rules.scrub import scrub
+from repeat_failure.rules.terminal import json_bytes
 from repeat_failure.turns.verdict import VERDICTS
 
 log = logging.getLogger("repeat_failure")

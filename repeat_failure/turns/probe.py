@@ -45,7 +45,7 @@ Bounds and safety:
   assets are fetched, in document order.
 * The entry body is read to at most 2 MiB (what was read is parsed); an asset's body is never
   read: its connection is closed once its status line and headers arrived.
-* ``detail`` is short human text passed through :func:`repeat_failure.sidecar.scrub.scrub`; it never holds a
+* ``detail`` is short human text passed through :func:`repeat_failure.rules.scrub.scrub`; it never holds a
   response body, only statuses, paths and origins.
 
 HTTP is spoken by :mod:`http.client` (one connection per request, ``Connection: close``); https
@@ -69,7 +69,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 from urllib.parse import SplitResult, urljoin, urlsplit
 
-from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.rules.scrub import scrub
 from repeat_failure.turns.probe_sockets import Connection, resolve, tls_context
 from repeat_failure.turns.probe_urls import (clean_ref, origin_of, parse_assets, request_target,
                                             resolve_backslashes, validate_preview_url)

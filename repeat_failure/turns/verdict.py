@@ -45,7 +45,7 @@ import orjson
 
 from repeat_failure.backends import (ERROR, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
                               ReaderFormatError, SessionEvent, StreamReader, stream_readers)
-from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.rules.scrub import scrub
 
 OK, AGENT_NO_OUTPUT, AGENT_ERROR, NONZERO_EXIT = "ok", "agent_no_output", "agent_error", \
     "nonzero_exit"
@@ -156,7 +156,7 @@ class Turn:
 
 
 def clean(text: str, limit: int) -> str:
-    """``text`` scrubbed (:func:`repeat_failure.sidecar.scrub.scrub`) and cut to ``limit`` characters (ending
+    """``text`` scrubbed (:func:`repeat_failure.rules.scrub.scrub`) and cut to ``limit`` characters (ending
     in ``…`` when cut). A text over :data:`MAX_RAW_CHARS` is cut before it is scrubbed and
     scrubbed as cut (``cut=True``: the head of a secret at the cut is redacted too), so the
     time spent is bounded and no part of a secret survives either cut."""

@@ -21,9 +21,9 @@ with atheris.instrument_imports():
 
     from repeat_failure.backends import ReaderFormatError, session_reader
     from repeat_failure.backends.coverage import COVERAGE
-    from repeat_failure.sidecar.normalize import normalize
-    from repeat_failure.sidecar.parse import RecordError, parse_line
-    from repeat_failure.sidecar.scrub import scrub
+    from repeat_failure.rules.normalize import normalize
+    from repeat_failure.rules.parse import RecordError, parse_line
+    from repeat_failure.rules.scrub import scrub
 
 NOW = 1_800_000_000.0
 READERS = [r for b in sorted(COVERAGE) if (r := session_reader(b)) is not None

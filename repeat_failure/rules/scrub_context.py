@@ -1,8 +1,8 @@
 """Secrets by the command's own grammar (issue 27): values that nothing about their characters
 marks as secret, but whose place in the command does, and the generic vendor-token shape.
 
-The rules of :data:`CONTEXT_RULES` (run by :func:`repeat_failure.sidecar.scrub.scrub` among
-:data:`repeat_failure.sidecar.scrub_rules.RULES`, before the rules that read names):
+The rules of :data:`CONTEXT_RULES` (run by :func:`repeat_failure.rules.scrub.scrub` among
+:data:`repeat_failure.rules.scrub_rules.RULES`, before the rules that read names):
 
 * what ``echo``/``printf`` pipe into a credential reader (:data:`_READER`: ``--with-token``,
   ``--password-stdin``, ``--token-stdin`` ...; or a ``login`` subcommand) goes whole:
@@ -29,7 +29,7 @@ The rules of :data:`CONTEXT_RULES` (run by :func:`repeat_failure.sidecar.scrub.s
   more letters and digits (``_`` and ``-`` may stand between them) whose longest part (16 or
   more) looks random (:func:`looks_random`) and is no hexadecimal run
   (a SHA or a UUID's tail: ``sha-<40 hex>``, ``pr-<sha>`` stay); found by the base64 rule's scan of every long
-  word (:func:`repeat_failure.sidecar.scrub_replacements.encoded_secret`), so it costs no scan of
+  word (:func:`repeat_failure.rules.scrub_replacements.encoded_secret`), so it costs no scan of
   its own.
 
 Random-looking (:func:`looks_random`) is about the characters' classes: letters and digits
@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import re
 
-from repeat_failure.sidecar.scrub_names import REDACTED, SECRET, is_reference, value_is_secret
+from repeat_failure.rules.scrub_names import REDACTED, SECRET, is_reference, value_is_secret
 
 # --- what looks random ----------------------------------------------------------------------------
 
@@ -308,7 +308,7 @@ def generic_tokens(word: str) -> str:
 
 _ECHO = r"""\b(?:echo|printf)\b(?:[ \t]+-[neE]+)*[ \t]+(?:(?P<fq>['"])%s(?:\\n)?(?P=fq)[ \t]+)?"""
 
-#: (pattern, replacement, needs groups...) as in :data:`repeat_failure.sidecar.scrub_rules.RULES`
+#: (pattern, replacement, needs groups...) as in :data:`repeat_failure.rules.scrub_rules.RULES`
 #: (a needs group is ``(needles, 0)`` for the text, ``(needles, 1)`` for its case fold).
 CONTEXT_RULES: tuple[tuple, ...] = (
     # echo/printf DATA | ... --with-token (or | tee CREDFILE).

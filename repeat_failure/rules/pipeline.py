@@ -1,5 +1,5 @@
 """The pipeline's per-record rules, shared by the sidecar (:mod:`repeat_failure.sidecar.app`) and
-``repeat-failure replay`` (:mod:`repeat_failure.sidecar.replay`), so that a replay says exactly what the sidecar
+``repeat-failure replay`` (:mod:`repeat_failure.replay.run`), so that a replay says exactly what the sidecar
 would (issue 19).
 
 - :func:`session_record`: a finished shell call of a session log → the :class:`Record` the
@@ -12,18 +12,18 @@ would (issue 19).
 from __future__ import annotations
 
 from repeat_failure.backends import SessionEvent, wrapper_stripper
-from repeat_failure.sidecar.normalize import mark_cut, normalize, output_digest
-from repeat_failure.sidecar.parse import MAX_CLOCK_SKEW_S, MAX_LINE_BYTES, Record
-from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.rules.normalize import mark_cut, normalize, output_digest
+from repeat_failure.rules.parse import MAX_CLOCK_SKEW_S, MAX_LINE_BYTES, Record
+from repeat_failure.rules.scrub import scrub
 
 
 def session_record(event: SessionEvent, agent: str, backend: str, now: float) -> Record | None:
     """The record of a finished shell call (``event``, a ``shell_end`` with its ``ts`` set)
-    of agent ``agent`` on ``backend``, held to the neutral route's rules (:mod:`repeat_failure.sidecar.parse`):
-    the command cut to :data:`~repeat_failure.sidecar.parse.MAX_LINE_BYTES` UTF-8 bytes (and then scrubbed
+    of agent ``agent`` on ``backend``, held to the neutral route's rules (:mod:`repeat_failure.rules.parse`):
+    the command cut to :data:`~repeat_failure.rules.parse.MAX_LINE_BYTES` UTF-8 bytes (and then scrubbed
     as cut), an exit outside 0-255 kept only as "failed", ``route``
     ``<backend>_session_log``. ``None`` for a time more than
-    :data:`~repeat_failure.sidecar.parse.MAX_CLOCK_SKEW_S` ahead of ``now`` (the caller counts it
+    :data:`~repeat_failure.rules.parse.MAX_CLOCK_SKEW_S` ahead of ``now`` (the caller counts it
     ``future_ts``)."""
     ts = float(event.ts or 0.0)
     if ts > now + MAX_CLOCK_SKEW_S:
@@ -42,7 +42,7 @@ def record_command(record: Record, now: float, cut_key: bytes) -> str:
     (as cut when the route cut it), normalized for its backend at ``now`` (spec C7), scrubbed
     again when the backend has a wrapper (Codex writes each ``'`` as ``'"'"'``, which can hide
     a secret's shape until unwrapped), and for a cut record marked with a digest keyed with
-    ``cut_key`` (:func:`repeat_failure.sidecar.normalize.mark_cut`, issue 17). ``""`` for a command that is
+    ``cut_key`` (:func:`repeat_failure.rules.normalize.mark_cut`, issue 17). ``""`` for a command that is
     only whitespace. Never raises."""
     command = normalize(scrub(record.cmd, cut=record.cut), record.backend, now)
     if wrapper_stripper(record.backend) is not None:
@@ -53,7 +53,7 @@ def record_command(record: Record, now: float, cut_key: bytes) -> str:
 
 
 def failure_output(event: SessionEvent, failed: bool, key: bytes, now: float) -> int:
-    """The output digest a failure carries (:func:`repeat_failure.sidecar.normalize.output_digest`, keyed with
+    """The output digest a failure carries (:func:`repeat_failure.rules.normalize.output_digest`, keyed with
     ``key``): 0 for a success (nothing needs its output) or when the log gives no output."""
     if not failed or event.output is None:
         return 0

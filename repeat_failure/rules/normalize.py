@@ -222,14 +222,14 @@ def cut_output(output: str) -> str:
 
 def output_digest(output: str, key: bytes, now: float | None = None) -> int:
     """A 32-bit keyed digest (BLAKE2b keyed with ``key``, the agent's random key) of
-    ``output`` scrubbed (:func:`repeat_failure.sidecar.scrub.scrub`) and normalized (:func:`normalize_output`),
+    ``output`` scrubbed (:func:`repeat_failure.rules.scrub.scrub`) and normalized (:func:`normalize_output`),
     never 0 (0 stands for "no output known") nor 0xFFFFFFFF (an output awaited). Only the first and last
     :data:`OUTPUT_EDGE_CHARS` characters are read, with the length of the whole
     (:func:`cut_output`). Two failures
     with equal digests had the same output after normalization (a chance collision once in
     4 billion pairs); the digest shows nothing of the text, and keyed, a guess at it cannot be
     checked without the key."""
-    from repeat_failure.sidecar.scrub import scrub
+    from repeat_failure.rules.scrub import scrub
 
     text = normalize_output(scrub(cut_output(output)), now)
     value = int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), key=key,

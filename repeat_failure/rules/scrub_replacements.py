@@ -1,11 +1,11 @@
 """How a scrub rule's match is replaced when the match alone does not decide: the
-replacements of :data:`repeat_failure.sidecar.scrub_rules.RULES` that keep context (a flag, a
+replacements of :data:`repeat_failure.rules.scrub_rules.RULES` that keep context (a flag, a
 user name, a key) and redact only the value, or read the name first
-(:mod:`repeat_failure.sidecar.scrub_names`) and keep the match when it says nothing secret.
+(:mod:`repeat_failure.rules.scrub_names`) and keep the match when it says nothing secret.
 
 Each replacement takes a :class:`re.Match` and returns the match's new text (the match itself
 when nothing goes), except :func:`shell_assignments`, which takes the pattern and the whole text
-(its ``whole_text`` attribute says so to :func:`repeat_failure.sidecar.scrub.apply_rule`). None
+(its ``whole_text`` attribute says so to :func:`repeat_failure.rules.scrub.apply_rule`). None
 raises for any match of its rule's pattern.
 """
 
@@ -18,8 +18,9 @@ import functools
 import re
 from collections.abc import Callable
 
-from repeat_failure.sidecar.scrub_context import generic_tokens, looks_random
-from repeat_failure.sidecar.scrub_names import (
+from repeat_failure.rules.scrub_context import generic_tokens, looks_random
+from repeat_failure.rules.scrub_engine import scrub_text
+from repeat_failure.rules.scrub_names import (
     NOT_SECRET, ODD, REDACTED, SECRET, VENDOR, is_reference, name_kind, value_is_secret)
 
 
@@ -70,7 +71,7 @@ def assignment(m: re.Match[str]) -> str:
 
 
 #: Names that say nothing alone (AWS's ``Key=name``, a map's key) but hold a secret when their
-#: value looks random (:func:`repeat_failure.sidecar.scrub_context.looks_random`).
+#: value looks random (:func:`repeat_failure.rules.scrub_context.looks_random`).
 _BARE_KEYS = frozenset({"key", "keys"})
 
 
@@ -172,8 +173,8 @@ _BASIC_CREDENTIAL = re.compile(r"[\x21-\x39\x3b-\x7e]{1,64}:(?!//)[\x21-\x7e]{6,
 
 def encoded_secret(m: re.Match[str]) -> str:
     """The replacement of the base64 rule: a generic vendor token in the word goes
-    (:func:`repeat_failure.sidecar.scrub_context.generic_tokens`); a word that decodes (standard or URL-safe
-    alphabet) to printable ASCII holding a secret (what :func:`repeat_failure.sidecar.scrub.scrub`
+    (:func:`repeat_failure.rules.scrub_context.generic_tokens`); a word that decodes (standard or URL-safe
+    alphabet) to printable ASCII holding a secret (what :func:`repeat_failure.rules.scrub.scrub`
     redacts, or a Basic ``user:password``) goes whole; any other word stays. gitleaks decodes base64 before it
     looks (``--max-decode-depth``, 5 by default), so a token base64-encoded is still a leak."""
     word = m[0]
@@ -191,9 +192,8 @@ def encoded_secret(m: re.Match[str]) -> str:
     text = decoded.decode("ascii")
     if not text.strip() or not text.replace("\n", "").replace("\t", "").isprintable():
         return word
-    # Imported here: scrub's rule table holds this replacement (scrub -> scrub_rules -> here).
-    from repeat_failure.sidecar.scrub import scrub
-    if _BASIC_CREDENTIAL.fullmatch(text.strip()) or scrub(text) != text:
+    # The engine through its leaf module: scrub's rule table holds this replacement.
+    if _BASIC_CREDENTIAL.fullmatch(text.strip()) or scrub_text(text) != text:
         return REDACTED
     return word
 

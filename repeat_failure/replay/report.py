@@ -1,11 +1,11 @@
-"""What ``repeat-failure replay`` (:mod:`repeat_failure.sidecar.replay`) found, and how it is
+"""What ``repeat-failure replay`` (:mod:`repeat_failure.replay.run`) found, and how it is
 shown: the settings judged (:class:`Setting`), the notes per session (:class:`ReplayNote`,
 :class:`SessionResult`), the files skipped (:class:`BadFile`), the whole result with its
 summary (:class:`ReplayResult`, :class:`SummaryRow`; ``to_json`` gives ``--json``'s document),
 the text report (:func:`format_text`) and the progress bar on stderr (:class:`Progress`).
 
 Every text here is already scrubbed and normalized where it was made; :func:`format_text`
-escapes control characters (:func:`repeat_failure.terminal.label_value`).
+escapes control characters (:func:`repeat_failure.rules.terminal.label_value`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from repeat_failure.sidecar.normalize import CHANGING, SAME, UNKNOWN
-from repeat_failure.terminal import label_value
+from repeat_failure.rules.normalize import CHANGING, SAME, UNKNOWN
+from repeat_failure.rules.terminal import label_value
 
 #: Commands of calls without a result kept and printed per session (the count is exact).
 MAX_NO_RESULT_SHOWN = 5

@@ -1,4 +1,4 @@
-"""The detector's store (:mod:`repeat_failure.sidecar.detector`): how one agent's failures are
+"""The detector's store (:mod:`repeat_failure.rules.detector`): how one agent's failures are
 held per command, compact because there may be ``MAX_COMMANDS`` commands (issue 6: RSS after
 1,000,000 records over 10,000 commands), and how one command is written to and read from the
 saved state.
@@ -30,9 +30,9 @@ ExitKey = Union[int, str]
 FAILED = "failed"
 #: The digest a failure holds while its output is awaited (issue 26): a neutral-route failure
 #: of an agent whose session log gives outputs, until that log's line comes or
-#: :data:`repeat_failure.sidecar.detector.OUTPUT_WAIT_S` passes. No output digest takes this
-#: value (:func:`repeat_failure.sidecar.normalize.output_digest`). Saved as it is: a restart
-#: awaits the output again (:meth:`repeat_failure.sidecar.detector.Detector.load_dict`).
+#: :data:`repeat_failure.rules.detector.OUTPUT_WAIT_S` passes. No output digest takes this
+#: value (:func:`repeat_failure.rules.normalize.output_digest`). Saved as it is: a restart
+#: awaits the output again (:meth:`repeat_failure.rules.detector.Detector.load_dict`).
 PENDING = 0xFFFFFFFF
 #: A failure's result beside its command: its exit key and its output digest (0: unknown), or
 #: ``None`` for the digest when results are told apart by exit alone (``match_output: false``).
@@ -61,7 +61,7 @@ def exit_key(exit_status: int | None) -> ExitKey:
 
 class Times(array):
     """The failure times of one (command, exit) key: an ``array('d')`` of epoch seconds, sorted,
-    and beside it ``outs``, each failure's output digest (:func:`repeat_failure.sidecar.normalize.output_digest`,
+    and beside it ``outs``, each failure's output digest (:func:`repeat_failure.rules.normalize.output_digest`,
     an ``array('I')``, 0 where unknown), or ``None`` while no failure of the key has a known
     output (the neutral route's case: no memory spent). Deleting from the times deletes the
     same digests (``del times[i]`` / ``del times[:n]``), so the two never disagree; add a
@@ -229,7 +229,7 @@ def parse_result(text: str) -> Result:
 
 
 def saved_item(command: str, state: CommandState) -> dict[str, Any]:
-    """One command of :meth:`repeat_failure.sidecar.detector.Detector.to_dict`: ``command``, ``raised``, ``qualified`` (sorted
+    """One command of :meth:`repeat_failure.rules.detector.Detector.to_dict`: ``command``, ``raised``, ``qualified`` (sorted
     result texts, :func:`result_text`), ``failures`` (key text -> list of epoch seconds) and, when some failure's
     output is known, ``outputs`` (their digests, 0 where unknown, packed in the order of
     ``failures``: :func:`pack_outputs`; issue 19; :data:`PENDING` where awaited)."""

@@ -4,10 +4,10 @@ Raw records may hold secrets (spec Constraints, C-AC13). Every command passes th
 :func:`scrub` right after parsing; only its output is normalized, counted, stored in the state
 file, logged or exported.
 
-The rules, in the order they apply, are the table of :mod:`repeat_failure.sidecar.scrub_rules`
+The rules, in the order they apply, are the table of :mod:`repeat_failure.rules.scrub_rules`
 (private key blocks, token formats their issuers publish, credentials by position, names that
-say secret: :mod:`repeat_failure.sidecar.scrub_names`, the command's grammar:
-:mod:`repeat_failure.sidecar.scrub_context`); this module is the engine that runs
+say secret: :mod:`repeat_failure.rules.scrub_names`, the command's grammar:
+:mod:`repeat_failure.rules.scrub_context`); this module is the engine that runs
 them: :func:`scrub` gates each rule on its needs groups and applies those that may match
 (:func:`apply_rule`).
 
@@ -28,8 +28,9 @@ import re
 
 import ahocorasick
 
-from repeat_failure.sidecar.scrub_names import REDACTED, fold
-from repeat_failure.sidecar.scrub_rules import CUT_RULES, RULES, Replacement
+from repeat_failure.rules import scrub_engine
+from repeat_failure.rules.scrub_names import REDACTED, fold
+from repeat_failure.rules.scrub_rules import CUT_RULES, RULES, Replacement
 
 
 # --- the gate --------------------------------------------------------------------------------
@@ -83,7 +84,7 @@ def apply_rule(pattern: re.Pattern[str], replacement: Replacement, text: str) ->
     """One rule of :data:`RULES` applied to ``text``: ``pattern.sub(replacement, text)``, or
     ``replacement(pattern, text)`` for a replacement that reads the whole text (one with a true
     ``whole_text`` attribute, such as
-    :func:`repeat_failure.sidecar.scrub_replacements.shell_assignments`)."""
+    :func:`repeat_failure.rules.scrub_replacements.shell_assignments`)."""
     if getattr(replacement, "whole_text", False):
         return replacement(pattern, text)  # type: ignore[operator, call-arg, arg-type]
     return pattern.sub(replacement, text)
@@ -126,3 +127,6 @@ def scrub(text: str, cut: bool = False) -> str:
     if cut:
         text = _LAST_WORD.sub(REDACTED, text)
     return text
+
+
+scrub_engine.register(scrub)

@@ -1,6 +1,6 @@
 """Names that say secret: what a variable's, key's, flag's or element's name says about its
 value, and whether that value is redacted (one of the four kinds of rule of
-:mod:`repeat_failure.sidecar.scrub_rules`; the assignment rules call :func:`name_kind` and
+:mod:`repeat_failure.rules.scrub_rules`; the assignment rules call :func:`name_kind` and
 :func:`value_is_secret` on each name and value they match).
 
 A name is secret when one of its parts (split at ``_ - .`` and camelCase) ends in token, secret,

@@ -4,7 +4,7 @@ Rules (docs/requirements.md C6, C10, C11, C-AC2, C-AC3, C-AC8; "the same result"
 
 * Failures are counted per (normalized command, result). A result is the exit (the exit
   number, or ``"failed"`` where the route gives none) and, where a route knows the failure's
-  output, that output after :func:`repeat_failure.sidecar.normalize.normalize_output` (its
+  output, that output after :func:`repeat_failure.rules.normalize.normalize_output` (its
   keyed digest; failures whose output is unknown share the result "unknown output"). So a
   test-fix-retest cycle, whose output changes with every edit, never adds up, while a flaky
   test that keeps failing the same two ways still can. With ``match_output`` off (the config's
@@ -28,9 +28,9 @@ Rules (docs/requirements.md C6, C10, C11, C-AC2, C-AC3, C-AC8; "the same result"
 Monitor only (C10): the detector returns events; nothing here touches the agent.
 
 The store the rules work on (per-command failure times and output digests, their saved form)
-is :mod:`repeat_failure.sidecar.detector_store`; when a result qualifies,
-:mod:`repeat_failure.sidecar.detector_results`; the notes and events it returns are
-:mod:`repeat_failure.sidecar.detector_notes`. Names re-exported here for callers: ``Note``,
+is :mod:`repeat_failure.rules.detector_store`; when a result qualifies,
+:mod:`repeat_failure.rules.detector_results`; the notes and events it returns are
+:mod:`repeat_failure.rules.detector_notes`. Names re-exported here for callers: ``Note``,
 ``NoteRaised``, ``NoteCleared``, ``Event``, ``ExitKey``, ``FAILED``, ``exit_key``,
 ``text_bytes``.
 """
@@ -45,18 +45,18 @@ from typing import Any
 
 import orjson
 
-from repeat_failure.sidecar.detector_notes import Event, Note, NoteCleared, NoteRaised
-from repeat_failure.sidecar.detector_results import in_mode, qualifies_at, qualifying
-from repeat_failure.sidecar.detector_store import (FAILED, PENDING, CommandState, ExitKey, Result,
+from repeat_failure.rules.detector_notes import Event, Note, NoteCleared, NoteRaised
+from repeat_failure.rules.detector_results import in_mode, qualifies_at, qualifying
+from repeat_failure.rules.detector_store import (FAILED, PENDING, CommandState, ExitKey, Result,
                                                    Times, exit_key, iter_state_json, parse_key,
                                                    parse_result, result_text, saved_item,
                                                    text_bytes, unpack_outputs)
-from repeat_failure.sidecar.normalize import SAME, UNKNOWN, output_kind
+from repeat_failure.rules.normalize import SAME, UNKNOWN, output_kind
 
 #: Distinct commands tracked per agent; beyond it the command that failed least recently goes.
 MAX_COMMANDS = 10_000
 #: Bytes of normalized command text tracked per agent, all commands together (as counted by
-#: :func:`~repeat_failure.sidecar.detector_store.text_bytes`); beyond it, as beyond ``MAX_COMMANDS``, the commands that failed least
+#: :func:`~repeat_failure.rules.detector_store.text_bytes`); beyond it, as beyond ``MAX_COMMANDS``, the commands that failed least
 #: recently go. Without it memory grew with command length: 10,000 distinct commands of 3.9 KB
 #: held 39 MB of text and wrote a 39 MB state file.
 MAX_COMMAND_BYTES = 4 << 20
@@ -158,7 +158,7 @@ class Detector:
     def record(self, command: str, exit_status: int | None, failed: bool, ts: float,
                now: float, output: int = 0, pending: bool = False) -> list[Event]:
         """Feed one record: ``command`` normalized, ``ts`` its time, ``now`` the current time,
-        ``output`` the digest of a failure's output (:func:`repeat_failure.sidecar.normalize.output_digest`;
+        ``output`` the digest of a failure's output (:func:`repeat_failure.rules.normalize.output_digest`;
         0 when the route gives none). ``pending``: the output is unknown now but the agent's
         session log may still give it (a neutral-route failure of an agent whose session log is
         read): with ``match_output`` the failure is awaited (counts for no result) until
@@ -466,7 +466,7 @@ class Detector:
 
     def iter_json(self, chunk_bytes: int = 1 << 16) -> Iterator[bytes]:
         """:meth:`to_dict` as compact JSON, in pieces of about ``chunk_bytes`` bytes
-        (:func:`repeat_failure.sidecar.detector_store.iter_state_json`: joined, exactly the
+        (:func:`repeat_failure.rules.detector_store.iter_state_json`: joined, exactly the
         bytes of ``orjson.dumps(self.to_dict())``, built one command at a time). Raises
         ``TypeError`` where ``orjson.dumps`` would. The commands must not change while the
         pieces are taken."""

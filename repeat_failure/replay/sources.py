@@ -1,4 +1,4 @@
-"""Which files ``repeat-failure replay`` (:mod:`repeat_failure.sidecar.replay`) reads, and how:
+"""Which files ``repeat-failure replay`` (:mod:`repeat_failure.replay.run`) reads, and how:
 finding the session files (a file as given, a directory searched as an agent's home the way
 the sidecar searches it: :func:`find_sources`) and reading one into its events with the
 sidecar's own readers (:func:`read_events`). A path that does not exist, cannot be read or
@@ -24,13 +24,13 @@ from repeat_failure.backends import (ReaderFormatError, SessionEvent, SessionLog
                                      session_reader, session_readers)
 from repeat_failure.backends import trajectory
 from repeat_failure.config import open_regular
-from repeat_failure.sidecar.replay_report import BadFile
-from repeat_failure.sidecar.scrub import scrub
+from repeat_failure.replay.report import BadFile
+from repeat_failure.rules.scrub import scrub
 from repeat_failure.sessions.tail import MAX_LINE, NOT_JSON, OVERSIZED, READER_BUG, UNREADABLE
 from repeat_failure.sessions.stores import open_db
 from repeat_failure.sessions.tail import _stamped, discover, expand_globs
 from repeat_failure.sessions.unrecognized import ShellRecognition
-from repeat_failure.terminal import label_value
+from repeat_failure.rules.terminal import label_value
 
 #: A trajectory document larger than this is reported and skipped (one JSON document is read
 #: whole; mini-swe-agent's run on one SWE-bench instance writes well under 10 MiB).

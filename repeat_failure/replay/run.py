@@ -5,21 +5,21 @@ Session files (or homes, searched the way the sidecar searches an agent's home:
 :func:`repeat_failure.sessions.tail.expand_globs`, :func:`repeat_failure.sessions.tail.discover`) are read with the
 sidecar's own readers (:mod:`repeat_failure.backends`; mini-swe-agent and SWE-agent trajectories with
 :mod:`repeat_failure.backends.trajectory`), and every finished shell call goes through the sidecar's
-own rules: :func:`repeat_failure.sidecar.pipeline.session_record` (size and exit rules),
-:func:`repeat_failure.sidecar.pipeline.record_command` (scrub, normalize, the cut mark),
-:class:`repeat_failure.sidecar.exclude.Exclusions`, the output digest (:func:`repeat_failure.sidecar.pipeline.failure_output`)
-and :class:`repeat_failure.sidecar.detector.Detector`, at each record's own time (``now`` is the newest record
+own rules: :func:`repeat_failure.rules.pipeline.session_record` (size and exit rules),
+:func:`repeat_failure.rules.pipeline.record_command` (scrub, normalize, the cut mark),
+:class:`repeat_failure.rules.exclude.Exclusions`, the output digest (:func:`repeat_failure.rules.pipeline.failure_output`)
+and :class:`repeat_failure.rules.detector.Detector`, at each record's own time (``now`` is the newest record
 time seen, so a failure counts as it would have when it happened, and notes clear when their
 failures leave the window). One detector per session file and setting: a session is one agent
 run, and the sidecar's detector for an agent starts empty with the check.
 
 Nothing raw is kept or shown: commands are shown as exported (scrubbed, normalized, cut to 200
 characters), outputs only through their digests, and file names scrubbed; control characters
-are escaped (:func:`repeat_failure.terminal.label_value`). A file that cannot be read, or whose
+are escaped (:func:`repeat_failure.rules.terminal.label_value`). A file that cannot be read, or whose
 content no reader understands, is reported by name and skipped; it never stops the replay.
 
-The files are found and read by :mod:`repeat_failure.sidecar.replay_sources`; what a replay
-found, and the report, are :mod:`repeat_failure.sidecar.replay_report`. Here: the judging.
+The files are found and read by :mod:`repeat_failure.replay.sources`; what a replay
+found, and the report, are :mod:`repeat_failure.replay.report`. Here: the judging.
 """
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from repeat_failure.backends import SHELL_END, ReaderFormatError, SessionEvent
-from repeat_failure.sidecar.detector import Detector, NoteCleared, NoteRaised
-from repeat_failure.sidecar.exclude import Exclusions
-from repeat_failure.sidecar.normalize import command_label
-from repeat_failure.sidecar.pipeline import failure_output, record_command, session_record
+from repeat_failure.rules.detector import Detector, NoteCleared, NoteRaised
+from repeat_failure.rules.exclude import Exclusions
+from repeat_failure.rules.normalize import command_label
+from repeat_failure.rules.pipeline import failure_output, record_command, session_record
 from repeat_failure.sessions.unrecognized import ShellRecognition
-from repeat_failure.sidecar.replay_report import (MAX_NO_RESULT_SHOWN, BadFile, ReplayNote,
+from repeat_failure.replay.report import (MAX_NO_RESULT_SHOWN, BadFile, ReplayNote,
                                                   ReplayResult, SessionResult, Setting)
-from repeat_failure.sidecar.replay_sources import Source, error_text, read_events, shown_path
+from repeat_failure.replay.sources import Source, error_text, read_events, shown_path
 
 #: The agent name records get (it names nothing outside the replay).
 AGENT = "replay"
@@ -105,9 +105,9 @@ def replay_session(source: Source, events: Iterable[SessionEvent], settings: Seq
     """Run one session's finished shell calls (``shell_end`` with a command, each call id
     once, as the sidecar delivers them) through the pipeline at their own times, judged by
     each of ``settings``; ``key`` keys the cut marks and output digests (random per replay).
-    A call timed more than :data:`~repeat_failure.sidecar.parse.MAX_CLOCK_SKEW_S` after ``wall_now`` (epoch
+    A call timed more than :data:`~repeat_failure.rules.parse.MAX_CLOCK_SKEW_S` after ``wall_now`` (epoch
     seconds, default the clock now) is counted ``future_ts`` in ``skipped`` and not judged,
-    as the sidecar refuses it (:func:`repeat_failure.sidecar.pipeline.session_record`): taken, one bogus
+    as the sidecar refuses it (:func:`repeat_failure.rules.pipeline.session_record`): taken, one bogus
     time (``created: 1e300``) would move the replay's clock past every later failure's
     window, and the session's notes would vanish."""
     wall = time.time() if wall_now is None else wall_now

@@ -1,4 +1,4 @@
-"""What the detector (:mod:`repeat_failure.sidecar.detector`) says: a raised note as the
+"""What the detector (:mod:`repeat_failure.rules.detector`) says: a raised note as the
 dashboard shows it (:class:`Note`, its message per spec C11) and the events it returns when a
 note is raised or cleared. No rule lives here.
 """
@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
-from repeat_failure.sidecar.detector_store import FAILED, ExitKey
-from repeat_failure.sidecar.normalize import UNKNOWN, command_label
+from repeat_failure.rules.detector_store import FAILED, ExitKey
+from repeat_failure.rules.normalize import UNKNOWN, command_label
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Note:
     #: Whether those failures had the same output every time (``same``: with output matching,
     #: issue 26, every note whose output is known), ``changing`` output (only with
     #: ``match_output: false``), or ``unknown`` (no route gave the output: the neutral route
-    #: alone). Issue 19; :func:`repeat_failure.sidecar.normalize.output_kind`. Not part of
+    #: alone). Issue 19; :func:`repeat_failure.rules.normalize.output_kind`. Not part of
     #: :attr:`message` (spec C11).
     output: str = UNKNOWN
 

@@ -1,6 +1,6 @@
 """When failures of one result qualify for a note (spec C6; "the same result", issue 26): the
-rules :class:`repeat_failure.sidecar.detector.Detector` applies to a command's store
-(:class:`~repeat_failure.sidecar.detector_store.CommandState`), as functions of the ``rule`` in
+rules :class:`repeat_failure.rules.detector.Detector` applies to a command's store
+(:class:`~repeat_failure.rules.detector_store.CommandState`), as functions of the ``rule`` in
 force (anything with ``threshold``, ``window_s`` and ``match_output``: the detector itself).
 
 * :func:`run`: ``threshold`` consecutive failure times spanning less than the window;
@@ -15,7 +15,7 @@ from __future__ import annotations
 import bisect
 from typing import Any, Protocol
 
-from repeat_failure.sidecar.detector_store import (PENDING, CommandState, ExitKey, Result,
+from repeat_failure.rules.detector_store import (PENDING, CommandState, ExitKey, Result,
                                                    Times)
 
 

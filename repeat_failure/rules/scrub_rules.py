@@ -1,4 +1,4 @@
-"""The scrub rule table: which strings :func:`repeat_failure.sidecar.scrub.scrub` replaces with
+"""The scrub rule table: which strings :func:`repeat_failure.rules.scrub.scrub` replaces with
 ``[REDACTED]``, as data: each rule is ``(pattern, replacement, needs groups...)``, applied in
 the order of :data:`RULES`.
 
@@ -16,7 +16,7 @@ Five kinds of rule, applied in order (the fifth, the command's grammar, runs aft
   a URL. ``tests/test_scrub_gitleaks.py`` checks them against gitleaks' default rules (the
   pinned release's own true-positive examples, in 14 command shapes) and
   ``tests/test_scrub.py`` against detect-secrets' shape-based plugins: whatever either flags
-  in a command is gone after :func:`~repeat_failure.sidecar.scrub.scrub`;
+  in a command is gone after :func:`~repeat_failure.rules.scrub.scrub`;
 * credentials by position: ``Authorization:``-style headers (RFC 6750 Bearer, RFC 7617 Basic,
   any scheme) and any header named ``*-Token``/``-Key``/``-Secret``/``-Auth``/``-Password``,
   ``user:password@`` in URLs (RFC 3986 userinfo), ``curl -u user:pass`` (also ``-su``,
@@ -33,14 +33,14 @@ Five kinds of rule, applied in order (the fifth, the command's grammar, runs aft
   name is secret when one of its parts (split at ``_ - .`` and camelCase) ends in token, secret,
   password, passwd, passphrase, passcode, pwd, pass, apikey, credential(s), creds, auth or
   key(s) and no part after it says the value is about the secret rather than the secret itself
-  (:data:`repeat_failure.sidecar.scrub_names._META_AFTER`: ``TOKEN_TTL``, ``PASSWORD_MIN_LENGTH``, ``SECRET_BACKEND``,
+  (:data:`repeat_failure.rules.scrub_names._META_AFTER`: ``TOKEN_TTL``, ``PASSWORD_MIN_LENGTH``, ``SECRET_BACKEND``,
   ``AUTH_MODE``, ``BASIC_AUTH_ENABLED``, ``KEY_ID``, ``*_FILE`` ...) nor the part before it
-  that it names one (:data:`~repeat_failure.sidecar.scrub_names._META_BEFORE`: ``existingSecret``, ``ENABLE_AUTH`` ...). A value
+  that it names one (:data:`~repeat_failure.rules.scrub_names._META_BEFORE`: ``existingSecret``, ``ENABLE_AUTH`` ...). A value
   that is a boolean, empty, or a bare ``$VAR`` stays. A name holding a vendor's name
-  (:data:`~repeat_failure.sidecar.scrub_names.VENDORS`: ``TWITTER_…``, ``ADOBE_CLIENT_ID`` ...) counts too when its value is
+  (:data:`~repeat_failure.rules.scrub_names.VENDORS`: ``TWITTER_…``, ``ADOBE_CLIENT_ID`` ...) counts too when its value is
   token-shaped (twelve or more token characters with a digit).
 
-* the command's grammar (issue 27, :mod:`repeat_failure.sidecar.scrub_context`): what is
+* the command's grammar (issue 27, :mod:`repeat_failure.rules.scrub_context`): what is
   piped, here-string'd or here-doc'd into a credential reader (``--with-token``,
   ``--password-stdin``), a login's arguments, values written to credentials-like files
   (``.netrc``, ``.pypirc``, ``*.env``, ``~/.config/<vendor>/…``), connection strings; and the
@@ -58,8 +58,8 @@ most 1 % may change). Every pattern is anchored on a literal or a boundary so it
 linear in the command's length (no catastrophic backtracking on long runs of ``-`` or ``.``).
 
 A rule's needs groups (:func:`_cs`, :func:`_ci`) are substrings every match holds; the gate of
-:mod:`repeat_failure.sidecar.scrub` runs a rule only when each group holds. How a match that
-keeps context is replaced is :mod:`repeat_failure.sidecar.scrub_replacements`.
+:mod:`repeat_failure.rules.scrub` runs a rule only when each group holds. How a match that
+keeps context is replaced is :mod:`repeat_failure.rules.scrub_replacements`.
 """
 
 from __future__ import annotations
@@ -68,10 +68,10 @@ import re
 import string
 from collections.abc import Callable
 
-from repeat_failure.sidecar.scrub_names import (
+from repeat_failure.rules.scrub_names import (
     ODD, REDACTED, VENDOR_PARTS, VENDORS, name_kind, value_is_secret)
-from repeat_failure.sidecar.scrub_context import CONTEXT_RULES
-from repeat_failure.sidecar.scrub_replacements import (
+from repeat_failure.rules.scrub_context import CONTEXT_RULES
+from repeat_failure.rules.scrub_replacements import (
     SHELL_NAME, assignment, encoded_secret, flag_value, header_value, keep, keep_user,
     secret_assignment, secret_data, shell_assignments)
 
@@ -101,7 +101,7 @@ def _user_password(command: str, flag: str, sep: str) -> re.Pattern[str]:
 
 
 #: Where a needle is looked for (see :func:`_cs`, :func:`_ci`): the text, or its case fold
-#: (:func:`repeat_failure.sidecar.scrub_names.fold`).
+#: (:func:`repeat_failure.rules.scrub_names.fold`).
 TEXT, FOLD = 0, 1
 
 #: A needs group: (needles, where they are looked for).
@@ -450,7 +450,7 @@ RULES: tuple[tuple, ...] = (
     # Secrets by the command's grammar: piped, here-string'd or here-doc'd into a credential
     # reader, written to a credentials-like file, a login's arguments, connection strings;
     # after the name rules, which redact a named value whole
-    # (:mod:`repeat_failure.sidecar.scrub_context`).
+    # (:mod:`repeat_failure.rules.scrub_context`).
     *CONTEXT_RULES,
     # key = value where the key ends in key/password/token and the value is long and
     # token-shaped (IBM Cloud, SoftLayer, IBM COS forms: ["ibm_cloud_iam_api_key"]="...",

@@ -5,7 +5,7 @@ The raw record format (C1; written by the hook, docs/neutral-route.md "Guarantee
 [,"cut":true],"cmd":…}``, one line of at most 4096 bytes including the newline.
 
 The command text is still raw here (it may hold secrets): a Record must go through
-:func:`repeat_failure.sidecar.scrub.scrub` before its text is stored, logged or exported. Rejection reasons
+:func:`repeat_failure.rules.scrub.scrub` before its text is stored, logged or exported. Rejection reasons
 never carry the line's text for the same reason.
 """
 
