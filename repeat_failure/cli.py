@@ -170,8 +170,9 @@ def cmd_inject_webhook(args: argparse.Namespace) -> int:
 
 
 def cmd_hook_env(args: argparse.Namespace) -> int:
-    """Print the export lines (BASH_ENV, SHELL, SHLVL) that make an agent's shells load its hook;
-    print nothing on stdout when the check is off."""
+    """Print the export lines (BASH_ENV, SHELL, and SHLVL=1 when the environment's SHLVL is unset
+    or below 1) that make an agent's shells load its hook; print nothing on stdout when the check
+    is off."""
     config = load_config(args.config)
     if not config.enabled:
         print(f"repeat-failure: the check is off ({args.config or 'no --config'}: "
