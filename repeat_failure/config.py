@@ -347,6 +347,10 @@ MAX_YAML_DEPTH = 64
 #: PyYAML builds it cheaply, sharing what an alias names, but validating it walks every
 #: expanded node). No config of ours has more than a few thousand nodes.
 MAX_YAML_NODES = 100_000
+#: The most characters of scalar text a document may expand to, aliases counted as copies: a
+#: few aliases of one large value cost what that many copies cost (a break-it run: 40,000
+#: aliases of a 2 MiB string passed the node bound and took 90 s of CPU; 90,000 took 10 GB).
+MAX_YAML_CHARS = 16 << 20
 
 
 class _Loader(yaml.SafeLoader):
@@ -375,10 +379,11 @@ class _Loader(yaml.SafeLoader):
 
 def _check_expansion(root: Any) -> None:
     """Raise a ``ComposerError`` (marked at the document's start) when the node graph ``root``
-    expands past :data:`MAX_YAML_NODES` nodes, each alias counted as a copy of what it names.
+    expands past :data:`MAX_YAML_NODES` nodes or :data:`MAX_YAML_CHARS` characters of scalar
+    text, each alias counted as a copy of what it names.
     Stops counting at the bound, so the time it takes is bounded too; a recursive alias, which
     would expand for ever, is refused the same way."""
-    count, stack = 0, [root]
+    count, chars, stack = 0, 0, [root]
     while stack:
         node = stack.pop()
         count += 1
@@ -386,7 +391,13 @@ def _check_expansion(root: Any) -> None:
             raise yaml.composer.ComposerError(
                 None, None, f"its aliases expand it past {MAX_YAML_NODES:,} nodes",
                 root.start_mark)
-        if isinstance(node, yaml.SequenceNode):
+        if isinstance(node, yaml.ScalarNode):
+            chars += len(node.value)
+            if chars > MAX_YAML_CHARS:
+                raise yaml.composer.ComposerError(
+                    None, None, f"its aliases expand it past {MAX_YAML_CHARS:,} characters of "
+                    "text", root.start_mark)
+        elif isinstance(node, yaml.SequenceNode):
             stack.extend(node.value)
         elif isinstance(node, yaml.MappingNode):
             for key, value in node.value:

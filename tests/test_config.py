@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pytest
 
@@ -425,3 +426,25 @@ def test_aliases_that_stay_within_the_bound_are_read() -> None:
     assert len(data["repeat_failure"]["exclude"]) == 9
     with pytest.raises(yaml.YAMLError, match="expand it past 100,000 nodes"):
         yaml.load("a: &a [*a]\n", Loader=_Loader)  # a recursive alias never ends
+
+
+def test_aliases_of_one_large_value_are_refused(tmp_path, capsys) -> None:
+    """A break-it run: 40,000 aliases of one 2 MiB string stay under the node bound yet expand to
+    80 GB of text (90 s of CPU, then 10 GB resident with 90,000). A document whose scalar text,
+    aliases counted as copies, passes MAX_YAML_CHARS is refused as invalid YAML."""
+    from repeat_failure.config import MAX_YAML_CHARS
+
+    assert MAX_YAML_CHARS == 16 << 20
+    cfg = tmp_path / "c.yaml"
+    value = "x" * (1 << 20)
+    cfg.write_text("repeat_failure:\n  exclude:\n    - &a '" + value + "'\n"
+                   + "    - *a\n" * 16)
+    started = time.monotonic()
+    assert main(["check-config", str(cfg)]) == 2
+    assert time.monotonic() - started < 10
+    assert capsys.readouterr().err == (
+        f"repeat-failure: {cfg}: not valid YAML at line 1, column 1: its aliases expand it past "
+        "16,777,216 characters of text\n")
+    cfg.write_text("repeat_failure:\n  exclude:\n    - &a '" + "y" * 1000 + "'\n"
+                   + "    - *a\n" * 15)
+    assert main(["check-config", str(cfg)]) == 0
