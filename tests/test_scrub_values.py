@@ -98,6 +98,21 @@ def test_no_planted_value_survives_scrub() -> None:
     ("echo 'machine api.example.com login ci password Zq3x/V9p+Lm2=Kw8' >> ~/.netrc",
      f"echo 'machine api.example.com login ci password {REDACTED}' >> ~/.netrc"),
     ("echo 4305d4ce-344c-427c-aeb9-22ab9e42bf71 >> deploy.env", f"echo {REDACTED} >> deploy.env"),
+    # Pipelines that go on, `|&`, a group, a here-string piped on, a process substitution,
+    # `>|` and `&>` (a break-it run: these kept the value).
+    ("cat <<< Zq3xV9pLm2Kw8RtY | docker login -u me --password-stdin",
+     f"cat <<< {REDACTED} | docker login -u me --password-stdin"),
+    ("echo Zq3xV9pLm2Kw8RtY | tee /dev/stderr | docker login -u me --password-stdin",
+     f"echo {REDACTED} | tee /dev/stderr | docker login -u me --password-stdin"),
+    ("{ echo Zq3xV9pLm2Kw8RtY; } | gh auth login --with-token",
+     f"{{ echo {REDACTED}; }} | gh auth login --with-token"),
+    ("echo Zq3xV9pLm2Kw8RtY |& docker login -u me --password-stdin",
+     f"echo {REDACTED} |& docker login -u me --password-stdin"),
+    ("docker login -u me --password-stdin < <(echo Zq3xV9pLm2Kw8RtY)",
+     f"docker login -u me --password-stdin < <(echo {REDACTED})"),
+    ("printf '%s' 'Zq3xV9pLm2Kw8RtY' >| ~/.netrc", f"printf '%s' '{REDACTED}' >| ~/.netrc"),
+    ("echo 'machine h password Zq3x/V9p+Lm2=Kw8' &> ~/.netrc",
+     f"echo 'machine h password {REDACTED}' &> ~/.netrc"),
     # The file's name quoted, or $HOME quoted in it (a break-it run: these kept the value).
     ('echo Zq3xV9pLm2Kw8RtY > ".env"', f'echo {REDACTED} > ".env"'),
     ("echo Zq3xV9pLm2Kw8RtY > './prod.env'", f"echo {REDACTED} > './prod.env'"),
@@ -155,6 +170,8 @@ def test_a_quoted_assignment_with_no_value_keeps_the_text_before_it() -> None:
     "git clone https://git.example.com:8443/org/repo.git",
     "printf 'key = \"logging.level\"\\n' >> settings.toml",
     "echo 'user login failed for id 4f3a2b1c9d8e7f6a5b4c3d2e' >> app.log",
+    "echo hello | tee /dev/stderr | wc -l", "cat <<< hello | wc -c", "diff <(echo a) <(echo b)",
+    "echo hi >| out.txt", "{ echo build; echo test; } | xargs -n1 make",
 ])
 def test_ordinary_commands_in_those_contexts_stay(command: str) -> None:
     """The same grammar with nothing secret in it (a ``$VAR``, a host, an e-mail address, a

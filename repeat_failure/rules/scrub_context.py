@@ -115,7 +115,7 @@ _READER = (r"--(?:with-token|password-stdin|token-stdin|secret-stdin|stdin-passw
 #: Where a simple command (one without ``| ; & newline``) reads a credential from its input
 #: (:data:`_READS`) or writes a credentials-like file (:data:`_WRITES`: ``>``, ``>>``, ``tee``).
 _READS = re.compile(_READER)
-_WRITES = re.compile(r"(?:>>?[ \t]*|\btee\b(?:[ \t]+-[a-z]+)*[ \t]+(?:[^\s|;&<>]+[ \t]+)*?)"
+_WRITES = re.compile(r"(?:(?:&>>?|>\||>>?)[ \t]*|\btee\b(?:[ \t]+-[a-z]+)*[ \t]+(?:[^\s|;&<>]+[ \t]+)*?)"
                      + CRED_FILE)
 #: A word of what a command writes: runs between blanks, quotes, ``=`` ``,`` ``;``.
 _DATA_WORD = re.compile(r"""[^\s'"=,;]+""")
@@ -182,8 +182,10 @@ def here_string(m: re.Match[str]) -> str:
     """The replacement of the here-string rule: the word after ``<<<`` goes whole for a
     credential reader, its credential words (:func:`credential_word`) for a credentials-like
     file."""
-    head, word = m["head"], m["word"]
-    if _READS.search(head) or _LOGIN_HEAD.search(head):
+    head, word, rest = m["head"], m["word"], m["rest"] or ""
+    piped = rest[rest.index("|"):] if "|" in rest else ""  # `cat <<< WORD | <reader>`
+    if _READS.search(head) or _LOGIN_HEAD.search(head) or _READS.search(piped) \
+            or _LOGIN_HEAD.search(piped):
         return head + _whole(word)
     if _WRITES.search(head):
         return head + random_words(word)
@@ -312,19 +314,30 @@ _ECHO = r"""\b(?:echo|printf)\b(?:[ \t]+-[neE]+)*[ \t]+(?:(?P<fq>['"])%s(?:\\n)?
 #: (a needs group is ``(needles, 0)`` for the text, ``(needles, 1)`` for its case fold).
 CONTEXT_RULES: tuple[tuple, ...] = (
     # echo/printf DATA | ... --with-token (or | tee CREDFILE).
-    (re.compile(r"(?P<head>" + _ECHO + r")(?P<data>[^|;&\n]*?)(?P<after>[ \t]*\|[^|;&\n]*)"),
+    # The pipe may go on (`| tee /dev/stderr | <reader>`), be `|&`, or follow a group
+    # (`{ echo DATA; } | <reader>`).
+    (re.compile(r"(?P<head>" + _ECHO + r")(?P<data>[^|;&\n]*?)"
+                r"(?P<after>(?:[ \t]*;?[ \t]*\})?(?:[ \t]*\|(?!\|)&?[^|;&\n]*)+)"),
      piped_into_reader, (("|",), 0), (("echo", "printf"), 0)),
     # ... --password-stdin <<< WORD, tee CREDFILE <<< WORD, <cli> login <<< WORD.
     (re.compile(r"(?P<head>(?:^|(?<=[|;&\n]))(?:[^|;&\n<]|<(?!<<))*<<<[ \t]*)"
-                r"""(?P<word>(?:'[^']*'?|"(?:\\.|[^"\\])*"?|\\.|[^\s'"\\;&|<>()])+)"""),
+                r"""(?P<word>(?:'[^']*'?|"(?:\\.|[^"\\])*"?|\\.|[^\s'"\\;&|<>()])+)"""
+                r"(?=(?P<rest>[^;&\n]*))"),
      here_string, (("<<<",), 0)),
+    # <reader> < <(echo DATA): a process substitution feeding a credential reader.
+    (re.compile(r"(?P<head>(?:^|(?<=[|;&\n]))[^|;&\n]*?<[ \t]*<\([ \t]*"
+                r"(?:echo|printf)\b(?:[ \t]+-[neE]+)*[ \t]+(?:(?P<fq>['\"])%s(?:\\n)?(?P=fq)[ \t]+)?)"
+                r"(?P<data>[^)\n]*)(?P<close>\))"),
+     lambda m: m["head"] + _whole(m["data"]) + m["close"]
+     if _READS.search(m["head"]) or _LOGIN_HEAD.search(m["head"]) else m[0],
+     (("<(",), 0)),
     # A here-document whose first line reads a credential or writes a credentials-like file.
     (re.compile(r"(?P<first>(?:^|(?<=\n))[^\n]*?<<-?[ \t]*(['\"]?)(?P<tag>[A-Za-z_][A-Za-z0-9_]*)"
                 r"\2[^\n]*\n)(?P<body>[\s\S]*?)(?P<end>\n[ \t]*(?P=tag)[ \t]*(?=\n|\Z)|\Z)"),
      here_doc, (("<<",), 0), (("\n",), 0)),
     # echo/printf DATA > CREDFILE (also >>).
     (re.compile(r"(?P<head>" + _ECHO + r")(?P<data>[^|;&\n>]*?)"
-                r"(?P<tail>[ \t]*>>?[ \t]*" + CRED_FILE + ")"),
+                r"(?P<tail>[ \t]*(?:&>>?|>\||>>?)[ \t]*" + CRED_FILE + ")"),
      written_to_file, (("echo", "printf"), 0), ((">",), 0)),
     # <cli> [sub] login ARGUMENTS.
     (_LOGIN, login_arguments, (("login",), 0)),
