@@ -243,7 +243,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from repeat_failure.sidecar.demo import run_demo
 
     configure_logging()
-    return run_demo(serve=args.serve, listen=args.listen, window_s=args.window)
+    # SIGTERM ends the demo as Ctrl-C does, so its temporary directory is removed (a new user's
+    # trial: a `kill` left /tmp/repeat-failure-demo-* behind).
+    def interrupt(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+    try:
+        return run_demo(serve=args.serve, listen=args.listen, window_s=args.window)
+    except KeyboardInterrupt:
+        print("demo stopped", file=sys.stderr)
+        return 130
 
 
 def cmd_verdict(args: argparse.Namespace) -> int:

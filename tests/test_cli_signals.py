@@ -42,3 +42,27 @@ def test_run_handles_sigterm_before_its_server_answers(tmp_path: Path, monkeypat
                   "--agent", "a1", "--backend", "bash", "--listen", "127.0.0.1:0"])
     assert len(seen) == 1
     assert seen[0] not in (signal.SIG_DFL, signal.SIG_IGN, None)
+
+
+def test_demo_stopped_by_sigterm_removes_its_directory(tmp_path: Path) -> None:
+    """`repeat-failure demo` ended by SIGTERM, as by Ctrl-C, removes its temporary directory and
+    says it stopped (exit 130); a new user's trial found /tmp/repeat-failure-demo-* left."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-m", "repeat_failure", "demo", "--listen",
+                             "127.0.0.1:0"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not list(tmp_path.glob("repeat-failure-demo-*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(list(tmp_path.glob("repeat-failure-demo-*"))) == 1
+    time.sleep(1)
+    proc.terminate()
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert err.endswith("demo stopped\n")
+    assert list(tmp_path.glob("repeat-failure-demo-*")) == []
