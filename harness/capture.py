@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.install import Backend
+from harness.install import Backend, HarnessError
 from repeat_failure.backends import SHELL_END, session_reader
 from repeat_failure.config import AgentSpec
 from repeat_failure.sessions.tail import SessionTail
@@ -85,10 +85,17 @@ def _sqlite_copy(path: Path, target: Path) -> str:
                 lines.append(json.dumps({"table": table, "row": values}, default=str))
         copy.create_function("scrub", 1, scrub_json, deterministic=True)
         for table in tables:
+            # Every text column, keys too (only scrubbed text is kept); where scrubbing makes two
+            # values of a unique column one (opencode 1.18's event.id, before the scrubber left
+            # time-ordered ids alone), the run fails naming the column, never keeping it raw.
             for column in [r[1] for r in copy.execute(f'PRAGMA table_info("{table}")')]:
-                copy.execute(f'UPDATE "{table}" SET "{column}" = scrub("{column}") '
-                             f'WHERE typeof("{column}") = \'text\' '
-                             f'AND scrub("{column}") != "{column}"')
+                try:
+                    copy.execute(f'UPDATE "{table}" SET "{column}" = scrub("{column}") '
+                                 f'WHERE typeof("{column}") = \'text\' '
+                                 f'AND scrub("{column}") != "{column}"')
+                except sqlite3.IntegrityError as exc:
+                    raise HarnessError(f"{path}: scrubbing {table}.{column} made two values one "
+                                       f"({exc}); the copy is not kept") from None
         copy.commit()
         copy.execute("VACUUM")
         return "\n".join(lines) + "\n"

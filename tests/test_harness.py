@@ -16,6 +16,7 @@ from harness.evidence import primary
 from harness import capture
 from harness import run as scenarios
 from harness.backends import BACKENDS
+from harness.install import HarnessError
 from harness.stub import (FINAL_TEXT, PATCH_LINE, REQUIRED_TEXT, Script, Step, StubServer,
                           pick_tool)
 
@@ -177,6 +178,22 @@ def test_sqlite_copy_of_a_live_wal_database(tmp_path: Path) -> None:
     assert raw == b"\x00\x01"
     assert token.encode() not in target.read_bytes()
     assert sorted(p.name for p in target.parent.iterdir()) == ["store.db"]
+
+
+def test_sqlite_copy_names_a_key_that_scrubbing_would_collapse(tmp_path: Path) -> None:
+    """Every text column is scrubbed, keys too; where scrubbing makes two values of a unique
+    column one (opencode 1.18's event.id in a CI run: the copy failed on an IntegrityError), the
+    run fails with a message naming the table and column, and keeps nothing unscrubbed."""
+    token = "ghp_" + "".join(string.ascii_letters[i % 52] for i in range(36))
+    other = "ghp_" + "".join(string.ascii_letters[(i + 7) % 52] for i in range(36))
+    source = tmp_path / "store.db"
+    db = sqlite3.connect(source)
+    db.execute("CREATE TABLE event (id TEXT PRIMARY KEY, data TEXT)")
+    db.executemany("INSERT INTO event VALUES (?, ?)", [(token, "a"), (other, "b")])
+    db.commit()
+    db.close()
+    with pytest.raises(HarnessError, match=r"store.db: scrubbing event\.id made two values one"):
+        capture._sqlite_copy(source, tmp_path / "copy" / "store.db")
 
 
 EVIDENCE = {name: json.loads((EVIDENCE_DIR / f"{name}.json").read_text())
