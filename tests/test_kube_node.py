@@ -500,7 +500,9 @@ def test_injected_agent_pod_raises_the_note(story: Story) -> None:
     assert [i["name"] for i in inits][:1] == ["repeat-failure"]
     assert inits[0]["restartPolicy"] == "Always"
     assert inits[0]["securityContext"]["runAsUser"] == AGENT_UID  # shares the agent's files
-    assert inits[0]["startupProbe"]["httpGet"] == {"path": "/startupz", "port": "rf-metrics"}
+    # The apiserver defaults the probe's scheme (core/v1 HTTPGetAction: HTTP).
+    assert inits[0]["startupProbe"]["httpGet"] == {"path": "/startupz", "port": "rf-metrics",
+                                                   "scheme": "HTTP"}
     sidecar_status = [s for s in pod["status"].get("initContainerStatuses", [])
                       if s["name"] == "repeat-failure"][0]
     assert sidecar_status["started"] is True
