@@ -245,10 +245,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     configure_logging()
     # SIGTERM ends the demo as Ctrl-C does, so its temporary directory is removed (a new user's
     # trial: a `kill` left /tmp/repeat-failure-demo-* behind).
-    def interrupt(*_: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         return run_demo(serve=args.serve, listen=args.listen, window_s=args.window)
     except KeyboardInterrupt:
