@@ -312,7 +312,7 @@ def cmd_fixloop(args: argparse.Namespace) -> int:
     config = load_fixloop_config(args.config)
     events = None
     if config.events:
-        from repeat_failure.kube.events import EventPublisher, EventStats
+        from repeat_failure.events import EventPublisher, EventStats
 
         events = EventPublisher(EventStats()).start()
     app = FixloopApp(config, events=events)

@@ -1,4 +1,4 @@
-"""Kubernetes Events (repeat_failure.kube.events, docs/kubernetes.md "Events", issue 7), end to end.
+"""Kubernetes Events (repeat_failure.events, docs/kubernetes.md "Events", issue 7), end to end.
 
 A local HTTP server on 127.0.0.1 speaks the Kubernetes core/v1 Events API
 (``POST /api/v1/namespaces/<ns>/events`` → 201 with the created Event) and checks each Event the
@@ -28,11 +28,11 @@ import orjson
 import pytest
 from prometheus_client import generate_latest
 
-from repeat_failure.kube import events as events_mod
+from repeat_failure import events as events_mod
 from repeat_failure.sidecar import hook
 from repeat_failure.sidecar.app import Sidecar
 from repeat_failure.config import AgentSpec
-from repeat_failure.kube.events import (EventPublisher, EventStats, PodRef, RateLimit, event_body,
+from repeat_failure.events import (EventPublisher, EventStats, PodRef, RateLimit, event_body,
                             failure_reason, note_key)
 from repeat_failure.sidecar.exporter import MetricsCollector
 

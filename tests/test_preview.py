@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from harness.evidence import primary
 from repeat_failure.sidecar.app import Sidecar
 from repeat_failure.config import AgentSpec
-from repeat_failure.kube.events import PREVIEW_REASON
+from repeat_failure.events import PREVIEW_REASON
 from repeat_failure.sidecar.exporter import MetricsCollector
 from tests.waiting import free_port
 

@@ -30,7 +30,7 @@ import gitleaks_oracle as oracle
 from repeat_failure.sidecar import hook
 from repeat_failure.sidecar.app import Sidecar
 from repeat_failure.config import AgentSpec
-from repeat_failure.kube.events import RateLimit
+from repeat_failure.events import RateLimit
 from repeat_failure.sidecar.exporter import MetricsCollector, status_json
 from repeat_failure.rules.normalize import normalize
 from repeat_failure.rules.scrub import scrub

@@ -19,7 +19,7 @@ from prometheus_client import generate_latest
 
 import secret_values as sv
 from repeat_failure.config import AgentSpec
-from repeat_failure.kube.events import RateLimit
+from repeat_failure.events import RateLimit
 from repeat_failure.sidecar import hook
 from repeat_failure.sidecar.app import Sidecar
 from repeat_failure.sidecar.exporter import MetricsCollector, status_json

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from repeat_failure.backends import (ERROR, SHELL_END, SHELL_START, TEXT, TOOL, TURN_END,
                                      TURN_START, SessionEvent)
 from repeat_failure.config import AgentSpec, Config
-from repeat_failure.kube.events import PREVIEW_REASON
+from repeat_failure.events import PREVIEW_REASON
 from repeat_failure.sessions.activity import Activity
 from repeat_failure.sessions.tail import PollResult
 from repeat_failure.sidecar.agent import AgentState

@@ -17,7 +17,7 @@ from prometheus_client import generate_latest
 from repeat_failure.sidecar import hook
 from repeat_failure.sidecar.app import Sidecar
 from repeat_failure.config import AgentSpec
-from repeat_failure.kube.events import PodRef, event_body
+from repeat_failure.events import PodRef, event_body
 from repeat_failure.sidecar.exporter import MetricsCollector, status_json
 from repeat_failure.rules.terminal import json_bytes, json_text, label_value
 

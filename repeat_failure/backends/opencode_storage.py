@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from repeat_failure.backends import ReaderFormatError, SessionEvent, remember, str_or_empty
+from repeat_failure.backends.opencode_rows import NOT_JSON, Poll
 from repeat_failure.sessions.stores import UNCHANGED, Document, read_document
 
 #: The newest messages of a session read each time (older ones were read before; opencode
@@ -171,8 +172,6 @@ def parse_storage(reader: Any, doc: dict[str, Any],
     exit) is skipped and counted; when nothing else gave an event its reason is raised as
     :class:`ReaderFormatError` (when something did, the events are returned and the count
     kept: raising would drop them)."""
-    from repeat_failure.backends.opencode import NOT_JSON, _Poll
-
     done: dict[str, Any] = _dict(state.get("done"))
     opened: dict[str, Any] = _dict(state.get("open_parts"))
     errors: dict[str, Any] = _dict(state.get("errors"))
@@ -181,7 +180,7 @@ def parse_storage(reader: Any, doc: dict[str, Any],
     if not isinstance(session, dict) or not isinstance(messages, list):
         raise ReaderFormatError("unknown_shape")
     parent = session.get("parentID") or None  # a sub-agent's session
-    poll = _Poll(reader, {"open_parts": opened, "open_messages": []})
+    poll = Poll(reader, {"open_parts": opened, "open_messages": []})
     for message in messages:
         if not isinstance(message, dict) or not isinstance(message.get("parts"), list):
             raise ReaderFormatError("unknown_shape")

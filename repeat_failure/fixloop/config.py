@@ -76,7 +76,7 @@ _SCHEMA: dict[str, Any] = {
                         "installation_id": {"type": "integer", "minimum": 1},
                     },
                 },
-                # One Kubernetes Event per escalation on the fixloop's own pod (repeat_failure.kube.events).
+                # One Kubernetes Event per escalation on the fixloop's own pod (repeat_failure.events).
                 "events": {"type": "boolean"},
                 "notifier": {
                     "type": "object",

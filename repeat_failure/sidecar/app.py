@@ -31,7 +31,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from repeat_failure.config import AgentSpec, Config, ConfigError
-from repeat_failure.kube.events import EventPublisher, EventStats
+from repeat_failure.events import EventPublisher, EventStats
 from repeat_failure.sessions.activity import Activity
 from repeat_failure.sidecar import hook
 from repeat_failure.sidecar.agent import AgentState, AgentView
@@ -62,7 +62,7 @@ class Sidecar:
     file missing at start-up is not an error: the built-in defaults (check off) apply until the
     file appears, then it is read as on any change. ``events_configuration`` makes the
     ``kubernetes.client.Configuration`` for Kubernetes Events (default: the pod's in-cluster
-    config; see :class:`repeat_failure.kube.events.EventPublisher`); it is used only with Events on.
+    config; see :class:`repeat_failure.events.EventPublisher`); it is used only with Events on.
     Raises :class:`ConfigError` for no agent or a config file that does not validate, and
     :class:`hook.HookError` for a name or path that cannot go into a hook.
     """

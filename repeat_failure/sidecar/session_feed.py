@@ -28,7 +28,7 @@ from pathlib import Path
 
 from repeat_failure.backends import SHELL_END, session_reader
 from repeat_failure.config import AgentSpec, Config
-from repeat_failure.kube.events import PREVIEW_REASON
+from repeat_failure.events import PREVIEW_REASON
 from repeat_failure.sessions.tail import PollResult, SessionTail
 from repeat_failure.sessions.unrecognized import Unrecognized
 from repeat_failure.sidecar.agent import AgentState
