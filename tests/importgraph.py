@@ -152,13 +152,15 @@ class _Reader:
                     and isinstance(node.targets[0], ast.Name)
                     and (bound := self.resolve(node.value)) is not None):
                 self.aliases[node.targets[0].id] = bound
+        inner = {id(node.value) for node in nodes  # ``a.b`` of ``a.b.c``: the chain is read whole
+                 if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)}
         for node in nodes:
             if isinstance(node, ast.Call):
                 self.call(node)
             elif isinstance(node, ast.Subscript):
                 if self.resolve(node.value) == "sys.modules" and (key := _text(node.slice)):
                     self.found.add(key)
-            elif isinstance(node, ast.Attribute):
+            elif isinstance(node, ast.Attribute) and id(node) not in inner:
                 if (chain := self.resolve(node)) is not None:
                     self.found.add(chain)
             elif isinstance(node, (ast.arg, ast.AnnAssign)) and node.annotation is not None:
