@@ -2,6 +2,7 @@
 every module of the sidecar's pipeline, in a record's order, and they exist. The programs meet
 only through the shared packages, and nothing in the package imports in a circle (issue 30)."""
 
+import ast
 import json
 import re
 import subprocess
@@ -62,6 +63,32 @@ def test_every_harness_module_is_named_in_its_row():
     modules = {p.stem for p in HARNESS.glob("*.py") if p.stem != "__init__"}
     assert modules <= named, modules - named
     assert {n for n in named if (HARNESS / f"{n}.py").is_file()} == modules
+
+
+@pytest.mark.parametrize("folder", sorted(p.name for p in PACKAGE.iterdir()
+                                           if (p / "__init__.py").is_file()) + [""])
+def test_every_module_of_the_package_is_named_in_its_row(folder: str):
+    """docs/layout.md's row of each folder of the package (and of its top) names every module
+    in it, ``__init__`` too where it holds code, not only a docstring: a reader looking for where
+    a thing lives finds its module by name (the fix loop's ``app``, ``notify``, ``config`` and
+    the agent CLIs' modules were not, before issue 30's review)."""
+    row = _row(f"repeat_failure/{folder}/" if folder else "repeat_failure/").split("|") \
+        if folder else next(line for line in LAYOUT.splitlines()
+                            if line.startswith("| `repeat_failure/` (top)")).split("|")
+    named = set(re.findall(r"`([a-z_]+)`", row[3]))
+    here = PACKAGE / folder
+    modules = {p.stem for p in here.glob("*.py") if p.stem != "__init__"}
+    body = ast.parse((here / "__init__.py").read_text(encoding="utf-8")).body
+    if any(not isinstance(b, ast.Expr) and not (isinstance(b, ast.ImportFrom) and b.module == "__future__")
+           for b in body):
+        modules.add("__init__")  # code, not only its docstring
+    assert modules - named == set()
+
+
+def test_every_page_of_docs_is_named_in_its_row():
+    """The ``docs/`` row names every page of docs/ (and each page it names exists)."""
+    named = set(re.findall(r"`docs/([a-z-]+\.md)`", _row("docs/")))
+    assert named == {p.name for p in (REPO / "docs").glob("*.md")}
 
 
 def test_every_top_level_folder_is_a_row_of_the_layout():
