@@ -22,7 +22,8 @@ Limits: a call that imports by a computed name (``import_module("repeat_failure.
 module-level ``__getattr__`` built on one) cannot be resolved; it is listed in
 :attr:`Graph.computed` instead, for the caller to refuse or to name. An import function reached only
 through an object passed in at run time or kept in a container, or a loader built by hand from a
-file path (``SourceFileLoader``), is not seen at all; importing the modules for real
+file path (``SourceFileLoader``), is not seen at all (a top-level import made possible by editing
+``sys.path`` is ``tests/test_dependencies.py``'s: no distribution provides it); importing the modules for real
 (``tests/test_layout.py``) is the check of that.
 """
 
