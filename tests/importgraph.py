@@ -179,6 +179,8 @@ class _Reader:
                     pass
 
     def call(self, node: ast.Call) -> None:
+        """A call that imports, runs code or reads ``sys.modules``: its literal name is an import
+        (a relative one resolved against its literal ``package``); a computed one is listed."""
         function = self.resolve(node.func)
         keywords = {k.arg: k.value for k in node.keywords}
         first = node.args[0] if node.args else next(
