@@ -3,11 +3,15 @@ every module of the sidecar's pipeline, in a record's order, and they exist. The
 only through the shared packages, and nothing in the package imports in a circle (issue 30)."""
 
 import ast
+import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+import importgraph
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "repeat_failure"
@@ -61,6 +65,32 @@ def test_every_harness_module_is_named_in_its_row():
     assert {n for n in named if (HARNESS / f"{n}.py").is_file()} == modules
 
 
+@pytest.mark.parametrize("folder", sorted(p.name for p in PACKAGE.iterdir()
+                                           if (p / "__init__.py").is_file()) + [""])
+def test_every_module_of_the_package_is_named_in_its_row(folder: str):
+    """docs/layout.md's row of each folder of the package (and of its top) names every module
+    in it, ``__init__`` too where it holds code, not only a docstring: a reader looking for where
+    a thing lives finds its module by name (the fix loop's ``app``, ``notify``, ``config`` and
+    the agent CLIs' modules were not, before issue 30's review)."""
+    row = _row(f"repeat_failure/{folder}/" if folder else "repeat_failure/").split("|") \
+        if folder else next(line for line in LAYOUT.splitlines()
+                            if line.startswith("| `repeat_failure/` (top)")).split("|")
+    named = set(re.findall(r"`([a-z_]+)`", row[3]))
+    here = PACKAGE / folder
+    modules = {p.stem for p in here.glob("*.py") if p.stem != "__init__"}
+    body = ast.parse((here / "__init__.py").read_text(encoding="utf-8")).body
+    if any(not isinstance(b, ast.Expr) and not (isinstance(b, ast.ImportFrom) and b.module == "__future__")
+           for b in body):
+        modules.add("__init__")  # code, not only its docstring
+    assert modules - named == set()
+
+
+def test_every_page_of_docs_is_named_in_its_row():
+    """The ``docs/`` row names every page of docs/ (and each page it names exists)."""
+    named = set(re.findall(r"`docs/([a-z-]+\.md)`", _row("docs/")))
+    assert named == {p.name for p in (REPO / "docs").glob("*.md")}
+
+
 def test_every_top_level_folder_is_a_row_of_the_layout():
     """Every folder of the repository's top (tracked in git) is a row of one of docs/layout.md's
     tables, and so are the harness's backends and committed evidence (issue 30 item 4)."""
@@ -104,46 +134,36 @@ SHARED_DEPENDS = {"rules": {"backends"}, "turns": {"rules", "backends"},
                   "jsonlog": {"rules"}, "serving": set(), "malloc": set(), "": set()}
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(REPO).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+def _outside() -> frozenset[str]:
+    """The top-level names first-party code beside the package could be imported by: the
+    repository's folders (``harness``, ``tests``, ``benchmarks`` ...), its top-level modules and
+    the suite's helper modules (``sessionlogs``, ``fakegithub`` ...)."""
+    tracked = subprocess.run(["git", "-C", str(REPO), "ls-files"], capture_output=True,
+                             text=True, check=True).stdout.splitlines()
+    names = {path.split("/")[0] for path in tracked if "/" in path}
+    names |= {Path(path).stem for path in tracked if path.endswith(".py")
+              and (path.count("/") == 0 or path.startswith("tests/") and path.count("/") == 1)}
+    return frozenset(names - {"repeat_failure"})
+
+
+GRAPH = importgraph.read_graph(PACKAGE, _outside())
 
 
 def _imports() -> dict[str, set[str]]:
-    """Each module of the package → the modules of the package it imports (at the top or inside a
-    function; ``from P import m`` counts as importing ``P.m`` when that is a module)."""
-    paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
-    graph: dict[str, set[str]] = {}
-    for name, path in paths.items():
-        found: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                found.update(a.name for a in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-                    here = here[:len(here) - node.level + 1]
-                    base = ".".join(here + ([base] if base else []))
-                for alias in node.names:
-                    found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in paths else base)
-        graph[name] = {m for m in found if m in paths and m != name}
-    return graph
+    """Each module of the package → the modules of the package it imports
+    (:func:`importgraph.read_graph`: at the top, in a function, under ``if TYPE_CHECKING:``, by
+    a literal name given to ``importlib.import_module`` or ``__import__``, through an attribute
+    chain or a string annotation)."""
+    return GRAPH.imports
 
 
-def _package(module: str) -> str:
-    """``repeat_failure.X.y`` → ``X`` (a top-level module ``repeat_failure.X`` → ``X``, the
-    package itself → ``""``)."""
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 else ""
+_package = importgraph.package_of
 
 
 def test_no_program_imports_another_programs_modules():
     """A program's modules import their own program, the shared packages and the shared
     top-level modules; never another program's (issue 30)."""
-    bad = sorted((m, t) for m, targets in _imports().items() if _package(m) in PROGRAMS
-                 for t in targets if _package(t) not in SHARED | {_package(m)})
-    assert bad == []
+    assert importgraph.crossings(GRAPH, PROGRAMS, SHARED) == []
 
 
 def test_every_package_and_top_level_module_is_a_program_or_shared():
@@ -160,35 +180,77 @@ def test_shared_packages_import_no_program():
     and ``backends``; ``backends`` nothing else of the package but ``sessions.stores``;
     ``sessions`` only the rules and ``backends``; the shared top-level modules what
     :data:`SHARED_DEPENDS` names (issue 30). No shared module imports a program."""
-    bad = sorted((m, t) for m, targets in _imports().items() if _package(m) in SHARED_DEPENDS
-                 for t in targets if not {_package(t), t} & (SHARED_DEPENDS[_package(m)] | {_package(m)}))
-    assert bad == []
+    assert importgraph.shared_violations(GRAPH, SHARED_DEPENDS) == []
 
 
 def test_no_import_circle_in_the_package():
     """No module of the package imports, directly or through others, a module that imports it
-    back. A submodule's import of its own package's ``__init__`` is left out: Python runs that
-    ``__init__`` before any submodule anyway (the backends register themselves that way)."""
-    graph = _imports()
-    graph = {m: {t for t in targets if not m.startswith(t + ".")} for m, targets in graph.items()}
-    state: dict[str, int] = {}
-    circles: list[list[str]] = []
+    back. A submodule's import of its own package's ``__init__`` is left out only where that
+    ``__init__`` imports its submodules after everything else it defines (the backends register
+    themselves that way): Python runs the ``__init__`` first, and what the submodule takes from
+    it exists by then. An ``__init__`` that imports a submodule importing it back any earlier is
+    a circle (``tests/test_importgraph.py``)."""
+    assert importgraph.circles(GRAPH) == []
+    assert "repeat_failure.backends" in GRAPH.late_init
 
-    def visit(module: str, path: list[str]) -> None:
-        state[module] = 1
-        path.append(module)
-        for target in sorted(graph[module]):
-            if state.get(target) == 1:
-                circles.append(path[path.index(target):] + [target])
-            elif target not in state:
-                visit(target, path)
-        path.pop()
-        state[module] = 2
 
-    for module in sorted(graph):
-        if module not in state:
-            visit(module, [])
-    assert circles == []
+def test_the_package_imports_nothing_beside_it_nor_by_a_computed_name():
+    """No module of the package imports first-party code outside it (``harness``, ``tests``,
+    ``benchmarks`` ...: the wheel and the image do not ship them, and through them a program
+    could reach another unseen), and none imports by a name its source does not spell out
+    (``importlib.import_module(prefix + name)``), which no reading of the source can follow."""
+    assert GRAPH.outside == {}
+    assert GRAPH.computed == []
+
+
+#: Each program's and the shared code's modules, imported for real in one interpreter.
+_LOADED = """
+import importlib, json, sys
+for name in json.loads(sys.argv[1]):
+    importlib.import_module(name)
+print(json.dumps(sorted({m.split(".")[1] for m in sys.modules if m.startswith("repeat_failure.")})))
+"""
+
+
+@pytest.mark.parametrize("group", sorted(PROGRAMS) + ["shared"])
+def test_importing_a_program_loads_no_other_program(group: str):
+    """Importing every module of one program loads none of another program's modules (nor the
+    command line), and importing every shared module loads no program's: the static rules above,
+    confirmed by Python's own ``sys.modules`` (which also sees what a computed name loads at
+    import time)."""
+    modules = sorted(m for m in GRAPH.imports if (_package(m) == group if group in PROGRAMS
+                                                 else _package(m) in SHARED))
+    run = subprocess.run([sys.executable, "-c", _LOADED, json.dumps(modules)], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    loaded = set(json.loads(run.stdout))
+    assert loaded & (PROGRAMS | {"cli", "__main__"}) == ({group} if group in PROGRAMS else set())
+
+
+#: Each module imported first, into an interpreter that holds none of the package: an import
+#: circle that breaks shows as an ImportError (a name taken from a module not yet run).
+_EACH_FIRST = """
+import importlib, json, sys
+failed = {}
+for name in json.loads(sys.argv[1]):
+    for loaded in [m for m in sys.modules if m == "repeat_failure" or m.startswith("repeat_failure.")]:
+        del sys.modules[loaded]
+    try:
+        importlib.import_module(name)
+    except Exception as error:
+        failed[name] = repr(error)
+print(json.dumps(failed))
+"""
+
+
+def test_every_module_imports_first():
+    """Every module of the package but ``__main__`` (which runs the command line) imports
+    cleanly as the first module of the package an interpreter loads."""
+    modules = sorted(set(GRAPH.imports) - {"repeat_failure.__main__"})
+    run = subprocess.run([sys.executable, "-c", _EACH_FIRST, json.dumps(modules)], cwd=REPO,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == {}
 
 
 def test_the_scrub_circle_stays_broken():

@@ -1,15 +1,21 @@
 """Backend plug-ins: what each agent CLI adds around a command, and how to read its session log.
 
-One module per backend lives in this package. It may register:
+One module per backend lives in this package (docs/layout.md names each, and the few that are
+not a backend: ``coverage``, the coverage table; ``trajectory``, ``repeat-failure replay``'s
+reader of benchmark trajectories; ``opencode_rows``, ``opencode_storage`` and ``cline_tasks``,
+parts of one backend's reader). It may register:
 
 - a **wrapper stripper** (:func:`register_stripper`): :func:`repeat_failure.rules.normalize.normalize` calls
   it before anything else. A backend without one gets its command unchanged (the ``bash``
   pseudo-backend runs commands with a plain ``bash -c``, so it has none);
 - a **session-log reader** (:func:`register_reader`): turns the lines (or rows) of the
   backend's own session log into :class:`SessionEvent` values. :mod:`repeat_failure.sessions.tail` tails
-  the files and feeds the events to :mod:`repeat_failure.sessions.activity` (the C12 "not receiving data"
-  safeguard) and, for a reader with ``route_records``, to the detector as records of the
-  route ``<backend>_session_log`` (C3).
+  the files; the sidecar (:mod:`repeat_failure.sidecar.session_feed`) feeds the events to
+  :mod:`repeat_failure.sessions.activity` (the C12 "not receiving data" safeguard), to the turn
+  verdicts and, for a reader with ``route_records``, to the detector as records of the route
+  ``<backend>_session_log`` (C3);
+- a **stream-json reader** (:func:`register_stream_reader`): the same events from the
+  transcript a CLI prints in its batch mode, for ``repeat-failure verdict``.
 
 Readers see raw text (commands, outputs) and must never log or keep it: they return events, and
 the caller scrubs an event's ``command`` before it is stored anywhere.

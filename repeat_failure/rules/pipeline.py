@@ -1,4 +1,5 @@
-"""The pipeline's per-record rules, shared by the sidecar (:mod:`repeat_failure.sidecar.app`) and
+"""The pipeline's per-record rules, shared by the sidecar (:mod:`repeat_failure.sidecar.records`,
+:mod:`repeat_failure.sidecar.session_feed`) and
 ``repeat-failure replay`` (:mod:`repeat_failure.replay.run`), so that a replay says exactly what the sidecar
 would (issue 19).
 
