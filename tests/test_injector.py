@@ -984,6 +984,21 @@ def test_https_valid_review_same_as_the_pure_function(served) -> None:
     assert "litellm" not in logs.getvalue() and "/home/agent" not in logs.getvalue()
 
 
+@pytest.mark.parametrize("headers, status, error", [
+    ({"Content-Length": "1, 2"}, 400, "bad Content-Length: differing values"),
+    ({"Content-Length": "+1"}, 400, "bad Content-Length"),
+    ({"Transfer-Encoding": "chunked", "Content-Length": "0"}, 400,
+     "bad framing: Transfer-Encoding with Content-Length"),
+    ({"Transfer-Encoding": "chunked"}, 411, "send the body with a Content-Length"),
+])
+def test_https_framing_is_checked_on_get_healthz(served, headers, status, error) -> None:
+    """RFC 9112 section 6.3 on the injector's own GET /healthz (its handler reads no body): a
+    bad or conflicting Content-Length, or Transfer-Encoding, is an error with the layer's JSON
+    body, not the 200 it was."""
+    got, body, _ = served.request("GET", "/healthz", headers=headers)
+    assert (got, json.loads(body)) == (status, {"error": error, "status": status})
+
+
 def test_https_errors(served) -> None:
     """Bad JSON → 400, JSON that is not an AdmissionReview → 400, another Content-Type → 415,
     an unknown path → 404, GET /healthz → ok."""

@@ -329,6 +329,12 @@ def test_exporter_serves_through_the_layer():
         assert status == "HTTP/1.0 404 not found: try /metrics, /status or /healthz"
         assert json.loads(body) == {"error": "not found: try /metrics, /status or /healthz",
                                     "status": 404}
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 6\r\n\r\n")
+            status, headers, body = split(read_until_closed(sock))
+        assert status == "HTTP/1.0 400 bad Content-Length: differing values"  # was 200
+        assert json.loads(body) == {"error": "bad Content-Length: differing values",
+                                    "status": 400}
     finally:
         server.stop()
 
