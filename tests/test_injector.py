@@ -796,7 +796,7 @@ def test_docs_example_config_is_valid_and_the_defaults() -> None:
     ("imagePullPolicy: Sometimes\n", "injector.yaml: imagePullPolicy: 'Sometimes' is not one of"),
     ("configMap: Bad_Name\n", "injector.yaml: configMap: 'Bad_Name' does not match"),
     ("resources: {requests: {cpu: lots}}\n", "injector.yaml: resources.requests.cpu: 'lots' "
-                                              "does not match"),
+                                              "is not a Kubernetes quantity (e.g. 100m, 64Mi)"),
     ("resources: {request: {cpu: 1}}\n", "injector.yaml: resources.request: unknown key"),
     ("- enabled\n", "injector.yaml: (top level): ['enabled'] is not of type 'object'"),
     ("enabled: [\n", "injector.yaml: not valid YAML at line 2"),
