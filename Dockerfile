@@ -54,7 +54,8 @@ ENV PATH="/opt/venv/bin:${PATH}" \
 
 # Numeric, so Kubernetes' runAsNonRoot can verify it without an /etc/passwd entry.
 USER 10001:10001
-# 9466: /metrics, /status, /healthz; 8443: the injector's admission webhook (TLS).
-EXPOSE 9466 8443
+# 9466: the sidecar's /metrics, /status, /healthz; 9467: the fixloop's /metrics, /healthz,
+# /readyz; 9468: the injector's /metrics; 8443: the injector's admission webhook (TLS).
+EXPOSE 9466 9467 9468 8443
 ENTRYPOINT ["repeat-failure"]
 CMD ["run"]

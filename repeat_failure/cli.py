@@ -196,20 +196,19 @@ def cmd_hook_env(args: argparse.Namespace) -> int:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    """Validate a config file, the sidecar's (`repeat_failure:`) or the fix-loop ledger's
-    (`fixloop:`, told apart by that top-level key): exit 0 when valid, 2 with the reason when
-    not."""
+    """Validate a config file: the sidecar's (`repeat_failure:`), the fix-loop ledger's
+    (`fixloop:`) or the injector's (--injector, or top-level keys of its own, `enabled`, `image`,
+    ...; docs/kubernetes.md): exit 0 when valid, 2 with the reason (the bad key) when not."""
     from repeat_failure.config import read_yaml
+    from repeat_failure.kube.injector_config import check_injector_config
 
     data = read_yaml(args.file, "config file")
+    if (injector := check_injector_config(data, str(args.file), args.injector)) is not None:
+        print(injector)
+        return 0
     if isinstance(data, dict) and "fixloop" in data:
-        from repeat_failure.fixloop.config import parse_fixloop_config
-
-        fix = parse_fixloop_config(data, str(args.file))
-        print(f"{args.file}: valid fixloop config ({len(fix.repositories)} repositories, "
-              f"threshold {fix.threshold}, stale after {fix.stale_after_s:g} s, at most "
-              f"{fix.max_reengagements} re-engagements per head, sweep every "
-              f"{fix.interval_s:g} s)")
+        from repeat_failure.fixloop.config import describe_fixloop_config, parse_fixloop_config
+        print(describe_fixloop_config(parse_fixloop_config(data, str(args.file)), str(args.file)))
         return 0
     config = load_config(args.file)
     print(f"{args.file}: valid (check {'on' if config.enabled else 'off'}, threshold "
@@ -498,6 +497,8 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check-config", help="validate a config file",
                            description=cmd_check_config.__doc__)
     check.add_argument("file")
+    check.add_argument("--injector", action="store_true",
+                       help="FILE is the injector's config (inject-webhook --config)")
     check.set_defaults(func=cmd_check_config)
 
     cov = sub.add_parser("coverage", help="print the backend coverage table",

@@ -11,7 +11,8 @@ deadlines, certificate reload or our JSON error bodies.
 :class:`Server` holds the limits, each a constructor argument and an attribute of the same name
 (tests read them): ``max_connections`` (more are closed at accept, before any TLS state or
 thread exists), ``max_head_bytes`` (request line and headers together; more: 431),
-``max_body_bytes`` (:meth:`Handler.content_length`: more is 413, unread; no length 411),
+``max_body_bytes`` (:meth:`Handler.content_length`: more is 413, unread; no length 411; every
+request's framing is checked first, read or not: ``Handler._framing_ok``),
 ``handshake_timeout_s`` (accept to the end of the TLS handshake), ``request_timeout_s`` (first
 byte of a request line to the end of its body), ``idle_timeout_s`` (waiting for the next
 request of a kept-alive connection), ``max_client_connections`` (one client address's share of
@@ -240,6 +241,8 @@ class Handler(BaseHTTPRequestHandler):
     socket operation) and the ``do_*`` methods."""
 
     server: "Server"
+    declared_length: int | None = None  # this request's Content-Length (_framing_ok)
+    body_taken = False  # content_length() gave it to the handler to read
 
     def setup(self) -> None:
         """Set up the streams, then run the TLS handshake (under the handshake deadline armed
@@ -272,8 +275,11 @@ class Handler(BaseHTTPRequestHandler):
         else:  # the idle deadline ends with the request's first byte (issue 28)
             srv.deadlines.disarm(self.request)
         self.rfile = HeadReader(self._stream, srv.max_head_bytes)  # type: ignore[assignment]
+        self.declared_length = None
         try:
             super().handle_one_request()
+            if self.declared_length and not self.body_taken:
+                self.close_connection = True  # its unread body is no next request
         except http.client.LineTooLong as exc:  # the request line itself (headers: 431
             self.requestline = self.request_version = self.command = ""  # by http.server)
             self.close_connection = True
@@ -295,6 +301,34 @@ class Handler(BaseHTTPRequestHandler):
         if self.request_version == "HTTP/0.9":
             self.send_error(400, "Bad request: HTTP/0.9 is not served (send HTTP/1.0 or 1.1)")
             return False
+        return self._framing_ok()
+
+    def _framing_ok(self) -> bool:
+        """The body framing of every request, whether its handler reads a body or not (RFC 9112
+        section 6; one left unread would be taken for the next request): answered, closing,
+        400 for ``Transfer-Encoding`` with ``Content-Length``, in HTTP/1.0 or not ending in
+        ``chunked``, or a ``Content-Length`` not ASCII digits alone (``+5``, ``5_0``, `` 5``)
+        or several that differ (the same value repeated is that value, RFC 9110 section 8.6);
+        411 for a chunked body (not decoded here). Sets :attr:`declared_length` (None: none)."""
+        self.declared_length, self.body_taken = None, False
+        codings = [c.strip(" \t").lower() for f in self.headers.get_all("Transfer-Encoding", [])
+                   for c in f.split(",")]
+        fields = self.headers.get_all("Content-Length", [])
+        if codings:  # faulty framing (400), or a chunked body we do not decode (411)
+            why = ("with Content-Length" if fields else
+                   "in HTTP/1.0" if self.request_version == "HTTP/1.0" else
+                   "not ending in chunked" if codings[-1] != "chunked" else "")
+            self.send_error(400 if why else 411, f"bad framing: Transfer-Encoding {why}"
+                            if why else "send the body with a Content-Length")
+            return False
+        values = {v.strip(" \t") for field in fields for v in field.split(",")}
+        if not all(v.isascii() and v.isdigit() for v in values):
+            self.send_error(400, "bad Content-Length")
+            return False
+        if len({int(v) for v in values}) > 1:
+            self.send_error(400, "bad Content-Length: differing values")
+            return False
+        self.declared_length = int(values.pop()) if values else None
         return True
 
     def do_HEAD(self) -> None:  # noqa: N802 (http.server's naming)
@@ -357,31 +391,19 @@ class Handler(BaseHTTPRequestHandler):
         self.flush_headers()
 
     def content_length(self) -> int | None:
-        """The request's ``Content-Length``, checked against the server's ``max_body_bytes``;
-        None when the request was answered instead (connection closed): 411 with a
-        ``Transfer-Encoding`` or without a length, 400 for a length that is not ASCII digits
-        alone (``+5``, ``5_0`` and `` 5`` are not: ``int()`` took them), or for several lengths
-        (repeated headers or a list) that differ (RFC 9112 section 6.3; the same value repeated is
-        that value, RFC 9110 section 8.6), 413 over the limit (the body unread)."""
-        limit = self.server.max_body_bytes
-        if self.headers.get("Transfer-Encoding"):
-            self.send_error(411, "send the body with a Content-Length")
-            return None
-        fields = self.headers.get_all("Content-Length")
-        if not fields:
+        """The request's ``Content-Length`` (its framing checked by :meth:`_framing_ok` before
+        any ``do_*`` method), checked against the server's ``max_body_bytes``; None when the
+        request was answered instead (connection closed): 411 without a length, 413 over the
+        limit (the body unread). The caller reads the body (a body declared and not taken
+        closes the connection after the answer)."""
+        limit, length = self.server.max_body_bytes, self.declared_length
+        if length is None:
             self.send_error(411, "Content-Length required")
             return None
-        values = {v.strip(" \t") for field in fields for v in field.split(",")}
-        if not all(v.isascii() and v.isdigit() for v in values):
-            self.send_error(400, "bad Content-Length")
-            return None
-        if len({int(v) for v in values}) > 1:
-            self.send_error(400, "bad Content-Length: differing values")
-            return None
-        length = int(values.pop())
         if limit is not None and length > limit:
             self.send_error(413, f"request body over {limit} bytes")
             return None
+        self.body_taken = True
         return length
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002

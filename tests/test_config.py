@@ -115,6 +115,59 @@ def test_check_config_exit_codes(tmp_path, capsys) -> None:
         f"repeat-failure: {bad}: repeat_failure.threshold: -1 is less than the minimum of 1\n")
 
 
+INJECTOR_DEFAULTS = ("injection off, image ghcr.io/hive/repeat-failure:{v} (IfNotPresent), "
+                     "native sidecar, ConfigMap repeat-failure-config, user 10001:10001, "
+                     "resources limits memory 96Mi; requests cpu 10m, memory 48Mi")
+
+
+def test_check_config_reads_the_injectors_config(tmp_path, capsys) -> None:
+    """`check-config` on the injector's config (the file inject-webhook --config reads): told
+    by its own top-level keys, or forced with --injector; before, every such file was refused
+    as a sidecar config (`enabled: unknown key`)."""
+    from repeat_failure import __version__
+
+    inj = tmp_path / "injector.yaml"
+    inj.write_text("enabled: true\nimage: registry.example/rf:1.2\nimagePullPolicy: Always\n"
+                   "nativeSidecar: false\nconfigMap: rf-config\nrunAsUser: 2000\n"
+                   "runAsGroup: 3000\nresources: {requests: {cpu: 1}, limits: {memory: 64Mi}}\n")
+    for argv in (["check-config", str(inj)], ["check-config", "--injector", str(inj)]):
+        assert main(argv) == 0
+        assert capsys.readouterr().out == (
+            f"{inj}: valid injector config (injection on, image registry.example/rf:1.2 "
+            "(Always), sidecar in containers, ConfigMap rf-config, user 2000:3000, resources "
+            "limits memory 64Mi; requests cpu 1)\n")
+    empty = tmp_path / "empty.yaml"  # all defaults: the injector's only when told
+    empty.write_text("")
+    assert main(["check-config", "--injector", str(empty)]) == 0
+    assert capsys.readouterr().out == (
+        f"{empty}: valid injector config ({INJECTOR_DEFAULTS.format(v=__version__)})\n")
+    assert main(["check-config", str(empty)]) == 0
+    assert capsys.readouterr().out.startswith(f"{empty}: valid (check off, ")
+
+
+@pytest.mark.parametrize("text, flag, error", [
+    ("enabled: true\nnativeSidecars: true\n", False, "nativeSidecars: unknown key"),
+    ("runAsUser: 0\n", False, "runAsUser: 0 is less than the minimum of 1"),
+    ("runAsUser: 10001.0\n", False, "runAsUser: must be a whole number"),
+    ("enabled: yes please\n", False, "enabled: 'yes please' is not of type 'boolean'"),
+    ("imagePullPolicy: Sometimes\n", False,
+     "imagePullPolicy: 'Sometimes' is not one of ['Always', 'IfNotPresent', 'Never']"),
+    ("resources: {limits: {memory: 1x}}\n", False,
+     "resources.limits.memory: '1x' is not a Kubernetes quantity (e.g. 100m, 64Mi)"),
+    ("resources: {limit: {memory: 1Mi}}\n", False, "resources.limit: unknown key"),
+    # --injector: the file is the injector's whatever its keys (a sidecar file is refused).
+    ("repeat_failure: {enabled: true}\n", True, "repeat_failure: unknown key"),
+    ("nativeSidecars: true\n", True, "nativeSidecars: unknown key"),
+])
+def test_check_config_names_the_injectors_bad_key(tmp_path, capsys, text, flag, error) -> None:
+    """A bad injector config: exit 2, one line on stderr naming the file and the key."""
+    inj = tmp_path / "injector.yaml"
+    inj.write_text(text)
+    assert main(["check-config", *(["--injector"] if flag else []), str(inj)]) == 2
+    out = capsys.readouterr()
+    assert (out.out, out.err) == ("", f"repeat-failure: {inj}: {error}\n")
+
+
 def test_unknown_backend_is_refused() -> None:
     """A backend name not in the coverage table is a typo, not a silent "not available" row."""
     with pytest.raises(ConfigError, match=r"^c.yaml: repeat_failure.agents\[0\].backend: "

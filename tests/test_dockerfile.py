@@ -144,13 +144,18 @@ def test_final_stage_runs_as_numeric_non_root() -> None:
 
 def test_entrypoint_cmd_ports_env_labels() -> None:
     """ENTRYPOINT exactly ``["repeat-failure"]``, CMD ``["run"]`` (exec form), ports 9466
-    (metrics) and 8443 (webhook), the virtualenv first on PATH, no bytecode written, unbuffered
+    (the sidecar's metrics), 9467 (the fixloop's), 9468 (the injector's metrics; was missing)
+    and 8443 (webhook), every default port of the CLI's servers, the virtualenv first on PATH, no bytecode written, unbuffered
     output, and the OCI labels with the package's version and license."""
     final = stages()[-1]
     assert [json.loads(v) for v in instructions(final, "ENTRYPOINT")] == [["repeat-failure"]]
     assert [json.loads(v) for v in instructions(final, "CMD")] == [["run"]]
     ports = {p for v in instructions(final, "EXPOSE") for p in v.split()}
-    assert ports == {"9466", "8443"}
+    assert ports == {"9466", "9467", "9468", "8443"}
+    from repeat_failure import cli
+    assert ports == {listen.rsplit(":", 1)[1] for listen in (
+        cli.DEFAULT_LISTEN, cli.DEFAULT_FIXLOOP_LISTEN, cli.DEFAULT_INJECTOR_METRICS_LISTEN,
+        cli.DEFAULT_INJECTOR_LISTEN)}
     parser = dockerfile_parse.DockerfileParser(fileobj=io.BytesIO(DOCKERFILE.read_bytes()))
     env = parser.envs  # the final stage's
     assert env["PATH"].startswith(f"{VENV}/bin:")

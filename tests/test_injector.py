@@ -796,7 +796,7 @@ def test_docs_example_config_is_valid_and_the_defaults() -> None:
     ("imagePullPolicy: Sometimes\n", "injector.yaml: imagePullPolicy: 'Sometimes' is not one of"),
     ("configMap: Bad_Name\n", "injector.yaml: configMap: 'Bad_Name' does not match"),
     ("resources: {requests: {cpu: lots}}\n", "injector.yaml: resources.requests.cpu: 'lots' "
-                                              "does not match"),
+                                              "is not a Kubernetes quantity (e.g. 100m, 64Mi)"),
     ("resources: {request: {cpu: 1}}\n", "injector.yaml: resources.request: unknown key"),
     ("- enabled\n", "injector.yaml: (top level): ['enabled'] is not of type 'object'"),
     ("enabled: [\n", "injector.yaml: not valid YAML at line 2"),
@@ -982,6 +982,21 @@ def test_https_valid_review_same_as_the_pure_function(served) -> None:
         "namespace": "agents", "generate_name": "claude-agent-6b8f9c7d4-", "pod": None,
         "agent": "claude-agent", "backend": "claude"}
     assert "litellm" not in logs.getvalue() and "/home/agent" not in logs.getvalue()
+
+
+@pytest.mark.parametrize("headers, status, error", [
+    ({"Content-Length": "1, 2"}, 400, "bad Content-Length: differing values"),
+    ({"Content-Length": "+1"}, 400, "bad Content-Length"),
+    ({"Transfer-Encoding": "chunked", "Content-Length": "0"}, 400,
+     "bad framing: Transfer-Encoding with Content-Length"),
+    ({"Transfer-Encoding": "chunked"}, 411, "send the body with a Content-Length"),
+])
+def test_https_framing_is_checked_on_get_healthz(served, headers, status, error) -> None:
+    """RFC 9112 section 6.3 on the injector's own GET /healthz (its handler reads no body): a
+    bad or conflicting Content-Length, or Transfer-Encoding, is an error with the layer's JSON
+    body, not the 200 it was."""
+    got, body, _ = served.request("GET", "/healthz", headers=headers)
+    assert (got, json.loads(body)) == (status, {"error": error, "status": status})
 
 
 def test_https_errors(served) -> None:

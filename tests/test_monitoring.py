@@ -67,7 +67,8 @@ SIDECAR_ALERTS = ("RepeatFailureRepeatingFailure", "RepeatFailureCheckNotReceivi
                   "RepeatFailureAgentTurnsFailing", "RepeatFailurePreviewBroken")
 FIXLOOP_ALERTS = ("RepeatFailureFixLoopEscalated", "RepeatFailureFixLoopInconclusive",
                   "RepeatFailureFixLoopSweepsFailing")
-INJECTOR_ALERTS = ("RepeatFailureInjectorDown", "RepeatFailureInjectorAdmissionsFailing")
+INJECTOR_ALERTS = ("RepeatFailureInjectorDown", "RepeatFailureInjectorAdmissionsFailing",
+                   "RepeatFailureInjectorCertificateExpiring")
 ALERTS = SIDECAR_ALERTS + FIXLOOP_ALERTS + INJECTOR_ALERTS
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 #: The fixloop's series (``hive_repeat_failure_fixloop_<name>``) that carry a repository label.
@@ -103,11 +104,11 @@ def query_panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
 
 @needs_promtool
 def test_promtool_check_rules() -> None:
-    """`promtool check rules` accepts the rule file and counts its 8 rules."""
+    """`promtool check rules` accepts the rule file and counts its 12 rules."""
     done = subprocess.run(["promtool", "check", "rules", str(RULES)], capture_output=True,
                           text=True, timeout=60)
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == f"Checking {RULES}\n  SUCCESS: 11 rules found\n\n"
+    assert done.stdout == f"Checking {RULES}\n  SUCCESS: 12 rules found\n\n"
 
 
 @needs_promtool
@@ -120,9 +121,9 @@ def test_promtool_rule_unit_tests() -> None:
 
 
 def test_every_alert_is_tested_firing_and_not_firing() -> None:
-    """The rule file has exactly the eleven alerts, the sidecar's six in the group
-    ``repeat-failure``, the fixloop's three in ``repeat-failure-fixloop`` and the injector's two
-    in ``repeat-failure-injector`` (issue 29), each with a ``for``,
+    """The rule file has exactly the twelve alerts, the sidecar's six in the group
+    ``repeat-failure``, the fixloop's three in ``repeat-failure-fixloop`` and the injector's three
+    in ``repeat-failure-injector`` (issue 29; the certificate's expiry), each with a ``for``,
     a severity (warning; info for an escalated PR, already on the forge) and a summary and
     description; the promtool tests expect each of them both firing (a non-empty
     ``exp_alerts``) and not firing (an empty one)."""
@@ -137,7 +138,8 @@ def test_every_alert_is_tested_firing_and_not_firing() -> None:
         "RepeatFailureAgentTurnsFailing": "5m",
         "RepeatFailurePreviewBroken": "5m", "RepeatFailureFixLoopEscalated": "1m",
         "RepeatFailureFixLoopInconclusive": "10m", "RepeatFailureFixLoopSweepsFailing": "5m",
-        "RepeatFailureInjectorDown": "5m", "RepeatFailureInjectorAdmissionsFailing": "5m"}
+        "RepeatFailureInjectorDown": "5m", "RepeatFailureInjectorAdmissionsFailing": "5m",
+        "RepeatFailureInjectorCertificateExpiring": "15m"}
     for rule in rules:
         severity = "info" if rule["alert"] == "RepeatFailureFixLoopEscalated" else "warning"
         assert rule["labels"] == {"severity": severity}, rule["alert"]
@@ -1124,6 +1126,7 @@ def test_alert_expressions_against_real_prometheus(stack: Stack) -> None:
         # No injector runs here either: no injector target is up, which is what this says.
         "RepeatFailureInjectorDown": [({}, 1.0)],
         "RepeatFailureInjectorAdmissionsFailing": [],
+        "RepeatFailureInjectorCertificateExpiring": [],
     }
     for name, rule in rules.items():
         assert_series(stack.prom.query(rule["expr"], at=stack.t1), want[name], name)

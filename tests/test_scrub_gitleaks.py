@@ -16,33 +16,21 @@ cache, and gitleaks only reads the files it is given.
 from __future__ import annotations
 
 import collections
-import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import orjson
 import pytest
-from prometheus_client import generate_latest
 
 import gitleaks_corpus as corpus_mod
 import gitleaks_oracle as oracle
-from repeat_failure.sidecar import hook
-from repeat_failure.sidecar.app import Sidecar
-from repeat_failure.config import AgentSpec
-from repeat_failure.events import RateLimit
-from repeat_failure.sidecar.exporter import MetricsCollector, status_json
-from repeat_failure.rules.normalize import normalize
 from repeat_failure.rules.scrub import scrub
+from sidecar_channels import T0, record, sidecar_channels
 
 pytestmark = pytest.mark.slow
 
-T0 = 1_800_000_000.0
 #: Failures per command in the end-to-end run (the default threshold).
 FAILURES = 5
-#: Commands per agent in the end-to-end run: every note of an agent is on /metrics and
-#: /status (they show an agent's newest 100).
-PER_AGENT = 100
 
 #: Rules of the pinned default configuration that give no command example, and why.
 NO_COMMAND_EXAMPLES = {
@@ -192,66 +180,21 @@ def test_path_rules_find_nothing_in_scrubbed_contents(gitleaks: Oracle) -> None:
     assert used == {a for a in ALLOWED if a.shape == "file"}
 
 
-def _record(agent: str, cmd: str, ts: float) -> bytes:
-    """A failing record in the hook's format."""
-    return orjson.dumps({"v": 1, "ts": ts, "agent": agent, "backend": "bash",
-                         "route": "bash_env", "exit": 1, "cmd": cmd}) + b"\n"
-
-
 def test_gitleaks_finds_nothing_on_any_channel(gitleaks: Oracle, tmp_path, log_stream,
                                                monkeypatch) -> None:
     """One failing command per rule and shape (the first gitleaks flags), five failures each
     in the hook's record format, through a real sidecar with Kubernetes Events on (sent over
-    HTTP to a fake Events API on 127.0.0.1): gitleaks finds nothing in /metrics, /status, the
-    log, the state files or the Event bodies the API received, but what ALLOWED names."""
-    from test_events import FakeApiServer
-
+    HTTP to a fake Events API on 127.0.0.1; the run is :func:`sidecar_channels.sidecar_channels`):
+    gitleaks finds nothing in /metrics, /status, the log, the state files or the Event bodies
+    the API received, but what ALLOWED names."""
     chosen: dict[tuple[str, str], corpus_mod.Case] = {}
     for case in gitleaks.cases:
-        if case.before and len(_record("a000", case.command, T0)) < 4000:
+        if case.before and len(record("a000", case.command, T0)) < 4000:
             chosen.setdefault((case.rule, case.shape), case)
     cases = list(chosen.values())
     assert {rule for rule, _ in chosen} == {c.rule for c in gitleaks.cases if c.before}
-    agents = [f"a{i:03d}" for i in range((len(cases) + PER_AGENT - 1) // PER_AGENT)]
-    config = tmp_path / "config.yaml"
-    config.write_text("repeat_failure:\n  enabled: true\n  threshold: 5\n  top_commands: 1000\n"
-                      "  collect_grace_s: 1\n  events: true\n")
-    monkeypatch.setenv("POD_NAME", "agent-pod-1")
-    monkeypatch.setenv("POD_NAMESPACE", "agents")
-    api = FakeApiServer()
-    sc = Sidecar(tmp_path / "shared", [AgentSpec(a, "bash") for a in agents], config,
-                 clock=lambda: T0, monotonic=itertools.count(0, 10).__next__,
-                 events_configuration=api.configuration)
-    try:
-        sc.registry.register(MetricsCollector(sc))
-        assert sc.events is not None
-        sc.events.limit = RateLimit(burst=10 * len(cases))
-        # An agent at a time: its at most 100 notes fit the Events queue, which then drains.
-        for n, agent in enumerate(agents):
-            part = cases[n * PER_AGENT:(n + 1) * PER_AGENT]
-            lines = [_record(agent, case.command, T0 - 100 + k + i * 1e-3)
-                     for i, case in enumerate(part) for k in range(FAILURES)]
-            hook.records_path(sc.shared_dir, agent).write_bytes(b"".join(lines))
-            sc.run_once()
-            sc.run_once()
-            assert sc.events.wait_idle(60)
-        rows = sc.rows()
-        # One note per distinct scrubbed, normalized command of an agent (the commands of one
-        # shape that differ only in their secret merge).
-        notes = sum(len(r.notes) for r in rows)
-        assert notes == sum(
-            len({normalize(scrub(c.command), "bash")
-                 for c in cases[n * PER_AGENT:(n + 1) * PER_AGENT]}) for n in range(len(agents)))
-        assert len(api.events) == notes and api.invalid == []
-        outputs = {"metrics": generate_latest(sc.registry).decode(),
-                   "status": status_json(sc).decode(), "log": log_stream.getvalue()}
-    finally:
-        sc.events.close(timeout=5)
-        api.stop()
-    outputs.update({f"state/{a}": (sc.shared_dir / "state" / f"{a}.json").read_text()
-                    for a in agents})
-    outputs.update({f"event/{i}": body.decode() for i, (_, _, _, body) in enumerate(api.requests)})
-    assert outputs["log"].count('"note_raised"') == notes
+    outputs = sidecar_channels([c.command for c in cases], FAILURES, tmp_path, log_stream,
+                               monkeypatch)
     names = list(outputs)
     found = oracle.scan(gitleaks.binary, [outputs[n] for n in names], gitleaks.work)
     leaks, used = [], set()

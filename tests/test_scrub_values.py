@@ -9,25 +9,15 @@ gitleaks' own examples are judged by value in ``tests/test_scrub_gitleaks.py``.
 from __future__ import annotations
 
 import collections
-import itertools
 import json
 from pathlib import Path
 
-import orjson
 import pytest
-from prometheus_client import generate_latest
 
 import secret_values as sv
-from repeat_failure.config import AgentSpec
-from repeat_failure.events import RateLimit
-from repeat_failure.sidecar import hook
-from repeat_failure.sidecar.app import Sidecar
-from repeat_failure.sidecar.exporter import MetricsCollector, status_json
-from repeat_failure.rules.normalize import normalize
 from repeat_failure.rules.scrub import REDACTED, scrub
 from repeat_failure.rules.scrub_context import credential_word, looks_random
-
-T0 = 1_800_000_000.0
+from sidecar_channels import T0, sidecar_channels
 
 #: Kinds whose value has no shape of its own (a random word of a vendor's alphabet: a 40
 #: character base64 AWS secret key, 64 small letters and digits, 48 hex digits, 88 base64
@@ -224,55 +214,14 @@ def _leaks(outputs: dict[str, str], planted: list[sv.Planted]) -> list[tuple[str
     return found
 
 
-def _record(agent: str, cmd: str, ts: float) -> bytes:
-    return orjson.dumps({"v": 1, "ts": ts, "agent": agent, "backend": "bash",
-                         "route": "bash_env", "exit": 1, "cmd": cmd}) + b"\n"
-
-
 def test_no_planted_value_on_any_sidecar_channel(tmp_path, log_stream, monkeypatch) -> None:
     """Every planted command fails twice (threshold 2) in the hook's records, through a real
-    sidecar with Kubernetes Events on (a fake Events API on 127.0.0.1): no piece of a planted
-    value in /metrics, /status, the log, the state files or the Event bodies."""
-    from test_events import FakeApiServer
-
+    sidecar with Kubernetes Events on (a fake Events API on 127.0.0.1; the run is
+    :func:`sidecar_channels.sidecar_channels`): no piece of a planted value in /metrics,
+    /status, the log, the state files or the Event bodies."""
     planted = _gone()
-    per_agent = 100
-    agents = [f"a{i:03d}" for i in range((len(planted) + per_agent - 1) // per_agent)]
-    config = tmp_path / "config.yaml"
-    config.write_text("repeat_failure:\n  enabled: true\n  threshold: 2\n  top_commands: 1000\n"
-                      "  collect_grace_s: 1\n  events: true\n")
-    monkeypatch.setenv("POD_NAME", "agent-pod-1")
-    monkeypatch.setenv("POD_NAMESPACE", "agents")
-    api = FakeApiServer()
-    sc = Sidecar(tmp_path / "shared", [AgentSpec(a, "bash") for a in agents], config,
-                 clock=lambda: T0, monotonic=itertools.count(0, 10).__next__,
-                 events_configuration=api.configuration)
-    try:
-        sc.registry.register(MetricsCollector(sc))
-        assert sc.events is not None
-        sc.events.limit = RateLimit(burst=10 * len(planted))
-        for n, agent in enumerate(agents):
-            part = planted[n * per_agent:(n + 1) * per_agent]
-            lines = [_record(agent, p.command, T0 - 100 + k + i * 1e-3)
-                     for i, p in enumerate(part) for k in range(2)]
-            hook.records_path(sc.shared_dir, agent).write_bytes(b"".join(lines))
-            sc.run_once()
-            sc.run_once()
-            assert sc.events.wait_idle(60)
-        notes = sum(len(r.notes) for r in sc.rows())
-        assert notes == sum(len({normalize(scrub(p.command), "bash")
-                                 for p in planted[n * per_agent:(n + 1) * per_agent]})
-                            for n in range(len(agents)))
-        outputs = {"metrics": generate_latest(sc.registry).decode(),
-                   "status": status_json(sc).decode(), "log": log_stream.getvalue()}
-    finally:
-        sc.events.close(timeout=5)
-        api.stop()
-    assert len(api.events) == notes and api.invalid == []
-    outputs.update({f"state/{a}": (sc.shared_dir / "state" / f"{a}.json").read_text()
-                    for a in agents})
-    outputs.update({f"event/{i}": body.decode() for i, (_, _, _, body) in enumerate(api.requests)})
-    assert outputs["log"].count('"note_raised"') == notes
+    outputs = sidecar_channels([p.command for p in planted], 2, tmp_path, log_stream,
+                               monkeypatch)
     assert _leaks(outputs, planted) == []
 
 

@@ -329,6 +329,12 @@ def test_exporter_serves_through_the_layer():
         assert status == "HTTP/1.0 404 not found: try /metrics, /status or /healthz"
         assert json.loads(body) == {"error": "not found: try /metrics, /status or /healthz",
                                     "status": 404}
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 6\r\n\r\n")
+            status, headers, body = split(read_until_closed(sock))
+        assert status == "HTTP/1.0 400 bad Content-Length: differing values"  # was 200
+        assert json.loads(body) == {"error": "bad Content-Length: differing values",
+                                    "status": 400}
     finally:
         server.stop()
 
@@ -528,3 +534,70 @@ def test_one_clients_idle_connections_cannot_refuse_another_client():
         for sock in hogs:
             sock.close()
         server.stop()
+
+
+FRAMING = [  # headers, status, error: for every request, its handler reading a body or not
+    (b"Content-Length: 5\r\nContent-Length: 6\r\n", 400, "bad Content-Length: differing values"),
+    (b"Content-Length: 5, 6\r\n", 400, "bad Content-Length: differing values"),
+    (b"Content-Length: +5\r\n", 400, "bad Content-Length"),
+    (b"Content-Length: ten\r\n", 400, "bad Content-Length"),
+    (b"Content-Length: \r\n", 400, "bad Content-Length"),
+    (b"Transfer-Encoding: chunked\r\nContent-Length: 3\r\n", 400,
+     "bad framing: Transfer-Encoding with Content-Length"),
+    (b"Transfer-Encoding: chunked, gzip\r\n", 400,
+     "bad framing: Transfer-Encoding not ending in chunked"),
+    (b"Transfer-Encoding: gzip\r\n", 400, "bad framing: Transfer-Encoding not ending in chunked"),
+    (b"Transfer-Encoding: chunked\r\n", 411, "send the body with a Content-Length"),
+    (b"Transfer-Encoding: gzip, Chunked\r\n", 411, "send the body with a Content-Length"),
+]
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD", "POST"])
+@pytest.mark.parametrize("headers, status, error", FRAMING)
+def test_framing_is_checked_on_every_request(make, method, headers, status, error):
+    """RFC 9112 section 6.3: a conflicting or invalid Content-Length, or Transfer-Encoding with
+    one, is an error answered 400 and the connection closed. GET and HEAD (whose handler reads
+    no body) were answered 200 and kept alive; POST with both headers got 411."""
+    server = make(max_body_bytes=10)
+    path = b"/echo" if method == "POST" else b"/ok"
+    with connect(server) as sock:
+        sock.sendall(method.encode() + b" " + path + b" HTTP/1.1\r\nHost: x\r\n" + headers
+                     + b"\r\n")
+        line, heads, body = split(read_until_closed(sock))
+    assert line.startswith(f"HTTP/1.1 {status} ")
+    assert heads["Connection"] == "close"
+    expected = json.dumps({"error": error, "status": status}).encode() + b"\n"
+    assert body == (b"" if method == "HEAD" else expected)
+    assert heads["Content-Length"] == str(len(expected))
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_transfer_encoding_in_http_1_0_is_faulty_framing(make, method):
+    """RFC 9112 section 6.1: Transfer-Encoding in an HTTP/1.0 request is faulty framing."""
+    server = make(max_body_bytes=10)
+    with connect(server) as sock:
+        sock.sendall(method.encode() + b" /ok HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n")
+        line, heads, body = split(read_until_closed(sock))
+    assert line.startswith("HTTP/1.1 400 ") and heads["Connection"] == "close"
+    assert json.loads(body) == {"error": "bad framing: Transfer-Encoding in HTTP/1.0",
+                                "status": 400}
+
+
+def test_an_unread_body_closes_the_connection_after_the_answer(make):
+    """A GET with a valid Content-Length is answered, but its body (which no handler reads)
+    is not taken for the next request: the connection is closed after the answer. Before,
+    ``GET / HTTP/1.1`` sent as the body was answered as a second request (smuggled)."""
+    server = make()
+    smuggled = b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n"
+    with connect(server) as sock:
+        sock.sendall(b"GET /ok HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+                     % len(smuggled) + smuggled)
+        data = read_until_closed(sock)
+    assert data.count(b"HTTP/1.1 ") == 1 and data.startswith(b"HTTP/1.1 200 ")
+    assert data.endswith(b"\r\n\r\nok\n")
+    with connect(server) as sock:  # a zero length keeps the connection alive
+        sock.sendall(b"GET /ok HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n" * 2)
+        data = b""
+        while data.count(b"ok\n") < 2 and (chunk := sock.recv(65536)):
+            data += chunk
+    assert data.count(b"HTTP/1.1 200 OK\r\n") == 2

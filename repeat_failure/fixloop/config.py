@@ -269,3 +269,11 @@ def load_fixloop_config(path: str | os.PathLike[str]) -> FixloopConfig:
     """Read and validate the YAML file at ``path``; raises :class:`ConfigError` when it is
     missing, unreadable, not YAML or invalid."""
     return parse_fixloop_config(read_yaml(Path(path), "fixloop config file"), str(path))
+
+
+def describe_fixloop_config(config: FixloopConfig, source: str) -> str:
+    """The one line ``repeat-failure check-config`` prints for a valid fixloop config."""
+    return (f"{source}: valid fixloop config ({len(config.repositories)} repositories, "
+            f"threshold {config.threshold}, stale after {config.stale_after_s:g} s, at most "
+            f"{config.max_reengagements} re-engagements per head, sweep every "
+            f"{config.interval_s:g} s)")

@@ -140,6 +140,8 @@ def _error_text(error: jsonschema.ValidationError) -> str:
         return f"{key}: unknown key"
     if error.validator == "propertyNames":
         return f"{path}: {error.instance!r} is not a resource name"
+    if error.validator == "pattern" and error.schema is _QUANTITIES["additionalProperties"]:
+        return f"{path}: {error.instance!r} is not a Kubernetes quantity (e.g. 100m, 64Mi)"
     return f"{path or '(top level)'}: {error.message}"
 
 
@@ -240,3 +242,24 @@ class ConfigSource:
                                 "native_sidecar": new.native_sidecar, "image": new.image})
             self._config = new
             return new
+
+
+def check_injector_config(data: Any, source: str, forced: bool = False) -> str | None:
+    """``repeat-failure check-config`` on a parsed YAML document: None when it is not the
+    injector's config (not ``forced``, i.e. no ``--injector``, and not a mapping with one of the
+    injector's top-level keys and neither ``repeat_failure`` nor ``fixloop``), else the one line
+    printed for a valid one. Raises :class:`repeat_failure.config.ConfigError` naming ``source``
+    and the first bad key (:func:`parse_injector_config`)."""
+    keys = set(data) if isinstance(data, dict) else set()
+    if not forced and (not keys & set(_CONFIG_SCHEMA["properties"])
+                       or keys & {"repeat_failure", "fixloop"}):
+        return None
+    cfg = parse_injector_config(data, source)
+    resources = "; ".join(f"{kind} " + ", ".join(f"{name} {value}" for name, value in
+                                                 sorted(values.items()))
+                          for kind, values in sorted(cfg.resources.items()))
+    return (f"{source}: valid injector config (injection {'on' if cfg.enabled else 'off'}, "
+            f"image {cfg.image} ({cfg.image_pull_policy}), "
+            f"{'native sidecar' if cfg.native_sidecar else 'sidecar in containers'}, ConfigMap "
+            f"{cfg.config_map}, user {cfg.run_as_user}:{cfg.run_as_group}, "
+            f"resources {resources or 'none'})")
