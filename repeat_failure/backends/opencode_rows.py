@@ -16,19 +16,8 @@ import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
-from repeat_failure.backends import (
-    ERROR,
-    SHELL_END,
-    SHELL_START,
-    TEXT,
-    TOOL,
-    TURN_END,
-    TURN_START,
-    ReaderFormatError,
-    SessionEvent,
-    SessionLogReader,
-    str_or_empty,
-)
+from repeat_failure.backends import (ERROR, SHELL_END, SHELL_START, TEXT, TOOL, TURN_END, TURN_START,
+                                     ReaderFormatError, SessionEvent, SessionLogReader, str_or_empty)
 
 #: A database seen for the first time (empty state) is read from this many rows before the end
 #: of each table, not from its start: opencode keeps weeks of sessions in one file.
