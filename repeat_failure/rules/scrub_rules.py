@@ -321,7 +321,7 @@ RULES: tuple[tuple, ...] = (
                 r"|x-api-token|private-token|x-auth-token|cookie|set-cookie)"
                 r"|(?<![A-Za-z0-9_./-])[A-Za-z0-9_-]*-(?:token|key|secret|auth|pass(?:word|wd)?"
                 r"|credentials?))"
-                r"((?:\s|\\ )*:(?:\s|\\ )*)(?>(?:(bearer|basic|token|digest|negotiate)(?:\s|\\ )+)?)"
+                r"((?:\s|\\ )*:(?>(?:\s|\\ )*))(?>(?:(bearer|basic|token|digest|negotiate)(?:\s|\\ )+)?)"
                 r"(?!\[REDACTED\])(?:\\ |[^\s'\"])+"),
      header_value,
      _ci("authorization", "apikey", "api-key", "cookie", "-token", "-key", "-secret", "-auth",
