@@ -160,6 +160,41 @@ SHAPES: tuple[tuple[str, str], ...] = (
     ("jdbc-semicolon", "sqlline -u 'jdbc:sqlserver://db:1433;databaseName=app;user=sa;password={s};'"),
     ("jdbc-oracle-thin", "sqlplus -L 'jdbc:oracle:thin:app/{s}@db.example.com:1521/ORCL'"),
     ("ado-connection", "dotnet run -- \"Server=db;Database=app;User Id=sa;Pwd={s};\""),
+    # Commands that store a secret (the break-it run after issue 27): the argument or the input
+    # their own grammar names as the secret, with no secret-saying name before it.
+    ("gh-secret-body", "gh secret set DEPLOY_KEY --body '{s}' --repo org/app"),
+    ("gh-secret-b", "gh secret set DEPLOY_KEY -b {s}"),
+    ("gh-secret-herestring", "gh secret set DEPLOY_KEY <<< '{s}'"),
+    ("gh-secret-piped", "echo '{s}' | gh secret set DEPLOY_KEY --repo org/app"),
+    ("secretsmanager-string", "aws secretsmanager create-secret --name prod/db --secret-string '{s}'"),
+    ("secretsmanager-string-eq", "aws secretsmanager put-secret-value --secret-id prod/db "
+     "--secret-string={s}"),
+    ("secretsmanager-json", "aws secretsmanager create-secret --name prod/db --secret-string "
+     "'{\"username\":\"app\",\"password\":\"{s}\"}'"),
+    ("secretsmanager-json-plain-key", "aws --region eu-west-1 secretsmanager put-secret-value "
+     "--secret-id prod/db --secret-string '{\"db\":\"{s}\"}'"),
+    ("ssm-securestring", "aws ssm put-parameter --name /app/db --type SecureString --value '{s}'"),
+    ("az-keyvault", "az keyvault secret set --vault-name kv-prod --name db --value {s}"),
+    ("kubectl-from-literal", "kubectl create secret generic db --from-literal=db={s}"),
+    ("kubectl-from-literal-blank", "kubectl create secret generic db --from-literal db='{s}'"),
+    ("kubectl-from-literal-several", "kubectl -n prod create secret generic db "
+     "--from-literal=user=app --from-literal=db={s} --from-literal=api={s}"),
+    ("doctl-t", "doctl auth init -t {s}"),
+    ("doctl-access-token", "doctl auth init --context ci --access-token {s}"),
+    ("twine-p", "twine upload -u __token__ -p {s} dist/*"),
+    ("twine-password", "twine upload --password '{s}' dist/*"),
+    ("sudo-stdin", "echo '{s}' | sudo -S apt-get install -y jq"),
+    ("chpasswd", "echo 'deploy:{s}' | chpasswd"),
+    ("unzip-P", "unzip -P '{s}' backup.zip -d restore/"),
+    ("docker-config-json", "echo '{\"auths\":{\"registry.example.com\":{\"auth\":\"{s}\"}}}' "
+     "> ~/.docker/config.json"),
+    ("docker-config-printf", "printf '{\"auths\":{\"r.example.com\":{\"auth\":\"%s\"}}}' '{s}' "
+     "> ~/.docker/config.json"),
+    ("kube-config-heredoc", "cat > ~/.kube/config <<EOF\napiVersion: v1\nusers:\n- name: ci\n"
+     "  user:\n    token: {s}\nEOF"),
+    ("kube-config-echo", "echo '{s}' >> ~/.kube/config"),
+    ("docker-login-quoted", "docker 'login' -u ci -p {s} registry.example.com"),
+    ("docker-login-dquoted", "docker \"login\" --password {s} registry.example.com"),
     ("argument", "somecli config set value {s}"),
     ("env-generic-name", "CONFIG_VALUE={s} ./deploy.sh"),
 )

@@ -1,12 +1,16 @@
 """The scrubber's false-positive budget (issue 16): ordinary agent commands stay as typed.
 
-``tests/data/ordinary_commands.txt`` holds 658 ordinary commands an agent runs, one a line,
+``tests/data/ordinary_commands.txt`` holds 702 ordinary commands an agent runs, one a line,
 written for this test (git with SHAs, npm/pip/cargo/go versions, pytest node ids, kubectl, helm
 and terraform with resource names, docker digests, UUIDs, timestamps, paths, and setting names
 that mention a secret without holding one: ``KEY_ID=``, ``TOKEN_TTL=``,
 ``PASSWORD_MIN_LENGTH=``, ``SECRET_BACKEND=``, ``--set auth.existingSecret=``; issue 27 added
 SHAs, UUIDs, digests and checksums in ordinary positions, logins without a credential, plain
-writes to credentials-like files and connection strings without a password). At most 1 % of
+writes to credentials-like files and connection strings without a password; the break-it run
+after it added the look-alikes of secret-setting commands that set none, ``gh secret list``,
+``kubectl create secret generic --from-file``, ``aws ssm get-parameter``, ``unzip -l``,
+``twine upload dist/*``, ``echo y | sudo pacman -S``, and Subresource Integrity digests,
+``--integrity sha512-…==``, five of which scrub() changed). At most 1 % of
 them may change under ``scrub()``, and scrubbing must never make two of them one command for
 the detector (C7: the note counts a command; two commands merged count as one).
 """
@@ -50,7 +54,9 @@ def test_corpus_is_large_distinct_and_covers_the_issue_cases() -> None:
                    "SECRET_BACKEND=vault", "BASIC_AUTH_ENABLED=false",
                    "--set auth.existingSecret=app-secrets", "kubectl get secret ",
                    "gpg --recv-keys ", "ssh-keygen -t ed25519 -N ''", "ACCAB9X0QWERTY1234567890",
-                   "git checkout ", "@sha256:", "pytest tests/", "terraform plan"):
+                   "git checkout ", "@sha256:", "pytest tests/", "terraform plan",
+                   "gh secret list", "--from-file=./secrets/", "aws ssm get-parameter ",
+                   "unzip -l ", "twine upload dist/*", "--integrity sha512-", "integrity=\"sha256-"):
         assert needle in text, needle
 
 

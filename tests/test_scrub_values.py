@@ -38,12 +38,12 @@ def _gone() -> list[sv.Planted]:
 
 
 def test_the_corpus_covers_every_source_and_shape() -> None:
-    """Four sources of values, 31 shapes, 46 values; every value is a stranger to every template
+    """Four sources of values, 57 shapes, 46 values; every value is a stranger to every template
     (no piece of it is in the command around it)."""
     corpus = sv.corpus()
     assert {s for s, _ in sv.VALUES} == {"vendor-formats", "detect-secrets", "no-vendor",
                                          "structure-only"}
-    assert (len(sv.VALUES), len(sv.SHAPES), len(corpus)) == (46, 31, 1416)
+    assert (len(sv.VALUES), len(sv.SHAPES), len(corpus)) == (46, 57, 2612)
     for p in corpus:
         assert sv.survivors(p.value, p.command, context=sv.context_of(p.command, [p.value])) \
             != [] and sv.survivors(p.value, sv.context_of(p.command, [p.value])) == []
@@ -295,9 +295,9 @@ def test_ordinary_corpus_path(tmp_path) -> None:
 
 @pytest.mark.slow
 def test_gitleaks_is_the_second_opinion(tmp_path) -> None:
-    """gitleaks (the pinned release, as in ``tests/test_scrub_gitleaks.py``) flags 743 of the
-    1,416 planted commands before ``scrub()`` and none after: it agrees, but it is not the
-    judge (it stays silent on the 673 it never flagged). Skipped without go or the binary."""
+    """gitleaks (the pinned release, as in ``tests/test_scrub_gitleaks.py``) flags 1,378 of the
+    2,612 planted commands before ``scrub()`` and none after: it agrees, but it is not the
+    judge (it stays silent on the 1,234 it never flagged). Skipped without go or the binary."""
     import gitleaks_oracle as oracle
 
     go = oracle.find_go()
@@ -307,5 +307,5 @@ def test_gitleaks_is_the_second_opinion(tmp_path) -> None:
     planted = sv.corpus()
     before = oracle.scan(binary, [p.command for p in planted], tmp_path)
     after = oracle.scan(binary, [scrub(p.command) for p in planted], tmp_path)
-    assert sum(1 for found in before if found) == 743
+    assert sum(1 for found in before if found) == 1378
     assert [(p.shape, p.kind, f) for p, f in zip(planted, after) if f] == []

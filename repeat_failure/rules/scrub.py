@@ -91,6 +91,35 @@ def apply_rule(pattern: re.Pattern[str], replacement: Replacement, text: str) ->
 
 
 
+#: A Subresource Integrity digest (W3C SRI; npm's ``integrity``, ``--integrity``, an HTML
+#: ``integrity=`` attribute): a hash algorithm, ``-``, the digest in base64 (sha1: 27 characters
+#: and ``=``, sha256: 43 and ``=``, sha384: 64, sha512: 86 and ``==``). A digest of public
+#: content, no secret; but its base64 holds runs that read as a name before ``=``
+#: (``...Htbu7CPw==``: ``pw``) or as a vendor's token after a ``/`` (``AP3sFdN8…``).
+_SRI = re.compile(r"(?<![A-Za-z0-9+/_-])sha(?:1-[A-Za-z0-9+/]{27}=|256-[A-Za-z0-9+/]{43}="
+                  r"|384-[A-Za-z0-9+/]{64}|512-[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])")
+#: The characters that stand for a digest while the rules run (Unicode's private use area: no
+#: rule matches one as a letter, a digit or a token character; one character, so no rule takes
+#: part of it). A text already holding one is not masked.
+_MASK = 0xE000
+_MASK_COUNT = 6400
+_PRIVATE_USE = re.compile("[\ue000-\uf8ff]")
+
+
+def _mask_digests(text: str) -> tuple[str, list[str]]:
+    """``text`` with each SRI digest (:data:`_SRI`) replaced by one private-use character, and
+    the digests in order; ``(text, [])`` when it holds none (or already holds such a
+    character)."""
+    if "sha" not in text or _SRI.search(text) is None or _PRIVATE_USE.search(text):
+        return text, []
+    digests: list[str] = []
+
+    def one(m: re.Match[str]) -> str:
+        digests.append(m[0])
+        return chr(_MASK + len(digests) - 1)
+    return _SRI.sub(one, text, count=_MASK_COUNT), digests
+
+
 #: How many times :func:`scrub` runs the rule table at most over a text it keeps changing (a
 #: pass that changes nothing ends it; the second pass is all but a few hostile texts need).
 MAX_PASSES = 4
@@ -137,15 +166,21 @@ def scrub(text: str, cut: bool = False) -> str:
     taking ``api_key= ...`` for its value, ``[REDACTED]=``) until a later rule redacts part
     of it, and then only the next pass sees what was hidden (issue 27's break-it run: 8 of
     187,000 random texts a second ``scrub()`` changed). A text no rule changes costs one pass.
+    Subresource Integrity digests (:data:`_SRI`) are hidden from the rules while they run: a
+    digest is no secret, whatever runs of its base64 look like (a secret's value that is one,
+    ``TOKEN=sha256-…``, still goes).
     """
     if "\\" in text:
         text = _CONTINUATION.sub("", text)
     gate = _GATE_CUT if cut else _GATE
+    text, digests = _mask_digests(text)
     for _ in range(MAX_PASSES):
         changed = _one_pass(text, gate)
         if changed == text:
             break
         text = changed
+    for i, digest in enumerate(digests):
+        text = text.replace(chr(_MASK + i), digest)
     if cut:
         text = _LAST_WORD.sub(REDACTED, text)
     return text

@@ -45,6 +45,7 @@ from __future__ import annotations
 import re
 
 from repeat_failure.rules.scrub_names import REDACTED, SECRET, is_reference, value_is_secret
+from repeat_failure.rules.scrub_setters import word
 
 # --- what looks random ----------------------------------------------------------------------------
 
@@ -108,10 +109,23 @@ CRED_FILE = (r"""["']?(?:(?:~|\$HOME|\$\{HOME\})["']?)?"""
              r"""|\.git-credentials|\.dockercfg|\.pgpass|\.s3cfg|\.boto|\.env(?:\.[\w-]+)?"""
              r"""|[\w.-]+\.env|[\w.-]*(?:credentials?|creds|tokens?|secrets?|passwords?|passwd"""
              r"""|apikey|api[_-]key)(?:\.[A-Za-z0-9]+)?|[\w.-]+\.(?:token|secret|password)"""
-             r"""|\.aws/[\w.-]+))["']?(?=[\s;&|)'"]|\Z)""")
-#: Flags by which a command reads a credential from its standard input.
+             r"""|\.aws/[\w.-]+|(?:\.docker|\$\{?DOCKER_CONFIG\}?)/config\.json|\.kube/config"""
+             r"""|[\w.-]*kubeconfig(?:\.[A-Za-z0-9]+)?|\$\{?KUBECONFIG\}?))["']?(?=[\s;&|)'"]|\Z)""")
+#: Flags by which a command reads a credential from its standard input, and commands that read
+#: one there by their grammar: ``gh secret set NAME`` (no ``--body``: the value is read from
+#: standard input), ``sudo -S``/``--stdin`` (the password, before the command's own input; only
+#: among sudo's options, so ``sudo pacman -S pkg`` is none), ``chpasswd`` (``user:password``
+#: lines), ``passwd --stdin`` and ``aws secretsmanager ... --secret-string file:///dev/stdin``.
 _READER = (r"--(?:with-token|password-stdin|token-stdin|secret-stdin|stdin-password"
-           r"|api-key-stdin|key-stdin)\b")
+           r"|api-key-stdin|key-stdin)\b"
+           r"|(?<![\w./$-])(?:gh|'gh'|\"gh\")[ \t]+(?:secret|'secret'|\"secret\")[ \t]+"
+           r"(?:set|'set'|\"set\")(?![\w-])"
+           r"|(?<![\w.$-])sudo(?:[ \t]+(?:-[A-Za-z]*[ugpCDhRTU]|--(?:user|group|prompt|chdir|host"
+           r"|chroot|close-from|command-timeout|other-user))[ \t]+[^\s|;&<>]+"
+           r"|[ \t]+--?[A-Za-z][\w-]*(?:=[^\s|;&<>]*)?)*?[ \t]+(?:-[A-Za-z]*S[A-Za-z]*|--stdin)"
+           r"(?![\w-])"
+           r"|(?<![\w.$-])chpasswd(?![\w-])|(?<![\w.$-])passwd[ \t][^|;&\n]*--stdin\b"
+           r"|--secret-(?:string|binary)(?:=|[ \t]+)[\"']?(?:fileb?://)?/dev/stdin\b")
 #: Where a simple command (one without ``| ; & newline``) reads a credential from its input
 #: (:data:`_READS`) or writes a credentials-like file (:data:`_WRITES`: ``>``, ``>>``, ``tee``).
 _READS = re.compile(_READER)
@@ -148,11 +162,12 @@ def credential_word(word: str) -> bool:
 
 def random_words(text: str) -> str:
     """``text`` written to a credentials-like file, with every word of it that is taken for a
-    credential (:func:`credential_word`; words end at blanks, quotes, ``= , ;`` and an escaped
-    newline ``\\n``) redacted."""
+    credential (:func:`credential_word`; words end at blanks, quotes, ``= , ;``, an escaped
+    newline ``\\n`` and a ``[REDACTED]`` an earlier rule wrote: ``:[REDACTED]}}}`` keeps its
+    JSON) redacted."""
     def one(m: re.Match[str]) -> str:
         out = []
-        for part in re.split(r"(\\[nrt])", m[0]):
+        for part in re.split(r"(\\[nrt]|\[REDACTED\])", m[0]):
             out.append(REDACTED if credential_word(part) else part)
         return "".join(out)
     return _DATA_WORD.sub(one, text)
@@ -216,8 +231,9 @@ def written_to_file(m: re.Match[str]) -> str:
 #: ``<cli> [sub [sub]] login`` wherever it stands (a command, or one quoted in an error message
 #: or CI output: ``failed: somecli auth login …``); group ``rest`` the rest of that simple
 #: command.
-_LOGIN_HEAD = re.compile(r"(?<![\w./$-])[a-z][\w.-]*(?:[ \t]+[a-z][\w-]*){0,2}[ \t]+login\b"
-                         r"(?![=:.-])")
+_LOGIN_HEAD = re.compile(r"(?<![\w./$-])" + word(r"[a-z][\w.-]*") + r"(?:[ \t]+"
+                         + word(r"[a-z][\w-]*") + r"){0,2}[ \t]+" + word("login")
+                         + r"(?![\w=:.-])")
 _LOGIN = re.compile(_LOGIN_HEAD.pattern + r"(?P<rest>[^|;&\n]*)", re.M)
 _SHELL_WORD = re.compile(r"""(?:'[^']*'|"(?:\\.|[^"\\])*"|\\.|[^\s'"\\])+""")
 #: A plain word: small letters in parts (``eu-west``, ``my_app.local``) with at most a short

@@ -71,6 +71,7 @@ from collections.abc import Callable
 from repeat_failure.rules.scrub_names import (
     ODD, REDACTED, VENDOR_PARTS, VENDORS, name_kind, value_is_secret)
 from repeat_failure.rules.scrub_context import CONTEXT_RULES
+from repeat_failure.rules.scrub_setters import SETTER_RULES, word
 from repeat_failure.rules.scrub_replacements import (
     SHELL_NAME, assignment, encoded_secret, flag_value, header_value, keep, keep_user,
     secret_assignment, secret_data, shell_assignments)
@@ -384,8 +385,10 @@ RULES: tuple[tuple, ...] = (
     (re.compile(r"(\bredis-cli\b[^|;&\n]{0,200}?\s-a\s+)" + _WORD), keep(1),
      _cs("redis-cli"), _cs("-a")),
     # <tool> [sub] login ... -p PASSWORD: docker, podman, az (acr), oc, cf, helm registry ...
-    (re.compile(r"(\b(?:docker|podman|buildah|skopeo|nerdctl|az|oc|cf|helm)\s+"
-                r"(?:[a-z][a-z0-9-]*\s+){0,2}login\b[^|;&\n]{0,200}?\s-p(?:=|\s+)?)(?!\s)" + _WORD),
+    # (each word bare or quoted whole: docker 'login' -p, "docker" login '-p').
+    (re.compile(r"((?<!\w)" + word("docker|podman|buildah|skopeo|nerdctl|az|oc|cf|helm")
+                + r"\s+(?:" + word("[a-z][a-z0-9-]*") + r"\s+){0,2}" + word("login")
+                + r"(?!\w)[^|;&\n]{0,200}?\s" + word("-p") + r"(?:=|\s+)?)(?!\s)" + _WORD),
      keep(1), _cs("login"), _cs("-p"),
      _cs("docker", "podman", "buildah", "skopeo", "nerdctl", "az", "oc", "cf", "helm")),
     (re.compile(r"(\bpass:)" + _WORD), keep(1), _cs("pass:")),
@@ -406,8 +409,6 @@ RULES: tuple[tuple, ...] = (
      _cs("openssl"), _cs("-k")),
     (re.compile(r"(?i)(\baws\s+configure\s+set\s+\S*(?:secret|token|key)\S*\s+)" + _WORD),
      keep(1), _ci("configure"), _ci("aws")),
-    (re.compile(r"(\bgh\s+secret\s+set\b[^|;&\n]{0,200}?\s(?:--body|-b)(?:=|\s+))" + _WORD), keep(1),
-     _cs("secret"), _cs("-b")),
     # NAME=value (a shell word) where NAME says secret (:func:`name_kind`; the pattern matches
     # every NAME=value, :func:`shell_assignments` keeps those whose name does not, and ends a
     # value at the closing quote of a quoted word holding the assignment).
@@ -452,6 +453,10 @@ RULES: tuple[tuple, ...] = (
     # after the name rules, which redact a named value whole
     # (:mod:`repeat_failure.rules.scrub_context`).
     *CONTEXT_RULES,
+    # Commands that store a secret: the argument their grammar names as the secret
+    # (:mod:`repeat_failure.rules.scrub_setters`: gh secret set, aws secretsmanager and ssm,
+    # az keyvault, kubectl create secret generic, doctl auth init, twine, unzip).
+    *SETTER_RULES,
     # key = value where the key ends in key/password/token and the value is long and
     # token-shaped (IBM Cloud, SoftLayer, IBM COS forms: ["ibm_cloud_iam_api_key"]="...",
     # also with a space for the operator: detect-secrets' assignment patterns).
