@@ -5,7 +5,8 @@ The rules of :data:`CONTEXT_RULES` (run by :func:`repeat_failure.rules.scrub.scr
 :data:`repeat_failure.rules.scrub_rules.RULES`, before the rules that read names):
 
 * what ``echo``/``printf`` pipe into a credential reader (:data:`_READER`: ``--with-token``,
-  ``--password-stdin``, ``--token-stdin`` ...; or a ``login`` subcommand) goes whole:
+  ``--password-stdin``, ``--token-stdin`` ...; a command that reads its secret there, ``gh
+  secret set NAME``, ``sudo -S``, ``chpasswd``; or a ``login`` subcommand) goes whole:
   ``echo <tok> | gh auth login --with-token``; piped into ``tee`` of a credentials-like file,
   its random-looking words go;
 * a here-string (``<<<``) of a command that reads a credential or writes a credentials-like
@@ -16,10 +17,10 @@ The rules of :data:`CONTEXT_RULES` (run by :func:`repeat_failure.rules.scrub.scr
 * ``echo``/``printf`` writing to a credentials-like file (:data:`CRED_FILE`: ``.netrc``,
   ``.npmrc``, ``.pypirc``, ``.git-credentials``, ``*.env``, ``.env.*``, ``credentials``,
   ``token`` and ``*.token`` files, ``*secret*``, anything under ``~/.config/<vendor>/`` or
-  ``~/.aws/``): every word of what they write that is taken for a credential goes (eight or
+  ``~/.aws/``, ``~/.docker/config.json``, ``~/.kube/config``, ``*kubeconfig*``): every word of what they write that is taken for a credential goes (eight or
   more characters with a digit, a capital or a symbol: :func:`credential_word`);
 * the arguments of a ``login`` subcommand (``<cli> [sub] login ...``, also quoted in an error
-  message): the first positional argument of eight characters or more goes unless it is a
+  message; each of its words bare or quoted whole, ``somecli 'login'``, as the shell reads it): the first positional argument of eight characters or more goes unless it is a
   host, a URL, an e-mail address, a path, a plain word or a ``$VAR``; a flag's value goes when
   it looks random (not a UUID);
 * ``Pwd=``/``Password=`` in a connection string (``;``-separated, ADO.NET/ODBC/JDBC) and

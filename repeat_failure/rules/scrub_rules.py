@@ -25,7 +25,7 @@ Five kinds of rule, applied in order (the fifth, the command's grammar, runs aft
   ``az``/``oc``/``cf``/``helm registry`` ``login -p``, ``npm config set ...:_authToken VALUE``,
   ``openssl ... pass:PASS`` and ``-k``, ``keytool -storepass``, ``zip -P``, ``ldapsearch -w``,
   ``htpasswd -b``, ``smbclient -U user%PASS``, ``ssh-keygen -N`` (not an empty ``''``),
-  ``aws configure set <secret-ish key> VALUE``, ``gh secret set ... --body VALUE``, Bundler's
+  ``aws configure set <secret-ish key> VALUE``, Bundler's
   ``BUNDLE_<HOST>=user:password`` and NuGet's ``<add key="...Password" value="...">``;
 * names that say secret, in every assignment form gitleaks knows (``NAME=value``,
   ``name = "value"``, ``name: value``, ``name := value``, ``::=``, ``?=``, ``.=``, ``=>``,
@@ -43,7 +43,10 @@ Five kinds of rule, applied in order (the fifth, the command's grammar, runs aft
 * the command's grammar (issue 27, :mod:`repeat_failure.rules.scrub_context`): what is
   piped, here-string'd or here-doc'd into a credential reader (``--with-token``,
   ``--password-stdin``), a login's arguments, values written to credentials-like files
-  (``.netrc``, ``.pypirc``, ``*.env``, ``~/.config/<vendor>/…``), connection strings; and the
+  (``.netrc``, ``.pypirc``, ``*.env``, ``~/.config/<vendor>/…``, ``~/.kube/config``),
+  connection strings, and the secret a secret-setting command stores
+  (:mod:`repeat_failure.rules.scrub_setters`: ``gh secret set --body``, ``aws secretsmanager
+  --secret-string``, ``kubectl create secret generic --from-literal`` ...); and the
   generic vendor-token shape (a short lower-case prefix, ``_``/``-``, a random body) found by
   the base64 rule's scan. Last, a run of token characters an earlier rule left right after a
   ``[REDACTED]`` (its alphabet stopped at ``+``) goes too.
