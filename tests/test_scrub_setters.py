@@ -43,6 +43,7 @@ R = REDACTED
     (f"gh secret set NAME <<< {T}", f"gh secret set NAME <<< {R}"),
     (f"echo {P} | gh secret set NAME", f"echo {R} | gh secret set NAME"),
     (f"gh secret set NAME < <(echo {T})", f"gh secret set NAME < <(echo {R})"),
+    (f"gh secret set NAME <<EOF\n{T}\nEOF", f"gh secret set NAME <<EOF\n{R}\nEOF"),
     # 2. aws secretsmanager --secret-string (a JSON document goes whole; standard input).
     (f"aws secretsmanager create-secret --name n --secret-string {T}",
      f"aws secretsmanager create-secret --name n --secret-string {R}"),
@@ -93,6 +94,7 @@ R = REDACTED
     (f"chpasswd <<< 'root:{T}'", f"chpasswd <<< {R}"),
     (f"unzip -P {P} file.zip", f"unzip -P {R} file.zip"),
     (f"unzip -o -P{T} file.zip", f"unzip -o -P{R} file.zip"),
+    (f"/usr/bin/unzip -P {T} x.zip", f"/usr/bin/unzip -P {R} x.zip"),
     # 9. Docker's and kubectl's credential files.
     (f"echo '{{\"auths\":{{\"r\":{{\"auth\":\"{T}\"}}}}}}' > ~/.docker/config.json",
      f"echo '{{\"auths\":{{\"r\":{{\"auth\":{R}}}}}}}' > ~/.docker/config.json"),
@@ -136,6 +138,8 @@ def test_the_grammar_of_secret_setting_commands(command: str, expected: str) -> 
     'echo "10.0.0.5 db.internal" | sudo tee -a /etc/hosts', "cat users.txt | sudo chpasswd",
     "docker 'logout' ghcr.io", "echo '{\"credsStore\":\"desktop\"}' > ~/.docker/config.json",
     "kubectl config view --raw > ~/.kube/config", "git commit -m 'fix login' ab12cd34ef56",
+    "cat > ~/.kube/config <<EOF\napiVersion: v1\nclusters:\n- cluster:\n    server: "
+    "https://10.0.0.1:6443\n  name: kind-kind\ncurrent-context: kind-kind\nEOF",
 ])
 def test_look_alikes_that_set_no_secret_stay(command: str) -> None:
     """The same commands reading, listing, naming a file or a ``$VAR``, or a plain type: as

@@ -136,13 +136,20 @@ _WRITES = re.compile(r"(?:(?:&>>?|>\||>>?)[ \t]*|\btee\b(?:[ \t]+-[a-z]+)*[ \t]+
 _DATA_WORD = re.compile(r"""[^\s'"=,;]+""")
 
 
+#: A YAML key before its value (``apiVersion:``, ``current-context:``): a name, no credential,
+#: unless it looks random (a kubeconfig written with a here-document keeps its keys).
+_KEY_WORD = re.compile(r"[A-Za-z_][\w.-]*:")
+
+
 def credential_word(word: str) -> bool:
     """Whether ``word``, written to a credentials-like file, is taken for a credential: eight
     characters or more with a digit or a symbol (a UUID, a ``user:password``, a hexadecimal run
     too), or letters that look random (:func:`looks_random`; not a name such as
     ``dropboxToken``); but no host, URL, e-mail address, path of plain words, plain word
-    (``production``, ``eu-west-1``), number of up to 11 digits or ``$VAR``."""
-    if len(word) < 8 or word.startswith(REDACTED) or not value_is_secret(SECRET, word):
+    (``production``, ``eu-west-1``), key before its value (``apiVersion:``), number of up to 11
+    digits or ``$VAR``."""
+    if len(word) < 8 or word.startswith(REDACTED) or not value_is_secret(SECRET, word) \
+            or _KEY_WORD.fullmatch(word) and not looks_random(word[:-1]):
         return False
     if _HOST.fullmatch(word) or _URL.fullmatch(word) or _EMAIL.fullmatch(word) \
             or _PLAIN_WORD.fullmatch(word) and not _HEX.fullmatch(word):

@@ -53,7 +53,7 @@ _PLAIN_TYPE = re.compile(r"""--type(?:=|[ \t]+)["']?(?:String|StringList)["']?(?
 
 
 def _head(program: str, *subcommands: str) -> str:
-    out = r"(?<![\w./$-])" + word(program)
+    out = r"(?<![\w.$-])" + word(program)
     for sub in subcommands:
         out += _OPTIONS + r"[ \t]+" + word(sub)
     return out + r"(?![\w-])"
