@@ -111,6 +111,11 @@ R = REDACTED
     (f'podman "login" -u ci -p {T} quay.io', f'podman "login" -u ci -p {R} quay.io'),
     (f"somecli 'auth' 'login' {T}", f"somecli 'auth' 'login' {R}"),
     (f'echo {T} | somecli "login"', f'echo {R} | somecli "login"'),
+    # A flag quoted whole is a flag too (it was taken for the login's positional argument).
+    (f"docker login -u ci '--password' {P} r.example.com",
+     f"docker login -u ci '--password' {R} r.example.com"),
+    (f"echo {T} | docker 'login' '--password-stdin'", f"echo {R} | docker 'login' '--password-stdin'"),
+    (f"somecli login '--token' {T}", f"somecli login '--token' {R}"),
 ])
 def test_the_grammar_of_secret_setting_commands(command: str, expected: str) -> None:
     """The secret a command stores goes, the command around it stays; a second scrub changes

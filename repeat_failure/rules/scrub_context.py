@@ -275,8 +275,9 @@ def login_arguments(m: re.Match[str]) -> str:
             break  # a quote that closes what the login stands in (echo '... login ci' > f)
         last = w.end()
         secret = False
-        if word.startswith("-") and len(word) > 1:
-            after_flag = "=" not in word
+        bare = _unquote(word)
+        if bare.startswith("-") and len(bare) > 1:  # a flag, also quoted whole ('--password')
+            after_flag = "=" not in bare
             continue
         if word.startswith("<") or word.startswith(">"):
             break

@@ -388,10 +388,11 @@ RULES: tuple[tuple, ...] = (
     (re.compile(r"(\bredis-cli\b[^|;&\n]{0,200}?\s-a\s+)" + _WORD), keep(1),
      _cs("redis-cli"), _cs("-a")),
     # <tool> [sub] login ... -p PASSWORD: docker, podman, az (acr), oc, cf, helm registry ...
-    # (each word bare or quoted whole: docker 'login' -p, "docker" login '-p').
+    # (each word bare or quoted whole: docker 'login' -p, "docker" login '-p', '--password').
     (re.compile(r"((?<!\w)" + word("docker|podman|buildah|skopeo|nerdctl|az|oc|cf|helm")
                 + r"\s+(?:" + word("[a-z][a-z0-9-]*") + r"\s+){0,2}" + word("login")
-                + r"(?!\w)[^|;&\n]{0,200}?\s" + word("-p") + r"(?:=|\s+)?)(?!\s)" + _WORD),
+                + r"(?!\w)[^|;&\n]{0,200}?\s(?:" + word("-p") + r"(?:=|\s+)?|" + word("--password")
+                + r"(?:=|\s+)))(?!\s)" + _WORD),
      keep(1), _cs("login"), _cs("-p"),
      _cs("docker", "podman", "buildah", "skopeo", "nerdctl", "az", "oc", "cf", "helm")),
     (re.compile(r"(\bpass:)" + _WORD), keep(1), _cs("pass:")),
