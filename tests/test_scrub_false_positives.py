@@ -1,6 +1,6 @@
 """The scrubber's false-positive budget (issue 16): ordinary agent commands stay as typed.
 
-``tests/data/ordinary_commands.txt`` holds 702 ordinary commands an agent runs, one a line,
+``tests/data/ordinary_commands.txt`` holds 726 ordinary commands an agent runs, one a line,
 written for this test (git with SHAs, npm/pip/cargo/go versions, pytest node ids, kubectl, helm
 and terraform with resource names, docker digests, UUIDs, timestamps, paths, and setting names
 that mention a secret without holding one: ``KEY_ID=``, ``TOKEN_TTL=``,
@@ -10,7 +10,9 @@ writes to credentials-like files and connection strings without a password; the 
 after it added the look-alikes of secret-setting commands that set none, ``gh secret list``,
 ``kubectl create secret generic --from-file``, ``aws ssm get-parameter``, ``unzip -l``,
 ``twine upload dist/*``, ``echo y | sudo pacman -S``, and Subresource Integrity digests,
-``--integrity sha512-…==``, five of which scrub() changed). At most 1 % of
+``--integrity sha512-…==``, five of which scrub() changed; the second break-it run 24 more:
+``gh secret set N --env prod < file``, ``kubectl create secret tls``, ``unzip -qo``, ``vault kv
+get``, ``xargs`` without a secret flag, ``openssl enc -pass file:``). At most 1 % of
 them may change under ``scrub()``, and scrubbing must never make two of them one command for
 the detector (C7: the note counts a command; two commands merged count as one).
 """
@@ -56,7 +58,8 @@ def test_corpus_is_large_distinct_and_covers_the_issue_cases() -> None:
                    "gpg --recv-keys ", "ssh-keygen -t ed25519 -N ''", "ACCAB9X0QWERTY1234567890",
                    "git checkout ", "@sha256:", "pytest tests/", "terraform plan",
                    "gh secret list", "--from-file=./secrets/", "aws ssm get-parameter ",
-                   "unzip -l ", "twine upload dist/*", "--integrity sha512-", "integrity=\"sha256-"):
+                   "unzip -l ", "twine upload dist/*", "--integrity sha512-", "integrity=\"sha256-",
+                   "kubectl create secret tls ", "unzip -qo ", "vault kv get ", "| xargs "):
         assert needle in text, needle
 
 

@@ -126,7 +126,12 @@ _READER = (r"--(?:with-token|password-stdin|token-stdin|secret-stdin|stdin-passw
            r"|[ \t]+--?[A-Za-z][\w-]*(?:=[^\s|;&<>]*)?)*?[ \t]+(?:-[A-Za-z]*S[A-Za-z]*|--stdin)"
            r"(?![\w-])"
            r"|(?<![\w.$-])chpasswd(?![\w-])|(?<![\w.$-])passwd[ \t][^|;&\n]*--stdin\b"
-           r"|--secret-(?:string|binary)(?:=|[ \t]+)[\"']?(?:fileb?://)?/dev/stdin\b")
+           r"|--secret-(?:string|binary)(?:=|[ \t]+)[\"']?(?:fileb?://)?/dev/stdin\b"
+           # xargs appending what it reads to a command that ends in a secret flag:
+           # `echo T | xargs aws secretsmanager create-secret --name n --secret-string`.
+           r"|(?<![\w.$-])xargs(?![\w-])[^|;&\n]*?[ \t](?:--(?:secret-string|secret-binary"
+           r"|password|docker-password|access-token|body)|(?:put-parameter|keyvault)"
+           r"[^|;&\n]*?[ \t]--value)[ \t]*(?=[|;&\n]|\Z)")
 #: Where a simple command (one without ``| ; & newline``) reads a credential from its input
 #: (:data:`_READS`) or writes a credentials-like file (:data:`_WRITES`: ``>``, ``>>``, ``tee``).
 _READS = re.compile(_READER)
@@ -347,7 +352,7 @@ CONTEXT_RULES: tuple[tuple, ...] = (
     # ... --password-stdin <<< WORD, tee CREDFILE <<< WORD, <cli> login <<< WORD.
     (re.compile(r"(?P<head>(?:^|(?<=[|;&\n]))(?:[^|;&\n<]|<(?!<<))*<<<[ \t]*)"
                 r"""(?P<word>(?:'[^']*'?|"(?:\\.|[^"\\])*"?|\\.|[^\s'"\\;&|<>()])+)"""
-                r"(?=(?P<rest>[^;&\n]*))"),
+                r"(?=(?P<rest>(?:[^;&\n<]|<(?!<<))*))"),
      here_string, (("<<<",), 0)),
     # <reader> < <(echo DATA): a process substitution feeding a credential reader.
     (re.compile(r"(?P<head>(?:^|(?<=[|;&\n]))[^|;&\n]*?<[ \t]*<\([ \t]*"
