@@ -218,13 +218,14 @@ class HeadReader:
     itself accepts 100 header lines of 64 KiB each, 6.5 MB per request)."""
 
     def __init__(self, stream: Any, limit: int) -> None:
-        self._stream, self._limit, self._left = stream, limit, limit
+        self._stream, self._limit, self._left, self.bare_cr = stream, limit, limit, False
 
     def readline(self, size: int | None = -1) -> bytes:
         """One line, at most ``size`` bytes (all of them: ``-1``/``None``), within the limit."""
         cap = self._left + 1 if size is None or size < 0 else min(size, self._left + 1)
         line = self._stream.readline(cap)
         self._left -= len(line)
+        self.bare_cr = self.bare_cr or b"\r" in line.rstrip(b"\r\n")  # a CR not ending it
         if self._left < 0:
             exc = http.client.LineTooLong("request line and headers")
             exc.args = (f"request line and headers over {self._limit} bytes",)  # its str()
@@ -274,7 +275,7 @@ class Handler(BaseHTTPRequestHandler):
             srv.deadlines.arm(self.request, srv.request_timeout_s, "request")
         else:  # the idle deadline ends with the request's first byte (issue 28)
             srv.deadlines.disarm(self.request)
-        self.rfile = HeadReader(self._stream, srv.max_head_bytes)  # type: ignore[assignment]
+        self.rfile = self._head = HeadReader(self._stream, srv.max_head_bytes)  # type: ignore
         self.declared_length = None
         try:
             super().handle_one_request()
@@ -289,28 +290,30 @@ class Handler(BaseHTTPRequestHandler):
             srv.mark(self.request, "idle")
 
     def parse_request(self) -> bool:
-        """http.server's parse (through the head limit), then the plain stream again: the
-        ``do_*`` methods read bodies from ``self.rfile``. An HTTP/0.9 request (a request line
-        without a version) is answered 400, with a status line: no client of ours speaks it,
-        and its answer would have none."""
+        """http.server's parse (through the head limit), then the plain stream again (``do_*``
+        methods read bodies from ``self.rfile``). An HTTP/0.9 request line (no version): 400 at
+        once, with a status line (no client of ours speaks it; it sends no headers to wait for)."""
+        if len(self.raw_requestline.split()) == 2:  # type: ignore[attr-defined]
+            self.command, self.request_version, self.requestline = "", "HTTP/0.9", ""
+            self.send_error(400, "Bad request: HTTP/0.9 is not served (send HTTP/1.0 or 1.1)")
+            return False
         try:
             if not super().parse_request():
                 return False
         finally:
             self.rfile = self._stream
-        if self.request_version == "HTTP/0.9":
-            self.send_error(400, "Bad request: HTTP/0.9 is not served (send HTTP/1.0 or 1.1)")
-            return False
         return self._framing_ok()
 
     def _framing_ok(self) -> bool:
-        """The body framing of every request, whether its handler reads a body or not (RFC 9112
-        section 6; one left unread would be taken for the next request): answered, closing,
-        400 for ``Transfer-Encoding`` with ``Content-Length``, in HTTP/1.0 or not ending in
-        ``chunked``, or a ``Content-Length`` not ASCII digits alone (``+5``, ``5_0``, `` 5``)
-        or several that differ (the same value repeated is that value, RFC 9110 section 8.6);
-        411 for a chunked body (not decoded here). Sets :attr:`declared_length` (None: none)."""
-        self.declared_length, self.body_taken = None, False
+        """Every request's body framing (RFC 9112 section 6; a body left unread is no next
+        request): answered, closing, 400 for a header line http.server takes for body or another
+        field (no name and colon, blank before colon, folded, bare CR: RFC 9112 5.1, 5.2, 2.2),
+        ``Transfer-Encoding`` with ``Content-Length``, in HTTP/1.0 or not ending in ``chunked``,
+        ``Content-Length`` not 1-18 ASCII digits (``+5``, `` 5``) or differing; 411 chunked."""
+        self.declared_length, self.body_taken, h = None, False, self.headers
+        if h.defects or h.get_payload() or self._head.bare_cr or "\n" in "".join(h.values()):
+            self.send_error(400, "bad header line: folded, bare CR, or no name and colon")
+            return False
         codings = [c.strip(" \t").lower() for f in self.headers.get_all("Transfer-Encoding", [])
                    for c in f.split(",")]
         fields = self.headers.get_all("Content-Length", [])
@@ -322,7 +325,7 @@ class Handler(BaseHTTPRequestHandler):
                             if why else "send the body with a Content-Length")
             return False
         values = {v.strip(" \t") for field in fields for v in field.split(",")}
-        if not all(v.isascii() and v.isdigit() for v in values):
+        if not all(v.isascii() and v.isdigit() and len(v.lstrip("0")) <= 18 for v in values):
             self.send_error(400, "bad Content-Length")
             return False
         if len({int(v) for v in values}) > 1:
