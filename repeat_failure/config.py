@@ -351,6 +351,10 @@ MAX_YAML_NODES = 100_000
 #: few aliases of one large value cost what that many copies cost (a break-it run: 40,000
 #: aliases of a 2 MiB string passed the node bound and took 90 s of CPU; 90,000 took 10 GB).
 MAX_YAML_CHARS = 16 << 20
+#: A YAML config file over this many bytes is refused before it is parsed (a ConfigMap, where
+#: every config of ours lives in a cluster, holds at most 1 MiB; the second break-it run's
+#: 50 MB file took 17 s and 135 MB to parse, a comment but for two lines).
+MAX_YAML_BYTES = 1 << 20
 
 
 class _Loader(yaml.SafeLoader):
@@ -364,6 +368,19 @@ class _Loader(yaml.SafeLoader):
         node = super().compose_document()
         _check_expansion(node)
         return node
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:  # noqa: D102
+        # A key written twice in one mapping is refused (YAML 1.2: keys are unique; PyYAML kept
+        # the last, so ``enabled: true`` then ``enabled: false`` was silently off). Keys a
+        # merge (``<<: *anchor``) brings in may still be overridden.
+        seen: set = set()
+        for key, _ in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                if (key.tag, key.value) in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key.value!r}", key.start_mark)
+                seen.add((key.tag, key.value))
+        return super().construct_mapping(node, deep)
 
     def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: D102 (PyYAML's hook)
         if self._depth >= MAX_YAML_DEPTH:
@@ -425,18 +442,23 @@ def open_regular(path: str | os.PathLike[str]) -> int:
     return fd
 
 
-def read_regular_file(path: str | os.PathLike[str], what: str) -> bytes:
+def read_regular_file(path: str | os.PathLike[str], what: str,
+                      max_bytes: int | None = None) -> bytes:
     """The bytes of the regular file at ``path`` (:func:`open_regular`: a ConfigMap's symlink
     is followed; a directory, FIFO, socket or device is refused). Raises :class:`ConfigError`
-    naming ``path`` and ``what`` it is."""
+    naming ``path`` and ``what`` it is, also for a file over ``max_bytes`` (None: no limit)."""
     try:
         fd = open_regular(path)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
     try:
-        chunks = []
+        chunks, size = [], 0
         while chunk := os.read(fd, 1 << 16):
             chunks.append(chunk)
+            size += len(chunk)
+            if max_bytes is not None and size > max_bytes:
+                raise ConfigError(f"{path}: cannot read {what}: over {max_bytes:,} bytes (a "
+                                  "ConfigMap holds at most 1 MiB)")
         return b"".join(chunks)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
@@ -448,10 +470,11 @@ def read_yaml(path: str | os.PathLike[str], what: str) -> object:
     """The YAML document in the file at ``path`` (``None`` for an empty file). Raises
     :class:`ConfigError` naming ``path`` (and ``what`` it is) when the file cannot be read, is
     not a regular file (:func:`read_regular_file`), or is not valid YAML, with the line and
-    column of the problem; a document nested deeper than :data:`MAX_YAML_DEPTH` levels, or
-    whose aliases expand it past :data:`MAX_YAML_NODES` nodes, is not valid YAML here."""
+    column of the problem; a file over :data:`MAX_YAML_BYTES`, a document nested deeper than
+    :data:`MAX_YAML_DEPTH` levels, whose aliases expand it past :data:`MAX_YAML_NODES` nodes,
+    or a mapping with a key written twice, is not valid YAML here."""
     try:
-        text = read_regular_file(path, what).decode("utf-8")
+        text = read_regular_file(path, what, MAX_YAML_BYTES).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: cannot read {what}: {exc}") from exc
     try:

@@ -249,10 +249,15 @@ def check_injector_config(data: Any, source: str, forced: bool = False) -> str |
     injector's config (not ``forced``, i.e. no ``--injector``, and not a mapping with one of the
     injector's top-level keys and neither ``repeat_failure`` nor ``fixloop``), else the one line
     printed for a valid one. Raises :class:`repeat_failure.config.ConfigError` naming ``source``
-    and the first bad key (:func:`parse_injector_config`)."""
+    and the first bad key (:func:`parse_injector_config`), or, without ``forced``, the keys of
+    both the injector's config and another program's (``enabled`` and ``repeat_failure``)."""
     keys = set(data) if isinstance(data, dict) else set()
-    if not forced and (not keys & set(_CONFIG_SCHEMA["properties"])
-                       or keys & {"repeat_failure", "fixloop"}):
+    own, other = keys & set(_CONFIG_SCHEMA["properties"]), keys & {"repeat_failure", "fixloop"}
+    if not forced and own and other:
+        raise ConfigError(f"{source}: holds keys of the injector's config ({', '.join(sorted(own))})"
+                          f" and of another ({', '.join(sorted(other))}): one file is one "
+                          "program's config (--injector checks it as the injector's)")
+    if not forced and not own:
         return None
     cfg = parse_injector_config(data, source)
     resources = "; ".join(f"{kind} " + ", ".join(f"{name} {value}" for name, value in
