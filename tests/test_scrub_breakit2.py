@@ -48,6 +48,9 @@ FOUND = [
      f"echo {R} | xargs aws secretsmanager create-secret --name n --secret-string"),
     (f"echo {T} | xargs -r aws ssm put-parameter --name n --value | cat",
      f"echo {R} | xargs -r aws ssm put-parameter --name n --value | cat"),
+    # xargs -I{} putting it where the flag's value is {}: the value was kept, {} redacted.
+    (f"echo {W} | xargs -I{{}} aws secretsmanager create-secret --name n --secret-string {{}}",
+     f"echo {R} | xargs -I{{}} aws secretsmanager create-secret --name n --secret-string {{}}"),
     # The ) or ` closing a substitution was taken into the value and lost.
     (f"x=$(aws secretsmanager create-secret --name n --secret-string {W})",
      f"x=$(aws secretsmanager create-secret --name n --secret-string {R})"),
@@ -88,6 +91,7 @@ STAY = [
     "vault kv get -field=password secret/x", "vault write auth/approle/role/x token_ttl=1h",
     f"echo {W} | xargs mycmd --value", "echo a.txt | xargs rm",
     "aws ssm put-parameter --name n --value eu-west-1 --type=String",
+    "find . -name '*.tok' -exec gh secret set N --body {} \\;",
 ]
 
 

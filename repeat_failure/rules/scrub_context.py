@@ -127,11 +127,13 @@ _READER = (r"--(?:with-token|password-stdin|token-stdin|secret-stdin|stdin-passw
            r"(?![\w-])"
            r"|(?<![\w.$-])chpasswd(?![\w-])|(?<![\w.$-])passwd[ \t][^|;&\n]*--stdin\b"
            r"|--secret-(?:string|binary)(?:=|[ \t]+)[\"']?(?:fileb?://)?/dev/stdin\b"
-           # xargs appending what it reads to a command that ends in a secret flag:
+           # xargs appending what it reads to a command that ends in a secret flag, or putting
+           # it where the flag's value is `{}` (-I{}):
            # `echo T | xargs aws secretsmanager create-secret --name n --secret-string`.
            r"|(?<![\w.$-])xargs(?![\w-])[^|;&\n]*?[ \t](?:--(?:secret-string|secret-binary"
            r"|password|docker-password|access-token|body)|(?:put-parameter|keyvault)"
-           r"[^|;&\n]*?[ \t]--value)[ \t]*(?=[|;&\n]|\Z)")
+           r"[^|;&\n]*?[ \t]--value)(?:[ \t]*(?=[|;&\n]|\Z)|(?:=|[ \t]+)[\"']?\{\}[\"']?"
+           r"(?![^\s|;&]))")
 #: Where a simple command (one without ``| ; & newline``) reads a credential from its input
 #: (:data:`_READS`) or writes a credentials-like file (:data:`_WRITES`: ``>``, ``>>``, ``tee``).
 _READS = re.compile(_READER)

@@ -78,7 +78,8 @@ def _head(program: str, *subcommands: str) -> str:
 
 def _whole(value: str) -> str:
     """``value`` (one shell word) redacted whole unless it names a file or holds no secret."""
-    if not value or _FILE_VALUE.match(value) or not value_is_secret(SECRET, value):
+    if not value or _FILE_VALUE.match(value) or not value_is_secret(SECRET, value) \
+            or _unquoted(value) == "{}":  # xargs -I{} / find -exec: filled in from elsewhere
         return value
     return REDACTED
 
