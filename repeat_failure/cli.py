@@ -197,28 +197,18 @@ def cmd_hook_env(args: argparse.Namespace) -> int:
 
 def cmd_check_config(args: argparse.Namespace) -> int:
     """Validate a config file: the sidecar's (`repeat_failure:`), the fix-loop ledger's
-    (`fixloop:`) or the injector's (--injector, or top-level keys of its own, `enabled`, `image`,
-    ...; docs/kubernetes.md): exit 0 when valid, 2 with the reason (the bad key) when not."""
-    from repeat_failure.config import read_yaml
+    (`fixloop:`) or the injector's (--injector, or a top-level key only it has, `image`,
+    `nativeSidecar`, ...; docs/kubernetes.md): exit 0 when valid, 2 with the reason (the bad key)
+    when not; a file with both `repeat_failure:` and `fixloop:` is refused (docs/operations.md)."""
+    from repeat_failure.config import check_sidecar_config, read_yaml
+    from repeat_failure.fixloop.config import check_fixloop_config
     from repeat_failure.kube.injector_config import check_injector_config
 
-    data = read_yaml(args.file, "config file")
-    if (injector := check_injector_config(data, str(args.file), args.injector)) is not None:
-        print(injector)
-        return 0
-    if isinstance(data, dict) and "fixloop" in data:
-        from repeat_failure.fixloop.config import describe_fixloop_config, parse_fixloop_config
-        print(describe_fixloop_config(parse_fixloop_config(data, str(args.file)), str(args.file)))
-        return 0
-    config = load_config(args.file)
-    print(f"{args.file}: valid (check {'on' if config.enabled else 'off'}, threshold "
-          f"{config.threshold}, window {config.window_s:g} s, "
-          f"{'exit and output' if config.match_output else 'exit alone'} matched, not "
-          f"receiving data after {config.no_data_after_s:g} s)")
-    for agent in config.agents:
-        where = f"home {agent.home}" if agent.home else "no home (no session log read)"
-        preview = f", preview {agent.preview_url}" if agent.preview_url else ""
-        print(f"  agent {agent.name}: backend {agent.backend}, {where}{preview}")
+    data, source = read_yaml(args.file, "config file"), str(args.file)
+    line = check_injector_config(data, source, args.injector)
+    if line is None:
+        line = check_fixloop_config(data, source)
+    print(line if line is not None else "\n".join(check_sidecar_config(data, source)))
     return 0
 
 

@@ -51,7 +51,8 @@ def test_match_output_switches_to_exit_only_matching() -> None:
     ({"threshold": "5"}, "repeat_failure.threshold: '5' is not of type 'integer'"),
     ({"threshold": 5.0}, "repeat_failure.threshold: must be a whole number"),
     ({"enabled": "yes"}, "repeat_failure.enabled: 'yes' is not of type 'boolean'"),
-    ({"window_s": 0}, "repeat_failure.window_s: 0 is less than or equal to the minimum of 0"),
+    ({"window_s": 0}, "repeat_failure.window_s: must be greater than 0"),
+    ({"collect_interval_s": -1}, "repeat_failure.collect_interval_s: must be greater than 0"),
     ({"collect_interval_s": 31},
      "repeat_failure.collect_interval_s: 31 is greater than the maximum of 30"),
     ({"exclude": "gh pr checks"}, "repeat_failure.exclude: 'gh pr checks' is not of type 'array'"),
@@ -146,10 +147,11 @@ def test_check_config_reads_the_injectors_config(tmp_path, capsys) -> None:
 
 
 @pytest.mark.parametrize("text, flag, error", [
-    ("enabled: true\nnativeSidecars: true\n", False, "nativeSidecars: unknown key"),
+    ("enabled: true\nnativeSidecar: 1\n", False, "nativeSidecar: 1 is not of type 'boolean'"),
+    ("image: x\nnativeSidecars: true\n", False, "nativeSidecars: unknown key"),
     ("runAsUser: 0\n", False, "runAsUser: 0 is less than the minimum of 1"),
     ("runAsUser: 10001.0\n", False, "runAsUser: must be a whole number"),
-    ("enabled: yes please\n", False, "enabled: 'yes please' is not of type 'boolean'"),
+    ("enabled: yes please\n", True, "enabled: 'yes please' is not of type 'boolean'"),
     ("imagePullPolicy: Sometimes\n", False,
      "imagePullPolicy: 'Sometimes' is not one of ['Always', 'IfNotPresent', 'Never']"),
     ("resources: {limits: {memory: 1x}}\n", False,
@@ -158,6 +160,7 @@ def test_check_config_reads_the_injectors_config(tmp_path, capsys) -> None:
     # --injector: the file is the injector's whatever its keys (a sidecar file is refused).
     ("repeat_failure: {enabled: true}\n", True, "repeat_failure: unknown key"),
     ("nativeSidecars: true\n", True, "nativeSidecars: unknown key"),
+    ("enabled: true\nnativeSidecars: true\n", True, "nativeSidecars: unknown key"),
 ])
 def test_check_config_names_the_injectors_bad_key(tmp_path, capsys, text, flag, error) -> None:
     """A bad injector config: exit 2, one line on stderr naming the file and the key."""
@@ -166,6 +169,46 @@ def test_check_config_names_the_injectors_bad_key(tmp_path, capsys, text, flag, 
     assert main(["check-config", *(["--injector"] if flag else []), str(inj)]) == 2
     out = capsys.readouterr()
     assert (out.out, out.err) == ("", f"repeat-failure: {inj}: {error}\n")
+
+
+@pytest.mark.parametrize("text, error", [
+    # `enabled` is a key of both configs: alone it never makes a file the injector's.
+    ("enabled: true\n", "enabled: unknown key at the top level (the sidecar's keys belong "
+                         "under `repeat_failure:`); if it is the injector's config: check-config "
+                         "--injector FILE"),
+    ("enabled: true\nthreshold: 3\n", "enabled: unknown key at the top level (the sidecar's "
+                                        "keys belong under `repeat_failure:`)"),
+    ("threshold: 3\nwindow_s: 60\n", "threshold: unknown key at the top level (the sidecar's "
+                                       "keys belong under `repeat_failure:`)"),
+    ("enabled: true\nnativeSidecars: true\n", "enabled: unknown key at the top level (the "
+                                               "sidecar's keys belong under `repeat_failure:`)"),
+])
+def test_sidecar_keys_without_their_wrapper_are_refused_as_run_refuses_them(
+        tmp_path, capsys, text, error) -> None:
+    """A sidecar config written without its `repeat_failure:` wrapper passed check-config as a
+    valid injector config (exit 0) while `run --config` refused it (exit 2): now both exit 2,
+    naming the key and where it belongs."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(text)
+    assert main(["check-config", str(cfg)]) == 2
+    out = capsys.readouterr()
+    assert (out.out, out.err) == ("", f"repeat-failure: {cfg}: {error}\n")
+    assert main(["run", "--config", str(cfg), "--shared-dir", str(tmp_path / "s"), "--agent",
+                 "a1", "--backend", "bash", "--listen", "127.0.0.1:0"]) == 2
+    assert capsys.readouterr().err == f"repeat-failure: {cfg}: {error.split('; if')[0]}\n"
+
+
+def test_check_config_refuses_a_file_of_both_sidecar_and_fixloop(tmp_path, capsys) -> None:
+    """`repeat_failure:` and `fixloop:` in one file: no program reads it (run refuses `fixloop`,
+    fixloop refuses `repeat_failure`), so check-config refuses it as ambiguous, exit 2."""
+    both = tmp_path / "both.yaml"
+    both.write_text("repeat_failure: {enabled: true}\nfixloop: {repositories: [o/r]}\n")
+    assert main(["check-config", str(both)]) == 2
+    out = capsys.readouterr()
+    assert (out.out, out.err) == ("", f"repeat-failure: {both}: both `repeat_failure:` (the "
+                                      "sidecar's config) and `fixloop:` (the fix loop's) at the "
+                                      "top level; each program reads its own file, so split it "
+                                      "in two\n")
 
 
 def test_unknown_backend_is_refused() -> None:
