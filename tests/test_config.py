@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
+from pathlib import Path
 
 import pytest
 
@@ -544,3 +546,52 @@ def test_aliases_of_one_large_value_are_refused(tmp_path, capsys) -> None:
     cfg.write_text("repeat_failure:\n  exclude:\n    - &a '" + "y" * 1000 + "'\n"
                    + "    - *a\n" * 15)
     assert main(["check-config", str(cfg)]) == 0
+
+
+def _subcommand_actions(parser):
+    """``(subcommand words, action)`` of every option of every subcommand of ``parser``."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for word, sub in action.choices.items():
+                for words, inner in _subcommand_actions(sub):
+                    yield (word, *words), inner
+        elif action.option_strings:
+            yield (), action
+
+
+def test_every_flag_read_from_the_environment_names_its_variable_in_help(monkeypatch) -> None:
+    """Each flag whose default comes from a ``REPEAT_FAILURE_*`` variable names it in its
+    `--help` (run's --config, --shared-dir, --agent, --backend, --listen, --chain-bash-env and
+    --agent-home did not): every variable the command line reads (its ``_env("…")`` calls) is
+    set to "1", and the flag whose default it changed must name it."""
+    import repeat_failure.cli as cli
+
+    names = set(re.findall(r'_env(?:_flag)?\("([A-Z_]+)"', Path(cli.__file__).read_text()))
+    assert {"CONFIG", "SHARED_DIR", "AGENT", "BACKEND", "LISTEN", "CHAIN_BASH_ENV", "AGENT_HOME",
+            "PREVIEW_URL", "CONFIG_OPTIONAL", "INJECTOR_CONFIG", "FIXLOOP_CONFIG"} <= names
+    before = {(words, a.dest): a.default for words, a in _subcommand_actions(cli.build_parser())}
+    for name in sorted(names):
+        monkeypatch.setenv(f"REPEAT_FAILURE_{name}", "1")
+        changed = [(words, a) for words, a in _subcommand_actions(cli.build_parser())
+                   if a.default != before[(words, a.dest)]]
+        monkeypatch.delenv(f"REPEAT_FAILURE_{name}")
+        assert changed, name
+        for words, action in changed:
+            assert f"REPEAT_FAILURE_{name}" in action.help, (words, action.option_strings)
+
+
+def test_run_and_hook_env_help_say_when_agent_may_be_left_out(capsys) -> None:
+    """`run --help` says --agent/--backend are left out when the config lists
+    repeat_failure.agents; `hook env --help` that --agent may be left out for one listed agent."""
+    helps = {}
+    for argv in (["run", "--help"], ["hook", "env", "--help"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        helps[argv[0]] = " ".join(capsys.readouterr().out.split())
+    assert "Leave --agent and --backend out when the config lists the agents" in helps["run"]
+    assert ("--agent AGENT agent name; leave it out when the config lists repeat_failure.agents "
+            "(REPEAT_FAILURE_AGENT)") in helps["run"]
+    assert ("--agent AGENT agent name; may be left out when the config's repeat_failure.agents "
+            "lists one agent (REPEAT_FAILURE_AGENT)") in helps["hook"]
