@@ -55,7 +55,7 @@ _SCHEMA: dict[str, Any] = {
                 # A writer that opened the file before the rename must still be read: > 0.
                 "collect_grace_s": {"type": "number", "minimum": 0.5, "maximum": 60},
                 "top_commands": {"type": "integer", "minimum": 1, "maximum": 1000},
-                # One Kubernetes Event per raised note on the sidecar's pod (repeat_failure.events).
+                # Kubernetes Events on the sidecar's pod, per raised note and per broken preview (repeat_failure.events).
                 "events": {"type": "boolean"},
                 # Turn verdicts and the preview probe (seed ard-0038), on their own switch:
                 # independent of `enabled`, the repeat-failure check's (issue 31).
@@ -115,7 +115,7 @@ class Config:
 
     ``exclude`` holds the entries with whitespace collapsed, so they compare against normalized
     commands. ``agents`` is empty unless the file lists them (multi-agent pods). ``events``
-    turns on one Kubernetes Event per raised note (off by default).
+    turns on Kubernetes Events, one per raised note and one per broken preview (off by default).
     """
 
     enabled: bool = False
@@ -127,7 +127,8 @@ class Config:
     collect_grace_s: float = 5.0
     top_commands: int = 20
     agents: tuple[AgentSpec, ...] = field(default_factory=tuple)
-    #: One Kubernetes Event per raised note on the sidecar's own pod (:mod:`repeat_failure.events`).
+    #: Kubernetes Events on the sidecar's own pod, per raised note and per broken preview
+    #: (:mod:`repeat_failure.events`).
     events: bool = False
     #: Seconds one preview probe may take in all (entry document and assets).
     preview_timeout_s: float = 5.0
