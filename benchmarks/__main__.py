@@ -15,8 +15,9 @@ machines are noisy; the ratios are what to compare between runs:
   against bash without BASH_ENV is given too;
 * pipeline throughput: records/s through collect → parse → scrub → normalize → detector, and the
   ratio to bare ``orjson.loads`` of the same lines (issue 16's target: >= 20,000 records/s), for
-  ``gh pr view N`` commands and for the scrubber's false-positive corpus of 653 ordinary commands
-  (``ordinary_cmds``: many name a secret without holding one, so more rules run);
+  ``gh pr view N`` commands and for the scrubber's false-positive corpus of ordinary commands
+  (``ordinary_cmds``, tests/data/ordinary_commands.txt: many name a secret without holding one,
+  so more rules run);
 * record → metric latency: a record appended to the live file until the exporter's snapshot shows
   it, with the real inotify-driven loop (median and p95, ms);
 * record → note latency (issue 26): from the threshold-th failing record until its note, for
@@ -100,8 +101,8 @@ REPO = Path(__file__).resolve().parent.parent
 os.umask(0o007)
 
 
-#: The false-positive corpus of the scrubber's tests: 653 ordinary agent commands, many naming
-#: a secret without holding one (``TOKEN_TTL=3600``), which run more of the scrubber's rules.
+#: The false-positive corpus of the scrubber's tests: ordinary agent commands, one a line, many
+#: naming a secret without holding one (``TOKEN_TTL=3600``), which run more of the scrubber's rules.
 ORDINARY = REPO / "tests" / "data" / "ordinary_commands.txt"
 
 

@@ -7,7 +7,8 @@ Flags of ``run`` and ``hook env`` may also come from environment variables
 ``REPEAT_FAILURE_AGENT_HOME``, ``REPEAT_FAILURE_PREVIEW_URL``,
 ``REPEAT_FAILURE_CONFIG_OPTIONAL=1``) so a pod can set them from the Downward API; those of
 ``inject-webhook`` from ``REPEAT_FAILURE_INJECTOR_CONFIG``, ``REPEAT_FAILURE_INJECTOR_LISTEN``,
-``REPEAT_FAILURE_INJECTOR_TLS_CERT`` and ``REPEAT_FAILURE_INJECTOR_TLS_KEY``. Exit codes:
+``REPEAT_FAILURE_INJECTOR_METRICS_LISTEN``, ``REPEAT_FAILURE_INJECTOR_TLS_CERT`` and
+``REPEAT_FAILURE_INJECTOR_TLS_KEY``; ``fixloop``'s from ``REPEAT_FAILURE_FIXLOOP_*``. Exit codes:
 0 success, 2 bad usage or invalid config, 1 a runtime failure; ``verdict`` adds 3, 4 and 5,
 one per failed verdict (:data:`repeat_failure.turns.verdict.EXIT_CODES`).
 """
@@ -100,7 +101,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     failures and serve /metrics and /status until SIGTERM or SIGINT. With --config-optional a
     config file that does not exist yet means the built-in defaults (check off) until it
     appears (the injected sidecar's ConfigMap is optional); without it, a missing file is an
-    error (exit 2)."""
+    error (exit 2). Leave --agent and --backend out when the config lists the agents
+    (repeat_failure.agents). Each flag may come from the environment variable its help names."""
     from prometheus_client import CollectorRegistry, ProcessCollector
 
     from repeat_failure.sidecar.app import Sidecar
@@ -172,7 +174,9 @@ def cmd_inject_webhook(args: argparse.Namespace) -> int:
 def cmd_hook_env(args: argparse.Namespace) -> int:
     """Print the export lines (BASH_ENV, SHELL, and SHLVL=1 when the environment's SHLVL is unset
     or below 1) that make an agent's shells load its hook; print nothing on stdout when the check
-    is off."""
+    is off. --agent may be left out when the config's repeat_failure.agents lists one agent (it
+    must be one of those listed). Each flag may come from the environment variable its help
+    names."""
     config = load_config(args.config)
     if not config.enabled:
         print(f"repeat-failure: the check is off ({args.config or 'no --config'}: "
@@ -197,28 +201,18 @@ def cmd_hook_env(args: argparse.Namespace) -> int:
 
 def cmd_check_config(args: argparse.Namespace) -> int:
     """Validate a config file: the sidecar's (`repeat_failure:`), the fix-loop ledger's
-    (`fixloop:`) or the injector's (--injector, or top-level keys of its own, `enabled`, `image`,
-    ...; docs/kubernetes.md): exit 0 when valid, 2 with the reason (the bad key) when not."""
-    from repeat_failure.config import read_yaml
+    (`fixloop:`) or the injector's (--injector, or a top-level key only it has, `image`,
+    `nativeSidecar`, ...; docs/kubernetes.md): exit 0 when valid, 2 with the reason (the bad key)
+    when not; a file with both `repeat_failure:` and `fixloop:` is refused (docs/operations.md)."""
+    from repeat_failure.config import check_sidecar_config, read_yaml
+    from repeat_failure.fixloop.config import check_fixloop_config
     from repeat_failure.kube.injector_config import check_injector_config
 
-    data = read_yaml(args.file, "config file")
-    if (injector := check_injector_config(data, str(args.file), args.injector)) is not None:
-        print(injector)
-        return 0
-    if isinstance(data, dict) and "fixloop" in data:
-        from repeat_failure.fixloop.config import describe_fixloop_config, parse_fixloop_config
-        print(describe_fixloop_config(parse_fixloop_config(data, str(args.file)), str(args.file)))
-        return 0
-    config = load_config(args.file)
-    print(f"{args.file}: valid (check {'on' if config.enabled else 'off'}, threshold "
-          f"{config.threshold}, window {config.window_s:g} s, "
-          f"{'exit and output' if config.match_output else 'exit alone'} matched, not "
-          f"receiving data after {config.no_data_after_s:g} s)")
-    for agent in config.agents:
-        where = f"home {agent.home}" if agent.home else "no home (no session log read)"
-        preview = f", preview {agent.preview_url}" if agent.preview_url else ""
-        print(f"  agent {agent.name}: backend {agent.backend}, {where}{preview}")
+    data, source = read_yaml(args.file, "config file"), str(args.file)
+    line = check_injector_config(data, source, args.injector)
+    if line is None:
+        line = check_fixloop_config(data, source)
+    print(line if line is not None else "\n".join(check_sidecar_config(data, source)))
     return 0
 
 
@@ -442,28 +436,31 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    def common(p: argparse.ArgumentParser, agent: bool = True) -> None:
-        p.add_argument("--config", default=_env("CONFIG"),
-                       help="YAML config file (default: built-in defaults, check off)")
+    def common(p: argparse.ArgumentParser, agent: str) -> None:
+        p.add_argument("--config", default=_env("CONFIG"), help="YAML config file (default: "
+                       "built-in defaults, check off; REPEAT_FAILURE_CONFIG)")
         p.add_argument("--shared-dir", default=_env("SHARED_DIR", DEFAULT_SHARED_DIR),
                        help=f"shared volume (default {DEFAULT_SHARED_DIR}); a relative path "
-                            "is taken from the current directory")
-        if agent:
-            p.add_argument("--agent", default=_env("AGENT"), help="agent name")
+                            "is taken from the current directory (REPEAT_FAILURE_SHARED_DIR)")
+        p.add_argument("--agent", default=_env("AGENT"),
+                       help=f"agent name; {agent} (REPEAT_FAILURE_AGENT)")
 
     run = sub.add_parser("run", help="run the sidecar", description=cmd_run.__doc__)
-    common(run)
-    run.add_argument("--backend", default=_env("BACKEND"), help="the agent's backend (see `repeat-failure coverage`), e.g. bash")
-    run.add_argument("--listen", default=_env("LISTEN", DEFAULT_LISTEN),
-                     help=f"HOST:PORT for /metrics and /status (default {DEFAULT_LISTEN})")
+    common(run, "leave it out when the config lists repeat_failure.agents")
+    run.add_argument("--backend", default=_env("BACKEND"), help="the agent's backend (see "
+                     "`repeat-failure coverage`), e.g. bash; leave it out when the config lists "
+                     "repeat_failure.agents (REPEAT_FAILURE_BACKEND)")
+    run.add_argument("--listen", default=_env("LISTEN", DEFAULT_LISTEN), help=f"HOST:PORT for "
+                     f"/metrics and /status (default {DEFAULT_LISTEN}; REPEAT_FAILURE_LISTEN)")
     run.add_argument("--chain-bash-env", default=_env("CHAIN_BASH_ENV"),
                      help="the agent's original BASH_ENV, sourced by the rendered hook (never a "
-                          "file under the shared dir's hook/: exit 2)")
+                          "file under the shared dir's hook/: exit 2; "
+                          "REPEAT_FAILURE_CHAIN_BASH_ENV)")
     run.add_argument("--agent-home", default=_env("AGENT_HOME"),
                      help="the agent's home as mounted in the sidecar, an absolute path "
                           "(read-only is enough): "
                           "where the backend's session log is read for the 'not receiving "
-                          "data' safeguard and the session-log route")
+                          "data' safeguard and the session-log route (REPEAT_FAILURE_AGENT_HOME)")
     run.add_argument("--preview-url", default=_env("PREVIEW_URL"),
                      help="the agent's web-app preview origin, e.g. http://127.0.0.1:5173/: "
                           "after a turn that edited files it is fetched once (entry document "
@@ -491,7 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
     hook_sub = hook_p.add_subparsers(dest="hook_command", metavar="{env}", required=True)
     env = hook_sub.add_parser("env", help="print the export lines for an agent's environment",
                               description=cmd_hook_env.__doc__)
-    common(env)
+    common(env, "may be left out when the config's repeat_failure.agents lists one agent")
     env.set_defaults(func=cmd_hook_env)
 
     check = sub.add_parser("check-config", help="validate a config file",

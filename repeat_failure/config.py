@@ -55,7 +55,7 @@ _SCHEMA: dict[str, Any] = {
                 # A writer that opened the file before the rename must still be read: > 0.
                 "collect_grace_s": {"type": "number", "minimum": 0.5, "maximum": 60},
                 "top_commands": {"type": "integer", "minimum": 1, "maximum": 1000},
-                # One Kubernetes Event per raised note on the sidecar's pod (repeat_failure.events).
+                # Kubernetes Events on the sidecar's pod, per raised note and per broken preview (repeat_failure.events).
                 "events": {"type": "boolean"},
                 # Turn verdicts and the preview probe (seed ard-0038), on their own switch:
                 # independent of `enabled`, the repeat-failure check's (issue 31).
@@ -115,7 +115,7 @@ class Config:
 
     ``exclude`` holds the entries with whitespace collapsed, so they compare against normalized
     commands. ``agents`` is empty unless the file lists them (multi-agent pods). ``events``
-    turns on one Kubernetes Event per raised note (off by default).
+    turns on Kubernetes Events, one per raised note and one per broken preview (off by default).
     """
 
     enabled: bool = False
@@ -127,7 +127,8 @@ class Config:
     collect_grace_s: float = 5.0
     top_commands: int = 20
     agents: tuple[AgentSpec, ...] = field(default_factory=tuple)
-    #: One Kubernetes Event per raised note on the sidecar's own pod (:mod:`repeat_failure.events`).
+    #: Kubernetes Events on the sidecar's own pod, per raised note and per broken preview
+    #: (:mod:`repeat_failure.events`).
     events: bool = False
     #: Seconds one preview probe may take in all (entry document and assets).
     preview_timeout_s: float = 5.0
@@ -157,10 +158,22 @@ def _key_path(error: jsonschema.ValidationError) -> str:
     return text or "(top level)"
 
 
+#: The keys of the ``repeat_failure:`` section (a file that has them at the top level lacks its
+#: wrapper; the error says so).
+SECTION_KEYS = frozenset(_SCHEMA["properties"]["repeat_failure"]["properties"])
+
+
 def _describe(error: jsonschema.ValidationError) -> str:
     key = _key_path(error)
     if error.validator == "additionalProperties":
+        unwrapped = (sorted(set(error.instance) & SECTION_KEYS)  # type: ignore[arg-type]
+                     if not error.absolute_path else [])
+        if unwrapped:  # `enabled: true` written without its `repeat_failure:` wrapper
+            return (f"{unwrapped[0]}: unknown key at the top level (the sidecar's keys belong "
+                    "under `repeat_failure:`)")
         return f"{key}: unknown key"
+    if error.validator == "exclusiveMinimum":
+        return f"{key}: must be greater than {error.validator_value:g}"
     if error.validator == "pattern" and isinstance(error.instance, str):
         return f"{key}: {error.instance!r} is not allowed (must match {error.validator_value})"
     return f"{key}: {error.message}"
@@ -486,6 +499,30 @@ def read_yaml(path: str | os.PathLike[str], what: str) -> object:
         raise ConfigError(f"{path}: not valid YAML{at}: {problem}") from exc
     except RecursionError:  # a last resort: the depth bound should make this unreachable
         raise ConfigError(f"{path}: not valid YAML: nested too deeply") from None
+
+
+def check_sidecar_config(data: Any, source: str) -> list[str]:
+    """``repeat-failure check-config`` on a parsed YAML document read as the sidecar's config:
+    the lines printed for a valid one, a one-line summary then one line per agent of
+    ``repeat_failure.agents`` (none when it lists none). Raises :class:`ConfigError` naming
+    ``source`` and the first bad key (:func:`parse_config`); a lone top-level ``enabled``, all
+    an injector config may also hold, adds how to check it as one (``--injector``)."""
+    try:
+        config = parse_config(data, source)
+    except ConfigError as exc:
+        if isinstance(data, dict) and set(data) == {"enabled"}:
+            raise ConfigError(f"{exc}; if it is the injector's config: check-config --injector "
+                              "FILE") from None
+        raise
+    lines = [f"{source}: valid (check {'on' if config.enabled else 'off'}, threshold "
+             f"{config.threshold}, window {config.window_s:g} s, "
+             f"{'exit and output' if config.match_output else 'exit alone'} matched, not "
+             f"receiving data after {config.no_data_after_s:g} s)"]
+    for agent in config.agents:
+        where = f"home {agent.home}" if agent.home else "no home (no session log read)"
+        preview = f", preview {agent.preview_url}" if agent.preview_url else ""
+        lines.append(f"  agent {agent.name}: backend {agent.backend}, {where}{preview}")
+    return lines
 
 
 def load_config(path: str | os.PathLike[str] | None, allow_empty: bool = True) -> Config:

@@ -1,5 +1,5 @@
-"""Kubernetes Events: one core/v1 Event on the poster's own pod, per raised note for the sidecar
-(issue 7) and per escalation for the fixloop.
+"""Kubernetes Events: one core/v1 Event on the poster's own pod, per raised note (issue 7) and
+per broken preview (``PreviewError``) for the sidecar, and per escalation for the fixloop.
 
 Contract (docs/kubernetes.md "Events"): with ``repeat_failure.events: true`` (and the check on),
 each :class:`repeat_failure.rules.detector.NoteRaised` becomes ONE Event on the pod named by the Downward API

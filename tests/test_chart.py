@@ -922,7 +922,8 @@ def test_values_schema_mirrors_the_sidecar_schema() -> None:
 
 def test_events_role_only_with_events() -> None:
     """No RBAC by default. With `repeatFailure.events`, each agent namespace gets a Role allowing
-    exactly create and patch on events (core and events.k8s.io) and a RoleBinding of that Role
+    exactly create on core events (what repeat_failure/events.py does: one POST per Event; the
+    `patch` and events.k8s.io it granted before were never used) and a RoleBinding of that Role
     to each of `agentServiceAccounts` in that namespace."""
     objs = render()
     assert not of_kind(objs, "Role") and not of_kind(objs, "RoleBinding")
@@ -931,8 +932,8 @@ def test_events_role_only_with_events() -> None:
     roles = of_kind(objs, "Role")
     assert [r["metadata"]["namespace"] for r in roles] == list(TEAMS)
     for role in roles:
-        assert role["rules"] == [{"apiGroups": ["", "events.k8s.io"], "resources": ["events"],
-                                  "verbs": ["create", "patch"]}]
+        assert role["rules"] == [{"apiGroups": [""], "resources": ["events"],
+                                  "verbs": ["create"]}]
     for binding in of_kind(objs, "RoleBinding"):
         ns = binding["metadata"]["namespace"]
         assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
@@ -2032,3 +2033,36 @@ def test_prometheus_rule_runbook_base_url() -> None:
     assert "does not match pattern" in render_fails(
         "monitoring.prometheusRule.enabled=true",
         "monitoring.prometheusRule.runbookBaseUrl=wiki page#x")
+
+
+@pytest.mark.parametrize("doc", ["docs/operations.md", "charts/repeat-failure/README.md"])
+def test_the_documented_before_install_check_of_the_injector_config_runs(tmp_path, doc) -> None:
+    """docs/operations.md and the chart README tell how to check the injector config the chart
+    renders before installing (`helm template … --show-only templates/injector-config.yaml`, its
+    `injector.yaml` key, `check-config --injector`): the block runs as written (helm, python3
+    and repeat-failure this checkout's) and prints the valid summary of the chart's defaults."""
+    import sys
+
+    from repeat_failure import __version__
+
+    text = (REPO / doc).read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"```sh\n(.*?)```", text, re.S)
+                 if "--show-only templates/injector-config.yaml" in b)
+    tool = tmp_path / "bin"
+    tool.mkdir()
+    for name, target in (("helm", HELM), ("python3", sys.executable)):
+        (tool / name).write_text(f'#!/bin/sh\nexec {target} "$@"\n')
+    (tool / "repeat-failure").write_text(
+        f'#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m repeat_failure "$@"\n')
+    for path in tool.iterdir():
+        path.chmod(0o755)
+    script = block.replace("<namespace>", "team-a").replace(" charts/repeat-failure ",
+                                                           f" {CHART} ")
+    out = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=120, env={"PATH": f"{tool}:/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert (out.returncode, out.stderr) == (0, "")
+    assert out.stdout == (
+        "injector.yaml: valid injector config (injection off, image "
+        f"ghcr.io/hive/repeat-failure:{__version__} (IfNotPresent), native sidecar, ConfigMap "
+        "repeat-failure-config, user 10001:10001, resources limits memory 96Mi; requests cpu "
+        "10m, memory 48Mi)\n")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
+from pathlib import Path
 
 import pytest
 
@@ -51,7 +53,8 @@ def test_match_output_switches_to_exit_only_matching() -> None:
     ({"threshold": "5"}, "repeat_failure.threshold: '5' is not of type 'integer'"),
     ({"threshold": 5.0}, "repeat_failure.threshold: must be a whole number"),
     ({"enabled": "yes"}, "repeat_failure.enabled: 'yes' is not of type 'boolean'"),
-    ({"window_s": 0}, "repeat_failure.window_s: 0 is less than or equal to the minimum of 0"),
+    ({"window_s": 0}, "repeat_failure.window_s: must be greater than 0"),
+    ({"collect_interval_s": -1}, "repeat_failure.collect_interval_s: must be greater than 0"),
     ({"collect_interval_s": 31},
      "repeat_failure.collect_interval_s: 31 is greater than the maximum of 30"),
     ({"exclude": "gh pr checks"}, "repeat_failure.exclude: 'gh pr checks' is not of type 'array'"),
@@ -146,10 +149,11 @@ def test_check_config_reads_the_injectors_config(tmp_path, capsys) -> None:
 
 
 @pytest.mark.parametrize("text, flag, error", [
-    ("enabled: true\nnativeSidecars: true\n", False, "nativeSidecars: unknown key"),
+    ("enabled: true\nnativeSidecar: 1\n", False, "nativeSidecar: 1 is not of type 'boolean'"),
+    ("image: x\nnativeSidecars: true\n", False, "nativeSidecars: unknown key"),
     ("runAsUser: 0\n", False, "runAsUser: 0 is less than the minimum of 1"),
     ("runAsUser: 10001.0\n", False, "runAsUser: must be a whole number"),
-    ("enabled: yes please\n", False, "enabled: 'yes please' is not of type 'boolean'"),
+    ("enabled: yes please\n", True, "enabled: 'yes please' is not of type 'boolean'"),
     ("imagePullPolicy: Sometimes\n", False,
      "imagePullPolicy: 'Sometimes' is not one of ['Always', 'IfNotPresent', 'Never']"),
     ("resources: {limits: {memory: 1x}}\n", False,
@@ -158,6 +162,7 @@ def test_check_config_reads_the_injectors_config(tmp_path, capsys) -> None:
     # --injector: the file is the injector's whatever its keys (a sidecar file is refused).
     ("repeat_failure: {enabled: true}\n", True, "repeat_failure: unknown key"),
     ("nativeSidecars: true\n", True, "nativeSidecars: unknown key"),
+    ("enabled: true\nnativeSidecars: true\n", True, "nativeSidecars: unknown key"),
 ])
 def test_check_config_names_the_injectors_bad_key(tmp_path, capsys, text, flag, error) -> None:
     """A bad injector config: exit 2, one line on stderr naming the file and the key."""
@@ -166,6 +171,46 @@ def test_check_config_names_the_injectors_bad_key(tmp_path, capsys, text, flag, 
     assert main(["check-config", *(["--injector"] if flag else []), str(inj)]) == 2
     out = capsys.readouterr()
     assert (out.out, out.err) == ("", f"repeat-failure: {inj}: {error}\n")
+
+
+@pytest.mark.parametrize("text, error", [
+    # `enabled` is a key of both configs: alone it never makes a file the injector's.
+    ("enabled: true\n", "enabled: unknown key at the top level (the sidecar's keys belong "
+                         "under `repeat_failure:`); if it is the injector's config: check-config "
+                         "--injector FILE"),
+    ("enabled: true\nthreshold: 3\n", "enabled: unknown key at the top level (the sidecar's "
+                                        "keys belong under `repeat_failure:`)"),
+    ("threshold: 3\nwindow_s: 60\n", "threshold: unknown key at the top level (the sidecar's "
+                                       "keys belong under `repeat_failure:`)"),
+    ("enabled: true\nnativeSidecars: true\n", "enabled: unknown key at the top level (the "
+                                               "sidecar's keys belong under `repeat_failure:`)"),
+])
+def test_sidecar_keys_without_their_wrapper_are_refused_as_run_refuses_them(
+        tmp_path, capsys, text, error) -> None:
+    """A sidecar config written without its `repeat_failure:` wrapper passed check-config as a
+    valid injector config (exit 0) while `run --config` refused it (exit 2): now both exit 2,
+    naming the key and where it belongs."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(text)
+    assert main(["check-config", str(cfg)]) == 2
+    out = capsys.readouterr()
+    assert (out.out, out.err) == ("", f"repeat-failure: {cfg}: {error}\n")
+    assert main(["run", "--config", str(cfg), "--shared-dir", str(tmp_path / "s"), "--agent",
+                 "a1", "--backend", "bash", "--listen", "127.0.0.1:0"]) == 2
+    assert capsys.readouterr().err == f"repeat-failure: {cfg}: {error.split('; if')[0]}\n"
+
+
+def test_check_config_refuses_a_file_of_both_sidecar_and_fixloop(tmp_path, capsys) -> None:
+    """`repeat_failure:` and `fixloop:` in one file: no program reads it (run refuses `fixloop`,
+    fixloop refuses `repeat_failure`), so check-config refuses it as ambiguous, exit 2."""
+    both = tmp_path / "both.yaml"
+    both.write_text("repeat_failure: {enabled: true}\nfixloop: {repositories: [o/r]}\n")
+    assert main(["check-config", str(both)]) == 2
+    out = capsys.readouterr()
+    assert (out.out, out.err) == ("", f"repeat-failure: {both}: both `repeat_failure:` (the "
+                                      "sidecar's config) and `fixloop:` (the fix loop's) at the "
+                                      "top level; each program reads its own file, so split it "
+                                      "in two\n")
 
 
 def test_unknown_backend_is_refused() -> None:
@@ -501,3 +546,52 @@ def test_aliases_of_one_large_value_are_refused(tmp_path, capsys) -> None:
     cfg.write_text("repeat_failure:\n  exclude:\n    - &a '" + "y" * 1000 + "'\n"
                    + "    - *a\n" * 15)
     assert main(["check-config", str(cfg)]) == 0
+
+
+def _subcommand_actions(parser):
+    """``(subcommand words, action)`` of every option of every subcommand of ``parser``."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for word, sub in action.choices.items():
+                for words, inner in _subcommand_actions(sub):
+                    yield (word, *words), inner
+        elif action.option_strings:
+            yield (), action
+
+
+def test_every_flag_read_from_the_environment_names_its_variable_in_help(monkeypatch) -> None:
+    """Each flag whose default comes from a ``REPEAT_FAILURE_*`` variable names it in its
+    `--help` (run's --config, --shared-dir, --agent, --backend, --listen, --chain-bash-env and
+    --agent-home did not): every variable the command line reads (its ``_env("…")`` calls) is
+    set to "1", and the flag whose default it changed must name it."""
+    import repeat_failure.cli as cli
+
+    names = set(re.findall(r'_env(?:_flag)?\("([A-Z_]+)"', Path(cli.__file__).read_text()))
+    assert {"CONFIG", "SHARED_DIR", "AGENT", "BACKEND", "LISTEN", "CHAIN_BASH_ENV", "AGENT_HOME",
+            "PREVIEW_URL", "CONFIG_OPTIONAL", "INJECTOR_CONFIG", "FIXLOOP_CONFIG"} <= names
+    before = {(words, a.dest): a.default for words, a in _subcommand_actions(cli.build_parser())}
+    for name in sorted(names):
+        monkeypatch.setenv(f"REPEAT_FAILURE_{name}", "1")
+        changed = [(words, a) for words, a in _subcommand_actions(cli.build_parser())
+                   if a.default != before[(words, a.dest)]]
+        monkeypatch.delenv(f"REPEAT_FAILURE_{name}")
+        assert changed, name
+        for words, action in changed:
+            assert f"REPEAT_FAILURE_{name}" in action.help, (words, action.option_strings)
+
+
+def test_run_and_hook_env_help_say_when_agent_may_be_left_out(capsys) -> None:
+    """`run --help` says --agent/--backend are left out when the config lists
+    repeat_failure.agents; `hook env --help` that --agent may be left out for one listed agent."""
+    helps = {}
+    for argv in (["run", "--help"], ["hook", "env", "--help"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        helps[argv[0]] = " ".join(capsys.readouterr().out.split())
+    assert "Leave --agent and --backend out when the config lists the agents" in helps["run"]
+    assert ("--agent AGENT agent name; leave it out when the config lists repeat_failure.agents "
+            "(REPEAT_FAILURE_AGENT)") in helps["run"]
+    assert ("--agent AGENT agent name; may be left out when the config's repeat_failure.agents "
+            "lists one agent (REPEAT_FAILURE_AGENT)") in helps["hook"]

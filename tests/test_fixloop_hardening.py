@@ -285,8 +285,12 @@ def test_check_config_validates_a_fixloop_file(tmp_path):
     ok = subprocess.run([sys.executable, "-m", "repeat_failure", "check-config", str(good)],
                         capture_output=True, text=True, timeout=60)
     assert (ok.returncode, ok.stdout.strip()) == (0, (
-        f"{good}: valid fixloop config (1 repositories, threshold 3, stale after 3600 s, at "
+        f"{good}: valid fixloop config (1 repository, threshold 3, stale after 3600 s, at "
         "most 6 re-engagements per head, sweep every 300 s)"))
+    from repeat_failure.fixloop.config import describe_fixloop_config, parse_fixloop_config
+
+    two = parse_fixloop_config({"fixloop": {"repositories": ["acme/web", "acme/api"]}}, "f")
+    assert describe_fixloop_config(two, "f").startswith("f: valid fixloop config (2 repositories, ")
     no = subprocess.run([sys.executable, "-m", "repeat_failure", "check-config", str(bad)],
                         capture_output=True, text=True, timeout=60)
     assert (no.returncode, no.stderr.strip()) == (2, (

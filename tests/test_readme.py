@@ -74,3 +74,43 @@ def test_try_it_on_your_own_shell(tmp_path: Path) -> None:
         assert hit is not None, (line, err)
         matched[hit] += 1
     assert matched == got_err, err  # every line expected, nothing else
+
+
+def _readme() -> str:
+    return (REPO / "README.md").read_text()
+
+
+def test_the_rule_count_the_readme_gives_is_the_scrubbers() -> None:
+    """README "Performance" says how many scrub rules the Aho-Corasick gate skips: the figure is
+    ``len(RULES)`` (it said 150 when there were 167)."""
+    from repeat_failure.rules.scrub_rules import RULES
+
+    counts = re.findall(r"most of the (\d+) rules never\s+run", _readme())
+    assert counts == [str(len(RULES))]
+
+
+def test_the_readme_gives_every_exit_status_of_verdict() -> None:
+    """README's `verdict` paragraph names every exit status `verdict --help` does: the verdicts'
+    (EXIT_CODES), 1 (no verdict: an unreadable transcript without --exit-status, an unknown
+    format) and 2 (bad usage); it listed 0/3/4/5 only."""
+    from repeat_failure.turns.verdict import EXIT_CODES
+
+    paragraph = _readme().split("`repeat-failure verdict` is for CI jobs:", 1)[1].split("```", 1)[0]
+    paragraph = " ".join(paragraph.split())
+    for verdict, code in EXIT_CODES.items():
+        assert (f"exits 0 for `{verdict}`" if code == 0 else f"{code} `{verdict}`") in paragraph
+    assert "1 when there is no verdict: the transcript cannot be read" in paragraph
+    assert "2 for bad usage" in paragraph
+
+
+def test_benchmarks_are_run_from_the_virtualenv_and_name_no_stale_corpus_size() -> None:
+    """The README runs the benchmarks as its Development section does (`.venv/bin/python -m
+    benchmarks`), and `python -m benchmarks --help` gives no count of the ordinary-commands
+    corpus (it said 653 when tests/data/ordinary_commands.txt held 702 lines)."""
+    readme = _readme()
+    assert re.findall(r"(?<![/\w])python -m benchmarks", readme) == []
+    assert ".venv/bin/python -m benchmarks [--json FILE] [--only NAME]" in readme
+    out = subprocess.run([sys.executable, "-m", "benchmarks", "--help"], cwd=REPO,
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    assert "corpus of ordinary commands" in out
+    assert re.search(r"\d+ ordinary commands", out) is None

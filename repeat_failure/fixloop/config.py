@@ -273,7 +273,24 @@ def load_fixloop_config(path: str | os.PathLike[str]) -> FixloopConfig:
 
 def describe_fixloop_config(config: FixloopConfig, source: str) -> str:
     """The one line ``repeat-failure check-config`` prints for a valid fixloop config."""
-    return (f"{source}: valid fixloop config ({len(config.repositories)} repositories, "
+    return (f"{source}: valid fixloop config ({len(config.repositories)} "
+            f"{'repository' if len(config.repositories) == 1 else 'repositories'}, "
             f"threshold {config.threshold}, stale after {config.stale_after_s:g} s, at most "
             f"{config.max_reengagements} re-engagements per head, sweep every "
             f"{config.interval_s:g} s)")
+
+
+def check_fixloop_config(data: Any, source: str) -> str | None:
+    """``repeat-failure check-config`` on a parsed YAML document: None when it has no top-level
+    ``fixloop`` key (not the fix loop's), else the line printed for a valid one
+    (:func:`describe_fixloop_config`). Raises :class:`ConfigError` naming ``source`` and the
+    first bad key, or when the document also holds ``repeat_failure`` (the sidecar's): no
+    program reads such a file, so it is refused as ambiguous."""
+    keys = set(data) if isinstance(data, dict) else set()
+    if "fixloop" not in keys:
+        return None
+    if "repeat_failure" in keys:
+        raise ConfigError(f"{source}: both `repeat_failure:` (the sidecar's config) and "
+                          "`fixloop:` (the fix loop's) at the top level; each program reads "
+                          "its own file, so split it in two")
+    return describe_fixloop_config(parse_fixloop_config(data, source), source)

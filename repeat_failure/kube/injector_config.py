@@ -21,7 +21,7 @@ from typing import Any
 import jsonschema
 
 from repeat_failure import __version__
-from repeat_failure.config import ConfigError, read_yaml
+from repeat_failure.config import SECTION_KEYS, ConfigError, read_yaml
 from repeat_failure.serving import file_stamp as _file_stamp
 
 log = logging.getLogger("repeat_failure")
@@ -244,20 +244,26 @@ class ConfigSource:
             return new
 
 
+#: The injector's top-level keys that the sidecar's ``repeat_failure:`` section does not have:
+#: ``check-config`` reads a file as the injector's only with one of them (``enabled`` alone is
+#: both, and ``run`` refuses it at the top level).
+INJECTOR_ONLY_KEYS = frozenset(_CONFIG_SCHEMA["properties"]) - SECTION_KEYS
+
+
 def check_injector_config(data: Any, source: str, forced: bool = False) -> str | None:
     """``repeat-failure check-config`` on a parsed YAML document: None when it is not the
-    injector's config (not ``forced``, i.e. no ``--injector``, and not a mapping with one of the
-    injector's top-level keys and neither ``repeat_failure`` nor ``fixloop``), else the one line
+    injector's config (not ``forced``, i.e. no ``--injector``, and not a mapping with one of
+    :data:`INJECTOR_ONLY_KEYS` and neither ``repeat_failure`` nor ``fixloop``), else the one line
     printed for a valid one. Raises :class:`repeat_failure.config.ConfigError` naming ``source``
     and the first bad key (:func:`parse_injector_config`), or, without ``forced``, the keys of
     both the injector's config and another program's (``enabled`` and ``repeat_failure``)."""
     keys = set(data) if isinstance(data, dict) else set()
     own, other = keys & set(_CONFIG_SCHEMA["properties"]), keys & {"repeat_failure", "fixloop"}
-    if not forced and own and other:
+    if not forced and keys & INJECTOR_ONLY_KEYS and other:
         raise ConfigError(f"{source}: holds keys of the injector's config ({', '.join(sorted(own))})"
                           f" and of another ({', '.join(sorted(other))}): one file is one "
                           "program's config (--injector checks it as the injector's)")
-    if not forced and not own:
+    if not forced and not keys & INJECTOR_ONLY_KEYS:
         return None
     cfg = parse_injector_config(data, source)
     resources = "; ".join(f"{kind} " + ", ".join(f"{name} {value}" for name, value in

@@ -183,7 +183,7 @@ class Sidecar:
         wanted = self.config.events and (self.config.enabled or probes)
         if wanted and self.events is None:
             self.events = EventPublisher(self._event_stats, self._events_configuration).start()
-            log.info("Kubernetes Events on: one Event per raised note",
+            log.info("Kubernetes Events on: one Event per raised note or broken preview",
                      extra={"pod": self.events.pod.name if self.events.pod else None})
         elif not wanted and self.events is not None:
             self.events.close()
