@@ -15,8 +15,13 @@ true-positive examples, and a scanner that says which rules fire in which text.
   ``GOTOOLCHAIN=local``). The config it writes must equal the module's ``config/gitleaks.toml``
   byte for byte, so the examples belong to the very rules the binary runs. Parsing the Go
   sources instead loses every generated example (``secrets.NewSecret(...)`` is code, not text).
-  The result is kept in ``~/.cache/repeat-failure/gitleaks-<version>/examples.json``: a machine
-  tests the same random draw every time (a failure reproduces), a fresh machine draws anew.
+  The draws are seeded (``tests/gitleaks/regen_seeded.go`` takes the place of the copy's
+  ``cmd/generate/secrets/regen.go``: each draw seeded by its regex and ``RF_GITLEAKS_SEED``,
+  default 0), so every machine tests the same examples and a failure in CI reproduces
+  anywhere; before, reggen seeded from the clock and a fresh machine drew anew (a CI run on
+  empty caches drew a Beamer token ``b_y=b0z=…`` whose first 8 characters survived). Set
+  ``RF_GITLEAKS_SEED`` to another integer to explore other draws. The result is kept in
+  ``~/.cache/repeat-failure/gitleaks-<version>-seed<seed>/examples.json``.
 * The scan: :func:`scan` writes texts into files and runs ``gitleaks dir --no-banner
   --report-format json --report-path <file>`` with a scrubbed environment; gitleaks reads files
   and sends nothing anywhere.
@@ -37,8 +42,11 @@ import orjson
 VERSION = "v8.30.1"
 MODULE = "github.com/zricethezav/gitleaks/v8"
 BIN_DIR = Path.home() / ".cache" / "repeat-failure" / "bin"
-CACHE_DIR = Path.home() / ".cache" / "repeat-failure" / f"gitleaks-{VERSION}"
+#: The seed of the examples' draws (module docstring); 0 unless ``RF_GITLEAKS_SEED`` says.
+SEED = int(os.environ.get("RF_GITLEAKS_SEED") or 0)
+CACHE_DIR = Path.home() / ".cache" / "repeat-failure" / f"gitleaks-{VERSION}-seed{SEED}"
 RECORDER = Path(__file__).resolve().parent / "gitleaks" / "record_examples.go"
+SEEDED = Path(__file__).resolve().parent / "gitleaks" / "regen_seeded.go"
 
 
 def find_go() -> str | None:
@@ -107,9 +115,14 @@ def _generate(go: str, source: Path, out: Path) -> None:
         assert n == 1, f"gitleaks {VERSION}: utils/validate.go has {n} definitions of {name}"
     (utils / "validate.go").write_text(validate)
     shutil.copy(RECORDER, utils / "zz_record_examples.go")
+    regen = copy / "cmd" / "generate" / "secrets" / "regen.go"
+    assert "func NewSecret(regex string) string" in regen.read_text(), \
+        f"gitleaks {VERSION}: cmd/generate/secrets/regen.go no longer defines NewSecret(regex)"
+    shutil.copy(SEEDED, regen)
     proc = subprocess.run(
         [go, "run", ".", str(out / "gitleaks.toml")], cwd=copy / "cmd" / "generate" / "config",
-        env=_go_env({"RF_GITLEAKS_EXAMPLES": str(out / "examples.jsonl")}),
+        env=_go_env({"RF_GITLEAKS_EXAMPLES": str(out / "examples.jsonl"),
+                     "RF_GITLEAKS_SEED": str(SEED)}),
         capture_output=True, text=True, timeout=900)
     if proc.returncode != 0:
         raise AssertionError(f"gitleaks' config generator failed (scripts/test downloads what "
@@ -132,6 +145,8 @@ def examples(go: str) -> list[Example]:
             assert generated == (source / "config" / "gitleaks.toml").read_bytes(), \
                 "the generator's config is not the module's config/gitleaks.toml"
             rows = [orjson.loads(line) for line in (out / "examples.jsonl").read_bytes().splitlines()]
+            for row in rows:  # the generator fills its templates in Go's map order: sorted
+                row["tps"] = sorted(row["tps"] or ())
             part = cached.with_suffix(".part")
             part.write_bytes(orjson.dumps(rows))
             part.replace(cached)

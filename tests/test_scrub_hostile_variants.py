@@ -56,6 +56,19 @@ FOUND = [
      f"x=$(aws secretsmanager create-secret --name n --secret-string {R})"),
     (f"a=`gh secret set N -b {T}`", f"a=`gh secret set N -b {R}`"),
     (f"(gh secret set N --body={W}) && echo ok", f"(gh secret set N --body={R}) && echo ok"),
+    # Found by gitleaks' examples once their draw was seeded (tests/gitleaks_oracle.py): a
+    # flag quoted whole lost its closing quote and the rest of the command to the value.
+    (f"curl '--token={T}' https://x", f"curl '--token={R}' https://x"),
+    (f'x "--password={W}" -v', f'x "--password={R}" -v'),
+    # ... and a login's random flag value after `=` was kept (an Intercom key drawn from its
+    # regex, [\w=-]{{60}}, can start with `-`).
+    (f"tool auth login -bo=0x{T.lower()}-{T}", f"tool auth login -bo={R}"),
+    (f"somecli login '--key=0x{T}' && ls", f"somecli login '--key={R}' && ls"),
+    # a login's token that starts with `-` (Netlify's [\w-]{{40,46}}), and a credentials file's
+    # KEY=VALUE whose value holds `=`: the first pieces of the value were kept
+    (f"tool auth login -5b{T.lower()}-xr7oq_{T}", f"tool auth login {R}"),
+    (f"cat > creds.txt <<EOF\nb_y=b0z={T}\nEOF", f"cat > creds.txt <<EOF\nb_y={R}\nEOF"),
+    (f"echo 'API=x7=q{T}' >> .env", f"echo 'API={R}' >> .env"),
 ]
 
 HELD = [
@@ -92,6 +105,10 @@ STAY = [
     f"echo {W} | xargs mycmd --value", "echo a.txt | xargs rm",
     "aws ssm put-parameter --name n --value eu-west-1 --type=String",
     "find . -name '*.tok' -exec gh secret set N --body {} \\;",
+    "curl '--token=$TOKEN' https://x", "docker login --username=alice registry.example.com",
+    "gh auth login --hostname=github.com --git-protocol=https",
+    "az login --use-device-code --allow-no-subscriptions",
+    "echo URL=http://x.example.com/?a=b >> .env",
 ]
 
 

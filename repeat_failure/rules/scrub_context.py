@@ -141,6 +141,8 @@ _WRITES = re.compile(r"(?:(?:&>>?|>\||>>?)[ \t]*|\btee\b(?:[ \t]+-[a-z]+)*[ \t]+
                      + CRED_FILE)
 #: A word of what a command writes: runs between blanks, quotes, ``=`` ``,`` ``;``.
 _DATA_WORD = re.compile(r"""[^\s'"=,;]+""")
+#: Words of what a command writes joined by ``=`` (``KEY=VALUE``, ``a=b=c``).
+_JOINED_WORD = re.compile(r"""[^\s'",;]+""")
 
 
 #: A YAML key before its value (``apiVersion:``, ``current-context:``): a name, no credential,
@@ -185,7 +187,20 @@ def random_words(text: str) -> str:
         for part in re.split(r"(\\[nrt]|\[REDACTED\])", m[0]):
             out.append(REDACTED if credential_word(part) else part)
         return "".join(out)
-    return _DATA_WORD.sub(one, text)
+
+    def joined(m: re.Match[str]) -> str:
+        # KEY=VALUE where the value holds ``=`` (a token of base64's or a vendor's alphabet:
+        # ``b_y=b0z=7oy6…``): when a credential word follows the first ``=``, everything after
+        # it goes, so no piece of the value is left beside the placeholder
+        out = []
+        for seg in re.split(r"(\\[nrt])", m[0]):  # a line of printf's '...\n...' at a time
+            key, _, value = seg.partition("=")
+            if "=" in value.rstrip("=") and any(credential_word(w) for w in value.split("=")):
+                out.append(_DATA_WORD.sub(one, key) + "=" + REDACTED)
+            else:
+                out.append(_DATA_WORD.sub(one, seg))
+        return "".join(out)
+    return _JOINED_WORD.sub(joined, text)
 
 
 def _whole(value: str) -> str:
@@ -272,7 +287,9 @@ def login_arguments(m: re.Match[str]) -> str:
     """The replacement of the login rule: in the arguments of ``<cli> [sub] login``, the first
     positional argument goes when it is no host, URL, e-mail address, path, plain word or
     ``$VAR`` (later ones are more often prose: ``user login failed for id <hex>``), and so does
-    a flag's value that looks random (:func:`looks_random`)."""
+    a flag's value that looks random (:func:`looks_random`), after the flag or after its ``=``
+    (``-bo=<random>``: an Intercom key drawn from gitleaks' own regex starts with ``-``), and a
+    "flag" of 16 characters or more whose name looks random (a token that starts with ``-``)."""
     rest = m["rest"]
     out, pos, after_flag, positional_seen = [], 0, False, False
     last = 0
@@ -284,7 +301,20 @@ def login_arguments(m: re.Match[str]) -> str:
         secret = False
         bare = _unquote(word)
         if bare.startswith("-") and len(bare) > 1:  # a flag, also quoted whole ('--password')
-            after_flag = "=" not in bare
+            name, eq, value = word.partition("=")
+            after_flag = not eq
+            if not eq and len(bare) >= 16 and looks_random(bare.lstrip("-")):
+                # no flag's name is random: a token that starts with `-` (a Netlify token
+                # drawn from its regex, [\w-]{40,46})
+                out.append(rest[pos:w.start()])
+                out.append(REDACTED)
+                pos = w.end()
+                after_flag = False
+                continue
+            if eq and looks_random(_unquote(value)) and not value.startswith(REDACTED):
+                out.append(rest[pos:w.start() + len(name) + 1])  # `-x=<random>`: the value goes
+                out.append(REDACTED)
+                pos = w.end() - (word[0] in "'\"" and word[-1] == word[0])  # keeps its quote
             continue
         if word.startswith("<") or word.startswith(">"):
             break

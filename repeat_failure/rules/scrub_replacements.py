@@ -164,6 +164,14 @@ def flag_value(m: re.Match[str]) -> str:
     secret (:func:`name_kind`), but not a bare ``--secret`` of :data:`_SECRET_BY_NAME`."""
     if m[1].lower() == "--secret" and _SECRET_BY_NAME.match(m.string):
         return m[0]
+    quote = m.string[m.start(1) - 1] if m.start(1) else ""
+    if quote in "'\"" and quote and m[2] == "=" and quote in m[3]:
+        # a flag quoted whole ('--token=abc' y): its value ends at that quote; the value pattern
+        # took the closing quote for an opening one and ran to the end of the text
+        value, rest = m[3].split(quote, 1)
+        if not value_is_secret(name_kind(m[1]), value):
+            return m[0]
+        return m[1] + m[2] + REDACTED + quote + rest
     return secret_assignment(1, 3)(m)
 
 
