@@ -123,8 +123,8 @@ def test_bad_config_exits_2(tmp_path: Path) -> None:
          str(tmp_path / "s"), "--agent", "a1", "--backend", "bash", "--listen", "127.0.0.1:0"],
         capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
-    assert done.stderr == (f"repeat-failure: {config}: repeat_failure.window_s: -1 is less than "
-                           "or equal to the minimum of 0\n")
+    assert done.stderr == (f"repeat-failure: {config}: repeat_failure.window_s: must be greater "
+                           "than 0\n")
 
 
 def test_hook_env_prints_exports(tmp_path: Path) -> None:
