@@ -42,16 +42,18 @@ B64 = ALNUM + "+/"
 B64URL = ALNUM + "-_"
 
 
-def rand(alphabet: str, n: int) -> str:
-    """``n`` characters drawn from ``alphabet`` (seeded: the corpus is the same every run)."""
-    return "".join(_rng.choice(alphabet) for _ in range(n))
+def rand(alphabet: str, n: int, rng: random.Random | None = None) -> str:
+    """``n`` characters drawn from ``alphabet`` by ``rng`` (default this module's; seeded: the
+    corpus is the same every run)."""
+    return "".join((rng or _rng).choice(alphabet) for _ in range(n))
 
 
-def _mixed(alphabet: str, n: int) -> str:
+def mixed(alphabet: str, n: int, rng: random.Random | None = None) -> str:
     """``n`` characters of ``alphabet`` holding a lower case letter, a capital and a digit (the
-    characters of a real random token of that length nearly always do)."""
+    characters of a real random token of that length nearly always do); drawn by ``rng``
+    (default this module's)."""
     while True:
-        s = rand(alphabet, n)
+        s = rand(alphabet, n, rng)
         if any(c.islower() for c in s) and any(c.isupper() for c in s) \
                 and any(c.isdigit() for c in s):
             return s
@@ -60,7 +62,7 @@ def _mixed(alphabet: str, n: int) -> str:
 def _password() -> str:
     """A password with nothing about its characters: letters, digits and ``/ + = ! % .``,
     holding a ``/``, a ``+`` and an ``=`` (what breaks a URL's userinfo)."""
-    body = list(_mixed(ALNUM, 14)) + list(rand("!%.", 2)) + ["/", "+", "="]
+    body = list(mixed(ALNUM, 14)) + list(rand("!%.", 2)) + ["/", "+", "="]
     _rng.shuffle(body)
     return "".join(body)
 
@@ -69,55 +71,55 @@ def _build() -> dict[tuple[str, str], str]:
     """(source, kind) -> value."""
     v: dict[tuple[str, str], str] = {}
     vendor = {
-        "github-classic": "ghp_" + _mixed(ALNUM, 36),
-        "github-fine-grained": "github_pat_" + _mixed(ALNUM, 22) + "_" + _mixed(ALNUM, 59),
-        "gitlab-pat": "glpat-" + _mixed(B64URL, 20),
-        "slack-bot": "xoxb-" + rand(DIGITS, 12) + "-" + rand(DIGITS, 13) + "-" + _mixed(ALNUM, 24),
-        "stripe-live": "sk_live_" + _mixed(ALNUM, 24),
-        "npm": "npm_" + _mixed(ALNUM, 36),
-        "pypi": "pypi-AgEIcHlwaS5vcmc" + _mixed(B64URL, 60),
-        "doppler": "dp.st." + _mixed(ALNUM, 43),
-        "huggingface": "hf_" + _mixed(ALNUM, 34),
-        "vault-service": "hvs." + _mixed(B64URL, 24),
-        "anthropic": "sk-ant-api03-" + _mixed(B64URL, 93) + "AA",
-        "openai-project": "sk-proj-" + _mixed(B64URL, 48),
+        "github-classic": "ghp_" + mixed(ALNUM, 36),
+        "github-fine-grained": "github_pat_" + mixed(ALNUM, 22) + "_" + mixed(ALNUM, 59),
+        "gitlab-pat": "glpat-" + mixed(B64URL, 20),
+        "slack-bot": "xoxb-" + rand(DIGITS, 12) + "-" + rand(DIGITS, 13) + "-" + mixed(ALNUM, 24),
+        "stripe-live": "sk_live_" + mixed(ALNUM, 24),
+        "npm": "npm_" + mixed(ALNUM, 36),
+        "pypi": "pypi-AgEIcHlwaS5vcmc" + mixed(B64URL, 60),
+        "doppler": "dp.st." + mixed(ALNUM, 43),
+        "huggingface": "hf_" + mixed(ALNUM, 34),
+        "vault-service": "hvs." + mixed(B64URL, 24),
+        "anthropic": "sk-ant-api03-" + mixed(B64URL, 93) + "AA",
+        "openai-project": "sk-proj-" + mixed(B64URL, 48),
         "shopify": "shpat_" + rand(HEX, 32),
         "twilio-api-key": "SK" + rand(HEX, 32),
         "digitalocean": "dop_v1_" + rand(HEX, 64),
-        "linear": "lin_api_" + _mixed(ALNUM, 40),
+        "linear": "lin_api_" + mixed(ALNUM, 40),
         "postman": "PMAK-" + rand(HEX, 24) + "-" + rand(HEX, 34),
-        "atlassian": "ATATT3xFfGF0" + _mixed(B64URL, 180),
+        "atlassian": "ATATT3xFfGF0" + mixed(B64URL, 180),
         "databricks": "dapi" + rand(HEX, 32),
-        "grafana-sa": "glsa_" + _mixed(ALNUM, 32) + "_" + rand(HEX, 8),
-        "sendgrid": "SG." + _mixed(B64URL, 22) + "." + _mixed(B64URL, 43),
+        "grafana-sa": "glsa_" + mixed(ALNUM, 32) + "_" + rand(HEX, 8),
+        "sendgrid": "SG." + mixed(B64URL, 22) + "." + mixed(B64URL, 43),
         "sentry-user": "sntryu_" + rand(HEX, 64),
         "age-secret-key": "AGE-SECRET-KEY-1" + rand(UPPER + DIGITS, 58),
     }
     detect = {
         "aws-access-key": "AKIA" + rand(UPPER + DIGITS, 16),
-        "aws-secret-key": _mixed(B64, 40),
-        "artifactory": "AKCp8" + _mixed(ALNUM, 68),
-        "azure-storage": _mixed(B64, 86) + "==",
+        "aws-secret-key": mixed(B64, 40),
+        "artifactory": "AKCp8" + mixed(ALNUM, 68),
+        "azure-storage": mixed(B64, 86) + "==",
         "cloudant": rand(LOWER + DIGITS, 64),
-        "discord-bot": "M" + _mixed(B64URL, 23) + "." + _mixed(B64URL, 6) + "." + _mixed(B64URL, 27),
+        "discord-bot": "M" + mixed(B64URL, 23) + "." + mixed(B64URL, 6) + "." + mixed(B64URL, 27),
         "ibm-cos-hmac": rand(HEX, 48),
         "mailchimp": rand(HEX, 32) + "-us14",
-        "square-oauth": "sq0csp-" + _mixed(B64URL, 43),
-        "telegram-bot": rand(DIGITS, 10) + ":AA" + _mixed(B64URL, 33),
+        "square-oauth": "sq0csp-" + mixed(B64URL, 43),
+        "telegram-bot": rand(DIGITS, 10) + ":AA" + mixed(B64URL, 33),
         "twilio-account": "AC" + rand(LOWER + DIGITS, 32),
         "softlayer": rand(LOWER + DIGITS, 64),
-        "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiI" + _mixed(B64URL, 30) + "." + _mixed(B64URL, 43),
+        "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiI" + mixed(B64URL, 30) + "." + mixed(B64URL, 43),
     }
     generic = {
-        "prefix-underscore": "acme_" + _mixed(ALNUM, 32),
-        "prefix-live": "zeta_live_" + _mixed(ALNUM, 40),
-        "prefix-dash": "qx-" + _mixed(ALNUM, 28),
-        "prefix-two-parts": "orb_sk_" + _mixed(ALNUM, 24),
-        "prefix-b64url": "nimbus-" + _mixed(B64URL, 44),
+        "prefix-underscore": "acme_" + mixed(ALNUM, 32),
+        "prefix-live": "zeta_live_" + mixed(ALNUM, 40),
+        "prefix-dash": "qx-" + mixed(ALNUM, 28),
+        "prefix-two-parts": "orb_sk_" + mixed(ALNUM, 24),
+        "prefix-b64url": "nimbus-" + mixed(B64URL, 44),
     }
     plain = {f"password-{i}": _password() for i in range(3)}
     plain["hex-40"] = rand(HEX, 40)
-    plain["b64-32"] = _mixed(B64, 32)
+    plain["b64-32"] = mixed(B64, 32)
     for source, table in (("vendor-formats", vendor), ("detect-secrets", detect),
                           ("no-vendor", generic), ("structure-only", plain)):
         for kind, value in table.items():

@@ -9,22 +9,18 @@ token of letters and digits, ``W`` a password with nothing random about it.
 from __future__ import annotations
 
 import random
-import string
 import time
 
 import pytest
 
 from repeat_failure.rules.scrub import REDACTED, scrub
+from secret_values import ALNUM, mixed
 
 _rng = random.Random(2028)
 
 
 def _token(n: int) -> str:
-    while True:
-        s = "".join(_rng.choice(string.ascii_letters + string.digits) for _ in range(n))
-        if any(c.isdigit() for c in s) and any(c.isupper() for c in s) \
-                and any(c.islower() for c in s):
-            return s
+    return mixed(ALNUM, n, _rng)
 
 
 T = _token(20)

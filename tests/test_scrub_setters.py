@@ -13,21 +13,17 @@ from __future__ import annotations
 import base64
 import hashlib
 import random
-import string
 
 import pytest
 
 from repeat_failure.rules.scrub import REDACTED, scrub
+from secret_values import ALNUM, mixed
 
 _rng = random.Random(2027)
 
 
 def _token(n: int) -> str:
-    while True:
-        s = "".join(_rng.choice(string.ascii_letters + string.digits) for _ in range(n))
-        if any(c.isdigit() for c in s) and any(c.isupper() for c in s) \
-                and any(c.islower() for c in s):
-            return s
+    return mixed(ALNUM, n, _rng)
 
 
 T = _token(20)
